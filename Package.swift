@@ -1,0 +1,72 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+/// Targets follow the picture in DESIGN.md: each C library is imported by
+/// exactly one adapter target, everything else sees Swift types only.
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let package = Package(
+    name: "podfs",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "podfs", targets: ["podfs"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CFuse3", path: "Modules/CFuse3", pkgConfig: "fuse3",
+            providers: [.apt(["libfuse3-dev"])]),
+        .systemLibrary(
+            name: "CCurl", path: "Modules/CCurl", pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(
+            name: "CXML2", path: "Modules/CXML2", pkgConfig: "libxml-2.0",
+            providers: [.apt(["libxml2-dev"])]),
+        .systemLibrary(
+            name: "CSQLite", path: "Modules/CSQLite", pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]),
+
+        .target(name: "Feeds", dependencies: ["CXML2"], swiftSettings: swiftSettings),
+        .target(
+            name: "RangeCache",
+            dependencies: ["CSQLite", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: swiftSettings),
+        .target(
+            name: "HTTPClient",
+            dependencies: ["CCurl", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: swiftSettings),
+        .target(
+            name: "FUSEBridge",
+            dependencies: ["CFuse3", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: swiftSettings),
+        .target(
+            name: "PodFS",
+            dependencies: [
+                "Feeds", "RangeCache", "FUSEBridge",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings),
+        .executableTarget(
+            name: "podfs",
+            dependencies: [
+                "PodFS", "HTTPClient", "FUSEBridge", "Feeds", "RangeCache",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings),
+
+        .testTarget(name: "FeedsTests", dependencies: ["Feeds"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "RangeCacheTests", dependencies: ["RangeCache"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "PodFSTests", dependencies: ["PodFS", "Feeds", "RangeCache"],
+            swiftSettings: swiftSettings),
+        .testTarget(
+            name: "IntegrationTests", dependencies: [], swiftSettings: swiftSettings),
+    ]
+)

@@ -1,0 +1,163 @@
+internal import CFuse3
+import Dispatch
+import Glibc
+public import Logging
+import Synchronization
+
+/// Why a mount could not be made, in words a person can act on.
+public struct MountError: Error, Sendable, CustomStringConvertible {
+    public var message: String
+    public var description: String { message }
+
+    public init(_ message: String) { self.message = message }
+}
+
+/// Tells the kernel to forget what it cached about a node or a name.
+public protocol KernelCacheInvalidator: Sendable {
+    /// Drops the kernel's cached attributes and pages of a node.
+    func invalidate(inode: UInt64)
+    /// Drops the kernel's cached lookup of `name` in directory `parent`.
+    func invalidate(parent: UInt64, name: String)
+}
+
+/// One mounted libfuse low-level session, served by a multi-threaded loop.
+///
+/// Lifecycle: `init` creates the session and mounts; `serve()` serves until
+/// unmounted (`fusermount3 -u`, SIGINT, SIGTERM, SIGHUP or `exit()`);
+/// `close()` unmounts and destroys the session. Notifications are sent from a queue
+/// of their own, never from inside a request handler.
+public final class FUSESession: KernelCacheInvalidator, Sendable {
+    // MARK: - Nested types
+
+    private enum Lifecycle {
+        case mounted
+        case stopped
+    }
+
+    // MARK: - Properties
+
+    public let mountpoint: String
+    /// The libfuse session; immutable after init, freed in `run()`'s end.
+    private let session: SessionPointer
+    private let operations: Operations
+    private let logger: Logger
+    /// Guards sending notifications against the session's destruction.
+    private let lifecycle = Mutex(Lifecycle.mounted)
+    private let notifications = DispatchQueue(label: "podfs.fuse.notify")
+
+    // MARK: - Init
+
+    /// Creates the session and mounts it; the mount is usable (requests
+    /// queue in the kernel) once this returns.
+    ///
+    /// - Parameter options: `-o` options for libfuse (`allow_other`, ...).
+    public init(
+        mountpoint: String, fileSystemName: String, options: [String],
+        fileSystem: any FileSystem, logger: Logger
+    ) throws(MountError) {
+        self.mountpoint = mountpoint
+        self.logger = logger
+        let operations = Operations(fileSystem: fileSystem, logger: logger)
+        self.operations = operations
+
+        var optionList = ["ro", "default_permissions", "fsname=\(fileSystemName)", "subtype=podfs"]
+        optionList.append(contentsOf: options)
+        let arguments = ["podfs", "-o", optionList.joined(separator: ",")]
+        var cStrings: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) }
+        cStrings.append(nil)
+        let argv = UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>.allocate(capacity: cStrings.count)
+        argv.initialize(from: cStrings, count: cStrings.count)
+        var args = fuse_args(argc: Int32(arguments.count), argv: argv, allocated: 0)
+        var ops = makeLowLevelOperations()
+        let userdata = Unmanaged.passUnretained(operations).toOpaque()
+        let created = podfs_fuse_session_new(&args, &ops, userdata)
+        fuse_opt_free_args(&args)
+        guard let created else {
+            throw MountError("could not create the FUSE session (bad -o option? see the message above)")
+        }
+        guard fuse_session_mount(created, mountpoint) == 0 else {
+            fuse_session_destroy(created)
+            throw MountError(
+                "could not mount on \(mountpoint): check that it is an empty directory you own, "
+                    + "that /dev/fuse exists and that fusermount3 is installed (see the message above)")
+        }
+        self.session = SessionPointer(raw: created)
+    }
+
+    // MARK: - Public methods
+
+    /// Serves requests until the file system is unmounted or a termination
+    /// signal arrives. Call once, from the thread that should receive
+    /// SIGINT/SIGTERM; then stop whatever may still reply and call `close()`.
+    @discardableResult
+    public func serve(maxThreads: UInt32 = 16) -> Int32 {
+        prepareSignals()
+        let se = session.raw
+        fuse_set_signal_handlers(se)
+        let result = podfs_fuse_session_loop_mt(se, maxThreads, 4)
+        fuse_remove_signal_handlers(se)
+        return result
+    }
+
+    /// Unmounts (if still mounted) and frees the session. Replies sent after
+    /// this touch freed memory: stop the network thread first.
+    public func close() {
+        notifications.sync {
+            lifecycle.withLock { $0 = .stopped }
+        }
+        fuse_session_unmount(session.raw)
+        fuse_session_destroy(session.raw)
+    }
+
+    /// Asks the loop to stop (as SIGTERM does).
+    public func exit() {
+        lifecycle.withLock { state in
+            guard state == .mounted else { return }
+            fuse_session_exit(session.raw)
+        }
+    }
+
+    public func invalidate(inode: UInt64) {
+        notifications.async { [self] in
+            lifecycle.withLock { state in
+                guard state == .mounted else { return }
+                let rc = fuse_lowlevel_notify_inval_inode(session.raw, inode, 0, 0)
+                if rc != 0 && rc != -ENOENT {
+                    logger.debug("inode invalidation failed", metadata: ["inode": "\(inode)", "errno": "\(-rc)"])
+                }
+            }
+        }
+    }
+
+    public func invalidate(parent: UInt64, name: String) {
+        notifications.async { [self] in
+            lifecycle.withLock { state in
+                guard state == .mounted else { return }
+                _ = name.withCString { pointer in
+                    fuse_lowlevel_notify_inval_entry(session.raw, parent, pointer, strlen(pointer))
+                }
+            }
+        }
+    }
+
+    // MARK: - Private methods
+
+    /// A parent (a shell, `swift test`) may have blocked or ignored the
+    /// signals the loop waits for; restore them before libfuse installs its
+    /// handlers (FUSE-SWIFT-NOTES.md, "Signals").
+    private func prepareSignals() {
+        var set = sigset_t()
+        sigemptyset(&set)
+        for signal in [SIGINT, SIGTERM, SIGHUP] { sigaddset(&set, signal) }
+        pthread_sigmask(SIG_UNBLOCK, &set, nil)
+        signal(SIGINT, SIG_DFL)
+        signal(SIGTERM, SIG_DFL)
+        signal(SIGHUP, SIG_DFL)
+    }
+}
+
+/// The libfuse session pointer, shared read-only between threads (libfuse's
+/// notify and exit functions are thread-safe).
+struct SessionPointer: @unchecked Sendable {
+    let raw: OpaquePointer
+}

@@ -1,0 +1,90 @@
+/// What a file system served through FUSE must answer.
+///
+/// The bridge knows nothing of podcasts. Each method that may wait (lookup,
+/// getattr, open, read) answers through a one-shot reply object, possibly
+/// later and from any thread; a reply dropped unsent answers `EIO`. Methods
+/// are called on libfuse's worker threads and must not block on the network.
+public protocol FileSystem: AnyObject, Sendable {
+    func lookup(parent: UInt64, name: String, reply: EntryReply)
+    func getattr(inode: UInt64, reply: AttributesReply)
+    /// All entries of a directory (without `.` and `..`), in a stable order.
+    func readdir(inode: UInt64) throws(FileSystemError) -> [DirectoryEntry]
+    func open(inode: UInt64, flags: Int32, reply: OpenReply)
+    func read(inode: UInt64, handle: UInt64, offset: Int64, size: Int, reply: DataReply)
+    func release(inode: UInt64, handle: UInt64)
+    /// The value of an extended attribute.
+    func getxattr(inode: UInt64, name: String) throws(FileSystemError) -> [UInt8]
+    /// The names of the extended attributes of a node.
+    func listxattr(inode: UInt64) throws(FileSystemError) -> [String]
+    func statfs() -> FileSystemStatistics
+}
+
+/// The attributes of a node, as `stat` shows them.
+public struct Attributes: Sendable, Equatable {
+    public enum Kind: Sendable { case directory, regularFile }
+
+    public var inode: UInt64
+    public var kind: Kind
+    /// Permission bits (e.g. `0o444`).
+    public var permissions: UInt32
+    public var size: Int64
+    /// Modification time, seconds since the epoch (UTC).
+    public var modificationTime: Int64
+    public var linkCount: UInt32
+
+    public init(
+        inode: UInt64, kind: Kind, permissions: UInt32, size: Int64,
+        modificationTime: Int64, linkCount: UInt32 = 1
+    ) {
+        self.inode = inode
+        self.kind = kind
+        self.permissions = permissions
+        self.size = size
+        self.modificationTime = modificationTime
+        self.linkCount = linkCount
+    }
+}
+
+/// A name in a directory.
+public struct DirectoryEntry: Sendable, Equatable {
+    public var name: String
+    public var inode: UInt64
+    public var kind: Attributes.Kind
+
+    public init(name: String, inode: UInt64, kind: Attributes.Kind) {
+        self.name = name
+        self.inode = inode
+        self.kind = kind
+    }
+}
+
+/// How the kernel should treat an opened file.
+public struct OpenOptions: Sendable {
+    /// The file handle passed back with every read and the release.
+    public var handle: UInt64
+    /// Keep the kernel's page cache from earlier opens (the bytes did not change).
+    public var keepCache: Bool
+    /// Bypass the page cache.
+    public var directIO: Bool
+
+    public init(handle: UInt64, keepCache: Bool = false, directIO: Bool = false) {
+        self.handle = handle
+        self.keepCache = keepCache
+        self.directIO = directIO
+    }
+}
+
+/// What `statfs` (and `df`) show.
+public struct FileSystemStatistics: Sendable {
+    public var blockSize: UInt64
+    public var totalBlocks: UInt64
+    public var freeBlocks: UInt64
+    public var files: UInt64
+
+    public init(blockSize: UInt64, totalBlocks: UInt64, freeBlocks: UInt64, files: UInt64) {
+        self.blockSize = blockSize
+        self.totalBlocks = totalBlocks
+        self.freeBlocks = freeBlocks
+        self.files = files
+    }
+}

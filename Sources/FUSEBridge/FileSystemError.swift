@@ -1,0 +1,32 @@
+import Glibc
+
+/// A failure a file system reports to the kernel. The mapping to an errno
+/// happens here and nowhere else.
+public enum FileSystemError: Error, Sendable, Equatable {
+    case notFound
+    case notDirectory
+    case isDirectory
+    case readOnly
+    case permissionDenied
+    case noAttribute
+    case bufferTooSmall
+    case ioError
+    case notSupported
+    case interrupted
+
+    /// The errno the kernel hands to the caller.
+    public var errno: Int32 {
+        switch self {
+        case .notFound: return ENOENT
+        case .notDirectory: return ENOTDIR
+        case .isDirectory: return EISDIR
+        case .readOnly: return EROFS
+        case .permissionDenied: return EACCES
+        case .noAttribute: return ENODATA
+        case .bufferTooSmall: return ERANGE
+        case .ioError: return EIO
+        case .notSupported: return ENOTSUP
+        case .interrupted: return EINTR
+        }
+    }
+}

@@ -1,0 +1,152 @@
+internal import CFuse3
+import Glibc
+import Logging
+
+/// The Swift owner behind libfuse's userdata pointer: forwards each request
+/// to the file system with a one-shot reply.
+final class Operations: Sendable {
+    // MARK: - Properties
+
+    let fileSystem: any FileSystem
+    let logger: Logger
+
+    // MARK: - Init
+
+    init(fileSystem: any FileSystem, logger: Logger) {
+        self.fileSystem = fileSystem
+        self.logger = logger
+    }
+
+    // MARK: - Methods
+
+    static func from(request: OpaquePointer?) -> Operations {
+        Unmanaged<Operations>.fromOpaque(fuse_req_userdata(request)!).takeUnretainedValue()
+    }
+
+    /// Fills a readdir buffer from `offset` (an index into the entries, with
+    /// `.` and `..` first) with as many entries as fit in `size` bytes.
+    func doReaddir(request: OpaquePointer, inode: UInt64, size: Int, offset: Int64) {
+        let entries: [DirectoryEntry]
+        do {
+            entries = try fileSystem.readdir(inode: inode)
+        } catch {
+            fuse_reply_err(request, error.errno)
+            return
+        }
+        let all = [DirectoryEntry(name: ".", inode: inode, kind: .directory),
+                   DirectoryEntry(name: "..", inode: 1, kind: .directory)] + entries
+        let buffer = UnsafeMutablePointer<CChar>.allocate(capacity: size)
+        defer { buffer.deallocate() }
+        var used = 0
+        var index = Int(max(0, offset))
+        while index < all.count {
+            let entry = all[index]
+            var st = stat()
+            st.st_ino = UInt(entry.inode)
+            st.st_mode = entry.kind == .directory ? S_IFDIR : S_IFREG
+            let needed = entry.name.withCString { name in
+                fuse_add_direntry(request, buffer + used, size - used, name, &st, off_t(index + 1))
+            }
+            if needed > size - used { break }
+            used += needed
+            index += 1
+        }
+        fuse_reply_buf(request, buffer, used)
+    }
+
+    func doGetxattr(request: OpaquePointer, inode: UInt64, name: String, size: Int) {
+        do {
+            let value = try fileSystem.getxattr(inode: inode, name: name)
+            replyXattr(request: request, bytes: value, size: size)
+        } catch {
+            fuse_reply_err(request, error.errno)
+        }
+    }
+
+    func doListxattr(request: OpaquePointer, inode: UInt64, size: Int) {
+        do {
+            let names = try fileSystem.listxattr(inode: inode)
+            var bytes: [UInt8] = []
+            for name in names {
+                bytes.append(contentsOf: name.utf8)
+                bytes.append(0)
+            }
+            replyXattr(request: request, bytes: bytes, size: size)
+        } catch {
+            fuse_reply_err(request, error.errno)
+        }
+    }
+
+    /// A size of 0 asks for the length only; a too-small buffer is ERANGE.
+    private func replyXattr(request: OpaquePointer, bytes: [UInt8], size: Int) {
+        if size == 0 {
+            fuse_reply_xattr(request, bytes.count)
+        } else if size < bytes.count {
+            fuse_reply_err(request, ERANGE)
+        } else {
+            bytes.withUnsafeBytes { raw in
+                _ = fuse_reply_buf(request, raw.baseAddress?.assumingMemoryBound(to: CChar.self), raw.count)
+            }
+        }
+    }
+}
+
+/// The operations table. Built in a nonisolated library function so the
+/// closures inherit no actor isolation (FUSE-SWIFT-NOTES.md, "Running").
+func makeLowLevelOperations() -> fuse_lowlevel_ops {
+    var ops = fuse_lowlevel_ops()
+    ops.lookup = { request, parent, name in
+        let name = String(cString: name!)
+        Operations.from(request: request).fileSystem.lookup(
+            parent: parent, name: name, reply: EntryReply(request!))
+    }
+    ops.getattr = { request, inode, _ in
+        Operations.from(request: request).fileSystem.getattr(inode: inode, reply: AttributesReply(request!))
+    }
+    ops.open = { request, inode, info in
+        let flags = info!.pointee.flags
+        if flags & O_ACCMODE != O_RDONLY {
+            fuse_reply_err(request, EROFS)
+            return
+        }
+        Operations.from(request: request).fileSystem.open(inode: inode, flags: flags, reply: OpenReply(request!))
+    }
+    ops.read = { request, inode, size, offset, info in
+        let handle = info!.pointee.fh
+        Operations.from(request: request).fileSystem.read(
+            inode: inode, handle: handle, offset: Int64(offset), size: size, reply: DataReply(request!))
+    }
+    ops.release = { request, inode, info in
+        let handle = info!.pointee.fh
+        Operations.from(request: request).fileSystem.release(inode: inode, handle: handle)
+        fuse_reply_err(request, 0)
+    }
+    ops.readdir = { request, inode, size, offset, _ in
+        Operations.from(request: request).doReaddir(request: request!, inode: inode, size: size, offset: Int64(offset))
+    }
+    ops.getxattr = { request, inode, name, size in
+        Operations.from(request: request).doGetxattr(
+            request: request!, inode: inode, name: String(cString: name!), size: size)
+    }
+    ops.listxattr = { request, inode, size in
+        Operations.from(request: request).doListxattr(request: request!, inode: inode, size: size)
+    }
+    ops.statfs = { request, _ in
+        let stats = Operations.from(request: request).fileSystem.statfs()
+        var sv = statvfs()
+        sv.f_bsize = UInt(stats.blockSize)
+        sv.f_frsize = UInt(stats.blockSize)
+        sv.f_blocks = UInt(stats.totalBlocks)
+        sv.f_bfree = UInt(stats.freeBlocks)
+        sv.f_bavail = UInt(stats.freeBlocks)
+        sv.f_files = UInt(stats.files)
+        sv.f_namemax = 255
+        fuse_reply_statfs(request, &sv)
+    }
+    ops.`init` = { _, connection in
+        guard let connection else { return }
+        // Reads wait on the network; let the kernel send several at once.
+        connection.pointee.want |= UInt32(FUSE_CAP_ASYNC_READ)
+    }
+    return ops
+}

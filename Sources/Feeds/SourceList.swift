@@ -1,0 +1,77 @@
+/// Reads a SOURCE file: the feeds a user wants mounted.
+///
+/// Two forms: an OPML document (every `<outline>` with an `xmlUrl`
+/// attribute, at any depth, attribute name in any capitalisation) or plain
+/// text with one feed URL per line, where blank lines and lines starting with
+/// `#` are ignored. The podcast subscription schemes `feed://`, `itpc://`,
+/// `pcast://` and `podcast://` are read as `http://`.
+public enum SourceList {
+    // MARK: - Public methods
+
+    /// The feed URLs in `bytes`, in order, duplicates removed.
+    ///
+    /// In a plain list, a line that is not an http(s) URL is an error naming
+    /// the line, since a person typed it. In OPML, outlines whose `xmlUrl` is
+    /// not http(s) are skipped, since apps write such entries.
+    public static func parse(_ bytes: [UInt8]) throws(FeedError) -> [String] {
+        let start = XMLDocument.strippingLeadingWhitespace(bytes)
+        let looksLikeXML =
+            start.first == UInt8(ascii: "<") || start.starts(with: [0xEF, 0xBB, 0xBF, UInt8(ascii: "<")])
+            || start.starts(with: [0xFF, 0xFE]) || start.starts(with: [0xFE, 0xFF])
+        let urls = looksLikeXML ? try opml(bytes) : try lines(bytes)
+        var seen = Set<String>()
+        return urls.filter { seen.insert($0).inserted }
+    }
+
+    // MARK: - Private methods
+
+    private static func opml(_ bytes: [UInt8]) throws(FeedError) -> [String] {
+        let document = try XMLDocument(parsing: bytes, baseURL: "")
+        guard document.root.localName.lowercased() == "opml" else {
+            throw FeedError(
+                "not an OPML document: the root element is <\(document.root.qualifiedName)>, expected <opml>")
+        }
+        var urls: [String] = []
+        collect(document.root, into: &urls)
+        return withExtendedLifetime(document) { urls }
+    }
+
+    private static func collect(_ element: XMLElement, into urls: inout [String]) {
+        for child in element.children {
+            if child.localName.lowercased() == "outline", let raw = child.attribute("xmlUrl", ignoringCase: true),
+                let url = feedURL(raw)
+            {
+                urls.append(url)
+            }
+            collect(child, into: &urls)
+        }
+    }
+
+    private static func lines(_ bytes: [UInt8]) throws(FeedError) -> [String] {
+        var content = bytes[...]
+        if content.starts(with: [0xEF, 0xBB, 0xBF]) { content = content.dropFirst(3) }
+        var urls: [String] = []
+        for (index, line) in content.split(separator: 0x0A, omittingEmptySubsequences: false).enumerated() {
+            let text = String(decoding: line, as: UTF8.self).trimmingWhitespace()
+            if text.isEmpty || text.hasPrefix("#") { continue }
+            guard let url = feedURL(text) else {
+                throw FeedError("line \(index + 1): \"\(text)\" is not an http or https feed URL")
+            }
+            urls.append(url)
+        }
+        return urls
+    }
+
+    /// An absolute http(s) URL, with subscription schemes rewritten.
+    private static func feedURL(_ raw: String) -> String? {
+        var text = raw.trimmingWhitespace()
+        let lower = text.lowercased()
+        for scheme in ["feed://", "itpc://", "pcast://", "podcast://"] where lower.hasPrefix(scheme) {
+            text = "http://" + text.dropFirst(scheme.count)
+        }
+        if lower.hasPrefix("feed:http://") || lower.hasPrefix("feed:https://") {
+            text = String(text.dropFirst("feed:".count))
+        }
+        return FeedURL.resolveHTTP(text, base: "")
+    }
+}

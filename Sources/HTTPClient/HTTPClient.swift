@@ -1,0 +1,178 @@
+internal import CCurl
+import Foundation
+public import Logging
+import Synchronization
+
+/// An HTTP client on libcurl's multi interface, driven by one thread of its
+/// own.
+///
+/// Every transfer runs on that thread, so connections are kept alive and
+/// reused across requests (libcurl's connection cache lives in the multi
+/// handle). Delegates are called on that thread and must not block.
+public final class HTTPClient: Sendable {
+    // MARK: - Nested types
+
+    /// A handle to cancel a started transfer.
+    public struct TransferID: Sendable, Hashable {
+        fileprivate let raw: UInt64
+    }
+
+    /// Work handed to the network thread.
+    private enum Command {
+        case start(Transfer)
+        case cancel(UInt64)
+    }
+
+    /// Guarded by `state`'s lock: commands not yet picked up, and whether the
+    /// loop should stop.
+    private struct SharedState {
+        var commands: [Command] = []
+        var nextID: UInt64 = 1
+        var running = true
+    }
+
+    /// Lives on the network thread only.
+    private final class LoopState {
+        var active: [UInt64: Transfer] = [:]
+    }
+
+    // MARK: - Properties
+
+    private let multi: MultiHandle
+    private let state = Mutex(SharedState())
+    private let logger: Logger
+    private let userAgent: String
+    private let finished = DispatchSemaphore(value: 0)
+
+    // MARK: - Init and deinit
+
+    /// Starts the network thread.
+    public init(logger: Logger, userAgent: String = "podfs/0.1") {
+        curl_global_init(Int(CURL_GLOBAL_ALL))
+        self.multi = MultiHandle()
+        self.logger = logger
+        self.userAgent = userAgent
+        let thread = Thread { [self] in
+            blockTerminationSignals()
+            self.runLoop()
+            self.finished.signal()
+        }
+        thread.name = "podfs-http"
+        thread.start()
+    }
+
+    // MARK: - Public methods
+
+    /// Starts a transfer; the delegate hears about it on the network thread.
+    @discardableResult
+    public func start(_ request: HTTPRequest, delegate: any HTTPTransferDelegate) -> TransferID {
+        let outcome: (TransferID, Transfer?) = state.withLock { state in
+            let id = state.nextID
+            state.nextID += 1
+            guard state.running, let transfer = Transfer(request: request, delegate: delegate, id: id) else {
+                return (TransferID(raw: id), nil)
+            }
+            state.commands.append(.start(transfer))
+            return (TransferID(raw: id), transfer)
+        }
+        if outcome.1 == nil {
+            delegate.complete(error: HTTPError(kind: .cancelled, message: "the HTTP client is shut down", url: request.url))
+        } else {
+            curl_multi_wakeup(multi.handle)
+        }
+        return outcome.0
+    }
+
+    /// Aborts a transfer; its delegate gets `complete` with `.cancelled`
+    /// unless it already completed.
+    public func cancel(_ id: TransferID) {
+        state.withLock { $0.commands.append(.cancel(id.raw)) }
+        curl_multi_wakeup(multi.handle)
+    }
+
+    /// Stops the network thread after cancelling every transfer; waits for it.
+    public func shutdown() {
+        let wasRunning = state.withLock { state -> Bool in
+            let was = state.running
+            state.running = false
+            return was
+        }
+        guard wasRunning else { return }
+        curl_multi_wakeup(multi.handle)
+        finished.wait()
+    }
+
+    // MARK: - Network thread
+
+    private func runLoop() {
+        let loop = LoopState()
+        while true {
+            let (commands, running) = state.withLock { state in
+                let commands = state.commands
+                state.commands.removeAll()
+                return (commands, state.running)
+            }
+            for command in commands {
+                switch command {
+                case .start(let transfer):
+                    let userdata = Unmanaged.passUnretained(transfer).toOpaque()
+                    transfer.configure(userdata: userdata, userAgent: userAgent)
+                    loop.active[transfer.id] = transfer
+                    curl_multi_add_handle(multi.handle, transfer.easy)
+                case .cancel(let id):
+                    if let transfer = loop.active.removeValue(forKey: id) {
+                        curl_multi_remove_handle(multi.handle, transfer.easy)
+                        transfer.finishCancelled()
+                    }
+                }
+            }
+            if !running {
+                for transfer in loop.active.values {
+                    curl_multi_remove_handle(multi.handle, transfer.easy)
+                    transfer.finishCancelled()
+                }
+                loop.active.removeAll()
+                return
+            }
+            var stillRunning: Int32 = 0
+            curl_multi_perform(multi.handle, &stillRunning)
+            var queued: Int32 = 0
+            while let message = curl_multi_info_read(multi.handle, &queued) {
+                guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle else { continue }
+                let code = message.pointee.data.result
+                var pointer: UnsafeMutableRawPointer?
+                podfs_curl_easy_getinfo_ptr(easy, CURLINFO_PRIVATE, &pointer)
+                let transfer = Transfer.from(userdata: pointer)
+                curl_multi_remove_handle(multi.handle, easy)
+                loop.active.removeValue(forKey: transfer.id)
+                transfer.finish(code: code)
+            }
+            var numfds: Int32 = 0
+            curl_multi_poll(multi.handle, nil, 0, 1000, &numfds)
+        }
+    }
+}
+
+/// Owns the multi handle; freed when the client goes away.
+private final class MultiHandle: Sendable {
+    nonisolated(unsafe) let handle: UnsafeMutableRawPointer
+
+    init() {
+        handle = curl_multi_init()
+        // Keep plenty of idle connections so read-ahead and readers reuse them.
+        podfs_curl_multi_setopt_long(handle, CURLMOPT_MAXCONNECTS, 32)
+    }
+
+    deinit {
+        curl_multi_cleanup(handle)
+    }
+}
+
+/// Blocks the signals libfuse waits for, so they reach the FUSE loop's thread
+/// (see FUSE-SWIFT-NOTES.md: a signal caught here would hang the loop).
+func blockTerminationSignals() {
+    var set = sigset_t()
+    sigemptyset(&set)
+    for signal in [SIGINT, SIGTERM, SIGHUP, SIGQUIT] { sigaddset(&set, signal) }
+    pthread_sigmask(SIG_BLOCK, &set, nil)
+}

@@ -1,0 +1,39 @@
+/// Why a transfer failed, with a message a person can act on.
+public struct HTTPError: Error, Sendable, CustomStringConvertible {
+    /// What kind of failure this was; decides whether a retry may help.
+    public enum Kind: Sendable, Equatable {
+        /// Could not resolve or connect (origin down, no network).
+        case unreachable
+        /// The connection broke or stalled mid-transfer.
+        case interrupted
+        /// The origin answered with an unusable HTTP status.
+        case status(Int)
+        /// A redirect loop, a non-http(s) redirect, or a refused URL.
+        case refused
+        /// The caller aborted the transfer.
+        case cancelled
+        /// Anything else libcurl reported.
+        case other
+    }
+
+    public var kind: Kind
+    public var message: String
+    public var url: String
+
+    public init(kind: Kind, message: String, url: String) {
+        self.kind = kind
+        self.message = message
+        self.url = url
+    }
+
+    /// Whether trying the same request again may succeed.
+    public var isTransient: Bool {
+        switch kind {
+        case .unreachable, .interrupted: return true
+        case .status(let code): return code == 408 || code == 429 || code >= 500
+        case .refused, .cancelled, .other: return false
+        }
+    }
+
+    public var description: String { "\(message) (\(url))" }
+}

@@ -1,0 +1,24 @@
+/// One GET: a whole resource or a byte range of it.
+public struct HTTPRequest: Sendable {
+    /// An absolute http or https URL; other schemes are refused by libcurl.
+    public var url: String
+    /// The bytes asked for (half-open); `nil` asks for the whole resource.
+    public var range: Range<Int64>?
+    /// The validator to send as `If-Range` (an ETag or an HTTP date).
+    public var ifRange: String?
+    /// Extra request headers, e.g. `If-None-Match` for a conditional feed GET.
+    public var headers: [(name: String, value: String)]
+    /// Ask for gzip/deflate bodies (feeds); never for byte ranges.
+    public var acceptCompressed: Bool
+
+    public init(
+        url: String, range: Range<Int64>? = nil, ifRange: String? = nil,
+        headers: [(name: String, value: String)] = [], acceptCompressed: Bool = false
+    ) {
+        self.url = url
+        self.range = range
+        self.ifRange = ifRange
+        self.headers = headers
+        self.acceptCompressed = acceptCompressed
+    }
+}

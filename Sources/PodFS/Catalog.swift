@@ -1,0 +1,114 @@
+import FUSEBridge
+import Feeds
+import Logging
+import RangeCache
+
+/// The tree a mount shows: the root, one directory per feed, one read-only
+/// file per episode.
+///
+/// Inode numbers come from the index's row ids, so they are the same on
+/// every mount of the same cache; names follow DESIGN.md (see `Naming`).
+public final class Catalog: Sendable {
+    // MARK: - Nested types
+
+    /// A show directory.
+    public struct Show: Sendable {
+        public let inode: UInt64
+        public let name: String
+        public let feedURL: String
+        public let modificationTime: Int64
+        /// Episodes in listing order, and the same by name.
+        public let episodes: [Episode]
+        let byName: [String: Episode]
+    }
+
+    /// What an inode is.
+    public enum Node: Sendable {
+        case root
+        case show(Show)
+        case episode(Episode)
+    }
+
+    // MARK: - Properties
+
+    public static let rootInode: UInt64 = 1
+    public let shows: [Show]
+    private let showsByName: [String: Show]
+    private let nodes: [UInt64: Node]
+
+    // MARK: - Init
+
+    /// Builds the tree for parsed feeds (in SOURCE order), registering every
+    /// episode in the index so its inode is stable.
+    public init(feeds: [(url: String, feed: ParsedFeed)], index: CacheIndex, logger: Logger) throws {
+        let directoryNames = Naming.directoryNames(feeds.map { $0.feed.title })
+        var shows: [Show] = []
+        var nodes: [UInt64: Node] = [Catalog.rootInode: .root]
+        try index.inTransaction {
+            for (position, entry) in feeds.enumerated() {
+                let feedID = try index.feedID(url: entry.url)
+                let showInode = (UInt64(1) << 40) | UInt64(feedID)
+                let feed = entry.feed
+                let names = Naming.episodeNames(feed.episodes.map {
+                    Naming.EpisodeNameInput(
+                        title: $0.title, published: $0.published, mimeType: $0.enclosureType, url: $0.enclosureURL)
+                })
+                var episodes: [Episode] = []
+                var byName: [String: Episode] = [:]
+                for (parsed, name) in zip(feed.episodes, names) {
+                    let key = CacheIndex.episodeKey(feedURL: entry.url, identity: parsed.identity)
+                    let record = try index.ensureEpisode(key: key, feedID: feedID, url: parsed.enclosureURL)
+                    let episode = Episode(
+                        inode: (UInt64(2) << 40) | UInt64(record.id), parent: showInode, key: key,
+                        url: parsed.enclosureURL, guid: parsed.guid, name: name,
+                        modificationTime: parsed.published ?? feed.lastBuildDate ?? 0,
+                        feedLength: parsed.enclosureLength, record: record)
+                    episodes.append(episode)
+                    byName[name] = episode
+                    nodes[episode.inode] = .episode(episode)
+                }
+                let newest = feed.episodes.compactMap(\.published).max()
+                let show = Show(
+                    inode: showInode, name: directoryNames[position], feedURL: entry.url,
+                    modificationTime: feed.lastBuildDate ?? newest ?? 0, episodes: episodes, byName: byName)
+                shows.append(show)
+                nodes[showInode] = .show(show)
+            }
+        }
+        self.shows = shows
+        self.showsByName = Dictionary(shows.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        self.nodes = nodes
+        logger.info(
+            "catalogue ready",
+            metadata: ["feeds": "\(shows.count)", "episodes": "\(shows.reduce(0) { $0 + $1.episodes.count })"])
+    }
+
+    // MARK: - Methods
+
+    public func node(_ inode: UInt64) -> Node? {
+        nodes[inode]
+    }
+
+    public func lookup(parent: UInt64, name: String) -> Node? {
+        switch nodes[parent] {
+        case .root: return showsByName[name].map { .show($0) }
+        case .show(let show): return show.byName[name].map { .episode($0) }
+        case .episode, nil: return nil
+        }
+    }
+
+    public func children(of inode: UInt64) -> [DirectoryEntry]? {
+        switch nodes[inode] {
+        case .root:
+            return shows.map { DirectoryEntry(name: $0.name, inode: $0.inode, kind: .directory) }
+        case .show(let show):
+            return show.episodes.map { DirectoryEntry(name: $0.name, inode: $0.inode, kind: .regularFile) }
+        case .episode, nil:
+            return nil
+        }
+    }
+
+    public var episodeCount: Int {
+        shows.reduce(0) { $0 + $1.episodes.count }
+    }
+}

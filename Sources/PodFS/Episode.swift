@@ -1,0 +1,129 @@
+import RangeCache
+import Synchronization
+import FUSEBridge
+
+/// One episode file: what the catalogue knows of it (immutable) and what the
+/// reader knows of its bytes (behind one lock).
+///
+/// Invariant kept with `EpisodeReader`: `present` lists only bytes that were
+/// written to the scratch file for the current `generation`; the durable
+/// index is told about them later, after `fdatasync`.
+public final class Episode: Sendable {
+    // MARK: - Nested types
+
+    /// A read waiting for bytes to arrive.
+    struct Waiter {
+        var range: Range<Int64>
+        var reply: DataReply
+        var generation: UInt64
+    }
+
+    /// An open waiting for the first response of this mount (validation
+    /// and the true length).
+    struct OpenWaiter {
+        var reply: OpenReply
+        var handle: UInt64
+    }
+
+    /// How far an in-flight fetch has come: bytes `[cursor, upper)` are
+    /// still to arrive.
+    struct FetchProgress {
+        var cursor: Int64
+        var upper: Int64
+        var generation: UInt64
+        var retrying = false
+    }
+
+    /// Per open file: the version it reads and its sequential streak.
+    struct HandleState {
+        var generation: UInt64
+        var nextOffset: Int64 = 0
+        var streak: Int = 0
+    }
+
+    /// Everything mutable about an episode. Guarded by `Episode.state`.
+    struct State {
+        /// The origin's length, once a response or the index told it.
+        var length: Int64?
+        var etag: String?
+        var lastModified: String?
+        /// Where the enclosure URL redirected to last time; used directly.
+        var effectiveURL: String?
+        /// Whether a response in this mount confirmed the cached version.
+        var validated = false
+        /// Bumped when the origin's bytes changed; older handles read EIO.
+        var generation: UInt64 = 0
+        /// Bytes written to the scratch file for this generation.
+        var present = RangeSet()
+        /// Whether `present` changed since the index last heard of it.
+        var dirty = false
+        var fetches: [UInt64: FetchProgress] = [:]
+        var waiters: [Waiter] = []
+        var openWaiters: [OpenWaiter] = []
+        var handles: [UInt64: HandleState] = [:]
+        var scratch: ScratchFile?
+        var lastRead: Int64 = 0
+        /// Whether the "origin ignores Range" warning was logged.
+        var warnedIgnoresRange = false
+    }
+
+    // MARK: - Properties
+
+    public let inode: UInt64
+    public let parent: UInt64
+    public let key: String
+    public let url: String
+    public let guid: String?
+    public let name: String
+    public let modificationTime: Int64
+    /// The enclosure length the feed claimed (`nil` when missing or 0).
+    public let feedLength: Int64?
+    let state: Mutex<State>
+
+    // MARK: - Init
+
+    init(
+        inode: UInt64, parent: UInt64, key: String, url: String, guid: String?, name: String,
+        modificationTime: Int64, feedLength: Int64?, record: EpisodeRecord?
+    ) {
+        self.inode = inode
+        self.parent = parent
+        self.key = key
+        self.url = url
+        self.guid = guid
+        self.name = name
+        self.modificationTime = modificationTime
+        self.feedLength = feedLength
+        var initial = State()
+        if let record {
+            initial.length = record.length
+            initial.etag = record.etag
+            initial.lastModified = record.lastModified
+            initial.present = RangeSet(record.ranges)
+        }
+        self.state = Mutex(initial)
+    }
+
+    // MARK: - Methods
+
+    /// The size `stat` shows: the origin's length once known, else the feed's.
+    var size: Int64 {
+        state.withLock { $0.length } ?? feedLength ?? 0
+    }
+
+    /// Whether the size is the origin's, not just the feed's claim.
+    var sizeIsConfirmed: Bool {
+        state.withLock { $0.length != nil }
+    }
+
+    /// Bytes of this episode on disk now.
+    public var cachedBytes: Int64 {
+        state.withLock { $0.present.count }
+    }
+
+    var attributes: Attributes {
+        Attributes(
+            inode: inode, kind: .regularFile, permissions: 0o444, size: size,
+            modificationTime: modificationTime)
+    }
+}

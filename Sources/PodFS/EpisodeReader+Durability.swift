@@ -1,0 +1,103 @@
+import Foundation
+import Logging
+import RangeCache
+import Synchronization
+
+/// The flush thread's lifecycle.
+enum FlushThreadState {
+    case idle
+    case running
+    case stopping
+    case stopped
+}
+
+/// Commits present ranges to the index in the order that keeps guarantee 1:
+/// snapshot the ranges, `fdatasync` the scratch file, then commit the
+/// snapshot. Everything in a snapshot was written before it was taken, so
+/// the sync covers it; a crash loses at most one interval of downloads.
+extension EpisodeReader {
+    /// Starts committing dirty episodes every `interval` seconds.
+    public func startFlushing(interval: Double = 1.0) {
+        let start = flusher.withLock { state -> Bool in
+            guard state == .idle else { return false }
+            state = .running
+            return true
+        }
+        guard start else { return }
+        let thread = Thread { [self] in
+            blockSignalsForHelperThread()
+            while flusher.withLock({ $0 == .running }) {
+                Thread.sleep(forTimeInterval: interval)
+                flush()
+            }
+            flusher.withLock { $0 = .stopped }
+        }
+        thread.name = "podfs-flush"
+        thread.start()
+    }
+
+    /// Stops the flush thread and commits what is left.
+    public func stopFlushing() {
+        let wait = flusher.withLock { state -> Bool in
+            guard state == .running else { return false }
+            state = .stopping
+            return true
+        }
+        if wait {
+            while !flusher.withLock({ $0 == .stopped }) { Thread.sleep(forTimeInterval: 0.01) }
+        }
+        flush()
+    }
+
+    /// Commits every dirty episode's ranges now (sync first, then index).
+    public func flush() {
+        indexLock.withLock { _ in
+            let episodes = dirtyEpisodes.withLock { dirty in
+                defer { dirty.removeAll() }
+                return Array(dirty.values)
+            }
+            guard !episodes.isEmpty else { return }
+            var batch: [(key: String, ranges: [Range<Int64>])] = []
+            var touched: [(String, Int64)] = []
+            for episode in episodes {
+                let snapshot: (RangeSet, ScratchFile?, Int64)? = episode.state.withLock { state in
+                    guard state.dirty else { return nil }
+                    state.dirty = false
+                    return (state.present, state.scratch, state.lastRead)
+                }
+                guard let (present, scratch, lastRead) = snapshot, let scratch else { continue }
+                do {
+                    try scratch.synchronize()
+                    batch.append((key: episode.key, ranges: present.ranges))
+                    touched.append((episode.key, lastRead))
+                } catch {
+                    // Not durable: keep it dirty so the next flush tries again.
+                    episode.state.withLock { $0.dirty = true }
+                    markDirty(episode)
+                    logger.error("could not sync a cache file", metadata: ["episode.key": "\(episode.key)", "error": "\(error)"])
+                }
+            }
+            do {
+                try index.commitRanges(batch)
+                for (key, at) in touched { index.touch(key: key, at: at) }
+            } catch {
+                logger.error("could not commit the cache index", metadata: ["error": "\(error)"])
+                for episode in episodes { markDirty(episode) }
+                for episode in episodes { episode.state.withLock { $0.dirty = true } }
+            }
+        }
+    }
+
+    /// Queues an episode for the next commit.
+    func markDirty(_ episode: Episode) {
+        dirtyEpisodes.withLock { $0[ObjectIdentifier(episode)] = episode }
+    }
+}
+
+/// Keeps termination signals for the FUSE loop's thread.
+func blockSignalsForHelperThread() {
+    var set = sigset_t()
+    sigemptyset(&set)
+    for signal in [SIGINT, SIGTERM, SIGHUP, SIGQUIT] { sigaddset(&set, signal) }
+    pthread_sigmask(SIG_BLOCK, &set, nil)
+}

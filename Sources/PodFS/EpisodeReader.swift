@@ -1,0 +1,266 @@
+import Dispatch
+import FUSEBridge
+import Foundation
+import Logging
+import RangeCache
+import Synchronization
+
+/// Serves reads of episodes from the scratch files and fetches what is
+/// missing, one fetch per byte however many readers ask.
+///
+/// Guarantees (DESIGN.md): a reader is answered as soon as its bytes are on
+/// disk; a read never waits on another episode's network; the index never
+/// lists a byte that is not durably on disk (see `EpisodeReader+Durability`);
+/// bytes of two versions never mix (a changed origin bumps the episode's
+/// generation and older handles get EIO).
+public final class EpisodeReader: Sendable {
+    // MARK: - Nested types
+
+    /// Tuning of fetch sizes.
+    public struct Tuning: Sendable {
+        /// The smallest fetch for a gap (a 4 KiB question gets this much).
+        public var minimumFetch: Int64 = 256 * 1024
+        /// The largest read-ahead window for a sequential reader.
+        public var maximumWindow: Int64 = 16 * 1024 * 1024
+        /// Attempts per fetch before readers get EIO.
+        public var attempts: Int = 4
+
+        public init() {}
+    }
+
+    // MARK: - Properties
+
+    let index: CacheIndex
+    let source: any RangeSource
+    let logger: Logger
+    let tuning: Tuning
+    /// Told when an episode's size or bytes changed under the kernel's caches.
+    let invalidator: Mutex<(any KernelCacheInvalidator)?> = Mutex(nil)
+    /// Serialises index commits with version drops (lock order: this, then
+    /// an episode's state).
+    let indexLock = Mutex(())
+    /// Episodes whose `present` changed since the last commit.
+    let dirtyEpisodes = Mutex<[ObjectIdentifier: Episode]>([:])
+    private let nextID = Atomic<UInt64>(1)
+    let flusher = Mutex<FlushThreadState>(.idle)
+
+    // MARK: - Init
+
+    public init(index: CacheIndex, source: any RangeSource, logger: Logger, tuning: Tuning = Tuning()) {
+        self.index = index
+        self.source = source
+        self.logger = logger
+        self.tuning = tuning
+    }
+
+    // MARK: - Public methods
+
+    /// Lets the reader drop the kernel's cached size and pages of an episode.
+    public func attach(invalidator: any KernelCacheInvalidator) {
+        self.invalidator.withLock { $0 = invalidator }
+    }
+
+    /// Opens an episode. The first open in a mount asks the origin (with
+    /// `If-Range`) so the size is real and a changed episode is noticed; the
+    /// answer comes when the response head arrives, or at once when already
+    /// validated. Offline, a cached episode opens from the cache.
+    public func open(_ episode: Episode, reply: OpenReply) {
+        let handle = makeID()
+        enum Next { case answer(OpenOptions), probe(Fetch, Range<Int64>, String?, String), wait }
+        let next: Next = episode.state.withLock { state in
+            if state.validated {
+                state.handles[handle] = Episode.HandleState(generation: state.generation)
+                return .answer(OpenOptions(handle: handle))
+            }
+            state.openWaiters.append(Episode.OpenWaiter(reply: reply, handle: handle))
+            if state.openWaiters.count > 1 || !state.fetches.isEmpty {
+                // A fetch is already on its way; its head answers this open.
+                return .wait
+            }
+            let range = probeRange(state)
+            let fetch = Fetch(id: makeID(), episode: episode, reader: self)
+            state.fetches[fetch.id] = Episode.FetchProgress(
+                cursor: range.lowerBound, upper: range.upperBound, generation: state.generation)
+            return .probe(fetch, range, validator(state), state.effectiveURL ?? episode.url)
+        }
+        switch next {
+        case .answer(let options):
+            reply.opened(options)
+        case .probe(let fetch, let range, let validator, let url):
+            _ = fetch.nextAttempt()
+            source.fetch(url: url, range: range, validator: validator, sink: fetch)
+        case .wait:
+            break
+        }
+    }
+
+    /// Reads `size` bytes at `offset`; answers with fewer only at the end.
+    public func read(_ episode: Episode, handle: UInt64, offset: Int64, size: Int, reply: DataReply) {
+        var starts: [(Fetch, Range<Int64>)] = []
+        let outcome: ReadOutcome = episode.state.withLock { state in
+            guard var handleState = state.handles[handle] else { return .fail }
+            guard handleState.generation == state.generation else {
+                // The origin changed since this file was opened: serving the
+                // rest from the new version would mix two versions.
+                return .fail
+            }
+            guard let length = state.length else { return .fail }
+            let end = min(length, offset + Int64(size))
+            state.lastRead = Int64(Date().timeIntervalSince1970)
+            // Sequential streak: the window grows while reads follow on.
+            if offset == handleState.nextOffset {
+                handleState.streak += 1
+            } else if abs(offset - handleState.nextOffset) > 1024 * 1024 {
+                handleState.streak = 0
+            }
+            handleState.nextOffset = max(end, offset)
+            state.handles[handle] = handleState
+            if offset >= end { return .empty }
+            let wanted = offset..<end
+            let window = windowSize(streak: handleState.streak)
+            if !state.present.contains(wanted) {
+                for gap in uncoveredGaps(state, in: wanted) {
+                    starts.append(planFetch(&state, episode: episode, from: gap, window: window, length: length))
+                }
+                state.waiters.append(Episode.Waiter(range: wanted, reply: reply, generation: state.generation))
+            }
+            if handleState.streak >= 2 {
+                readAhead(&state, episode: episode, after: end, window: window, length: length, into: &starts)
+            }
+            guard state.present.contains(wanted) else { return .wait }
+            return .serve(wanted, try? ensureScratch(&state, episode: episode, length: length))
+        }
+        let url = episode.state.withLock { $0.effectiveURL } ?? episode.url
+        let validator = episode.state.withLock { validator($0) }
+        for (fetch, range) in starts {
+            _ = fetch.nextAttempt()
+            source.fetch(url: url, range: range, validator: validator, sink: fetch)
+        }
+        switch outcome {
+        case .fail: reply.fail(.ioError)
+        case .empty: reply.data(UnsafeRawBufferPointer(start: nil, count: 0))
+        case .serve(let range, let scratch): serve(range, from: scratch, episode: episode, reply: reply)
+        case .wait: break
+        }
+    }
+
+    /// Forgets an open file.
+    public func release(_ episode: Episode, handle: UInt64) {
+        episode.state.withLock { state in
+            state.handles[handle] = nil
+        }
+    }
+
+    // MARK: - Internal methods
+
+    func makeID() -> UInt64 {
+        nextID.wrappingAdd(1, ordering: .relaxed).oldValue
+    }
+
+    /// The validator for `If-Range`: a strong ETag, else Last-Modified.
+    func validator(_ state: Episode.State) -> String? {
+        if let etag = state.etag, !etag.hasPrefix("W/") { return etag }
+        return state.lastModified
+    }
+
+    /// Reads `range` from the scratch file and answers.
+    func serve(_ range: Range<Int64>, from scratch: ScratchFile?, episode: Episode, reply: DataReply) {
+        guard let scratch else {
+            reply.fail(.ioError)
+            return
+        }
+        let count = Int(range.count)
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: count, alignment: 16)
+        defer { buffer.deallocate() }
+        do {
+            let got = try scratch.read(into: buffer, at: range.lowerBound)
+            reply.data(UnsafeRawBufferPointer(rebasing: buffer[0..<got]))
+        } catch {
+            logger.error("could not read the cache file", metadata: ["episode.key": "\(episode.key)", "error": "\(error)"])
+            reply.fail(.ioError)
+        }
+    }
+
+    /// Opens (creating, sparse, at full length) the episode's scratch file.
+    func ensureScratch(_ state: inout Episode.State, episode: Episode, length: Int64) throws(FileError) -> ScratchFile {
+        if let scratch = state.scratch {
+            return scratch
+        }
+        let scratch = try ScratchFile(path: index.dataPath(forKey: episode.key), length: length)
+        state.scratch = scratch
+        return scratch
+    }
+
+    // MARK: - Private methods
+
+    private enum ReadOutcome {
+        case fail, empty, wait
+        case serve(Range<Int64>, ScratchFile?)
+    }
+
+    private func windowSize(streak: Int) -> Int64 {
+        guard streak >= 2 else { return tuning.minimumFetch }
+        let shift = min(streak - 1, 12)
+        return min(tuning.maximumWindow, tuning.minimumFetch << shift)
+    }
+
+    /// What the first response of a mount should fetch: the first missing
+    /// bytes (useful anyway), or one byte when all is cached.
+    private func probeRange(_ state: Episode.State) -> Range<Int64> {
+        guard let length = state.length else { return 0..<tuning.minimumFetch }
+        guard length > 0 else { return 0..<1 }
+        if let gap = state.present.gaps(in: 0..<length).first {
+            return gap.lowerBound..<min(gap.upperBound, gap.lowerBound + tuning.minimumFetch)
+        }
+        return 0..<1
+    }
+
+    /// Gaps of `wanted` that are neither on disk nor on their way.
+    private func uncoveredGaps(_ state: Episode.State, in wanted: Range<Int64>) -> [Range<Int64>] {
+        var pending = RangeSet()
+        for progress in state.fetches.values where progress.generation == state.generation && progress.cursor < progress.upper {
+            pending.insert(progress.cursor..<progress.upper)
+        }
+        var result: [Range<Int64>] = []
+        for gap in state.present.gaps(in: wanted) {
+            result.append(contentsOf: pending.gaps(in: gap))
+        }
+        return result
+    }
+
+    /// Registers a fetch starting at `gap`'s start, widened to `window` but
+    /// never over bytes already present or already on their way.
+    private func planFetch(
+        _ state: inout Episode.State, episode: Episode, from gap: Range<Int64>, window: Int64, length: Int64
+    ) -> (Fetch, Range<Int64>) {
+        var upper = min(length, gap.lowerBound + max(window, Int64(gap.count)))
+        if let next = state.present.ranges.first(where: { $0.lowerBound > gap.lowerBound }) {
+            upper = min(upper, next.lowerBound)
+        }
+        for progress in state.fetches.values where progress.generation == state.generation {
+            if progress.cursor > gap.lowerBound { upper = min(upper, progress.cursor) }
+        }
+        upper = max(upper, gap.upperBound)
+        let fetch = Fetch(id: makeID(), episode: episode, reader: self)
+        state.fetches[fetch.id] = Episode.FetchProgress(
+            cursor: gap.lowerBound, upper: upper, generation: state.generation)
+        return (fetch, gap.lowerBound..<upper)
+    }
+
+    /// Keeps a sequential reader's next `window` bytes on their way.
+    private func readAhead(
+        _ state: inout Episode.State, episode: Episode, after end: Int64, window: Int64, length: Int64,
+        into starts: inout [(Fetch, Range<Int64>)]
+    ) {
+        // The frontier: where bytes stop being present or on their way.
+        var frontier = end
+        var covered = state.present
+        for progress in state.fetches.values where progress.generation == state.generation {
+            covered.insert(progress.cursor..<max(progress.cursor, progress.upper))
+        }
+        frontier = covered.coveredPrefix(from: frontier)
+        guard frontier < length, frontier - end < window / 2 else { return }
+        let gapEnd = min(length, frontier + window)
+        starts.append(planFetch(&state, episode: episode, from: frontier..<gapEnd, window: window, length: length))
+    }
+}

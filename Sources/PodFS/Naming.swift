@@ -1,0 +1,224 @@
+/// File and directory names for shows and episodes: stable, safe and
+/// predictable (DESIGN.md, "File names").
+///
+/// Every name is one path component of at most 255 UTF-8 bytes that contains
+/// no `/`, NUL, control, bidi or zero-width character, does not start with `.`
+/// or `-`, and is unique (byte for byte) within its directory. Collision
+/// suffixes go to the oldest episode first, so a new episode at the top of a
+/// feed never renames an existing file.
+public enum Naming {
+    // MARK: - Nested types
+
+    /// What naming needs to know about one episode.
+    public struct EpisodeNameInput: Sendable {
+        /// The decoded episode title.
+        public var title: String?
+
+        /// Unix seconds UTC, when the feed's date parsed.
+        public var published: Int64?
+
+        /// The enclosure's MIME type.
+        public var mimeType: String?
+
+        /// The enclosure URL.
+        public var url: String
+
+        public init(title: String?, published: Int64?, mimeType: String?, url: String) {
+            self.title = title
+            self.published = published
+            self.mimeType = mimeType
+            self.url = url
+        }
+    }
+
+    // MARK: - Public properties
+
+    /// The longest name most Linux file systems and FUSE accept.
+    public static let maximumNameBytes = 255
+
+    // MARK: - Private constants
+
+    /// MIME type (lowercased, without parameters) to extension.
+    private static let extensionsByMIMEType: [String: String] = [
+        "audio/mpeg": ".mp3", "audio/mp3": ".mp3", "audio/x-mp3": ".mp3", "audio/mpeg3": ".mp3",
+        "audio/x-mpeg": ".mp3", "audio/x-mpeg-3": ".mp3", "audio/mpg": ".mp3", "x-audio/mp3": ".mp3",
+        "audio/mp4": ".m4a", "audio/x-m4a": ".m4a", "audio/m4a": ".m4a", "audio/mp4a-latm": ".m4a",
+        "audio/x-m4b": ".m4b", "audio/m4b": ".m4b",
+        "audio/aac": ".aac", "audio/x-aac": ".aac", "audio/aacp": ".aac",
+        "audio/ogg": ".ogg", "audio/vorbis": ".ogg", "application/ogg": ".ogg", "audio/x-ogg": ".ogg",
+        "audio/opus": ".opus", "audio/flac": ".flac", "audio/x-flac": ".flac",
+        "audio/wav": ".wav", "audio/x-wav": ".wav", "audio/wave": ".wav", "audio/vnd.wave": ".wav",
+        "audio/webm": ".weba", "audio/x-ms-wma": ".wma",
+        "video/mp4": ".mp4", "video/x-m4v": ".m4v", "video/quicktime": ".mov", "video/webm": ".webm",
+        "video/mpeg": ".mpg", "video/ogg": ".ogv", "video/x-matroska": ".mkv",
+    ]
+
+    /// Extensions taken from a URL path when the MIME type says nothing.
+    private static let mediaExtensions: Set<String> = [
+        "mp3", "m4a", "m4b", "aac", "ogg", "oga", "opus", "flac", "wav", "weba", "wma",
+        "mp4", "m4v", "mov", "webm", "mpg", "mpeg", "ogv", "mkv",
+    ]
+
+    /// Bidirectional formatting characters (UAX #9) and zero-width
+    /// characters, which can make a name display as something else.
+    private static let invisibleScalars: Set<UInt32> = [
+        0x061C, 0x180E, 0x200B, 0x200C, 0x200D, 0x200E, 0x200F,
+        0x202A, 0x202B, 0x202C, 0x202D, 0x202E,
+        0x2060, 0x2061, 0x2062, 0x2063, 0x2064,
+        0x2066, 0x2067, 0x2068, 0x2069, 0xFEFF,
+    ]
+
+    // MARK: - Public methods
+
+    /// A safe single path component from a decoded title: TAB, CR and LF
+    /// become spaces; control, bidi and zero-width characters go; `/` becomes
+    /// `_`; white space runs collapse to one space; both ends are trimmed;
+    /// leading `.` and `-` go; nothing left (or dots only) gives "untitled";
+    /// at most 255 bytes.
+    public static func sanitize(_ title: String?) -> String {
+        var scalars = String.UnicodeScalarView()
+        var pendingSpace = false
+        for scalar in (title ?? "").unicodeScalars {
+            let value = scalar.value
+            if value < 0x20 && value != 0x09 && value != 0x0A && value != 0x0D { continue }
+            if (0x7F...0x9F).contains(value) || invisibleScalars.contains(value) { continue }
+            if scalar.properties.isWhitespace {
+                pendingSpace = true
+                continue
+            }
+            // Leading dots and dashes (and the spaces after them) go.
+            if scalars.isEmpty, scalar == "." || scalar == "-" {
+                pendingSpace = false
+                continue
+            }
+            if pendingSpace, !scalars.isEmpty { scalars.append(" ") }
+            pendingSpace = false
+            scalars.append(scalar == "/" ? "_" : scalar)
+        }
+        let name = String(scalars)
+        if name.isEmpty { return "untitled" }
+        return cut(name, keeping: "")
+    }
+
+    /// The extension, with its dot, for an enclosure: from the MIME type
+    /// table, else from the URL path when it names a known media type, else "".
+    public static func fileExtension(mimeType: String?, url: String) -> String {
+        if let mimeType {
+            let essence = mimeType.split(separator: ";", maxSplits: 1).first.map(String.init) ?? ""
+            let key = essence.lowercased().filter { !$0.isWhitespace }
+            if let known = extensionsByMIMEType[key] { return known }
+        }
+        var path = Substring(url)
+        if let end = path.firstIndex(where: { $0 == "?" || $0 == "#" }) { path = path[..<end] }
+        if let scheme = path.firstRange(of: "://") {
+            let afterScheme = path[scheme.upperBound...]
+            path = afterScheme.firstIndex(of: "/").map { afterScheme[$0...] } ?? ""
+        }
+        guard let lastSegment = path.split(separator: "/").last,
+            let dot = lastSegment.lastIndex(of: ".")
+        else { return "" }
+        let candidate = lastSegment[lastSegment.index(after: dot)...].lowercased()
+        return mediaExtensions.contains(candidate) ? "." + candidate : ""
+    }
+
+    /// "YYYY-MM-DD " (UTC) for a publication date, "" for none.
+    public static func datePrefix(_ published: Int64?) -> String {
+        guard let published else { return "" }
+        let (year, month, day) = civilDate(fromUnix: published)
+        return "\(padded(year, 4))-\(padded(month, 2))-\(padded(day, 2)) "
+    }
+
+    /// Names for the episodes of one directory, in input order (feed
+    /// document order). Each is date prefix + sanitised title + extension,
+    /// cut to 255 bytes keeping the extension; duplicates get " (2)",
+    /// " (3)", … before the extension, oldest episode first: by publication
+    /// date, undated episodes before dated ones and bottom of the feed first.
+    public static func episodeNames(_ inputs: [EpisodeNameInput]) -> [String] {
+        let parts = inputs.map { input in
+            (stem: datePrefix(input.published) + sanitize(input.title),
+             ext: fileExtension(mimeType: input.mimeType, url: input.url))
+        }
+        let oldestFirst = inputs.indices.sorted { a, b in
+            let dateA = inputs[a].published ?? Int64.min
+            let dateB = inputs[b].published ?? Int64.min
+            return dateA != dateB ? dateA < dateB : a > b
+        }
+        return uniqueNames(parts, assignmentOrder: oldestFirst)
+    }
+
+    /// Directory names for shows, in input order; duplicates get " (2)",
+    /// " (3)", … in input order.
+    public static func directoryNames(_ titles: [String?]) -> [String] {
+        uniqueNames(titles.map { (stem: sanitize($0), ext: "") }, assignmentOrder: Array(titles.indices))
+    }
+
+    // MARK: - Private methods
+
+    /// Gives each stem+ext a name unique by bytes, visiting entries in
+    /// `assignmentOrder`; returns names in the entries' own order.
+    private static func uniqueNames(
+        _ parts: [(stem: String, ext: String)], assignmentOrder: [Int]
+    ) -> [String] {
+        var names = [String](repeating: "", count: parts.count)
+        var taken = Set<[UInt8]>()
+        for index in assignmentOrder {
+            let (stem, ext) = parts[index]
+            var name = cut(stem, keeping: ext)
+            var counter = 2
+            while taken.contains(Array(name.utf8)) {
+                name = cut(stem, keeping: " (\(counter))" + ext)
+                counter += 1
+            }
+            taken.insert(Array(name.utf8))
+            names[index] = name
+        }
+        return names
+    }
+
+    /// `stem + suffix`, with `stem` shortened on a character boundary (and
+    /// trailing spaces dropped) until the whole fits in 255 bytes.
+    private static func cut(_ stem: String, keeping suffix: String) -> String {
+        let budget = maximumNameBytes - suffix.utf8.count
+        if stem.utf8.count <= budget { return stem + suffix }
+        var kept = ""
+        var used = 0
+        for character in stem {
+            let size = character.utf8.count
+            if used + size > budget { break }
+            kept.append(character)
+            used += size
+        }
+        if kept.isEmpty {
+            // One enormous grapheme cluster: fall back to scalar boundaries.
+            var scalars = String.UnicodeScalarView()
+            for scalar in stem.unicodeScalars {
+                if used + scalar.utf8.count > budget { break }
+                scalars.append(scalar)
+                used += scalar.utf8.count
+            }
+            kept = String(scalars)
+        }
+        while kept.last == " " { kept.removeLast() }
+        return kept + suffix
+    }
+
+    private static func padded(_ value: Int64, _ width: Int) -> String {
+        let digits = String(value)
+        return String(repeating: "0", count: max(0, width - digits.count)) + digits
+    }
+
+    /// The UTC calendar date of a Unix time (Howard Hinnant's
+    /// `civil_from_days`).
+    private static func civilDate(fromUnix seconds: Int64) -> (Int64, Int64, Int64) {
+        let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
+        let z = days + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let dayOfEra = z - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let mp = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * mp + 2) / 5 + 1
+        let month = mp < 10 ? mp + 3 : mp - 9
+        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
+    }
+}

@@ -1,0 +1,121 @@
+import FUSEBridge
+import Logging
+import RangeCache
+
+/// The `FileSystem` a mount serves: the catalogue's tree, episodes read
+/// through the `EpisodeReader`.
+public final class PodFileSystem: FileSystem {
+    // MARK: - Properties
+
+    /// Extended attribute names, a public interface (DESIGN.md).
+    public static let attributeNames = ["user.podfs.url", "user.podfs.guid", "user.podfs.cached_bytes"]
+
+    private let catalog: Catalog
+    private let reader: EpisodeReader
+    private let logger: Logger
+    /// How long the kernel may cache names and confirmed attributes.
+    private let cacheTimeout: Double = 30
+
+    // MARK: - Init
+
+    public init(catalog: Catalog, reader: EpisodeReader, logger: Logger) {
+        self.catalog = catalog
+        self.reader = reader
+        self.logger = logger
+    }
+
+    // MARK: - FileSystem
+
+    public func lookup(parent: UInt64, name: String, reply: EntryReply) {
+        guard let node = catalog.lookup(parent: parent, name: name) else {
+            reply.notFound(timeout: 1)
+            return
+        }
+        let (attributes, timeout) = attributes(of: node)
+        reply.entry(attributes, entryTimeout: cacheTimeout, attributesTimeout: timeout)
+    }
+
+    public func getattr(inode: UInt64, reply: AttributesReply) {
+        guard let node = catalog.node(inode) else {
+            reply.fail(.notFound)
+            return
+        }
+        let (attributes, timeout) = attributes(of: node)
+        reply.attributes(attributes, timeout: timeout)
+    }
+
+    public func readdir(inode: UInt64) throws(FileSystemError) -> [DirectoryEntry] {
+        guard let entries = catalog.children(of: inode) else { throw .notDirectory }
+        return entries
+    }
+
+    public func open(inode: UInt64, flags: Int32, reply: OpenReply) {
+        switch catalog.node(inode) {
+        case .episode(let episode): reader.open(episode, reply: reply)
+        case .root, .show: reply.fail(.isDirectory)
+        case nil: reply.fail(.notFound)
+        }
+    }
+
+    public func read(inode: UInt64, handle: UInt64, offset: Int64, size: Int, reply: DataReply) {
+        guard case .episode(let episode) = catalog.node(inode) else {
+            reply.fail(.ioError)
+            return
+        }
+        reader.read(episode, handle: handle, offset: offset, size: size, reply: reply)
+    }
+
+    public func release(inode: UInt64, handle: UInt64) {
+        guard case .episode(let episode) = catalog.node(inode) else { return }
+        reader.release(episode, handle: handle)
+    }
+
+    public func getxattr(inode: UInt64, name: String) throws(FileSystemError) -> [UInt8] {
+        guard case .episode(let episode) = catalog.node(inode) else { throw .noAttribute }
+        switch name {
+        case "user.podfs.url": return Array(episode.url.utf8)
+        case "user.podfs.guid":
+            guard let guid = episode.guid else { throw .noAttribute }
+            return Array(guid.utf8)
+        case "user.podfs.cached_bytes": return Array(String(episode.cachedBytes).utf8)
+        default: throw .noAttribute
+        }
+    }
+
+    public func listxattr(inode: UInt64) throws(FileSystemError) -> [String] {
+        guard case .episode(let episode) = catalog.node(inode) else { return [] }
+        return Self.attributeNames.filter { $0 != "user.podfs.guid" || episode.guid != nil }
+    }
+
+    public func statfs() -> FileSystemStatistics {
+        let total = catalog.shows.reduce(Int64(0)) { sum, show in
+            show.episodes.reduce(sum) { $0 + $1.size }
+        }
+        return FileSystemStatistics(
+            blockSize: 4096, totalBlocks: UInt64((total + 4095) / 4096), freeBlocks: 0,
+            files: UInt64(catalog.episodeCount))
+    }
+
+    // MARK: - Private methods
+
+    /// Attributes and how long the kernel may keep them: an episode whose
+    /// size is only the feed's claim is asked again each time, so the true
+    /// size shows as soon as an open learned it.
+    private func attributes(of node: Catalog.Node) -> (Attributes, Double) {
+        switch node {
+        case .root:
+            let attributes = Attributes(
+                inode: Catalog.rootInode, kind: .directory, permissions: 0o555, size: 0,
+                modificationTime: catalog.shows.map(\.modificationTime).max() ?? 0,
+                linkCount: UInt32(2 + catalog.shows.count))
+            return (attributes, cacheTimeout)
+        case .show(let show):
+            let attributes = Attributes(
+                inode: show.inode, kind: .directory, permissions: 0o555, size: 0,
+                modificationTime: show.modificationTime, linkCount: 2)
+            return (attributes, cacheTimeout)
+        case .episode(let episode):
+            return (episode.attributes, episode.sizeIsConfirmed ? cacheTimeout : 0)
+        }
+    }
+}

@@ -1,0 +1,175 @@
+#if canImport(Glibc)
+internal import Glibc
+#elseif canImport(Darwin)
+internal import Darwin
+#endif
+internal import CSQLite
+
+/// One episode's sparse data file: the only place podfs calls libc to read,
+/// write, flush or shrink episode bytes.
+///
+/// Every call retries `EINTR`, loops over short reads and writes, and turns a
+/// failure into a `FileError` naming the file. The file descriptor is opened
+/// once in `init`, never changes and is closed in `deinit`; `pread` and
+/// `pwrite` carry their own offsets, so one `ScratchFile` may be used from
+/// any number of threads at once. Callers order their own writes and reads of
+/// the same bytes (see the read path in DESIGN.md).
+public final class ScratchFile: Sendable {
+    // MARK: - Public properties
+
+    /// The path the file was opened at.
+    public let path: String
+
+    /// The open file descriptor, valid for the lifetime of this object.
+    public var fileDescriptor: Int32 { descriptor }
+
+    // MARK: - Private properties
+
+    /// Opened in `init` and closed in `deinit`; never reassigned.
+    private let descriptor: Int32
+
+    // MARK: - Init and deinit
+
+    /// Opens or creates the file at `path` (mode 0600) and, when its size is
+    /// not `length`, truncates or extends it to `length` without allocating
+    /// blocks, so unwritten bytes read as zeros and take no space.
+    public init(path: String, length: Int64) throws(FileError) {
+        self.path = path
+        let descriptor = try Self.retrying("open", path) {
+            open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        }
+        self.descriptor = descriptor
+        // From here on deinit closes the descriptor if we throw.
+        if try currentLength() != length {
+            try resize(to: length)
+        }
+    }
+
+    deinit {
+        // close(2) must not be retried on EINTR on Linux: the descriptor is
+        // already released.
+        _ = close(descriptor)
+    }
+
+    // MARK: - Reading
+
+    /// Reads into `buffer` from `offset` until the buffer is full or the file
+    /// ends, and returns the number of bytes read.
+    public func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws(FileError)
+        -> Int
+    {
+        var done = 0
+        while done < buffer.count {
+            let got = try Self.retrying("pread", path) {
+                pread(
+                    descriptor, buffer.baseAddress! + done, buffer.count - done,
+                    off_t(offset) + off_t(done))
+            }
+            if got == 0 { break }
+            done += got
+        }
+        return done
+    }
+
+    /// Reads up to `count` bytes from `offset`; fewer only when the file ends.
+    public func read(count: Int, at offset: Int64) throws(FileError) -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: count)
+        var failure: FileError?
+        let got = bytes.withUnsafeMutableBytes { buffer -> Int in
+            do throws(FileError) {
+                return try read(into: buffer, at: offset)
+            } catch {
+                failure = error
+                return 0
+            }
+        }
+        if let failure { throw failure }
+        bytes.removeSubrange(got..<bytes.endIndex)
+        return bytes
+    }
+
+    // MARK: - Writing
+
+    /// Writes all of `bytes` at `offset`.
+    public func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(FileError) {
+        var done = 0
+        while done < bytes.count {
+            let wrote = try Self.retrying("pwrite", path) {
+                pwrite(
+                    descriptor, bytes.baseAddress! + done, bytes.count - done,
+                    off_t(offset) + off_t(done))
+            }
+            // pwrite returns 0 for a non-empty buffer only on a broken file
+            // system; report it rather than spin.
+            if wrote == 0 { throw FileError(operation: "pwrite", path: path, errno: EIO) }
+            done += wrote
+        }
+    }
+
+    /// Writes all of `bytes` at `offset`.
+    public func write(_ bytes: [UInt8], at offset: Int64) throws(FileError) {
+        var failure: FileError?
+        bytes.withUnsafeBytes { buffer in
+            do throws(FileError) {
+                try write(buffer, at: offset)
+            } catch {
+                failure = error
+            }
+        }
+        if let failure { throw failure }
+    }
+
+    /// Flushes written bytes to stable storage (`fdatasync`). Ranges may be
+    /// committed to the index only after this returns.
+    public func synchronize() throws(FileError) {
+        _ = try Self.retrying("fdatasync", path) {
+            #if os(Linux)
+            fdatasync(descriptor)
+            #else
+            fsync(descriptor)
+            #endif
+        }
+    }
+
+    /// Frees the blocks of `range` without changing the file's size; the
+    /// range then reads as zeros.
+    public func punchHole(_ range: Range<Int64>) throws(FileError) {
+        guard !range.isEmpty else { return }
+        #if os(Linux)
+        _ = try Self.retrying("fallocate", path) {
+            podfs_punch_hole(
+                descriptor, off_t(range.lowerBound), off_t(range.upperBound - range.lowerBound))
+        }
+        #else
+        throw FileError(operation: "fallocate", path: path, errno: EOPNOTSUPP)
+        #endif
+    }
+
+    /// Truncates or sparsely extends the file to `length` bytes.
+    public func resize(to length: Int64) throws(FileError) {
+        _ = try Self.retrying("ftruncate", path) { ftruncate(descriptor, off_t(length)) }
+    }
+
+    /// The file's current size in bytes.
+    public func currentLength() throws(FileError) -> Int64 {
+        var status = stat()
+        _ = try Self.retrying("fstat", path) { fstat(descriptor, &status) }
+        return Int64(status.st_size)
+    }
+
+    // MARK: - Private methods
+
+    /// Runs `call` until it does not fail with `EINTR`; a negative result
+    /// becomes a `FileError` carrying `errno`.
+    private static func retrying<Result: BinaryInteger>(
+        _ operation: String, _ path: String, _ call: () -> Result
+    ) throws(FileError) -> Result {
+        while true {
+            let result = call()
+            if result >= 0 { return result }
+            let code = Glibc.errno
+            if code == EINTR { continue }
+            throw FileError(operation: operation, path: path, errno: code)
+        }
+    }
+}

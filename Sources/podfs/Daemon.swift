@@ -1,0 +1,53 @@
+import ArgumentParser
+import Foundation
+
+/// Runs the mount in a background process and returns once it is usable.
+///
+/// The child is this executable with `--daemon-child`; it reports on its
+/// standard output, a pipe: `ready`, or `error: <message>`. Its standard
+/// error (the log) goes to the log file.
+enum Daemon {
+    static func start(arguments: [String], cacheDirectory: String, logFile: String, mountpoint: String) throws {
+        try FileManager.default.createDirectory(atPath: cacheDirectory, withIntermediateDirectories: true)
+        let logDirectory = (logFile as NSString).deletingLastPathComponent
+        try? FileManager.default.createDirectory(atPath: logDirectory, withIntermediateDirectories: true)
+        if !FileManager.default.fileExists(atPath: logFile) {
+            FileManager.default.createFile(atPath: logFile, contents: nil)
+        }
+        guard let log = FileHandle(forWritingAtPath: logFile) else {
+            throw ValidationError("cannot write the log file \(logFile); pass --log-file PATH")
+        }
+        log.seekToEndOfFile()
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        var childArguments = Array(arguments.dropFirst())
+        if childArguments.first != "mount" { childArguments.insert("mount", at: 0) }
+        // The child must find the same mount point whatever its directory.
+        childArguments[childArguments.count - 1] = mountpoint
+        childArguments.insert("--daemon-child", at: 1)
+        childArguments.insert(contentsOf: ["--cache-dir", cacheDirectory], at: 1)
+        process.arguments = childArguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = log
+        process.standardInput = FileHandle(forReadingAtPath: "/dev/null")
+        try process.run()
+        pipe.fileHandleForWriting.closeFile()
+        var buffer = Data()
+        while true {
+            let chunk = pipe.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            buffer.append(chunk)
+            if buffer.contains(UInt8(ascii: "\n")) { break }
+        }
+        let line = String(decoding: buffer, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        if line == "ready" {
+            print("podfs: mounted on \(mountpoint) (pid \(process.processIdentifier), log \(logFile))")
+            return
+        }
+        process.waitUntilExit()
+        let message = line.hasPrefix("error: ") ? String(line.dropFirst(7)) : "the daemon exited (status \(process.terminationStatus)); see \(logFile)"
+        FileHandle.standardError.write(Data("podfs: \(message)\n".utf8))
+        throw ExitCode(1)
+    }
+}

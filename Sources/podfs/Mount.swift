@@ -1,0 +1,83 @@
+import ArgumentParser
+import Foundation
+
+/// `podfs mount [options] SOURCE... MOUNTPOINT`.
+struct Mount: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Mount feeds on a directory.",
+        discussion: """
+            SOURCE is a feed URL (http or https), an OPML file, or a text file with one feed URL \
+            per line. Without -f the command returns once the mount is ready and the file system \
+            is served in the background; its log goes to --log-file. Stop it with \
+            'podfs unmount MOUNTPOINT' (or fusermount3 -u).
+            """)
+
+    @Option(name: .long, help: "Where the cache lives (default: $XDG_CACHE_HOME/podfs, else ~/.cache/podfs).")
+    var cacheDir: String?
+
+    @Flag(name: .short, help: "Stay in the foreground and log to standard error.")
+    var foreground = false
+
+    @Flag(name: .short, help: "Debug logging; implies -f.")
+    var debug = false
+
+    @Option(name: .short, help: "Mount options, comma separated: cache_dir=DIR, allow_other, allow_root.")
+    var o: [String] = []
+
+    @Option(name: .long, help: "Where the background daemon logs (default: <cache-dir>/podfs.log).")
+    var logFile: String?
+
+    @Option(name: .long, help: "Largest feed accepted, in MiB.")
+    var feedLimit: Int = 64
+
+    @Flag(name: .long, help: .hidden)
+    var daemonChild = false
+
+    @Argument(help: "Feed URLs, OPML files or URL list files, then the mount point.")
+    var arguments: [String] = []
+
+    mutating func validate() throws {
+        guard arguments.count >= 2 else {
+            throw ValidationError("give at least one SOURCE and a MOUNTPOINT, e.g. podfs mount https://example.org/feed.xml ~/Podcasts")
+        }
+        _ = try MountOptions(o)
+        guard feedLimit > 0 else { throw ValidationError("--feed-limit must be a positive number of MiB") }
+    }
+
+    func run() throws {
+        let options = try MountOptions(o)
+        let mountpoint = absolutePath(arguments.last!)
+        let sources = Array(arguments.dropLast())
+        let cacheDirectory = absolutePath(cacheDir ?? options.cacheDirectory ?? defaultCacheDirectory())
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: mountpoint, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw ValidationError("the mount point \(mountpoint) is not a directory; create it first (mkdir -p \(mountpoint))")
+        }
+        if foreground || debug || daemonChild {
+            let service = MountService(
+                sources: sources, mountpoint: mountpoint, cacheDirectory: cacheDirectory,
+                fuseOptions: options.fuseOptions, feedLimit: feedLimit * 1024 * 1024,
+                logLevel: debug ? .debug : .info, readiness: daemonChild ? .pipe : .none)
+            throw ExitCode(service.run())
+        }
+        try Daemon.start(
+            arguments: CommandLine.arguments, cacheDirectory: cacheDirectory,
+            logFile: logFile.map(absolutePath) ?? (cacheDirectory + "/podfs.log"), mountpoint: mountpoint)
+    }
+}
+
+/// `$XDG_CACHE_HOME/podfs`, else `~/.cache/podfs`.
+func defaultCacheDirectory() -> String {
+    if let xdg = ProcessInfo.processInfo.environment["XDG_CACHE_HOME"], xdg.hasPrefix("/") {
+        return xdg + "/podfs"
+    }
+    return NSHomeDirectory() + "/.cache/podfs"
+}
+
+/// An absolute, tilde-expanded, standardised path.
+func absolutePath(_ path: String) -> String {
+    let expanded = (path as NSString).expandingTildeInPath
+    if expanded.hasPrefix("/") { return (expanded as NSString).standardizingPath }
+    return ((FileManager.default.currentDirectoryPath as NSString).appendingPathComponent(expanded) as NSString)
+        .standardizingPath
+}

@@ -1,0 +1,41 @@
+import ArgumentParser
+
+/// The `-o` options: podfs's own, libfuse's, and fstab's (ignored).
+struct MountOptions {
+    /// Options handed to libfuse (`allow_other`, ...).
+    var fuseOptions: [String] = []
+    var cacheDirectory: String?
+
+    /// fstab and mount(8) options that mean nothing to podfs.
+    private static let ignored: Set<String> = [
+        "auto", "noauto", "user", "users", "nouser", "_netdev", "nofail", "rw", "ro", "defaults",
+        "dev", "nodev", "suid", "nosuid", "exec", "noexec", "async", "sync", "atime", "noatime",
+        "relatime",
+    ]
+
+    /// Parses `-o a,b=c` lists; throws a `ValidationError` naming what to type instead.
+    init(_ lists: [String]) throws {
+        for list in lists {
+            for option in list.split(separator: ",").map(String.init) where !option.isEmpty {
+                let parts = option.split(separator: "=", maxSplits: 1).map(String.init)
+                let name = parts[0]
+                let value = parts.count > 1 ? parts[1] : nil
+                switch name {
+                case "cache_dir":
+                    guard let value, !value.isEmpty else {
+                        throw ValidationError("-o cache_dir needs a directory, e.g. -o cache_dir=~/.cache/podfs")
+                    }
+                    cacheDirectory = value
+                case "allow_other", "allow_root", "auto_unmount":
+                    fuseOptions.append(name)
+                case _ where Self.ignored.contains(name) || name.hasPrefix("x-systemd.") || name.hasPrefix("comment="):
+                    continue
+                default:
+                    throw ValidationError(
+                        "unknown mount option '\(option)'. podfs takes -o cache_dir=DIR, allow_other, allow_root "
+                            + "(and ignores fstab's auto, noauto, user, _netdev, nofail, x-systemd.*).")
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,70 @@
+import Foundation
+
+/// The shared feed corpus in `../shared/feeds` (relative to the repository
+/// root) and its TSV tables of upstream expectations.
+enum Corpus {
+    // MARK: - Properties
+
+    /// `/…/shared/feeds`, found from this file's path.
+    static let directory: URL = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent()  // FeedsTests
+        .deletingLastPathComponent()  // Tests
+        .deletingLastPathComponent()  // repository root
+        .deletingLastPathComponent()
+        .appendingPathComponent("shared/feeds")
+
+    // MARK: - Methods
+
+    /// The bytes of a corpus file, by its path relative to the corpus root.
+    static func bytes(_ relativePath: String) throws -> [UInt8] {
+        [UInt8](try Data(contentsOf: directory.appendingPathComponent(relativePath)))
+    }
+
+    /// The rows of a TSV table as dictionaries keyed by the header, fields
+    /// unescaped (`\\`, `\t`, `\n`, `\r`).
+    static func table(_ name: String) throws -> [[String: String]] {
+        let text = String(decoding: try bytes(name), as: UTF8.self)
+        var lines = text.split(separator: "\n", omittingEmptySubsequences: true).map(String.init)
+        guard !lines.isEmpty else { return [] }
+        let header = lines.removeFirst().split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
+        return lines.map { line in
+            let fields = line.split(separator: "\t", omittingEmptySubsequences: false).map { unescape(String($0)) }
+            var row: [String: String] = [:]
+            for (index, key) in header.enumerated() {
+                row[key] = index < fields.count ? fields[index] : ""
+            }
+            return row
+        }
+    }
+
+    /// The URL a test pretends a corpus feed was fetched from. podcastparser's
+    /// expectations use `file://tests/data/<name>`; podfs only accepts http(s),
+    /// so the same path is used with http.
+    static func baseURL(for relativePath: String) -> String {
+        "http://tests/data/" + (relativePath.split(separator: "/").last.map(String.init) ?? relativePath)
+    }
+
+    // MARK: - Private methods
+
+    private static func unescape(_ field: String) -> String {
+        guard field.contains("\\") else { return field }
+        var result = ""
+        var escaping = false
+        for character in field {
+            if escaping {
+                switch character {
+                case "t": result.append("\t")
+                case "n": result.append("\n")
+                case "r": result.append("\r")
+                default: result.append(character)
+                }
+                escaping = false
+            } else if character == "\\" {
+                escaping = true
+            } else {
+                result.append(character)
+            }
+        }
+        return result
+    }
+}

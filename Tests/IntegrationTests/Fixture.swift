@@ -1,0 +1,112 @@
+import Foundation
+
+/// One test's world: an origin serving episodes and a feed, a cache
+/// directory and a mount point, all under one temporary folder, torn down
+/// (unmounted, daemons killed by PID, origin stopped) in `cleanup()`.
+final class Fixture {
+    struct EpisodeFile {
+        var title: String
+        var file: String
+        var data: Data
+        /// The enclosure length written in the feed (`nil`: the true size).
+        var feedLength: Int?
+        var date: String
+    }
+
+    let directory: String
+    let origin: TestOrigin
+    let mountpoint: String
+    let cacheDirectory: String
+    private(set) var daemonPIDs: [pid_t] = []
+    private(set) var episodes: [EpisodeFile] = []
+    static let showTitle = "Test Show"
+
+    init() throws {
+        directory = NSTemporaryDirectory() + "podfs-it-\(UUID().uuidString.prefix(8))"
+        mountpoint = directory + "/mnt"
+        cacheDirectory = directory + "/cache"
+        try FileManager.default.createDirectory(atPath: mountpoint, withIntermediateDirectories: true)
+        origin = try TestOrigin(root: directory + "/origin")
+    }
+
+    /// Serves `episodes` and a feed listing them.
+    func publish(_ episodes: [EpisodeFile]) throws {
+        self.episodes = episodes
+        var items = ""
+        for episode in episodes {
+            try origin.put(episode.file, episode.data)
+            items += """
+                <item><title>\(episode.title)</title><guid>guid-\(episode.file)</guid>
+                <pubDate>\(episode.date)</pubDate>
+                <enclosure url="{{BASE}}/\(episode.file)" length="\(episode.feedLength ?? episode.data.count)" type="audio/mpeg"/>
+                </item>
+
+                """
+        }
+        let feed = """
+            <?xml version="1.0" encoding="UTF-8"?>
+            <rss version="2.0" xmlns:itunes="http://www.itunes.com/dtds/podcast-1.0.dtd">
+            <channel><title>\(Fixture.showTitle)</title><link>http://example.org/</link>
+            \(items)</channel></rss>
+            """
+        try origin.put("feed.xml", Data(feed.utf8))
+    }
+
+    /// A simple set of episodes: sizes in bytes, dated 2026-11-01, -02, ...
+    static func episodes(sizes: [Int]) -> [EpisodeFile] {
+        sizes.enumerated().map { index, size in
+            EpisodeFile(
+                title: "Episode \(index + 1)", file: "ep\(index + 1).mp3",
+                data: Harness.bytes(count: size, seed: UInt64(index + 1)), feedLength: nil,
+                date: String(format: "Sun, %02d Nov 2026 10:00:00 GMT", index + 1))
+        }
+    }
+
+    /// The path of an episode inside the mount.
+    func path(_ index: Int) -> String {
+        let episode = episodes[index]
+        let day = String(format: "%02d", index + 1)
+        _ = episode
+        return "\(mountpoint)/\(Fixture.showTitle)/2026-11-\(day) Episode \(index + 1).mp3"
+    }
+
+    /// Where the local copy of an episode's bytes lives (the origin's file).
+    func originPath(_ index: Int) -> String {
+        origin.root + "/" + episodes[index].file
+    }
+
+    /// `podfs mount` in the background; returns when the mount is usable.
+    func mount(extra: [String] = []) throws {
+        let output = try Harness.run(
+            Harness.podfs,
+            ["mount", "--cache-dir", cacheDirectory] + extra + ["\(origin.base)/feed.xml", mountpoint], timeout: 60)
+        guard output.status == 0 else {
+            throw HarnessError("podfs mount failed (\(output.status)): \(output.stderr)\nlog: \(log())")
+        }
+        if let range = output.text.range(of: "pid "), let pid = Int32(output.text[range.upperBound...].prefix { $0.isNumber }) {
+            daemonPIDs.append(pid)
+        }
+    }
+
+    var daemonPID: pid_t? { daemonPIDs.last }
+
+    func unmount() throws {
+        let output = try Harness.run(Harness.podfs, ["unmount", mountpoint], timeout: 60)
+        guard output.status == 0 else { throw HarnessError("podfs unmount failed: \(output.stderr)") }
+    }
+
+    func log() -> String {
+        (try? String(contentsOfFile: cacheDirectory + "/podfs.log", encoding: .utf8)) ?? ""
+    }
+
+    /// Unmounts whatever is left, kills the daemons it started, stops the
+    /// origin and removes the folder. Safe to call more than once.
+    func cleanup() {
+        _ = try? Harness.run("fusermount3", ["-u", "-z", mountpoint], timeout: 20)
+        for pid in daemonPIDs where kill(pid, 0) == 0 {
+            kill(pid, SIGKILL)
+        }
+        origin.stop()
+        _ = try? Harness.run("rm", ["-rf", directory], timeout: 60)
+    }
+}

@@ -1,0 +1,139 @@
+import Foundation
+import Testing
+
+/// Real mounts read by real programs against the test origin on 127.0.0.1.
+/// Serialized: one mount at a time, each cleaned up even when it fails.
+@Suite(.serialized)
+struct MountTests {
+    private static let mib = 1024 * 1024
+
+    @Test func listingShowsEpisodesWithRealSizesAndCatReadsTheOriginsBytes() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        try fixture.publish(Fixture.episodes(sizes: [3 * Self.mib + 17, 200_000, 1]))
+        try fixture.mount()
+        let listing = try Harness.sh("ls -l '\(fixture.mountpoint)/\(Fixture.showTitle)'")
+        #expect(listing.contains("2026-11-01 Episode 1.mp3"))
+        #expect(listing.contains("\(3 * Self.mib + 17)"))
+        #expect(listing.contains("200000"))
+        #expect(try fixture.origin.requests("ep1.mp3") == 0, "ls -l must not fetch episodes")
+        let mtime = try Harness.sh("stat -c %Y '\(fixture.path(1))'").trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(mtime == "1793613600", "mtime is the publication date (2026-11-02 10:00 UTC)")
+        for index in 0..<3 {
+            let copy = fixture.directory + "/copy\(index)"
+            try Harness.sh("cat '\(fixture.path(index))' > '\(copy)'")
+            #expect(try Harness.sha256(copy) == Harness.sha256(fixture.originPath(index)))
+        }
+        let xattr = try Harness.sh("getfattr --only-values -n user.podfs.url '\(fixture.path(0))'")
+        #expect(xattr == "\(fixture.origin.base)/ep1.mp3")
+        try fixture.unmount()
+    }
+
+    @Test func randomReadsAtFiftyOffsetsReturnTheOriginsBytes() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        let size = 24 * Self.mib + 123
+        try fixture.publish(Fixture.episodes(sizes: [size]))
+        try fixture.mount()
+        let original = try Data(contentsOf: URL(fileURLWithPath: fixture.originPath(0)))
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<50 {
+            let block = 4096
+            let offset = Int.random(in: 0..<(size / block), using: &generator)
+            let got = try Harness.run(
+                "dd", ["if=\(fixture.path(0))", "bs=\(block)", "skip=\(offset)", "count=1", "status=none"])
+            #expect(got.status == 0)
+            let start = offset * block
+            let expected = original[start..<min(size, start + block)]
+            #expect(got.stdout == expected, "bytes at \(start)")
+        }
+        try fixture.unmount()
+    }
+
+    @Test func eightDirectReadersShareOneFetch() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        let size = 32 * Self.mib
+        try fixture.publish(Fixture.episodes(sizes: [size]))
+        try fixture.mount()
+        try fixture.origin.reset()
+        // O_DIRECT readers bypass the kernel's page cache, so only podfs's
+        // own coalescing keeps the origin traffic at one copy.
+        let script = (0..<8).map { i in
+            "dd if='\(fixture.path(0))' iflag=direct bs=1M status=none | sha256sum > '\(fixture.directory)/sum\(i)' &"
+        }.joined(separator: "\n") + "\nwait"
+        try Harness.sh(script, timeout: 300)
+        let expected = try Harness.sha256(fixture.originPath(0))
+        for i in 0..<8 {
+            let sum = try String(contentsOfFile: "\(fixture.directory)/sum\(i)", encoding: .utf8)
+            #expect(sum.hasPrefix(expected), "reader \(i)")
+        }
+        let sent = try fixture.origin.bytesSent("ep1.mp3")
+        #expect(Double(sent) <= 1.05 * Double(size), "origin sent \(sent) bytes for a \(size)-byte file")
+        try fixture.unmount()
+    }
+
+    @Test func remountFetchesOnlyTheRest() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        let size = 16 * Self.mib
+        try fixture.publish(Fixture.episodes(sizes: [size]))
+        try fixture.mount()
+        try Harness.sh("dd if='\(fixture.path(0))' bs=1M count=1 status=none > /dev/null")
+        try fixture.unmount()
+        try fixture.origin.reset()
+        try fixture.mount()
+        let copy = fixture.directory + "/copy"
+        try Harness.sh("cat '\(fixture.path(0))' > '\(copy)'")
+        #expect(try Harness.sha256(copy) == Harness.sha256(fixture.originPath(0)))
+        let sent = try fixture.origin.bytesSent("ep1.mp3")
+        #expect(sent <= Int64(size - Self.mib), "after remount the origin sent \(sent) bytes")
+        try fixture.unmount()
+    }
+
+    @Test func offlineRemountServesCachedEpisodesAndFailsUncachedOnes() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        try fixture.publish(Fixture.episodes(sizes: [5 * Self.mib, 3 * Self.mib]))
+        try fixture.mount()
+        try Harness.sh("cat '\(fixture.path(0))' > /dev/null")
+        try fixture.unmount()
+        fixture.origin.stop()
+        try fixture.mount()
+        let listing = try Harness.sh("ls '\(fixture.mountpoint)/\(Fixture.showTitle)'")
+        #expect(listing.contains("2026-11-02 Episode 2.mp3"))
+        let copy = fixture.directory + "/copy"
+        try Harness.sh("cat '\(fixture.path(0))' > '\(copy)'", timeout: 30)
+        #expect(try Harness.sha256(copy) == Harness.sha256(fixture.originPath(0)))
+        let started = Date()
+        let uncached = try Harness.run("cat", [fixture.path(1)], timeout: 30)
+        #expect(uncached.status != 0)
+        #expect(uncached.stderr.contains("Input/output error"), "got: \(uncached.stderr)")
+        #expect(uncached.stdout.isEmpty || uncached.stdout.contains(where: { $0 != 0 }), "no zeros for missing bytes")
+        #expect(Date().timeIntervalSince(started) < 20, "an uncached read fails quickly, it does not hang")
+        try fixture.unmount()
+    }
+
+    @Test func wrongFeedLengthsShowTheTrueSizeAfterOpen() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        var episodes = Fixture.episodes(sizes: [700_001, 1_234_567])
+        episodes[0].feedLength = 1
+        episodes[1].feedLength = 0
+        try fixture.publish(episodes)
+        try fixture.mount()
+        for index in 0..<2 {
+            let path = fixture.path(index)
+            let size = episodes[index].data.count
+            // stat while the file is open (exec 3<): the size is the origin's.
+            let statSize = try Harness.sh("exec 3<'\(path)'; stat -c %s '\(path)'; exec 3<&-")
+            #expect(statSize.trimmingCharacters(in: .whitespacesAndNewlines) == String(size))
+            let count = try Harness.sh("cat '\(path)' | wc -c").trimmingCharacters(in: .whitespacesAndNewlines)
+            #expect(count == String(size))
+            let copy = fixture.directory + "/copy\(index)"
+            try Harness.sh("cat '\(path)' > '\(copy)'")
+            #expect(try Harness.sha256(copy) == Harness.sha256(fixture.originPath(index)))
+        }
+        try fixture.unmount()
+    }
+}

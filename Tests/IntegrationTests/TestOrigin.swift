@@ -1,0 +1,104 @@
+import Foundation
+
+/// The test origin (Tests/Origin/origin.py) on 127.0.0.1: serves a folder
+/// with Range, ETag and Last-Modified, counts bytes, injects faults.
+final class TestOrigin {
+    let root: String
+    private(set) var port: Int = 0
+    private var process: Process?
+
+    var base: String { "http://127.0.0.1:\(port)" }
+
+    init(root: String) throws {
+        self.root = root
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        try start()
+    }
+
+    deinit { stop() }
+
+    /// Starts (or restarts, on the same port when it had one) the origin.
+    func start() throws {
+        let portFile = root + "/../origin.port"
+        try? FileManager.default.removeItem(atPath: portFile)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = [
+            "python3", Harness.root + "/Tests/Origin/origin.py", "--root", root, "--port", String(port),
+            "--port-file", portFile,
+        ]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        self.process = process
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline {
+            if let text = try? String(contentsOfFile: portFile, encoding: .utf8),
+                let value = Int(text.trimmingCharacters(in: .whitespacesAndNewlines))
+            {
+                port = value
+                return
+            }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        throw HarnessError("the test origin did not start")
+    }
+
+    /// Stops the origin process (by its PID).
+    func stop() {
+        guard let process, process.isRunning else { return }
+        process.terminate()
+        process.waitUntilExit()
+        self.process = nil
+    }
+
+    /// Writes a file into the origin's folder.
+    func put(_ name: String, _ data: Data) throws {
+        let path = root + "/" + name
+        try FileManager.default.createDirectory(
+            atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        try data.write(to: URL(fileURLWithPath: path))
+    }
+
+    /// Replaces a file through the origin (new bytes, new ETag).
+    func replace(_ name: String, _ data: Data) throws {
+        let file = try TempFile()
+        try data.write(to: URL(fileURLWithPath: file.path))
+        try control("put?path=/\(name)", body: file.path)
+    }
+
+    /// Body bytes sent for one path since the last reset.
+    func bytesSent(_ name: String) throws -> Int64 {
+        let stats = try stats()
+        let paths = stats["paths"] as? [String: Any]
+        let entry = paths?["/" + name] as? [String: Any]
+        return (entry?["bytes"] as? NSNumber)?.int64Value ?? 0
+    }
+
+    func requests(_ name: String) throws -> Int {
+        let stats = try stats()
+        let paths = stats["paths"] as? [String: Any]
+        let entry = paths?["/" + name] as? [String: Any]
+        return (entry?["requests"] as? NSNumber)?.intValue ?? 0
+    }
+
+    func stats() throws -> [String: Any] {
+        let text = try Harness.sh("curl -sf \(base)/_origin/stats")
+        return (try JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] ?? [:]
+    }
+
+    func reset() throws { try control("reset") }
+
+    /// Merges a fault configuration (JSON) into the origin's.
+    func configure(_ json: String) throws {
+        let file = try TempFile()
+        try Data(json.utf8).write(to: URL(fileURLWithPath: file.path))
+        try control("config", body: file.path)
+    }
+
+    private func control(_ path: String, body: String? = nil) throws {
+        let data = body.map { "--data-binary @\($0)" } ?? "-d ''"
+        try Harness.sh("curl -sf -X POST \(data) '\(base)/_origin/\(path)' > /dev/null")
+    }
+}

@@ -1,0 +1,757 @@
+#!/usr/bin/env python3
+"""podfs test origin: a small, fast HTTP/1.1 file server with fault injection.
+
+Python 3 standard library only. Used by the integration tests, the demo
+command and the benchmarks.
+
+    python3 Tests/Origin/origin.py --root DIR [--bind 127.0.0.1] [--port 0]
+                                   [--port-file PATH] [--log PATH]
+
+Serves GET/HEAD of files under --root with keep-alive, single byte ranges
+(206 / 416), If-Range, conditional GET (304), strong ETags and Last-Modified.
+Files ending in .xml, .rss or .opml are templates: "{{BASE}}" becomes
+"http://HOST:PORT" (the Host the request came in on).
+
+Control API (same port, never counted in the stats):
+  GET  /_origin/stats          counters as JSON
+  POST /_origin/reset          zero all counters
+  POST /_origin/config         merge a JSON fault config, answer the result
+  GET  /_origin/config         current fault config
+  POST /_origin/config/clear   remove all faults
+  POST /_origin/put?path=/x    atomically replace a file with the request body
+  GET  /_origin/health         "ok"
+
+Fault config keys:
+  latency_ms: N                 sleep before each request and on each new connection
+  drop: {"path", "after_bytes", "count"}   close after N body bytes (list allowed)
+  ignore_range: ["/x.mp3"|"*"]  always answer 200 with the full body
+  redirects: {"/a": "/b"}       302 to the target (relative or absolute)
+  status: {"/x": {"code", "count", "retry_after"}}  answer that status
+  stall: {"path", "after_bytes", "seconds", "count"}  pause mid-body (list allowed)
+  fail_all: true                close every non-control connection without answering
+"count" is the number of requests the fault applies to; -1 or missing = always.
+For "redirects" and "status" a POST merges per path (a null value removes one
+entry); any other key is replaced, and a top-level null removes the key.
+"""
+
+import argparse
+import email.utils
+import json
+import os
+import signal
+import socket
+import sys
+import tempfile
+import threading
+import time
+import urllib.parse
+import zlib
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+TEMPLATE_EXTS = (".xml", ".rss", ".opml")
+CONTENT_TYPES = {
+    ".mp3": "audio/mpeg",
+    ".m4a": "audio/mp4",
+    ".ogg": "audio/ogg",
+    ".xml": "application/rss+xml",
+    ".rss": "application/rss+xml",
+    ".opml": "text/x-opml",
+    ".jpg": "image/jpeg",
+    ".jpeg": "image/jpeg",
+    ".png": "image/png",
+}
+CHUNK = 256 * 1024
+SENDFILE_MAX = 1 << 30
+
+
+class Origin:
+    """Shared state: root, counters, fault config, log."""
+
+    def __init__(self, root, log_path=None):
+        self.root = os.path.realpath(root)
+        self.lock = threading.Lock()
+        self.config = {}
+        self.log_file = open(log_path, "a", buffering=1) if log_path else None
+        self.log_lock = threading.Lock()
+        self.reset()
+
+    # ---- counters -------------------------------------------------------
+    def reset(self):
+        with self.lock:
+            self.requests = 0
+            self.bytes = 0
+            self.connections = 0
+            self.paths = {}
+
+    def _path_stats(self, path):
+        st = self.paths.get(path)
+        if st is None:
+            st = {"requests": 0, "bytes": 0, "ranges": [], "statuses": []}
+            self.paths[path] = st
+        return st
+
+    def count_request(self, path, range_header, new_connection):
+        with self.lock:
+            self.requests += 1
+            if new_connection:
+                self.connections += 1
+            st = self._path_stats(path)
+            st["requests"] += 1
+            if range_header is not None:
+                st["ranges"].append(range_header)
+
+    def count_status(self, path, status):
+        with self.lock:
+            self._path_stats(path)["statuses"].append(status)
+
+    def count_bytes(self, path, n):
+        if n <= 0:
+            return
+        with self.lock:
+            self.bytes += n
+            self._path_stats(path)["bytes"] += n
+
+    def stats(self):
+        with self.lock:
+            return {
+                "requests": self.requests,
+                "bytes": self.bytes,
+                "connections": self.connections,
+                "paths": json.loads(json.dumps(self.paths)),
+            }
+
+    # ---- fault config ---------------------------------------------------
+    def merge_config(self, update):
+        if not isinstance(update, dict):
+            raise ValueError("config must be a JSON object")
+        with self.lock:
+            for key, value in update.items():
+                if value is None:
+                    self.config.pop(key, None)
+                elif key in ("redirects", "status") and isinstance(value, dict):
+                    cur = dict(self.config.get(key) or {})
+                    for p, v in value.items():
+                        if v is None:
+                            cur.pop(p, None)
+                        else:
+                            cur[p] = v
+                    self.config[key] = cur
+                elif key in ("drop", "stall"):
+                    items = value if isinstance(value, list) else [value]
+                    self.config[key] = [dict(i) for i in items if isinstance(i, dict)]
+                else:
+                    self.config[key] = value
+            return json.loads(json.dumps(self.config))
+
+    def clear_config(self):
+        with self.lock:
+            self.config = {}
+
+    def get_config(self):
+        with self.lock:
+            return json.loads(json.dumps(self.config))
+
+    def latency(self):
+        with self.lock:
+            v = self.config.get("latency_ms") or 0
+        try:
+            return max(0.0, float(v) / 1000.0)
+        except (TypeError, ValueError):
+            return 0.0
+
+    def fail_all(self):
+        with self.lock:
+            return bool(self.config.get("fail_all"))
+
+    def redirect_for(self, path):
+        with self.lock:
+            return (self.config.get("redirects") or {}).get(path)
+
+    def ignore_range(self, path):
+        with self.lock:
+            ig = self.config.get("ignore_range") or []
+            if isinstance(ig, str):
+                ig = [ig]
+            return "*" in ig or path in ig
+
+    @staticmethod
+    def _take(entry):
+        """Consume one use of a counted fault; return True if it applies."""
+        count = entry.get("count", -1)
+        try:
+            count = int(count)
+        except (TypeError, ValueError):
+            count = -1
+        if count < 0:
+            return True
+        if count == 0:
+            return False
+        entry["count"] = count - 1
+        return True
+
+    def status_for(self, path):
+        with self.lock:
+            table = self.config.get("status") or {}
+            entry = table.get(path) or table.get("*")
+            if not isinstance(entry, dict):
+                return None
+            if not self._take(entry):
+                return None
+            return dict(entry)
+
+    def _body_fault(self, key, path):
+        for entry in self.config.get(key) or []:
+            if entry.get("path") in (path, "*") and self._take(entry):
+                return dict(entry)
+        return None
+
+    def body_faults(self, path):
+        """(drop, stall) entries applying to this GET of path, consuming counts."""
+        with self.lock:
+            return self._body_fault("drop", path), self._body_fault("stall", path)
+
+    # ---- log ------------------------------------------------------------
+    def log(self, method, path, rng, status, nbytes):
+        if self.log_file is None:
+            return
+        line = "%s %s %s %s %d\n" % (method, path, rng or "-", status, nbytes)
+        with self.log_lock:
+            try:
+                self.log_file.write(line)
+            except OSError:
+                pass
+
+
+def http_date(ts):
+    return email.utils.formatdate(ts, usegmt=True)
+
+
+def parse_http_date(value):
+    try:
+        dt = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if dt is None:
+        return None
+    return dt.timestamp()
+
+
+def parse_range(header, size):
+    """Return None (ignore, serve 200), "unsatisfiable", or (start, end) inclusive."""
+    if not header:
+        return None
+    header = header.strip()
+    if not header.lower().startswith("bytes="):
+        return None
+    spec = header[6:].strip()
+    if "," in spec:
+        return None  # multi-range: answer 200 with the full body
+    if "-" not in spec:
+        return None
+    first, last = spec.split("-", 1)
+    first, last = first.strip(), last.strip()
+    try:
+        if first == "":
+            if last == "" or not last.isdigit():
+                return None
+            n = int(last)
+            if n == 0 or size == 0:
+                return "unsatisfiable"
+            return (max(0, size - n), size - 1)
+        if not first.isdigit() or (last and not last.isdigit()):
+            return None
+        a = int(first)
+        if last and int(last) < a:
+            return None  # syntactically invalid: ignore the header
+        if a >= size:
+            return "unsatisfiable"
+        b = int(last) if last else size - 1
+        return (a, min(b, size - 1))
+    except ValueError:
+        return None
+
+
+def etag_matches(header, etag, weak):
+    for tag in header.split(","):
+        tag = tag.strip()
+        if tag == "*":
+            return True
+        if weak:
+            if tag.startswith("W/"):
+                tag = tag[2:]
+        if tag == etag:
+            return True
+    return False
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "podfs-origin/1"
+    sys_version = ""
+
+    def setup(self):
+        super().setup()
+        self.conn_counted = False
+        try:
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        except OSError:
+            pass
+        lat = self.server.origin.latency()
+        if lat:
+            time.sleep(lat)
+
+    def log_message(self, format, *args):  # never write to stderr per request
+        pass
+
+    def log_request(self, code="-", size="-"):
+        pass
+
+    # ---- helpers --------------------------------------------------------
+    @property
+    def origin(self):
+        return self.server.origin
+
+    def _req_path(self):
+        parsed = urllib.parse.urlsplit(self.path)
+        return urllib.parse.unquote(parsed.path or "/"), parsed.query
+
+    def _read_body(self):
+        n = self.headers.get("Content-Length")
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            data = bytearray()
+            while True:
+                line = self.rfile.readline(65537)
+                size = int(line.split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    while self.rfile.readline(65537) not in (b"\r\n", b"\n", b""):
+                        pass
+                    return bytes(data)
+                data += self.rfile.read(size)
+                self.rfile.readline(65537)
+        if not n:
+            return b""
+        return self.rfile.read(int(n))
+
+    def _base(self):
+        host = (self.headers.get("Host") or "").strip()
+        if not host or any(c in host for c in " /\\\"'<>"):
+            host = "127.0.0.1:%d" % self.server.server_address[1]
+        return "http://" + host
+
+    def _simple(self, code, body=b"", ctype="text/plain; charset=utf-8", headers=None,
+                path=None, head=False):
+        if isinstance(body, str):
+            body = body.encode()
+        self.send_response(code)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        if self.close_connection:
+            self.send_header("Connection", "close")
+        self.end_headers()
+        sent = 0
+        if body and not head and self.command != "HEAD":
+            self.wfile.write(body)
+            sent = len(body)
+        if path is not None:
+            self.origin.count_bytes(path, sent)
+        return sent
+
+    def _abort(self):
+        """Close the connection abruptly (no response / truncated body)."""
+        self.close_connection = True
+        try:
+            self.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    # ---- methods --------------------------------------------------------
+    def do_GET(self):
+        self._dispatch()
+
+    def do_HEAD(self):
+        self._dispatch()
+
+    def do_POST(self):
+        self._dispatch()
+
+    def do_PUT(self):
+        self._dispatch()
+
+    def do_DELETE(self):
+        self._dispatch()
+
+    def _dispatch(self):
+        path, query = self._req_path()
+        if path.startswith("/_origin/") or path == "/_origin":
+            try:
+                self._control(path, query)
+            except (ConnectionError, BrokenPipeError):
+                self.close_connection = True
+            return
+        status, nbytes = "-", 0
+        rng = self.headers.get("Range")
+        try:
+            status, nbytes = self._serve(path, rng)
+        except (ConnectionError, BrokenPipeError, socket.timeout):
+            self.close_connection = True
+        finally:
+            self.origin.log(self.command, path, rng, status, nbytes)
+
+    # ---- control API ----------------------------------------------------
+    def _json(self, code, obj):
+        return self._simple(code, json.dumps(obj, indent=1) + "\n", "application/json")
+
+    def _control(self, path, query):
+        body = self._read_body() if self.command in ("POST", "PUT") else b""
+        o = self.origin
+        cmd = self.command
+        status = 200
+        try:
+            if path == "/_origin/stats" and cmd in ("GET", "HEAD"):
+                self._json(200, o.stats())
+            elif path == "/_origin/health":
+                self._simple(200, "ok\n")
+            elif path == "/_origin/reset" and cmd == "POST":
+                o.reset()
+                self._json(200, {"ok": True})
+            elif path == "/_origin/config/clear" and cmd == "POST":
+                o.clear_config()
+                self._json(200, {})
+            elif path == "/_origin/config" and cmd == "POST":
+                try:
+                    update = json.loads(body.decode() or "{}")
+                    cfg = o.merge_config(update)
+                except (ValueError, UnicodeDecodeError) as e:
+                    status = 400
+                    self._json(400, {"error": str(e)})
+                else:
+                    self._json(200, cfg)
+            elif path == "/_origin/config" and cmd in ("GET", "HEAD"):
+                self._json(200, o.get_config())
+            elif path == "/_origin/put" and cmd in ("POST", "PUT"):
+                target = urllib.parse.parse_qs(query).get("path", [None])[0]
+                fs = self._fs_path(target) if target else None
+                if fs is None:
+                    status = 400
+                    self._json(400, {"error": "bad or missing ?path="})
+                else:
+                    self._put(fs, body)
+                    st = os.stat(fs)
+                    self._json(200, {"ok": True, "path": target, "size": st.st_size,
+                                     "etag": self._etag(st, None),
+                                     "last_modified": http_date(st.st_mtime)})
+            else:
+                status = 404
+                self._json(404, {"error": "unknown control request %s %s" % (cmd, path)})
+        finally:
+            o.log(cmd, path, None, status, 0)
+
+    def _put(self, fs, data):
+        d = os.path.dirname(fs)
+        os.makedirs(d, exist_ok=True)
+        try:
+            old = os.stat(fs).st_mtime_ns
+        except OSError:
+            old = None
+        fd, tmp = tempfile.mkstemp(dir=d, prefix=".put-")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.chmod(tmp, 0o644)
+            os.replace(tmp, fs)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+        if old is not None:
+            new = os.stat(fs).st_mtime_ns
+            # Last-Modified has one-second resolution: make sure it moves too.
+            if new // 10**9 <= old // 10**9:
+                bumped = (old // 10**9 + 1) * 10**9
+                os.utime(fs, ns=(bumped, bumped))
+
+    # ---- file serving ---------------------------------------------------
+    def _fs_path(self, path):
+        if not path or "\x00" in path:
+            return None
+        parts = [p for p in path.replace("\\", "/").split("/") if p not in ("", ".")]
+        if any(p == ".." for p in parts):
+            return None
+        fs = os.path.join(self.origin.root, *parts)
+        real = os.path.realpath(fs)
+        if real != self.origin.root and not real.startswith(self.origin.root + os.sep):
+            return None
+        return fs
+
+    @staticmethod
+    def _etag(st, base):
+        tag = "%d-%x" % (st.st_size, st.st_mtime_ns)
+        if base is not None:
+            tag += "-%08x" % (zlib.crc32(base.encode()) & 0xFFFFFFFF)
+        return '"%s"' % tag
+
+    def _serve(self, path, rng):
+        """Answer one non-control request. Returns (status, body bytes sent)."""
+        o = self.origin
+        new_conn = not self.conn_counted
+        self.conn_counted = True
+        o.count_request(path, rng, new_conn)
+        if self.command in ("POST", "PUT"):
+            self._read_body()
+
+        lat = o.latency()
+        if lat:
+            time.sleep(lat)
+
+        if o.fail_all():
+            self._abort()
+            o.count_status(path, 0)
+            return 0, 0
+
+        fault = o.status_for(path)
+        if fault is not None:
+            code = int(fault.get("code", 503))
+            hdrs = {}
+            if fault.get("retry_after") is not None:
+                hdrs["Retry-After"] = str(fault["retry_after"])
+            o.count_status(path, code)
+            return code, self._simple(code, "origin fault %d\n" % code, headers=hdrs, path=path)
+
+        target = o.redirect_for(path)
+        if target:
+            if target.startswith("/"):
+                target = self._base() + urllib.parse.quote(target)
+            o.count_status(path, 302)
+            return 302, self._simple(302, "redirect to %s\n" % target,
+                                     headers={"Location": target}, path=path)
+
+        if self.command not in ("GET", "HEAD"):
+            o.count_status(path, 405)
+            return 405, self._simple(405, "method not allowed\n",
+                                     headers={"Allow": "GET, HEAD"}, path=path)
+
+        fs = self._fs_path(path)
+        fd = None
+        try:
+            if fs is not None:
+                try:
+                    fd = os.open(fs, os.O_RDONLY)
+                    st = os.fstat(fd)
+                    if not (st.st_mode & 0o170000 == 0o100000):  # regular file only
+                        raise OSError("not a file")
+                except OSError:
+                    if fd is not None:
+                        os.close(fd)
+                    fd = None
+            if fd is None:
+                o.count_status(path, 404)
+                return 404, self._simple(404, "not found\n", path=path)
+            return self._serve_file(path, fs, fd, st, rng)
+        finally:
+            if fd is not None:
+                os.close(fd)
+
+    def _serve_file(self, path, fs, fd, st, rng):
+        o = self.origin
+        head = self.command == "HEAD"
+        ext = os.path.splitext(fs)[1].lower()
+        ctype = CONTENT_TYPES.get(ext, "application/octet-stream")
+        body = None  # bytes for templates, else served from fd
+        base = None
+        if ext in TEMPLATE_EXTS:
+            base = self._base()
+            raw = os.pread(fd, st.st_size, 0) if st.st_size else b""
+            body = raw.replace(b"{{BASE}}", base.encode())
+            size = len(body)
+        else:
+            size = st.st_size
+        etag = self._etag(st, base)
+        lastmod_ts = int(st.st_mtime)
+        lastmod = http_date(lastmod_ts)
+        common = {"ETag": etag, "Last-Modified": lastmod}
+
+        # Conditional GET
+        inm = self.headers.get("If-None-Match")
+        ims = self.headers.get("If-Modified-Since")
+        not_modified = False
+        if inm is not None:
+            not_modified = etag_matches(inm, etag, weak=True)
+        elif ims is not None:
+            t = parse_http_date(ims)
+            not_modified = t is not None and lastmod_ts <= int(t)
+        if not_modified:
+            self.send_response(304)
+            for k, v in common.items():
+                self.send_header(k, v)
+            self.end_headers()
+            o.count_status(path, 304)
+            return 304, 0
+
+        # Range / If-Range
+        r = None
+        if rng is not None and not o.ignore_range(path):
+            r = parse_range(rng, size)
+            if_range = self.headers.get("If-Range")
+            if r is not None and if_range is not None:
+                if_range = if_range.strip()
+                if if_range.startswith('"') or if_range.startswith("W/"):
+                    ok = if_range == etag
+                else:
+                    t = parse_http_date(if_range)
+                    ok = t is not None and int(t) == lastmod_ts
+                if not ok:
+                    r = None
+
+        if r == "unsatisfiable":
+            o.count_status(path, 416)
+            hdrs = dict(common)
+            hdrs["Content-Range"] = "bytes */%d" % size
+            return 416, self._simple(416, "range not satisfiable\n", headers=hdrs, path=path)
+
+        if r is None:
+            code, start, length = 200, 0, size
+        else:
+            code, start, length = 206, r[0], r[1] - r[0] + 1
+
+        self.send_response(code)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(length))
+        if code == 206:
+            self.send_header("Content-Range", "bytes %d-%d/%d" % (start, start + length - 1, size))
+        else:
+            self.send_header("Accept-Ranges", "bytes")
+        for k, v in common.items():
+            self.send_header(k, v)
+        if body is None:
+            self.send_header("Cache-Control", "no-cache")
+        self.end_headers()
+        o.count_status(path, code)
+        if head or length == 0:
+            return code, 0
+
+        drop, stall = o.body_faults(path)
+        return code, self._send_body(path, fd, body, start, length, drop, stall)
+
+    def _send_body(self, path, fd, body, start, length, drop, stall):
+        o = self.origin
+        sock = self.connection
+        sent = 0
+        drop_after = None
+        if drop is not None:
+            drop_after = max(0, int(drop.get("after_bytes", 0)))
+            if drop_after >= length:
+                drop_after = None
+        stall_after = stall_secs = None
+        if stall is not None:
+            stall_after = max(0, int(stall.get("after_bytes", 0)))
+            stall_secs = float(stall.get("seconds", 1))
+            if stall_after >= length:
+                stall_after = None
+        try:
+            if drop_after is None and stall_after is None:
+                if body is None:
+                    out = sock.fileno()
+                    while sent < length:
+                        n = os.sendfile(out, fd, start + sent, min(length - sent, SENDFILE_MAX))
+                        if n == 0:
+                            break  # file shrank under us
+                        sent += n
+                        o.count_bytes(path, n)
+                    if sent < length:
+                        self._abort()
+                    return sent
+                mv = memoryview(body)[start:start + length]
+                while sent < length:
+                    n = sock.send(mv[sent:sent + (1 << 20)])
+                    sent += n
+                    o.count_bytes(path, n)
+                return sent
+            # Faulty path: manual chunked writes.
+            while sent < length:
+                if stall_after is not None and sent >= stall_after:
+                    time.sleep(stall_secs)
+                    stall_after = None
+                if drop_after is not None and sent >= drop_after:
+                    self._abort()
+                    return sent
+                limit = length
+                if stall_after is not None:
+                    limit = min(limit, stall_after)
+                if drop_after is not None:
+                    limit = min(limit, drop_after)
+                n = min(CHUNK, limit - sent)
+                if body is None:
+                    data = os.pread(fd, n, start + sent)
+                    if not data:
+                        self._abort()
+                        return sent
+                else:
+                    data = body[start + sent:start + sent + n]
+                sock.sendall(data)
+                sent += len(data)
+                o.count_bytes(path, len(data))
+            return sent
+        except (ConnectionError, BrokenPipeError, OSError):
+            self.close_connection = True
+            return sent
+
+
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    request_queue_size = 128
+
+    def handle_error(self, request, client_address):
+        pass  # quiet: clients hang up all the time in tests
+
+
+def write_port_file(path, port):
+    d = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=d, prefix=".port-")
+    with os.fdopen(fd, "w") as f:
+        f.write("%d\n" % port)
+    os.replace(tmp, path)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description="podfs test origin")
+    ap.add_argument("--root", required=True)
+    ap.add_argument("--bind", default="127.0.0.1")
+    ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--port-file")
+    ap.add_argument("--log")
+    args = ap.parse_args(argv)
+
+    sigs = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, sigs)
+
+    def _exit(signum, frame):
+        raise SystemExit(0)
+
+    signal.signal(signal.SIGINT, _exit)
+    signal.signal(signal.SIGTERM, _exit)
+
+    if not os.path.isdir(args.root):
+        print("origin: --root %s is not a directory" % args.root, file=sys.stderr)
+        return 2
+    origin = Origin(args.root, args.log)
+    server = Server((args.bind, args.port), Handler)
+    server.origin = origin
+    port = server.server_address[1]
+    if args.port_file:
+        write_port_file(args.port_file, port)
+    try:
+        server.serve_forever(poll_interval=0.2)
+    except (SystemExit, KeyboardInterrupt):
+        pass
+    finally:
+        server.server_close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,318 @@
+#!/usr/bin/env python3
+"""Self-test for the podfs test origin.
+
+    python3 Tests/Origin/test_origin.py        (or: python3 -m unittest in Tests/Origin)
+"""
+
+import http.client
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ORIGIN = os.path.join(HERE, "origin.py")
+
+BIG = bytes((i * 7 + i // 256) & 0xFF for i in range(300_000))
+FEED = b'<rss><channel><enclosure url="{{BASE}}/ep.mp3"/><x>{{BASE}}</x></channel></rss>\n'
+
+
+class OriginTest(unittest.TestCase):
+    proc = None
+    root = None
+
+    @classmethod
+    def setUpClass(cls):
+        cls.root = tempfile.mkdtemp(prefix="origin-test-")
+        try:
+            with open(os.path.join(cls.root, "ep.mp3"), "wb") as f:
+                f.write(BIG)
+            with open(os.path.join(cls.root, "feed.xml"), "wb") as f:
+                f.write(FEED)
+            with open(os.path.join(cls.root, "other.mp3"), "wb") as f:
+                f.write(b"other file bytes")
+            with open(os.path.join(os.path.dirname(cls.root), "secret-%d.txt" % os.getpid()), "w") as f:
+                f.write("secret")
+            port_file = os.path.join(cls.root, ".port")
+            cls.proc = subprocess.Popen(
+                [sys.executable, ORIGIN, "--root", cls.root, "--port", "0", "--port-file", port_file],
+                stdout=subprocess.DEVNULL)
+            deadline = time.time() + 10
+            while not os.path.exists(port_file):
+                if cls.proc.poll() is not None or time.time() > deadline:
+                    raise RuntimeError("origin did not start")
+                time.sleep(0.02)
+            with open(port_file) as f:
+                cls.port = int(f.read())
+        except BaseException:
+            cls._cleanup()
+            raise
+
+    @classmethod
+    def _cleanup(cls):
+        if cls.proc is not None:
+            try:
+                cls.proc.terminate()
+                cls.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                cls.proc.kill()
+                cls.proc.wait()
+            finally:
+                cls.proc = None
+        try:
+            os.unlink(os.path.join(os.path.dirname(cls.root), "secret-%d.txt" % os.getpid()))
+        except OSError:
+            pass
+        shutil.rmtree(cls.root, ignore_errors=True)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls._cleanup()
+
+    # ---- helpers ----
+    def conn(self):
+        return http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+
+    def request(self, method, path, headers=None, body=None):
+        c = self.conn()
+        try:
+            c.request(method, path, body=body, headers=headers or {})
+            r = c.getresponse()
+            data = r.read()
+            return r, data
+        finally:
+            c.close()
+
+    def control(self, path, obj=None, method="POST"):
+        body = json.dumps(obj).encode() if obj is not None else b""
+        r, data = self.request(method, path, body=body)
+        self.assertEqual(r.status, 200, data)
+        return json.loads(data)
+
+    def setUp(self):
+        self.control("/_origin/config/clear")
+        self.control("/_origin/reset")
+
+    # ---- tests ----
+    def test_full_get(self):
+        r, data = self.request("GET", "/ep.mp3")
+        self.assertEqual(r.status, 200)
+        self.assertEqual(data, BIG)
+        self.assertEqual(r.getheader("Content-Length"), str(len(BIG)))
+        self.assertEqual(r.getheader("Content-Type"), "audio/mpeg")
+        self.assertEqual(r.getheader("Accept-Ranges"), "bytes")
+        self.assertTrue(r.getheader("ETag").startswith('"'))
+        self.assertIsNotNone(r.getheader("Last-Modified"))
+        r, data = self.request("HEAD", "/ep.mp3")
+        self.assertEqual(r.status, 200)
+        self.assertEqual(data, b"")
+        self.assertEqual(r.getheader("Content-Length"), str(len(BIG)))
+
+    def test_not_found_and_traversal(self):
+        r, _ = self.request("GET", "/nope.mp3")
+        self.assertEqual(r.status, 404)
+        name = "secret-%d.txt" % os.getpid()
+        for p in ("/../" + name, "/%2e%2e/" + name, "/x/../../" + name):
+            r, data = self.request("GET", p)
+            self.assertEqual(r.status, 404, p)
+            self.assertNotIn(b"secret", data)
+
+    def test_range(self):
+        r, data = self.request("GET", "/ep.mp3", {"Range": "bytes=100-199"})
+        self.assertEqual(r.status, 206)
+        self.assertEqual(data, BIG[100:200])
+        self.assertEqual(r.getheader("Content-Range"), "bytes 100-199/%d" % len(BIG))
+        self.assertIsNone(r.getheader("Accept-Ranges"))
+        r, data = self.request("GET", "/ep.mp3", {"Range": "bytes=299990-"})
+        self.assertEqual((r.status, data), (206, BIG[299990:]))
+        r, data = self.request("GET", "/ep.mp3", {"Range": "bytes=-10"})
+        self.assertEqual((r.status, data), (206, BIG[-10:]))
+        self.assertEqual(r.getheader("Content-Range"), "bytes %d-%d/%d" % (len(BIG) - 10, len(BIG) - 1, len(BIG)))
+        r, data = self.request("GET", "/ep.mp3", {"Range": "bytes=299990-999999999"})
+        self.assertEqual((r.status, data), (206, BIG[299990:]))
+
+    def test_416(self):
+        r, _ = self.request("GET", "/ep.mp3", {"Range": "bytes=%d-" % len(BIG)})
+        self.assertEqual(r.status, 416)
+        self.assertEqual(r.getheader("Content-Range"), "bytes */%d" % len(BIG))
+
+    def test_if_range(self):
+        r, _ = self.request("HEAD", "/ep.mp3")
+        etag, lm = r.getheader("ETag"), r.getheader("Last-Modified")
+        r, data = self.request("GET", "/ep.mp3", {"Range": "bytes=0-9", "If-Range": etag})
+        self.assertEqual((r.status, data), (206, BIG[:10]))
+        r, data = self.request("GET", "/ep.mp3", {"Range": "bytes=0-9", "If-Range": lm})
+        self.assertEqual((r.status, data), (206, BIG[:10]))
+        r, data = self.request("GET", "/ep.mp3", {"Range": "bytes=0-9", "If-Range": '"stale"'})
+        self.assertEqual((r.status, data), (200, BIG))
+        r, data = self.request("GET", "/ep.mp3", {"Range": "bytes=0-9",
+                                                 "If-Range": "Mon, 01 Jan 2001 00:00:00 GMT"})
+        self.assertEqual((r.status, data), (200, BIG))
+
+    def test_template_and_conditional(self):
+        r, data = self.request("GET", "/feed.xml")
+        self.assertEqual(r.status, 200)
+        base = "http://127.0.0.1:%d" % self.port
+        expected = FEED.replace(b"{{BASE}}", base.encode())
+        self.assertEqual(data, expected)
+        self.assertEqual(r.getheader("Content-Length"), str(len(expected)))
+        self.assertEqual(r.getheader("Content-Type"), "application/rss+xml")
+        etag, lm = r.getheader("ETag"), r.getheader("Last-Modified")
+        r, data = self.request("GET", "/feed.xml", {"If-None-Match": etag})
+        self.assertEqual((r.status, data), (304, b""))
+        r, data = self.request("GET", "/feed.xml", {"If-Modified-Since": lm})
+        self.assertEqual((r.status, data), (304, b""))
+        r, data = self.request("GET", "/feed.xml", {"If-None-Match": '"other"'})
+        self.assertEqual(r.status, 200)
+        r, data = self.request("GET", "/feed.xml", {"Host": "example.test:81"})
+        self.assertIn(b"http://example.test:81/ep.mp3", data)
+
+    def test_stats(self):
+        self.request("GET", "/ep.mp3", {"Range": "bytes=0-99"})
+        self.request("GET", "/ep.mp3", {"Range": "bytes=100-299"})
+        self.request("GET", "/other.mp3")
+        s = self.control("/_origin/stats", method="GET")
+        self.assertEqual(s["requests"], 3)
+        self.assertEqual(s["bytes"], 300 + 16)
+        self.assertEqual(s["connections"], 3)
+        self.assertEqual(s["paths"]["/ep.mp3"]["requests"], 2)
+        self.assertEqual(s["paths"]["/ep.mp3"]["bytes"], 300)
+        self.assertEqual(s["paths"]["/ep.mp3"]["ranges"], ["bytes=0-99", "bytes=100-299"])
+        self.control("/_origin/reset")
+        s = self.control("/_origin/stats", method="GET")
+        self.assertEqual((s["requests"], s["bytes"], s["paths"]), (0, 0, {}))
+
+    def test_drop(self):
+        self.control("/_origin/config", {"drop": {"path": "/ep.mp3", "after_bytes": 1000, "count": 1}})
+        c = self.conn()
+        try:
+            c.request("GET", "/ep.mp3")
+            r = c.getresponse()
+            self.assertEqual(r.status, 200)
+            with self.assertRaises(http.client.IncompleteRead) as cm:
+                r.read()
+            self.assertEqual(len(cm.exception.partial), 1000)
+            self.assertEqual(cm.exception.partial, BIG[:1000])
+        finally:
+            c.close()
+        s = self.control("/_origin/stats", method="GET")
+        self.assertEqual(s["paths"]["/ep.mp3"]["bytes"], 1000)
+        # count exhausted: the next GET is whole
+        r, data = self.request("GET", "/ep.mp3")
+        self.assertEqual((r.status, data), (200, BIG))
+
+    def test_stall(self):
+        self.control("/_origin/config", {"stall": {"path": "/ep.mp3", "after_bytes": 10, "seconds": 0.5}})
+        t0 = time.time()
+        r, data = self.request("GET", "/ep.mp3", {"Range": "bytes=0-99"})
+        self.assertEqual((r.status, data), (206, BIG[:100]))
+        self.assertGreaterEqual(time.time() - t0, 0.45)
+
+    def test_ignore_range(self):
+        self.control("/_origin/config", {"ignore_range": ["/ep.mp3"]})
+        r, data = self.request("GET", "/ep.mp3", {"Range": "bytes=0-9"})
+        self.assertEqual((r.status, data), (200, BIG))
+        r, data = self.request("GET", "/other.mp3", {"Range": "bytes=0-4"})
+        self.assertEqual((r.status, data), (206, b"other"))
+
+    def test_redirect_and_status(self):
+        self.control("/_origin/config", {"redirects": {"/a.mp3": "/other.mp3", "/ftp.mp3": "ftp://x/y"}})
+        r, _ = self.request("GET", "/a.mp3")
+        self.assertEqual(r.status, 302)
+        self.assertEqual(r.getheader("Location"), "http://127.0.0.1:%d/other.mp3" % self.port)
+        r, _ = self.request("GET", "/ftp.mp3")
+        self.assertEqual((r.status, r.getheader("Location")), (302, "ftp://x/y"))
+        self.control("/_origin/config", {"status": {"/other.mp3": {"code": 503, "count": 1, "retry_after": 1}}})
+        r, _ = self.request("GET", "/other.mp3")
+        self.assertEqual((r.status, r.getheader("Retry-After")), (503, "1"))
+        r, data = self.request("GET", "/other.mp3")
+        self.assertEqual((r.status, data), (200, b"other file bytes"))
+
+    def test_fail_all(self):
+        self.control("/_origin/config", {"fail_all": True})
+        c = self.conn()
+        try:
+            c.request("GET", "/other.mp3")
+            with self.assertRaises((http.client.RemoteDisconnected, ConnectionError)):
+                c.getresponse()
+        finally:
+            c.close()
+        self.control("/_origin/config", {"fail_all": False})
+        r, _ = self.request("GET", "/other.mp3")
+        self.assertEqual(r.status, 200)
+
+    def test_latency(self):
+        self.control("/_origin/config", {"latency_ms": 200})
+        t0 = time.time()
+        r, _ = self.request("GET", "/other.mp3")
+        self.assertEqual(r.status, 200)
+        self.assertGreaterEqual(time.time() - t0, 0.35)  # connect + request
+
+    def test_put_changes_etag(self):
+        r, _ = self.request("HEAD", "/other.mp3")
+        etag1, lm1 = r.getheader("ETag"), r.getheader("Last-Modified")
+        r, data = self.request("POST", "/_origin/put?path=/other.mp3", body=b"replaced content!")
+        self.assertEqual(r.status, 200, data)
+        r, data = self.request("GET", "/other.mp3")
+        self.assertEqual(data, b"replaced content!")
+        self.assertNotEqual(r.getheader("ETag"), etag1)
+        self.assertNotEqual(r.getheader("Last-Modified"), lm1)
+        # and again within the same second
+        etag2 = r.getheader("ETag")
+        self.request("POST", "/_origin/put?path=/other.mp3", body=b"other file bytes")
+        r, data = self.request("GET", "/other.mp3")
+        self.assertEqual(data, b"other file bytes")
+        self.assertNotEqual(r.getheader("ETag"), etag2)
+        r, _ = self.request("POST", "/_origin/put?path=/../escape.mp3", body=b"x")
+        self.assertEqual(r.status, 400)
+
+    def test_keep_alive(self):
+        c = self.conn()
+        try:
+            for i in range(5):
+                c.request("GET", "/ep.mp3", headers={"Range": "bytes=%d-%d" % (i * 10, i * 10 + 9)})
+                r = c.getresponse()
+                self.assertEqual(r.read(), BIG[i * 10:i * 10 + 10])
+                if i == 0:
+                    sock = c.sock
+                self.assertIs(c.sock, sock)
+            c.request("HEAD", "/ep.mp3")
+            r = c.getresponse()
+            r.read()
+            c.request("GET", "/nope")
+            r = c.getresponse()
+            r.read()
+            c.request("GET", "/other.mp3")
+            self.assertEqual(c.getresponse().read(), b"other file bytes")
+            self.assertIs(c.sock, sock)
+        finally:
+            c.close()
+        s = self.control("/_origin/stats", method="GET")
+        self.assertEqual(s["connections"], 1)
+        self.assertEqual(s["requests"], 8)
+
+    def test_sigterm_exits(self):
+        d = tempfile.mkdtemp()
+        p = None
+        try:
+            pf = os.path.join(d, "port")
+            p = subprocess.Popen([sys.executable, ORIGIN, "--root", d, "--port-file", pf])
+            deadline = time.time() + 10
+            while not os.path.exists(pf) and time.time() < deadline:
+                time.sleep(0.02)
+            p.send_signal(signal.SIGTERM)
+            self.assertEqual(p.wait(timeout=5), 0)
+        finally:
+            if p is not None and p.poll() is None:
+                p.kill()
+                p.wait()
+            shutil.rmtree(d, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
