@@ -1,7 +1,7 @@
-import FUSEBridge
-import Feeds
-import Logging
-import RangeCache
+public import FUSEBridge
+public import Feeds
+public import Logging
+public import RangeCache
 
 /// The tree a mount shows: the root, one directory per feed, one read-only
 /// file per episode.
@@ -44,36 +44,52 @@ public final class Catalog: Sendable {
         let directoryNames = Naming.directoryNames(feeds.map { $0.feed.title })
         var shows: [Show] = []
         var nodes: [UInt64: Node] = [Catalog.rootInode: .root]
-        try index.inTransaction {
-            for (position, entry) in feeds.enumerated() {
-                let feedID = try index.feedID(url: entry.url)
-                let showInode = (UInt64(1) << 40) | UInt64(feedID)
-                let feed = entry.feed
-                let names = Naming.episodeNames(feed.episodes.map {
-                    Naming.EpisodeNameInput(
-                        title: $0.title, published: $0.published, mimeType: $0.enclosureType, url: $0.enclosureURL)
-                })
-                var episodes: [Episode] = []
-                var byName: [String: Episode] = [:]
-                for (parsed, name) in zip(feed.episodes, names) {
-                    let key = CacheIndex.episodeKey(feedURL: entry.url, identity: parsed.identity)
-                    let record = try index.ensureEpisode(key: key, feedID: feedID, url: parsed.enclosureURL)
-                    let episode = Episode(
-                        inode: (UInt64(2) << 40) | UInt64(record.id), parent: showInode, key: key,
-                        url: parsed.enclosureURL, guid: parsed.guid, name: name,
-                        modificationTime: parsed.published ?? feed.lastBuildDate ?? 0,
-                        feedLength: parsed.enclosureLength, record: record)
-                    episodes.append(episode)
-                    byName[name] = episode
-                    nodes[episode.inode] = .episode(episode)
+        for (position, entry) in feeds.enumerated() {
+            let feed = entry.feed
+            // Two items with the same identity (it happens: copied items)
+            // would share a cache file; keep the first, or tell them apart by
+            // their enclosure when that differs.
+            var seen = Set<String>()
+            var items: [(parsed: ParsedEpisode, key: String)] = []
+            for parsed in feed.episodes {
+                var key = CacheIndex.episodeKey(feedURL: entry.url, identity: parsed.identity)
+                if seen.contains(key) {
+                    key = CacheIndex.episodeKey(feedURL: entry.url, identity: parsed.identity + "\n" + parsed.enclosureURL)
+                    if seen.contains(key) {
+                        logger.notice(
+                            "skipping a duplicate episode", metadata: ["feed.url": "\(entry.url)", "episode.title": "\(parsed.title)"])
+                        continue
+                    }
                 }
-                let newest = feed.episodes.compactMap(\.published).max()
-                let show = Show(
-                    inode: showInode, name: directoryNames[position], feedURL: entry.url,
-                    modificationTime: feed.lastBuildDate ?? newest ?? 0, episodes: episodes, byName: byName)
-                shows.append(show)
-                nodes[showInode] = .show(show)
+                seen.insert(key)
+                items.append((parsed, key))
             }
+            let registered = try index.register(
+                feedURL: entry.url, episodes: items.map { (key: $0.key, url: $0.parsed.enclosureURL) })
+            let showInode = (UInt64(1) << 40) | UInt64(registered.feedID)
+            let names = Naming.episodeNames(items.map {
+                Naming.EpisodeNameInput(
+                    title: $0.parsed.title, published: $0.parsed.published, mimeType: $0.parsed.enclosureType,
+                    url: $0.parsed.enclosureURL)
+            })
+            var episodes: [Episode] = []
+            var byName: [String: Episode] = [:]
+            for ((parsed, key), (name, record)) in zip(items, zip(names, registered.records)) {
+                let episode = Episode(
+                    inode: (UInt64(2) << 40) | UInt64(record.id), parent: showInode, key: key,
+                    url: parsed.enclosureURL, guid: parsed.guid, name: name,
+                    modificationTime: parsed.published ?? feed.lastBuildDate ?? 0,
+                    feedLength: parsed.enclosureLength, record: record)
+                episodes.append(episode)
+                byName[name] = episode
+                nodes[episode.inode] = .episode(episode)
+            }
+            let newest = items.compactMap(\.parsed.published).max()
+            let show = Show(
+                inode: showInode, name: directoryNames[position], feedURL: entry.url,
+                modificationTime: feed.lastBuildDate ?? newest ?? 0, episodes: episodes, byName: byName)
+            shows.append(show)
+            nodes[showInode] = .show(show)
         }
         self.shows = shows
         self.showsByName = Dictionary(shows.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })

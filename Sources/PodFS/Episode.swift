@@ -1,6 +1,6 @@
-import RangeCache
+public import RangeCache
 import Synchronization
-import FUSEBridge
+public import FUSEBridge
 
 /// One episode file: what the catalogue knows of it (immutable) and what the
 /// reader knows of its bytes (behind one lock).

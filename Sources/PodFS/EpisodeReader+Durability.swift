@@ -1,6 +1,6 @@
 import Foundation
-import Logging
-import RangeCache
+public import Logging
+public import RangeCache
 import Synchronization
 
 /// The flush thread's lifecycle.

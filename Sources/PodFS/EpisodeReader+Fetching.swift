@@ -1,7 +1,7 @@
 import Dispatch
-import FUSEBridge
-import Logging
-import RangeCache
+public import FUSEBridge
+public import Logging
+public import RangeCache
 
 /// The network side of the reader: response heads, body chunks and the end
 /// of each fetch, all on the network thread.

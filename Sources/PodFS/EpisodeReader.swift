@@ -1,8 +1,8 @@
 import Dispatch
-import FUSEBridge
+public import FUSEBridge
 import Foundation
-import Logging
-import RangeCache
+public import Logging
+public import RangeCache
 import Synchronization
 
 /// Serves reads of episodes from the scratch files and fetches what is
@@ -131,7 +131,7 @@ public final class EpisodeReader: Sendable {
             return .serve(wanted, try? ensureScratch(&state, episode: episode, length: length))
         }
         let url = episode.state.withLock { $0.effectiveURL } ?? episode.url
-        let validator = episode.state.withLock { validator($0) }
+        let validator = episode.state.withLock { self.validator($0) }
         for (fetch, range) in starts {
             _ = fetch.nextAttempt()
             source.fetch(url: url, range: range, validator: validator, sink: fetch)

@@ -1,7 +1,7 @@
-import Feeds
+public import Feeds
 import Foundation
-import Logging
-import RangeCache
+public import Logging
+public import RangeCache
 
 /// Gets each feed from the network, or else the last good copy from the
 /// cache, so a mount with no network still shows what it showed before.

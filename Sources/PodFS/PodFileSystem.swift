@@ -1,6 +1,6 @@
-import FUSEBridge
-import Logging
-import RangeCache
+public import FUSEBridge
+public import Logging
+public import RangeCache
 
 /// The `FileSystem` a mount serves: the catalogue's tree, episodes read
 /// through the `EpisodeReader`.

@@ -78,6 +78,12 @@ final class SQLiteStatement {
         }
     }
 
+    /// Makes the statement ready to run again with new bindings.
+    func reset() throws(IndexError) {
+        sqlite3_reset(handle)
+        try check(sqlite3_clear_bindings(handle))
+    }
+
     /// Runs the statement to completion, ignoring any rows.
     func run() throws(IndexError) {
         while try step() {}

@@ -1,0 +1,370 @@
+#if canImport(Glibc)
+internal import Glibc
+#elseif canImport(Darwin)
+internal import Darwin
+#endif
+internal import CSQLite
+public import Logging
+internal import Synchronization
+
+/// What the index knows about one episode: its row, its validator, and the
+/// byte ranges that are durably on disk in its scratch file.
+public struct EpisodeRecord: Sendable, Equatable {
+    public let id: Int64
+    public let key: String
+    public let url: String
+    /// The origin's total length, once a response has told it.
+    public let length: Int64?
+    public let etag: String?
+    public let lastModified: String?
+    /// Committed ranges: on disk and fdatasync'ed before they were recorded.
+    public let ranges: [Range<Int64>]
+}
+
+/// The last good copy of a feed document.
+public struct StoredFeed: Sendable, Equatable {
+    public let body: [UInt8]
+    public let etag: String?
+    public let lastModified: String?
+    public let fetchedAt: Int64
+}
+
+/// The range index: one SQLite database (WAL, `synchronous=FULL`) in the
+/// cache directory, next to the `data/` directory of scratch files.
+///
+/// The index may know less than the disk, never more: callers commit a range
+/// only after its bytes were written and `fdatasync`ed (see
+/// `ScratchFile.synchronize()`). A database that is damaged or not a database
+/// is moved aside and rebuilt empty, with a warning: cached bytes are then
+/// fetched again, which costs bandwidth but never serves wrong bytes.
+///
+/// One connection, used under a lock, so a `CacheIndex` may be shared by any
+/// number of threads.
+public final class CacheIndex: Sendable {
+    // MARK: - Public properties
+
+    /// The cache directory.
+    public let directory: String
+
+    /// The path of the SQLite database.
+    public var databasePath: String { directory + "/index.sqlite" }
+
+    // MARK: - Private properties
+
+    private let connection: Mutex<SQLiteConnection>
+    private let logger: Logger
+
+    /// Bumped whenever the schema changes.
+    private static let schemaVersion: Int64 = 1
+
+    // MARK: - Init
+
+    /// Opens, or creates, the index in `directory`, creating the directory
+    /// and its `data/` subdirectory as needed.
+    public init(directory: String, logger: Logger) throws(IndexError) {
+        self.directory = directory
+        self.logger = logger
+        try Self.makeDirectory(directory)
+        try Self.makeDirectory(directory + "/data")
+        let path = directory + "/index.sqlite"
+        let opened: SQLiteConnection
+        do {
+            opened = try Self.open(path: path)
+        } catch where error.isCorruption {
+            let aside = "\(path).corrupt-\(time(nil))"
+            logger.warning(
+                "the cache index is damaged; moving it aside and starting a new one (cached bytes will be fetched again)",
+                metadata: ["index.path": "\(path)", "moved.to": "\(aside)", "error": "\(error)"])
+            rename(path, aside)
+            unlink(path + "-wal")
+            unlink(path + "-shm")
+            opened = try Self.open(path: path)
+        }
+        connection = Mutex(opened)
+    }
+
+    // MARK: - Paths and keys
+
+    /// Where the scratch file of the episode with `key` lives.
+    public func dataPath(forKey key: String) -> String {
+        directory + "/data/" + key
+    }
+
+    /// The stable key of an episode: 32 hex digits derived from the feed's URL
+    /// and the episode's identity (guid, else enclosure URL). The same on every
+    /// run and every machine, unlike `Hasher`.
+    public static func episodeKey(feedURL: String, identity: String) -> String {
+        var bytes = Array(feedURL.utf8)
+        bytes.append(0)
+        bytes.append(contentsOf: identity.utf8)
+        let first = fnv1a64(bytes, basis: 0xcbf2_9ce4_8422_2325)
+        let second = fnv1a64(bytes, basis: 0x84222325_cbf29ce4 ^ 0x9e37_79b9_7f4a_7c15)
+        return hex(mix(first)) + hex(mix(second ^ first))
+    }
+
+    // MARK: - Feeds
+
+    /// The row id of the feed with `url`, creating the row if needed.
+    public func feedID(url: String) throws(IndexError) -> Int64 {
+        try connection.withLock { db throws(IndexError) -> Int64 in
+            try Self.feedID(db, url: url)
+        }
+    }
+
+    /// Keeps `body` as the last good copy of the feed at `url`.
+    public func saveFeedBody(
+        url: String, body: [UInt8], etag: String?, lastModified: String?, fetchedAt: Int64
+    ) throws(IndexError) {
+        try connection.withLock { db throws(IndexError) in
+            _ = try Self.feedID(db, url: url)
+            let update = try db.prepare(
+                "UPDATE feeds SET body = ?, etag = ?, last_modified = ?, fetched_at = ? WHERE url = ?")
+            try update.bind(1, body)
+            try update.bind(2, etag)
+            try update.bind(3, lastModified)
+            try update.bind(4, fetchedAt)
+            try update.bind(5, url)
+            try update.run()
+        }
+    }
+
+    /// The last good copy of the feed at `url`, if one was saved.
+    public func feedBody(url: String) throws(IndexError) -> StoredFeed? {
+        try connection.withLock { db throws(IndexError) -> StoredFeed? in
+            let query = try db.prepare(
+                "SELECT body, etag, last_modified, fetched_at FROM feeds WHERE url = ? AND body IS NOT NULL")
+            try query.bind(1, url)
+            guard try query.step(), let body = query.blob(0) else { return nil }
+            return StoredFeed(
+                body: body, etag: query.text(1), lastModified: query.text(2),
+                fetchedAt: query.optionalInt64(3) ?? 0)
+        }
+    }
+
+    // MARK: - Episodes
+
+    /// Registers a feed and its episodes in one transaction and returns the
+    /// feed's id and each episode's record, in the order given. Existing rows
+    /// keep their id (so inode numbers stay stable) and their ranges; a
+    /// changed enclosure URL is updated.
+    public func register(
+        feedURL: String, episodes: [(key: String, url: String)]
+    ) throws(IndexError) -> (feedID: Int64, records: [EpisodeRecord]) {
+        try connection.withLock { db throws(IndexError) -> (feedID: Int64, records: [EpisodeRecord]) in
+            try db.transaction { () throws(IndexError) -> (feedID: Int64, records: [EpisodeRecord]) in
+                let feedID = try Self.feedID(db, url: feedURL)
+                let insert = try db.prepare(
+                    "INSERT INTO episodes (key, feed_id, url) VALUES (?, ?, ?) "
+                        + "ON CONFLICT(key) DO UPDATE SET url = excluded.url, feed_id = excluded.feed_id")
+                var records: [EpisodeRecord] = []
+                records.reserveCapacity(episodes.count)
+                for episode in episodes {
+                    try insert.reset()
+                    try insert.bind(1, episode.key)
+                    try insert.bind(2, feedID)
+                    try insert.bind(3, episode.url)
+                    try insert.run()
+                    guard let record = try Self.episode(db, key: episode.key) else {
+                        throw IndexError(
+                            message: "could not register episode \(episode.key) in the cache index \(db.path)",
+                            sqliteMessage: nil, code: 0)
+                    }
+                    records.append(record)
+                }
+                return (feedID, records)
+            }
+        }
+    }
+
+    /// The record of the episode with `key`, or `nil`.
+    public func episode(key: String) throws(IndexError) -> EpisodeRecord? {
+        try connection.withLock { db throws(IndexError) -> EpisodeRecord? in
+            try Self.episode(db, key: key)
+        }
+    }
+
+    /// Records the origin's length and validator for an episode.
+    public func setValidator(
+        key: String, length: Int64, etag: String?, lastModified: String?
+    ) throws(IndexError) {
+        try connection.withLock { db throws(IndexError) in
+            let update = try db.prepare(
+                "UPDATE episodes SET length = ?, etag = ?, last_modified = ? WHERE key = ?")
+            try update.bind(1, length)
+            try update.bind(2, etag)
+            try update.bind(3, lastModified)
+            try update.bind(4, key)
+            try update.run()
+        }
+    }
+
+    /// Replaces the committed ranges of each episode in `batch`, all in one
+    /// transaction. Call only after the bytes of every range were synced.
+    public func commitRanges(_ batch: [(key: String, ranges: [Range<Int64>])]) throws(IndexError) {
+        guard !batch.isEmpty else { return }
+        try connection.withLock { db throws(IndexError) in
+            try db.transaction { () throws(IndexError) in
+                let delete = try db.prepare(
+                    "DELETE FROM ranges WHERE episode_id = (SELECT id FROM episodes WHERE key = ?)")
+                let insert = try db.prepare(
+                    "INSERT INTO ranges (episode_id, lower, upper) "
+                        + "SELECT id, ?, ? FROM episodes WHERE key = ?")
+                for entry in batch {
+                    try delete.reset()
+                    try delete.bind(1, entry.key)
+                    try delete.run()
+                    for range in entry.ranges where !range.isEmpty {
+                        try insert.reset()
+                        try insert.bind(1, range.lowerBound)
+                        try insert.bind(2, range.upperBound)
+                        try insert.bind(3, entry.key)
+                        try insert.run()
+                    }
+                }
+            }
+        }
+    }
+
+    /// Forgets every committed range of an episode, before its scratch file
+    /// is reused for different bytes.
+    public func dropRanges(key: String) throws(IndexError) {
+        try commitRanges([(key: key, ranges: [])])
+    }
+
+    /// Records when an episode was last read (for eviction). Failures are
+    /// logged, not thrown: the time is a hint.
+    public func touch(key: String, at time: Int64) {
+        do {
+            try connection.withLock { db throws(IndexError) in
+                let update = try db.prepare("UPDATE episodes SET last_read = ? WHERE key = ?")
+                try update.bind(1, time)
+                try update.bind(2, key)
+                try update.run()
+            }
+        } catch {
+            logger.warning("could not record when an episode was read", metadata: ["error": "\(error)"])
+        }
+    }
+
+    // MARK: - Private methods
+
+    private static func open(path: String) throws(IndexError) -> SQLiteConnection {
+        let db = try SQLiteConnection(path: path)
+        sqlite3_busy_timeout(db.handle, 5000)
+        // journal_mode reads the file: the first place a non-database shows.
+        _ = try db.scalarText("PRAGMA journal_mode = WAL")
+        try db.execute("PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON")
+        let version = try db.scalarInt64("PRAGMA user_version") ?? 0
+        if version == 0 {
+            try db.transaction { () throws(IndexError) in
+                try db.execute(
+                    """
+                    CREATE TABLE IF NOT EXISTS feeds (
+                        id INTEGER PRIMARY KEY,
+                        url TEXT NOT NULL UNIQUE,
+                        body BLOB,
+                        etag TEXT,
+                        last_modified TEXT,
+                        fetched_at INTEGER
+                    );
+                    CREATE TABLE IF NOT EXISTS episodes (
+                        id INTEGER PRIMARY KEY,
+                        key TEXT NOT NULL UNIQUE,
+                        feed_id INTEGER NOT NULL REFERENCES feeds(id),
+                        url TEXT NOT NULL,
+                        length INTEGER,
+                        etag TEXT,
+                        last_modified TEXT,
+                        last_read INTEGER
+                    );
+                    CREATE TABLE IF NOT EXISTS ranges (
+                        episode_id INTEGER NOT NULL REFERENCES episodes(id) ON DELETE CASCADE,
+                        lower INTEGER NOT NULL,
+                        upper INTEGER NOT NULL,
+                        PRIMARY KEY (episode_id, lower),
+                        CHECK (lower >= 0 AND upper > lower)
+                    ) WITHOUT ROWID;
+                    PRAGMA user_version = \(schemaVersion);
+                    """)
+            }
+        } else if version != schemaVersion {
+            throw IndexError(
+                message: "the cache index \(path) has schema version \(version), this podfs knows \(schemaVersion)",
+                sqliteMessage: nil, code: SQLITE_NOTADB)
+        }
+        // A damaged page shows here rather than in the middle of a read.
+        let check = try db.scalarText("PRAGMA quick_check")
+        if check != "ok" {
+            throw IndexError(
+                message: "the cache index \(path) failed its integrity check", sqliteMessage: check,
+                code: SQLITE_CORRUPT)
+        }
+        return db
+    }
+
+    private static func feedID(_ db: SQLiteConnection, url: String) throws(IndexError) -> Int64 {
+        let insert = try db.prepare("INSERT INTO feeds (url) VALUES (?) ON CONFLICT(url) DO NOTHING")
+        try insert.bind(1, url)
+        try insert.run()
+        let query = try db.prepare("SELECT id FROM feeds WHERE url = ?")
+        try query.bind(1, url)
+        guard try query.step() else {
+            throw IndexError(message: "could not register feed \(url) in the cache index \(db.path)", sqliteMessage: nil, code: 0)
+        }
+        return query.int64(0)
+    }
+
+    private static func episode(_ db: SQLiteConnection, key: String) throws(IndexError) -> EpisodeRecord? {
+        let query = try db.prepare(
+            "SELECT id, url, length, etag, last_modified FROM episodes WHERE key = ?")
+        try query.bind(1, key)
+        guard try query.step() else { return nil }
+        let id = query.int64(0)
+        let ranges = try db.prepare("SELECT lower, upper FROM ranges WHERE episode_id = ? ORDER BY lower")
+        try ranges.bind(1, id)
+        var found: [Range<Int64>] = []
+        while try ranges.step() {
+            let lower = ranges.int64(0)
+            let upper = ranges.int64(1)
+            if lower < upper { found.append(lower..<upper) }
+        }
+        return EpisodeRecord(
+            id: id, key: key, url: query.text(1) ?? "", length: query.optionalInt64(2),
+            etag: query.text(3), lastModified: query.text(4), ranges: found)
+    }
+
+    /// `mkdir -p`: creates `path` and any missing parents.
+    private static func makeDirectory(_ path: String) throws(IndexError) {
+        if mkdir(path, 0o700) == 0 || errno == EEXIST { return }
+        if errno == ENOENT, let slash = path.lastIndex(of: "/"), slash != path.startIndex {
+            try makeDirectory(String(path[..<slash]))
+            if mkdir(path, 0o700) == 0 || errno == EEXIST { return }
+        }
+        let code = errno
+        throw IndexError(
+            message: "could not create the cache directory \(path)",
+            sqliteMessage: String(cString: strerror(code)), code: SQLITE_CANTOPEN)
+    }
+
+    private static func fnv1a64(_ bytes: [UInt8], basis: UInt64) -> UInt64 {
+        var hash = basis
+        for byte in bytes {
+            hash ^= UInt64(byte)
+            hash &*= 0x0000_0100_0000_01b3
+        }
+        return hash
+    }
+
+    /// The splitmix64 finalizer: spreads every input bit over the output.
+    private static func mix(_ value: UInt64) -> UInt64 {
+        var z = value &+ 0x9e37_79b9_7f4a_7c15
+        z = (z ^ (z >> 30)) &* 0xbf58_476d_1ce4_e5b9
+        z = (z ^ (z >> 27)) &* 0x94d0_49bb_1331_11eb
+        return z ^ (z >> 31)
+    }
+
+    private static func hex(_ value: UInt64) -> String {
+        let digits = String(value, radix: 16)
+        return String(repeating: "0", count: 16 - digits.count) + digits
+    }
+}
