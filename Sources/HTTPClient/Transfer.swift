@@ -94,8 +94,11 @@ final class Transfer {
     }
 
     private func receiveHeaderLine(_ bytes: UnsafeRawBufferPointer) {
-        var line = String(decoding: bytes, as: UTF8.self)
-        while line.hasSuffix("\n") || line.hasSuffix("\r") { line.removeLast() }
+        // Trim CR/LF as bytes: "\r\n" is one Character in Swift, so
+        // String.hasSuffix("\n") would not see it.
+        var count = bytes.count
+        while count > 0, bytes[count - 1] == 0x0a || bytes[count - 1] == 0x0d { count -= 1 }
+        let line = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[0..<count]), as: UTF8.self)
         if line.hasPrefix("HTTP/") {
             // A new response in a redirect chain (or after 100-continue).
             pendingHeaders.removeAll(keepingCapacity: true)
