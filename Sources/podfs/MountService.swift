@@ -26,6 +26,13 @@ struct MountService {
     /// Mounts and serves until unmounted; returns the exit status.
     func run() -> Int32 {
         if readiness == .pipe { setsid() }
+        // Start from a clean signal state whatever the parent left us (a
+        // blocked SIGTERM would make unmount-by-signal hang); threads
+        // created from here inherit it.
+        var empty = sigset_t()
+        sigemptyset(&empty)
+        pthread_sigmask(SIG_SETMASK, &empty, nil)
+        signal(SIGPIPE, SIG_IGN)
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
             handler.logLevel = logLevel

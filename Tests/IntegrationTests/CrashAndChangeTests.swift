@@ -11,25 +11,28 @@ struct CrashAndChangeTests {
         defer { fixture.cleanup() }
         let size = 48 * Self.mib
         try fixture.publish(Fixture.episodes(sizes: [size]))
-        // Slow the origin down so the kill lands mid-download.
-        try fixture.origin.configure(#"{"latency_ms": 30}"#)
+        // Every response sends 1 MiB, then pauses 2 s: the download is
+        // still going when the daemon is killed, with some ranges committed.
+        try fixture.origin.configure(
+            #"{"stall": {"path": "/ep1.mp3", "after_bytes": 1048576, "seconds": 2, "count": 100000}}"#)
         try fixture.mount()
-        let reader = Process()
-        reader.executableURL = URL(fileURLWithPath: "/bin/sh")
-        reader.arguments = ["-c", "cat '\(fixture.path(0))' > /dev/null 2>&1"]
-        reader.standardOutput = FileHandle.nullDevice
-        reader.standardError = FileHandle.nullDevice
-        try reader.run()
-        Thread.sleep(forTimeInterval: 2.5)
+        let devNull = open("/dev/null", O_WRONLY)
+        defer { close(devNull) }
+        let reader = try Harness.spawn("cat", [fixture.path(0)], stdout: devNull, stderr: devNull)
+        Thread.sleep(forTimeInterval: 4)
         let pid = try #require(fixture.daemonPID)
         kill(pid, SIGKILL)
-        reader.waitUntilExit()
+        var status: Int32 = 0
+        _ = waitpid(reader, &status, 0)
         try Harness.sh("fusermount3 -u -z '\(fixture.mountpoint)' || true")
-        // Every range the index lists must hold the origin's bytes on disk.
+        // Every range the index lists must hold the origin's bytes on disk,
+        // and the kill must have landed mid-download for that to mean much.
         let check = try Harness.run(
             "python3", [Harness.root + "/Tests/IntegrationTests/check_index.py", fixture.cacheDirectory, fixture.originPath(0)])
         #expect(check.status == 0, "index check: \(check.text) \(check.stderr)")
-        try fixture.origin.configure(#"{"latency_ms": 0}"#)
+        let claimed = Int(check.text.split(separator: " ").dropFirst(2).first ?? "") ?? -1
+        #expect(claimed > 0 && claimed < size, "the index claims \(claimed) of \(size) bytes")
+        try fixture.origin.clearFaults()
         try fixture.mount()
         let copy = fixture.directory + "/copy"
         try Harness.sh("cat '\(fixture.path(0))' > '\(copy)'", timeout: 300)
@@ -40,7 +43,9 @@ struct CrashAndChangeTests {
     @Test func aChangedOriginNeverMixesOldAndNewBytes() throws {
         let fixture = try Fixture()
         defer { fixture.cleanup() }
-        let size = 8 * Self.mib
+        // Large enough that read-ahead (at most 16 MiB past the reader) has
+        // not fetched the rest when the origin changes.
+        let size = 48 * Self.mib
         try fixture.publish(Fixture.episodes(sizes: [size]))
         try fixture.mount()
         let newBytes = Harness.bytes(count: size, seed: 99)
@@ -78,7 +83,7 @@ struct CrashAndChangeTests {
         try Data(script.utf8).write(to: URL(fileURLWithPath: scriptFile))
         let output = try Harness.run(
             "python3",
-            [scriptFile, fixture.path(0), fixture.originPath(0), newFile, String(size / 2),
+            [scriptFile, fixture.path(0), fixture.originPath(0), newFile, String(4 * Self.mib),
              "curl", "-sf", "-X", "POST", "--data-binary", "@\(newFile)", "\(fixture.origin.base)/_origin/put?path=/ep1.mp3"],
             timeout: 120)
         #expect(output.status == 0, "\(output.text) \(output.stderr) log: \(fixture.log())")

@@ -33,29 +33,63 @@ enum Harness {
 
     /// Runs a program to completion with its own stdout/stderr, killing it
     /// after `timeout` seconds (a hang is a failure, not a stuck suite).
+    ///
+    /// Spawned with `posix_spawn` and an empty signal mask and default
+    /// dispositions: the test runner's threads block most signals, and a
+    /// child that inherits a blocked SIGCHLD hangs in the shell's `wait`.
     @discardableResult
     static func run(_ executable: String, _ arguments: [String], timeout: Double = 120) throws -> Output {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable.hasPrefix("/") ? executable : "/usr/bin/env")
-        process.arguments = executable.hasPrefix("/") ? arguments : [executable] + arguments
         let out = try TempFile()
         let err = try TempFile()
-        process.standardOutput = out.handle
-        process.standardError = err.handle
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
+        let pid = try spawn(executable, arguments, stdout: out.handle.fileDescriptor, stderr: err.handle.fileDescriptor)
         let deadline = Date().addingTimeInterval(timeout)
-        while process.isRunning {
+        var status: Int32 = 0
+        while true {
+            let waited = waitpid(pid, &status, WNOHANG)
+            if waited == pid { break }
+            if waited < 0, errno != EINTR { throw HarnessError("waitpid \(executable): errno \(errno)") }
             if Date() > deadline {
-                kill(process.processIdentifier, SIGKILL)
-                process.waitUntilExit()
+                kill(pid, SIGKILL)
+                _ = waitpid(pid, &status, 0)
                 throw HarnessError("\(executable) \(arguments.joined(separator: " ")) did not finish in \(timeout) s")
             }
             Thread.sleep(forTimeInterval: 0.01)
         }
+        // WIFEXITED / WEXITSTATUS, spelled out (the C macros do not import).
+        let exitStatus: Int32 = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
         return Output(
-            status: process.terminationStatus, stdout: out.contents(),
+            status: exitStatus, stdout: out.contents(),
             stderr: String(decoding: err.contents(), as: UTF8.self))
+    }
+
+    /// Starts a program with stdin from /dev/null and the given descriptors
+    /// as stdout and stderr; returns its PID for the caller to wait for.
+    static func spawn(_ executable: String, _ arguments: [String], stdout: Int32, stderr: Int32) throws -> pid_t {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_adddup2(&actions, stdout, 1)
+        posix_spawn_file_actions_adddup2(&actions, stderr, 2)
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var empty = sigset_t()
+        sigemptyset(&empty)
+        var all = sigset_t()
+        sigfillset(&all)
+        posix_spawnattr_setsigmask(&attributes, &empty)
+        posix_spawnattr_setsigdefault(&attributes, &all)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        let argv = [executable] + arguments
+        var cArguments: [UnsafeMutablePointer<CChar>?] = argv.map { strdup($0) } + [nil]
+        defer { for pointer in cArguments { free(pointer) } }
+        var pid: pid_t = 0
+        let result = posix_spawnp(&pid, executable, &actions, &attributes, &cArguments, environ)
+        guard result == 0 else {
+            throw HarnessError("cannot start \(executable): \(String(cString: strerror(result)))")
+        }
+        return pid
     }
 
     /// Runs a shell command line; throws when it fails.

@@ -5,7 +5,7 @@ import Foundation
 final class TestOrigin {
     let root: String
     private(set) var port: Int = 0
-    private var process: Process?
+    private var pid: pid_t?
 
     var base: String { "http://127.0.0.1:\(port)" }
 
@@ -21,17 +21,16 @@ final class TestOrigin {
     func start() throws {
         let portFile = root + "/../origin.port"
         try? FileManager.default.removeItem(atPath: portFile)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = [
-            "python3", Harness.root + "/Tests/Origin/origin.py", "--root", root, "--port", String(port),
-            "--port-file", portFile,
-        ]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        self.process = process
+        let log = FileHandle(forWritingAtPath: root + "/../origin.log")
+            ?? { FileManager.default.createFile(atPath: root + "/../origin.log", contents: nil)
+                 return FileHandle(forWritingAtPath: root + "/../origin.log") }()
+        guard let log else { throw HarnessError("cannot create the origin's log") }
+        defer { try? log.close() }
+        log.seekToEndOfFile()
+        pid = try Harness.spawn(
+            "python3",
+            [Harness.root + "/Tests/Origin/origin.py", "--root", root, "--port", String(port), "--port-file", portFile],
+            stdout: log.fileDescriptor, stderr: log.fileDescriptor)
         let deadline = Date().addingTimeInterval(20)
         while Date() < deadline {
             if let text = try? String(contentsOfFile: portFile, encoding: .utf8),
@@ -47,10 +46,19 @@ final class TestOrigin {
 
     /// Stops the origin process (by its PID).
     func stop() {
-        guard let process, process.isRunning else { return }
-        process.terminate()
-        process.waitUntilExit()
-        self.process = nil
+        guard let pid else { return }
+        kill(pid, SIGTERM)
+        var status: Int32 = 0
+        let deadline = Date().addingTimeInterval(10)
+        while waitpid(pid, &status, WNOHANG) == 0 {
+            if Date() > deadline {
+                kill(pid, SIGKILL)
+                _ = waitpid(pid, &status, 0)
+                break
+            }
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        self.pid = nil
     }
 
     /// Writes a file into the origin's folder.
@@ -89,6 +97,9 @@ final class TestOrigin {
     }
 
     func reset() throws { try control("reset") }
+
+    /// Removes every injected fault.
+    func clearFaults() throws { try control("config/clear") }
 
     /// Merges a fault configuration (JSON) into the origin's.
     func configure(_ json: String) throws {
