@@ -62,7 +62,9 @@ let package = Package(
 
         .testTarget(name: "FeedsTests", dependencies: ["Feeds"], swiftSettings: swiftSettings),
         .testTarget(
-            name: "RangeCacheTests", dependencies: ["RangeCache"], swiftSettings: swiftSettings),
+            name: "RangeCacheTests",
+            dependencies: ["RangeCache", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: swiftSettings),
         .testTarget(
             name: "PodFSTests", dependencies: ["PodFS", "Feeds", "RangeCache"],
             swiftSettings: swiftSettings),

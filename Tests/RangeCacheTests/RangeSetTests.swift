@@ -1,0 +1,4 @@
+import RangeCache
+import Testing
+
+@Test func placeholder() { #expect(RangeSet().isEmpty) }
