@@ -28,7 +28,7 @@ struct CrashAndChangeTests {
         // Every range the index lists must hold the origin's bytes on disk,
         // and the kill must have landed mid-download for that to mean much.
         let check = try Harness.run(
-            "python3", [Harness.root + "/Tests/IntegrationTests/check_index.py", fixture.cacheDirectory, fixture.originPath(0)])
+            "python3", [Harness.root + "/Tests/Origin/check_index.py", fixture.cacheDirectory, fixture.originPath(0)])
         #expect(check.status == 0, "index check: \(check.text) \(check.stderr)")
         let claimed = Int(check.text.split(separator: " ").dropFirst(2).first ?? "") ?? -1
         #expect(claimed > 0 && claimed < size, "the index claims \(claimed) of \(size) bytes")
