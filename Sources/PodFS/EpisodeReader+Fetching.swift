@@ -28,7 +28,13 @@ extension EpisodeReader {
         case 416:
             total = head.total
         default:
-            return failFetch(fetch, "the origin answered HTTP \(head.status)")
+            // 408, 429 and 5xx are the origin being busy or briefly broken:
+            // worth retrying. Anything else (404, 403, 410...) is final.
+            let transient = head.status == 408 || head.status == 429 || (500..<600).contains(head.status)
+            fetch.refuse(FetchError(
+                isTransient: transient, isUnreachable: false,
+                message: "the origin answered HTTP \(head.status) for \(head.effectiveURL)"))
+            return false
         }
         guard let total else {
             return failFetch(fetch, "the origin did not tell the episode's length (no Content-Range total or Content-Length)")
@@ -130,6 +136,7 @@ extension EpisodeReader {
         }
         guard let (scratch, offset, count) = target else { return false }
         if count > 0 {
+            fetch.madeProgress()
             do {
                 try scratch.write(UnsafeRawBufferPointer(rebasing: body[0..<count]), at: offset)
             } catch {
@@ -221,7 +228,7 @@ extension EpisodeReader {
     }
 
     private func failFetch(_ fetch: Fetch, _ message: String) -> Bool {
-        logger.error("\(message)", metadata: ["episode.url": "\(fetch.episode.url)"])
+        fetch.refuse(FetchError(isTransient: false, isUnreachable: false, message: message))
         return false
     }
 

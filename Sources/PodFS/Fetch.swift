@@ -15,6 +15,9 @@ final class Fetch: FetchSink {
     /// Attempts made so far, touched on the network thread and the retry
     /// timer only, one after the other.
     private let attempts = Mutex(0)
+    /// Why the response head was refused, if it was: the completion reports
+    /// this instead of the transport's "aborted".
+    private let refusal = Mutex<FetchError?>(nil)
 
     // MARK: - Init
 
@@ -35,7 +38,22 @@ final class Fetch: FetchSink {
     }
 
     func complete(error: FetchError?) {
-        reader.fetch(self, completedWith: error)
+        let refused = refusal.withLock { reason in
+            defer { reason = nil }
+            return reason
+        }
+        reader.fetch(self, completedWith: refused ?? error)
+    }
+
+    /// Bytes arrived: only failures in a row count against the retry limit,
+    /// so a long download survives any number of spaced-out drops.
+    func madeProgress() {
+        attempts.withLock { $0 = min($0, 1) }
+    }
+
+    /// Records why the current attempt's response was refused.
+    func refuse(_ reason: FetchError) {
+        refusal.withLock { $0 = reason }
     }
 
     // MARK: - Retries

@@ -90,6 +90,12 @@ final class Fixture {
 
     var daemonPID: pid_t? { daemonPIDs.last }
 
+    /// Whether `path` is a mount point now (per /proc/mounts).
+    static func isMounted(_ path: String) -> Bool {
+        let mounts = (try? String(contentsOfFile: "/proc/mounts", encoding: .utf8)) ?? ""
+        return mounts.split(separator: "\n").contains { $0.split(separator: " ").dropFirst().first == Substring(path) }
+    }
+
     func unmount() throws {
         let output = try Harness.run(Harness.podfs, ["unmount", mountpoint], timeout: 60)
         guard output.status == 0 else { throw HarnessError("podfs unmount failed: \(output.stderr)") }

@@ -92,6 +92,15 @@ enum Harness {
         return pid
     }
 
+    /// Whether a process is still running (not gone, not a zombie).
+    static func isAlive(_ pid: pid_t) -> Bool {
+        guard kill(pid, 0) == 0 else { return false }
+        let status = (try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)) ?? ""
+        guard let close = status.lastIndex(of: ")") else { return false }
+        let state = status[status.index(after: close)...].drop { $0 == " " }.first
+        return state != "Z" && state != "X"
+    }
+
     /// Runs a shell command line; throws when it fails.
     @discardableResult
     static func sh(_ command: String, timeout: Double = 120) throws -> String {

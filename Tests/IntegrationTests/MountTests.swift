@@ -133,6 +133,8 @@ struct MountTests {
             let copy = fixture.directory + "/copy\(index)"
             try Harness.sh("cat '\(path)' > '\(copy)'")
             #expect(try Harness.sha256(copy) == Harness.sha256(fixture.originPath(index)))
+            let closedSize = try Harness.sh("stat -c %s '\(path)'").trimmingCharacters(in: .whitespacesAndNewlines)
+            #expect(closedSize == String(size), "the true size stays after the file is closed")
         }
         try fixture.unmount()
     }

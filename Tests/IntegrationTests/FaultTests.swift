@@ -1,0 +1,95 @@
+import Foundation
+import Testing
+
+/// An origin that misbehaves (drops, ignores Range, redirects, fails for a
+/// while) and a daemon stopped by a signal: reads still return exactly the
+/// origin's bytes, and what was cached survives.
+@Suite(.serialized)
+struct FaultTests {
+    private static let mib = 1024 * 1024
+
+    @Test func droppedConnectionsAreResumed() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        try fixture.publish(Fixture.episodes(sizes: [8 * Self.mib + 5]))
+        try fixture.mount()
+        try fixture.origin.configure(#"{"drop": {"path": "/ep1.mp3", "after_bytes": 700000, "count": 3}}"#)
+        let copy = fixture.directory + "/copy"
+        try Harness.sh("cat '\(fixture.path(0))' > '\(copy)'", timeout: 120)
+        #expect(try Harness.sha256(copy) == Harness.sha256(fixture.originPath(0)))
+        try fixture.unmount()
+    }
+
+    @Test func anOriginThatIgnoresRangeStillGivesExactBytes() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        let size = 6 * Self.mib + 77
+        try fixture.publish(Fixture.episodes(sizes: [size]))
+        try fixture.origin.configure(#"{"ignore_range": ["*"]}"#)
+        try fixture.mount()
+        let original = try Data(contentsOf: URL(fileURLWithPath: fixture.originPath(0)))
+        for offset in [5 * Self.mib, 123_456, size - 100] {
+            let got = try Harness.run(
+                "dd", ["if=\(fixture.path(0))", "bs=1", "skip=\(offset)", "count=100", "status=none",
+                       "iflag=skip_bytes,count_bytes", "ibs=4096"], timeout: 60)
+            #expect(got.status == 0, "\(got.stderr)")
+            #expect(got.stdout == original[offset..<min(size, offset + 100)], "bytes at \(offset)")
+        }
+        let copy = fixture.directory + "/copy"
+        try Harness.sh("cat '\(fixture.path(0))' > '\(copy)'", timeout: 120)
+        #expect(try Harness.sha256(copy) == Harness.sha256(fixture.originPath(0)))
+        try fixture.unmount()
+    }
+
+    @Test func redirectedEnclosuresAreFollowed() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        let episodes = Fixture.episodes(sizes: [2 * Self.mib + 1])
+        try fixture.publish(episodes)
+        try fixture.origin.put("cdn/ep1.mp3", episodes[0].data)
+        try fixture.origin.configure(#"{"redirects": {"/ep1.mp3": "/cdn/ep1.mp3"}}"#)
+        try fixture.mount()
+        let copy = fixture.directory + "/copy"
+        try Harness.sh("cat '\(fixture.path(0))' > '\(copy)'", timeout: 60)
+        #expect(try Harness.sha256(copy) == Harness.sha256(fixture.originPath(0)))
+        #expect(try fixture.origin.bytesSent("cdn/ep1.mp3") >= Int64(episodes[0].data.count))
+        try fixture.unmount()
+    }
+
+    @Test func aFewServerErrorsAreRetried() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        try fixture.publish(Fixture.episodes(sizes: [3 * Self.mib]))
+        try fixture.mount()
+        try fixture.origin.configure(#"{"status": {"/ep1.mp3": {"code": 503, "count": 2}}}"#)
+        let copy = fixture.directory + "/copy"
+        try Harness.sh("cat '\(fixture.path(0))' > '\(copy)'", timeout: 60)
+        #expect(try Harness.sha256(copy) == Harness.sha256(fixture.originPath(0)))
+        try fixture.unmount()
+    }
+
+    @Test func sigtermUnmountsAndKeepsTheCache() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        let size = 10 * Self.mib
+        try fixture.publish(Fixture.episodes(sizes: [size]))
+        try fixture.mount()
+        try Harness.sh("cat '\(fixture.path(0))' > /dev/null")
+        let pid = try #require(fixture.daemonPID)
+        kill(pid, SIGTERM)
+        let deadline = Date().addingTimeInterval(20)
+        while Fixture.isMounted(fixture.mountpoint) || Harness.isAlive(pid), Date() < deadline {
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        #expect(!Fixture.isMounted(fixture.mountpoint), "SIGTERM unmounts")
+        #expect(!Harness.isAlive(pid), "SIGTERM stops the daemon")
+        try fixture.origin.reset()
+        try fixture.mount()
+        let copy = fixture.directory + "/copy"
+        try Harness.sh("cat '\(fixture.path(0))' > '\(copy)'")
+        #expect(try Harness.sha256(copy) == Harness.sha256(fixture.originPath(0)))
+        let sent = try fixture.origin.bytesSent("ep1.mp3")
+        #expect(sent <= 4096, "after SIGTERM and a remount the origin sent \(sent) bytes for a cached episode")
+        try fixture.unmount()
+    }
+}
