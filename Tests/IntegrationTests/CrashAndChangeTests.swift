@@ -88,6 +88,9 @@ struct CrashAndChangeTests {
             timeout: 120)
         #expect(output.status == 0, "\(output.text) \(output.stderr) log: \(fixture.log())")
         #expect(output.text.contains("ok"))
+        // Read-ahead stays well short of 48 MiB, so the open file must have
+        // met the change and been refused (EIO), not served a mix.
+        #expect(output.text.contains("reader got Input/output error"), "\(output.text)")
         try fixture.unmount()
     }
 }
