@@ -31,23 +31,24 @@ let package = Package(
             name: "CSQLite", path: "Modules/CSQLite", pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]),
 
+        .target(name: "Locking", swiftSettings: swiftSettings),
         .target(name: "Feeds", dependencies: ["CXML2"], swiftSettings: swiftSettings),
         .target(
             name: "RangeCache",
-            dependencies: ["CSQLite", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["CSQLite", "Locking", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings),
         .target(
             name: "HTTPClient",
-            dependencies: ["CCurl", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["CCurl", "Locking", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings),
         .target(
             name: "FUSEBridge",
-            dependencies: ["CFuse3", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["CFuse3", "Locking", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings),
         .target(
             name: "PodFS",
             dependencies: [
-                "Feeds", "RangeCache", "FUSEBridge",
+                "Feeds", "RangeCache", "FUSEBridge", "Locking",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings),

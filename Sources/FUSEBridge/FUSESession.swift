@@ -2,7 +2,7 @@ internal import CFuse3
 import Dispatch
 import Glibc
 public import Logging
-import Synchronization
+import Locking
 
 /// Why a mount could not be made, in words a person can act on.
 public struct MountError: Error, Sendable, CustomStringConvertible {
@@ -42,7 +42,7 @@ public final class FUSESession: KernelCacheInvalidator, Sendable {
     private let operations: Operations
     private let logger: Logger
     /// Guards sending notifications against the session's destruction.
-    private let lifecycle = Mutex(Lifecycle.mounted)
+    private let lifecycle = Locked(Lifecycle.mounted)
     private let notifications = DispatchQueue(label: "podfs.fuse.notify")
 
     // MARK: - Init

@@ -1,6 +1,6 @@
 internal import CFuse3
 import Glibc
-import Synchronization
+import Locking
 
 /// A kernel request that must be answered exactly once.
 ///
@@ -10,12 +10,12 @@ final class PendingRequest: Sendable {
     // MARK: - Properties
 
     /// The libfuse request; `nil` once answered.
-    private let request: Mutex<RequestPointer?>
+    private let request: Locked<RequestPointer?>
 
     // MARK: - Init and deinit
 
     init(_ request: OpaquePointer) {
-        self.request = Mutex(RequestPointer(raw: request))
+        self.request = Locked(RequestPointer(raw: request))
     }
 
     deinit {
@@ -41,7 +41,7 @@ final class PendingRequest: Sendable {
 }
 
 /// A `fuse_req_t` may be answered from any thread (libfuse allows it); this
-/// box lets it cross into a `Mutex`.
+/// box lets it cross into a `Locked`.
 struct RequestPointer: @unchecked Sendable {
     let raw: OpaquePointer
 }

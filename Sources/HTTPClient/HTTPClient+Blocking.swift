@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import Locking
 
 /// A whole response body, for feeds and small documents.
 public struct HTTPResponse: Sendable {
@@ -21,11 +21,11 @@ extension HTTPClient {
 /// Gathers a body in memory and signals when the transfer ends.
 private final class Collector: HTTPTransferDelegate {
     let done = DispatchSemaphore(value: 0)
-    let result = Mutex<Result<HTTPResponse, HTTPError>?>(nil)
+    let result = Locked<Result<HTTPResponse, HTTPError>?>(nil)
     private let limit: Int
     private let url: String
     /// Guarded by being touched on the network thread only.
-    private let partial = Mutex<(head: HTTPResponseHead?, body: [UInt8], overLimit: Bool)>((nil, [], false))
+    private let partial = Locked<(head: HTTPResponseHead?, body: [UInt8], overLimit: Bool)>((nil, [], false))
 
     init(limit: Int, url: String) {
         self.limit = limit

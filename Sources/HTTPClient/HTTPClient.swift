@@ -1,7 +1,7 @@
 internal import CCurl
 import Foundation
 public import Logging
-import Synchronization
+import Locking
 
 /// An HTTP client on libcurl's multi interface, driven by one thread of its
 /// own.
@@ -39,7 +39,7 @@ public final class HTTPClient: Sendable {
     // MARK: - Properties
 
     private let multi: MultiHandle
-    private let state = Mutex(SharedState())
+    private let state = Locked(SharedState())
     private let logger: Logger
     private let userAgent: String
     private let finished = DispatchSemaphore(value: 0)

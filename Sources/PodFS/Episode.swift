@@ -1,5 +1,5 @@
 public import RangeCache
-import Synchronization
+import Locking
 public import FUSEBridge
 
 /// One episode file: what the catalogue knows of it (immutable) and what the
@@ -78,7 +78,7 @@ public final class Episode: Sendable {
     public let modificationTime: Int64
     /// The enclosure length the feed claimed (`nil` when missing or 0).
     public let feedLength: Int64?
-    let state: Mutex<State>
+    let state: Locked<State>
 
     // MARK: - Init
 
@@ -101,7 +101,7 @@ public final class Episode: Sendable {
             initial.lastModified = record.lastModified
             initial.present = RangeSet(record.ranges)
         }
-        self.state = Mutex(initial)
+        self.state = Locked(initial)
     }
 
     // MARK: - Methods

@@ -1,7 +1,7 @@
 import Foundation
 public import Logging
 public import RangeCache
-import Synchronization
+import Locking
 
 /// The flush thread's lifecycle.
 enum FlushThreadState {

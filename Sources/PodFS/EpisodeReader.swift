@@ -3,6 +3,7 @@ public import FUSEBridge
 import Foundation
 public import Logging
 public import RangeCache
+import Locking
 import Synchronization
 
 /// Serves reads of episodes from the scratch files and fetches what is
@@ -35,14 +36,14 @@ public final class EpisodeReader: Sendable {
     let logger: Logger
     let tuning: Tuning
     /// Told when an episode's size or bytes changed under the kernel's caches.
-    let invalidator: Mutex<(any KernelCacheInvalidator)?> = Mutex(nil)
+    let invalidator: Locked<(any KernelCacheInvalidator)?> = Locked(nil)
     /// Serialises index commits with version drops (lock order: this, then
     /// an episode's state).
-    let indexLock = Mutex(())
+    let indexLock = Locked(())
     /// Episodes whose `present` changed since the last commit.
-    let dirtyEpisodes = Mutex<[ObjectIdentifier: Episode]>([:])
+    let dirtyEpisodes = Locked<[ObjectIdentifier: Episode]>([:])
     private let nextID = Atomic<UInt64>(1)
-    let flusher = Mutex<FlushThreadState>(.idle)
+    let flusher = Locked<FlushThreadState>(.idle)
 
     // MARK: - Init
 

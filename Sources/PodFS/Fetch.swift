@@ -1,4 +1,4 @@
-import Synchronization
+import Locking
 
 /// One streaming range fetch of an episode, fed by the network thread.
 ///
@@ -14,10 +14,10 @@ final class Fetch: FetchSink {
     unowned let reader: EpisodeReader
     /// Attempts made so far, touched on the network thread and the retry
     /// timer only, one after the other.
-    private let attempts = Mutex(0)
+    private let attempts = Locked(0)
     /// Why the response head was refused, if it was: the completion reports
     /// this instead of the transport's "aborted".
-    private let refusal = Mutex<FetchError?>(nil)
+    private let refusal = Locked<FetchError?>(nil)
 
     // MARK: - Init
 

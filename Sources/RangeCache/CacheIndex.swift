@@ -5,7 +5,7 @@ internal import Darwin
 #endif
 internal import CSQLite
 public import Logging
-internal import Synchronization
+internal import Locking
 
 /// What the index knows about one episode: its row, its validator, and the
 /// byte ranges that are durably on disk in its scratch file.
@@ -51,7 +51,7 @@ public final class CacheIndex: Sendable {
 
     // MARK: - Private properties
 
-    private let connection: Mutex<SQLiteConnection>
+    private let connection: Locked<SQLiteConnection>
     private let logger: Logger
 
     /// Bumped whenever the schema changes.
@@ -80,7 +80,7 @@ public final class CacheIndex: Sendable {
             unlink(path + "-shm")
             opened = try Self.open(path: path)
         }
-        connection = Mutex(opened)
+        connection = Locked(opened)
     }
 
     // MARK: - Paths and keys

@@ -2,7 +2,7 @@ internal import CSQLite
 
 /// One open SQLite database connection, closed when this object goes away.
 ///
-/// Not `Sendable`: `CacheIndex` keeps its only instance inside a `Mutex`, so
+/// Not `Sendable`: `CacheIndex` keeps its only instance inside a `Locked`, so
 /// one thread at a time uses it and every statement it prepares.
 final class SQLiteConnection {
     // MARK: - Internal properties
