@@ -51,7 +51,7 @@ extension EpisodeReader {
 
     /// Commits every dirty episode's ranges now (sync first, then index).
     public func flush() {
-        indexLock.withLock { _ in
+        indexLock.withLock { commits in
             let episodes = dirtyEpisodes.withLock { dirty in
                 defer { dirty.removeAll() }
                 return Array(dirty.values)
@@ -79,6 +79,8 @@ extension EpisodeReader {
             }
             do {
                 try index.commitRanges(batch)
+                commits += 1
+                logger.debug("committed cached ranges", metadata: ["commit": "\(commits)", "episodes": "\(batch.count)"])
                 for (key, at) in touched { index.touch(key: key, at: at) }
             } catch {
                 logger.error("could not commit the cache index", metadata: ["error": "\(error)"])

@@ -113,6 +113,9 @@ final class Fixture {
             kill(pid, SIGKILL)
         }
         origin.stop()
-        _ = try? Harness.run("rm", ["-rf", directory], timeout: 60)
+        // PODFS_KEEP_TEST_DIRS=1 keeps the folder (logs, cache) for a post-mortem.
+        if ProcessInfo.processInfo.environment["PODFS_KEEP_TEST_DIRS"] == nil {
+            _ = try? Harness.run("rm", ["-rf", directory], timeout: 60)
+        }
     }
 }
