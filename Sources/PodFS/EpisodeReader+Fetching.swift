@@ -44,12 +44,25 @@ extension EpisodeReader {
         var dropped: [Episode.Waiter] = []
         var logIgnoresRange = false
         var indexUpdate: (drop: Bool, save: Bool) = (false, false)
-        let accepted: Bool = indexLock.withLock { _ in
+        // Most heads confirm what is known and need no index update: they
+        // run without the index lock, so they never wait for a flush's
+        // fdatasync. A head that changes the version or the validator runs
+        // under it, serialised with commits (a commit of old ranges must not
+        // land after their drop).
+        var needsIndexLock = false
+        func applyHead(holdingIndexLock: Bool) -> Bool {
             let outcome = episode.state.withLock { state -> Bool in
                 guard var progress = state.fetches[fetch.id], progress.generation == state.generation else {
                     return false
                 }
                 let changed = versionChanged(state, head: head, total: total)
+                let touchesIndex =
+                    changed || state.length != total || state.etag != head.etag
+                    || state.lastModified != head.lastModified
+                if touchesIndex && !holdingIndexLock {
+                    needsIndexLock = true
+                    return false
+                }
                 if changed {
                     state.generation &+= 1
                     state.present = RangeSet()
@@ -71,7 +84,7 @@ extension EpisodeReader {
                     state.length = total
                     invalidate = true
                 }
-                if state.etag != head.etag || state.lastModified != head.lastModified || indexUpdate.drop {
+                if touchesIndex {
                     indexUpdate.save = true
                 }
                 state.etag = head.etag
@@ -108,6 +121,10 @@ extension EpisodeReader {
                 }
             }
             return outcome
+        }
+        var accepted = applyHead(holdingIndexLock: false)
+        if needsIndexLock {
+            accepted = indexLock.withLock { _ in applyHead(holdingIndexLock: true) }
         }
         if logIgnoresRange {
             logger.notice(
