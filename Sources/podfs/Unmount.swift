@@ -13,6 +13,10 @@ struct Unmount: ParsableCommand {
     func run() throws {
         let path = absolutePath(mountpoint)
         let daemons = MountTable.daemonPIDs(mountpoint: path)
+        guard MountTable.isMounted(path) else {
+            FileHandle.standardError.write(Data("podfs: \(path) is not mounted; nothing to do.\n".utf8))
+            throw ExitCode(1)
+        }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/bin/sh")
         process.arguments = ["-c", "fusermount3 -u \"$1\" 2>&1 || umount \"$1\" 2>&1", "sh", path]
@@ -33,8 +37,15 @@ struct Unmount: ParsableCommand {
         // The daemon commits its index on the way out; a remount right after
         // must see it, so wait for the daemon to end.
         let deadline = Date().addingTimeInterval(30)
-        while Date() < deadline, daemons.contains(where: { kill($0, 0) == 0 && !MountTable.isZombie($0) }) {
+        func running() -> [pid_t] { daemons.filter { kill($0, 0) == 0 && !MountTable.isZombie($0) } }
+        while Date() < deadline, !running().isEmpty {
             Thread.sleep(forTimeInterval: 0.05)
+        }
+        let left = running()
+        if !left.isEmpty {
+            FileHandle.standardError.write(Data(
+                ("podfs: unmounted \(path), but its daemon (pid \(left.map(String.init).joined(separator: ", "))) "
+                    + "is still saving after 30 s; a remount waits for it. See the log in the cache directory.\n").utf8))
         }
     }
 }
@@ -53,6 +64,21 @@ enum MountTable {
                 argv.last == mountpoint
             else { return nil }
             return pid
+        }
+    }
+
+    /// Whether `path` is a mount point now (per /proc/mounts, whose octal
+    /// escapes for spaces and tabs are decoded).
+    static func isMounted(_ path: String) -> Bool {
+        let table = (try? String(contentsOfFile: "/proc/mounts", encoding: .utf8)) ?? ""
+        return table.split(separator: "\n").contains { line in
+            let fields = line.split(separator: " ")
+            guard fields.count > 1 else { return false }
+            let decoded = fields[1]
+                .replacingOccurrences(of: "\\040", with: " ")
+                .replacingOccurrences(of: "\\011", with: "\t")
+                .replacingOccurrences(of: "\\134", with: "\\")
+            return decoded == path
         }
     }
 
