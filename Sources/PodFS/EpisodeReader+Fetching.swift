@@ -101,7 +101,7 @@ extension EpisodeReader {
                 state.fetches[fetch.id] = progress
                 for waiter in state.openWaiters {
                     state.handles[waiter.handle] = Episode.HandleState(generation: state.generation)
-                    opens.append((waiter.reply, OpenOptions(handle: waiter.handle)))
+                    opens.append((waiter.reply, OpenOptions(handle: waiter.handle, keepCache: true)))
                 }
                 state.openWaiters.removeAll()
                 if state.scratch == nil, total > 0 {
@@ -285,7 +285,7 @@ extension EpisodeReader {
                 for waiter in state.openWaiters {
                     if usable {
                         state.handles[waiter.handle] = Episode.HandleState(generation: state.generation)
-                        opens.append((waiter.reply, OpenOptions(handle: waiter.handle)))
+                        opens.append((waiter.reply, OpenOptions(handle: waiter.handle, keepCache: true)))
                     } else {
                         opens.append((waiter.reply, nil))
                     }

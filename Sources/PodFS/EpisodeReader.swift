@@ -72,7 +72,7 @@ public final class EpisodeReader: Sendable {
         let next: Next = episode.state.withLock { state in
             if state.validated {
                 state.handles[handle] = Episode.HandleState(generation: state.generation)
-                return .answer(OpenOptions(handle: handle))
+                return .answer(OpenOptions(handle: handle, keepCache: true))
             }
             state.openWaiters.append(Episode.OpenWaiter(reply: reply, handle: handle))
             if state.openWaiters.count > 1 || !state.fetches.isEmpty {
