@@ -45,16 +45,28 @@ public struct Attributes: Sendable, Equatable {
     }
 }
 
-/// A name in a directory.
+/// A name in a directory, with the node's attributes when the file system
+/// can give them at no cost (then `ls -l` needs no lookup per entry: the
+/// bridge answers READDIRPLUS with them).
 public struct DirectoryEntry: Sendable, Equatable {
     public var name: String
     public var inode: UInt64
     public var kind: Attributes.Kind
+    public var attributes: Attributes?
+    /// How long the kernel may keep the name and the attributes.
+    public var entryTimeout: Double
+    public var attributesTimeout: Double
 
-    public init(name: String, inode: UInt64, kind: Attributes.Kind) {
+    public init(
+        name: String, inode: UInt64, kind: Attributes.Kind, attributes: Attributes? = nil,
+        entryTimeout: Double = 0, attributesTimeout: Double = 0
+    ) {
         self.name = name
         self.inode = inode
         self.kind = kind
+        self.attributes = attributes
+        self.entryTimeout = entryTimeout
+        self.attributesTimeout = attributesTimeout
     }
 }
 

@@ -1,5 +1,6 @@
 internal import CFuse3
 import Glibc
+import Locking
 import Logging
 
 /// The Swift owner behind libfuse's userdata pointer: forwards each request
@@ -9,6 +10,11 @@ final class Operations: Sendable {
 
     let fileSystem: any FileSystem
     let logger: Logger
+    /// Each open directory's listing, taken at opendir: the kernel pages
+    /// through it with offsets, and a snapshot keeps those offsets stable
+    /// and costs one listing per `ls`, not one per page.
+    private let listings = Locked<[UInt64: [DirectoryEntry]]>([:])
+    private let nextListing = Locked<UInt64>(1)
 
     // MARK: - Init
 
@@ -23,9 +29,9 @@ final class Operations: Sendable {
         Unmanaged<Operations>.fromOpaque(fuse_req_userdata(request)!).takeUnretainedValue()
     }
 
-    /// Fills a readdir buffer from `offset` (an index into the entries, with
-    /// `.` and `..` first) with as many entries as fit in `size` bytes.
-    func doReaddir(request: OpaquePointer, inode: UInt64, size: Int, offset: Int64) {
+    /// Snapshots a directory's entries (with `.` and `..` first) for
+    /// readdir; answers with the snapshot's handle.
+    func doOpendir(request: OpaquePointer, inode: UInt64, info: UnsafeMutablePointer<fuse_file_info>) {
         let entries: [DirectoryEntry]
         do {
             entries = try fileSystem.readdir(inode: inode)
@@ -35,17 +41,57 @@ final class Operations: Sendable {
         }
         let all = [DirectoryEntry(name: ".", inode: inode, kind: .directory),
                    DirectoryEntry(name: "..", inode: 1, kind: .directory)] + entries
+        let handle = nextListing.withLock { next in
+            defer { next += 1 }
+            return next
+        }
+        listings.withLock { $0[handle] = all }
+        info.pointee.fh = handle
+        info.pointee.cache_readdir = 0
+        fuse_reply_open(request, info)
+    }
+
+    func doReleasedir(request: OpaquePointer, handle: UInt64) {
+        listings.withLock { $0[handle] = nil }
+        fuse_reply_err(request, 0)
+    }
+
+    /// Fills a readdir (or, with `plus`, readdirplus) buffer from `offset`
+    /// (an index into the snapshot) with as many entries as fit in `size`.
+    func doReaddir(request: OpaquePointer, handle: UInt64, size: Int, offset: Int64, plus: Bool) {
+        guard let all = listings.withLock({ $0[handle] }) else {
+            fuse_reply_err(request, EBADF)
+            return
+        }
         let buffer = UnsafeMutablePointer<CChar>.allocate(capacity: size)
         defer { buffer.deallocate() }
         var used = 0
         var index = Int(max(0, offset))
         while index < all.count {
             let entry = all[index]
-            var st = stat()
-            st.st_ino = UInt(entry.inode)
-            st.st_mode = entry.kind == .directory ? S_IFDIR : S_IFREG
-            let needed = entry.name.withCString { name in
-                fuse_add_direntry(request, buffer + used, size - used, name, &st, off_t(index + 1))
+            let needed: Int
+            if plus {
+                // `.` and `..` carry no entry: the kernel does not link them.
+                var parameter = fuse_entry_param()
+                if let attributes = entry.attributes, entry.name != ".", entry.name != ".." {
+                    parameter.ino = fuse_ino_t(entry.inode)
+                    parameter.attr = makeStat(attributes)
+                    parameter.attr_timeout = entry.attributesTimeout
+                    parameter.entry_timeout = entry.entryTimeout
+                } else {
+                    parameter.attr.st_ino = UInt(entry.inode)
+                    parameter.attr.st_mode = entry.kind == .directory ? S_IFDIR : S_IFREG
+                }
+                needed = entry.name.withCString { name in
+                    fuse_add_direntry_plus(request, buffer + used, size - used, name, &parameter, off_t(index + 1))
+                }
+            } else {
+                var st = stat()
+                st.st_ino = UInt(entry.inode)
+                st.st_mode = entry.kind == .directory ? S_IFDIR : S_IFREG
+                needed = entry.name.withCString { name in
+                    fuse_add_direntry(request, buffer + used, size - used, name, &st, off_t(index + 1))
+                }
             }
             if needed > size - used { break }
             used += needed
@@ -121,8 +167,19 @@ func makeLowLevelOperations() -> fuse_lowlevel_ops {
         Operations.from(request: request).fileSystem.release(inode: inode, handle: handle)
         fuse_reply_err(request, 0)
     }
-    ops.readdir = { request, inode, size, offset, _ in
-        Operations.from(request: request).doReaddir(request: request!, inode: inode, size: size, offset: Int64(offset))
+    ops.opendir = { request, inode, info in
+        Operations.from(request: request).doOpendir(request: request!, inode: inode, info: info!)
+    }
+    ops.releasedir = { request, _, info in
+        Operations.from(request: request).doReleasedir(request: request!, handle: info!.pointee.fh)
+    }
+    ops.readdir = { request, _, size, offset, info in
+        Operations.from(request: request).doReaddir(
+            request: request!, handle: info!.pointee.fh, size: size, offset: Int64(offset), plus: false)
+    }
+    ops.readdirplus = { request, _, size, offset, info in
+        Operations.from(request: request).doReaddir(
+            request: request!, handle: info!.pointee.fh, size: size, offset: Int64(offset), plus: true)
     }
     ops.getxattr = { request, inode, name, size in
         Operations.from(request: request).doGetxattr(
@@ -147,6 +204,12 @@ func makeLowLevelOperations() -> fuse_lowlevel_ops {
         guard let connection else { return }
         // Reads wait on the network; let the kernel send several at once.
         connection.pointee.want |= UInt32(FUSE_CAP_ASYNC_READ)
+        // Listings carry attributes (READDIRPLUS), always, not only when the
+        // kernel guesses a stat will follow: `ls -l` then costs no lookups.
+        if connection.pointee.capable & UInt32(FUSE_CAP_READDIRPLUS) != 0 {
+            connection.pointee.want |= UInt32(FUSE_CAP_READDIRPLUS)
+            connection.pointee.want &= ~UInt32(FUSE_CAP_READDIRPLUS_AUTO)
+        }
     }
     return ops
 }

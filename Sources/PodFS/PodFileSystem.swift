@@ -46,7 +46,15 @@ public final class PodFileSystem: FileSystem {
 
     public func readdir(inode: UInt64) throws(FileSystemError) -> [DirectoryEntry] {
         guard let entries = catalog.children(of: inode) else { throw .notDirectory }
-        return entries
+        return entries.map { entry in
+            guard let node = catalog.node(entry.inode) else { return entry }
+            let (attributes, timeout) = attributes(of: node)
+            var entry = entry
+            entry.attributes = attributes
+            entry.entryTimeout = cacheTimeout
+            entry.attributesTimeout = timeout
+            return entry
+        }
     }
 
     public func open(inode: UInt64, flags: Int32, reply: OpenReply) {

@@ -29,6 +29,40 @@ struct MountTests {
         try fixture.unmount()
     }
 
+    @Test func aLargeFeedListsCompletelyWithoutTouchingEpisodes() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        let count = 3000
+        var items = ""
+        for index in 0..<count {
+            items += """
+                <item><title>Talk \(index)</title><guid>big-\(index)</guid>
+                <pubDate>Sun, 01 Nov 2026 10:00:00 GMT</pubDate>
+                <enclosure url="{{BASE}}/big/\(index).mp3" length="\(1000 + index)" type="audio/mpeg"/></item>
+
+                """
+        }
+        let feed = """
+            <?xml version="1.0" encoding="UTF-8"?>
+            <rss version="2.0"><channel><title>Big Show</title>\(items)</channel></rss>
+            """
+        try fixture.origin.put("feed.xml", Data(feed.utf8))
+        try fixture.mount()
+        try fixture.origin.reset()
+        let show = "\(fixture.mountpoint)/Big Show"
+        // Listings are paged by the kernel; every name must come exactly once.
+        let names = try Harness.sh("ls -U '\(show)'").split(separator: "\n")
+        #expect(names.count == count)
+        #expect(Set(names).count == count)
+        let long = try Harness.sh("ls -l '\(show)'")
+        #expect(long.contains(" 3999 "), "sizes come with the listing")
+        let files = try Harness.sh("find '\(show)' -type f | wc -l").trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(files == String(count))
+        let stats = try fixture.origin.stats()
+        #expect((stats["requests"] as? NSNumber)?.intValue == 0, "listing and stat never ask the origin")
+        try fixture.unmount()
+    }
+
     @Test func randomReadsAtFiftyOffsetsReturnTheOriginsBytes() throws {
         let fixture = try Fixture()
         defer { fixture.cleanup() }
