@@ -20,6 +20,7 @@ struct MountService {
     let cacheDirectory: String
     let fuseOptions: [String]
     let feedLimit: Int
+    let commitInterval: Double
     let logLevel: Logger.Level
     let readiness: Readiness
 
@@ -80,7 +81,7 @@ struct MountService {
             mountpoint: mountpoint, fileSystemName: "podfs", options: fuseOptions,
             fileSystem: fileSystem, logger: logger)
         reader.attach(invalidator: session)
-        reader.startFlushing()
+        reader.startFlushing(interval: commitInterval)
         logger.info("mounted", metadata: ["mountpoint": "\(mountpoint)", "cache": "\(cacheDirectory)"])
         for failure in failures { report("warning: left out \(failure)") }
         report("ready")

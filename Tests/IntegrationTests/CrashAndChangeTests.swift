@@ -15,7 +15,7 @@ struct CrashAndChangeTests {
         // still going when the daemon is killed, with some ranges committed.
         try fixture.origin.configure(
             #"{"stall": {"path": "/ep1.mp3", "after_bytes": 1048576, "seconds": 2, "count": 100000}}"#)
-        try fixture.mount()
+        try fixture.mount(extra: ["--commit-interval", "1"])
         let devNull = open("/dev/null", O_WRONLY)
         defer { close(devNull) }
         let reader = try Harness.spawn("cat", [fixture.path(0)], stdout: devNull, stderr: devNull)
