@@ -36,7 +36,7 @@ struct Mount: ParsableCommand {
             "Seconds between commits of cached ranges to the index.",
             discussion: "Each commit first flushes the cached bytes to disk (fdatasync). Shorter: less "
                 + "to refetch after a crash; longer: faster downloads (fewer forced flushes)."))
-    var commitInterval: Double = 5
+    var commitInterval: Double = 1
 
     @Flag(name: .long, help: .hidden)
     var daemonChild = false
