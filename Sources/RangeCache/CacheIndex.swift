@@ -71,7 +71,12 @@ public final class CacheIndex: Sendable {
         do {
             opened = try Self.open(path: path)
         } catch where error.isCorruption {
-            let aside = "\(path).corrupt-\(time(nil))"
+            var aside = "\(path).corrupt-\(time(nil))"
+            var suffix = 2
+            while access(aside, F_OK) == 0 {
+                aside = "\(path).corrupt-\(time(nil))-\(suffix)"
+                suffix += 1
+            }
             logger.warning(
                 "the cache index is damaged; moving it aside and starting a new one (cached bytes will be fetched again)",
                 metadata: ["index.path": "\(path)", "moved.to": "\(aside)", "error": "\(error)"])
@@ -243,6 +248,18 @@ public final class CacheIndex: Sendable {
             }
         } catch {
             logger.warning("could not record when an episode was read", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// Folds the write-ahead log into the database file, so a cache at rest
+    /// is one self-contained file. Called at unmount; failures are logged.
+    public func checkpoint() {
+        do {
+            try connection.withLock { db throws(IndexError) in
+                _ = try db.scalarText("PRAGMA wal_checkpoint(TRUNCATE)")
+            }
+        } catch {
+            logger.warning("could not checkpoint the cache index", metadata: ["error": "\(error)"])
         }
     }
 

@@ -95,6 +95,7 @@ struct MountService {
         logger.info("unmounting: saving the cache index")
         client.shutdown()
         reader.stopFlushing()
+        index.checkpoint()
         session.close()
         logger.info("stopped")
         return status == 0 ? 0 : 1

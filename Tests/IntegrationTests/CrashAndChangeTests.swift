@@ -40,6 +40,81 @@ struct CrashAndChangeTests {
         try fixture.unmount()
     }
 
+    @Test func twentyKillsAtRandomMomentsNeverCorruptTheCache() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        let sizes = [24 * Self.mib + 3, 9 * Self.mib]
+        try fixture.publish(Fixture.episodes(sizes: sizes))
+        // Every response pauses 0.2 s after its first 256 KiB: downloads take
+        // seconds, so kills land before, during and after writes and commits.
+        try fixture.origin.configure(
+            #"{"stall": {"path": "*", "after_bytes": 262144, "seconds": 0.2, "count": -1}}"#)
+        var generator = SplitMix(seed: 2026)
+        let devNull = open("/dev/null", O_WRONLY)
+        defer { close(devNull) }
+        var claimedTotal = 0
+        for round in 0..<20 {
+            try fixture.mount()
+            let episode = round % sizes.count
+            let reader = try Harness.spawn("cat", [fixture.path(episode)], stdout: devNull, stderr: devNull)
+            Thread.sleep(forTimeInterval: 0.1 + Double(generator.next() % 2000) / 1000)
+            let pid = try #require(fixture.daemonPID)
+            kill(pid, SIGKILL)
+            var status: Int32 = 0
+            _ = waitpid(reader, &status, 0)
+            while Harness.isAlive(pid) { Thread.sleep(forTimeInterval: 0.01) }
+            try Harness.sh("fusermount3 -u -z '\(fixture.mountpoint)' || true")
+            for index in sizes.indices {
+                let check = try Harness.run(
+                    "python3",
+                    [Harness.root + "/Tests/Origin/check_index.py", fixture.cacheDirectory, fixture.originPath(index),
+                     "--key-url", "\(fixture.origin.base)/\(fixture.episodes[index].file)"])
+                #expect(check.status == 0, "round \(round), episode \(index): \(check.text) \(check.stderr)")
+                claimedTotal += Int(check.text.split(separator: " ").dropFirst(2).first ?? "") ?? 0
+            }
+        }
+        #expect(claimedTotal > 0, "some ranges were committed between kills")
+        try fixture.origin.clearFaults()
+        try fixture.mount()
+        for index in sizes.indices {
+            let copy = fixture.directory + "/copy\(index)"
+            try Harness.sh("cat '\(fixture.path(index))' > '\(copy)'", timeout: 300)
+            #expect(try Harness.sha256(copy) == Harness.sha256(fixture.originPath(index)), "episode \(index)")
+        }
+        try fixture.unmount()
+    }
+
+    @Test func aCorruptIndexIsSetAsideAndNeverServesWrongBytes() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        let size = 3 * Self.mib
+        try fixture.publish(Fixture.episodes(sizes: [size]))
+        try fixture.mount()
+        try Harness.sh("cat '\(fixture.path(0))' > /dev/null")
+        try fixture.unmount()
+        // Scribble over the database's first page, as a bad disk would.
+        let index = fixture.cacheDirectory + "/index.sqlite"
+        try Harness.sh("dd if=/dev/urandom of='\(index)' bs=512 count=2 conv=notrunc status=none")
+        try fixture.mount()
+        #expect(fixture.log().contains("the cache index is damaged"), "the log says what happened")
+        let aside = try FileManager.default.contentsOfDirectory(atPath: fixture.cacheDirectory)
+            .filter { $0.hasPrefix("index.sqlite.corrupt-") }
+        #expect(aside.count == 1, "the damaged index is kept aside: \(aside)")
+        let copy = fixture.directory + "/copy"
+        try Harness.sh("cat '\(fixture.path(0))' > '\(copy)'")
+        #expect(try Harness.sha256(copy) == Harness.sha256(fixture.originPath(0)))
+        try fixture.unmount()
+        // A truncated index (a full disk, a bad copy) is treated the same way.
+        try Harness.sh("truncate -s 5000 '\(index)'")
+        try fixture.mount()
+        let asideAgain = try FileManager.default.contentsOfDirectory(atPath: fixture.cacheDirectory)
+            .filter { $0.hasPrefix("index.sqlite.corrupt-") }
+        #expect(asideAgain.count == 2, "the truncated index is kept aside too: \(asideAgain)")
+        try Harness.sh("cat '\(fixture.path(0))' > '\(copy)'")
+        #expect(try Harness.sha256(copy) == Harness.sha256(fixture.originPath(0)))
+        try fixture.unmount()
+    }
+
     @Test func aChangedOriginNeverMixesOldAndNewBytes() throws {
         let fixture = try Fixture()
         defer { fixture.cleanup() }
@@ -92,5 +167,18 @@ struct CrashAndChangeTests {
         // met the change and been refused (EIO), not served a mix.
         #expect(output.text.contains("reader got Input/output error"), "\(output.text)")
         try fixture.unmount()
+    }
+}
+
+/// A small deterministic generator, so a failing kill schedule can be rerun.
+struct SplitMix {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9e37_79b9_7f4a_7c15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xbf58_476d_1ce4_e5b9
+        z = (z ^ (z >> 27)) &* 0x94d0_49bb_1331_11eb
+        return z ^ (z >> 31)
     }
 }
