@@ -51,6 +51,15 @@ public final class Episode: Sendable {
         var effectiveURL: String?
         /// Whether a response in this mount confirmed the cached version.
         var validated = false
+        /// When the origin last confirmed or changed the version
+        /// (`monotonicSeconds()`).
+        var validatedAt: Double?
+        /// The fetch whose response answers the opens waiting in
+        /// `openWaiters`, while one is on its way.
+        var probeID: UInt64?
+        /// The kernel may hold pages of a version the origin replaced: the
+        /// next open clears them (keep_cache off) before anything reads.
+        var kernelPagesStale = false
         /// Bumped when the origin's bytes changed; older handles read EIO.
         var generation: UInt64 = 0
         /// Bytes written to the scratch file for this generation.

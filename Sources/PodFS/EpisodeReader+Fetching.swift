@@ -64,6 +64,7 @@ extension EpisodeReader {
                     return false
                 }
                 if changed {
+                    state.kernelPagesStale = true
                     state.generation &+= 1
                     state.present = RangeSet()
                     state.dirty = false
@@ -91,6 +92,8 @@ extension EpisodeReader {
                 state.lastModified = head.lastModified
                 state.effectiveURL = head.effectiveURL
                 state.validated = true
+                state.validatedAt = monotonicSeconds()
+                state.probeID = nil
                 if head.status == 200, progress.cursor > 0 || progress.upper < total, !state.warnedIgnoresRange, !changed {
                     state.warnedIgnoresRange = true
                     logIgnoresRange = true
@@ -101,8 +104,12 @@ extension EpisodeReader {
                 state.fetches[fetch.id] = progress
                 for waiter in state.openWaiters {
                     state.handles[waiter.handle] = Episode.HandleState(generation: state.generation)
-                    opens.append((waiter.reply, OpenOptions(handle: waiter.handle, keepCache: true)))
+                    // After a change the kernel must drop its pages of the old
+                    // version before this open reads: keep_cache off does that
+                    // at the open (the inode invalidation is only queued).
+                    opens.append((waiter.reply, OpenOptions(handle: waiter.handle, keepCache: !state.kernelPagesStale)))
                 }
+                if !state.openWaiters.isEmpty { state.kernelPagesStale = false }
                 state.openWaiters.removeAll()
                 if state.scratch == nil, total > 0 {
                     _ = try? ensureScratch(&state, episode: episode, length: total)
@@ -229,7 +236,7 @@ extension EpisodeReader {
                     "could not fetch episode bytes",
                     metadata: ["episode.url": "\(episode.url)", "error": "\(failure.message)"])
             }
-            settleAfterFetch(episode, failure: failure)
+            settleAfterFetch(episode, fetchID: fetch.id, failure: failure)
         }
     }
 
@@ -275,21 +282,26 @@ extension EpisodeReader {
 
     /// After a fetch ended: answers opens still waiting (offline: from the
     /// cache if it has a length) and fails reads no fetch will serve.
-    private func settleAfterFetch(_ episode: Episode, failure: FetchError?) {
+    private func settleAfterFetch(_ episode: Episode, fetchID: UInt64, failure: FetchError?) {
         var failedReads: [DataReply] = []
         var opens: [(OpenReply, OpenOptions?)] = []
         episode.state.withLock { state in
             let stillPending = state.fetches.values.contains { $0.generation == state.generation }
-            if !state.validated && !stillPending {
+            // The opens wait for the probe; if it ended without a usable head,
+            // or every fetch ended, answer them now.
+            let probeEnded = state.probeID == fetchID || state.probeID.map { state.fetches[$0] == nil } ?? false
+            if !state.validated && (!stillPending || probeEnded) {
+                state.probeID = nil
                 let usable = state.length != nil && failure?.isUnreachable == true
                 for waiter in state.openWaiters {
                     if usable {
                         state.handles[waiter.handle] = Episode.HandleState(generation: state.generation)
-                        opens.append((waiter.reply, OpenOptions(handle: waiter.handle, keepCache: true)))
+                        opens.append((waiter.reply, OpenOptions(handle: waiter.handle, keepCache: !state.kernelPagesStale)))
                     } else {
                         opens.append((waiter.reply, nil))
                     }
                 }
+                if usable && !state.openWaiters.isEmpty { state.kernelPagesStale = false }
                 state.openWaiters.removeAll()
             }
             var pending = RangeSet()

@@ -25,6 +25,9 @@ public final class EpisodeReader: Sendable {
         public var maximumWindow: Int64 = 16 * 1024 * 1024
         /// Attempts per fetch before readers get EIO.
         public var attempts: Int = 4
+        /// Seconds after which an open asks the origin again whether the
+        /// episode changed (the first open in a mount always asks).
+        public var revalidateAfter: Double = 3600
 
         public init() {}
     }
@@ -62,27 +65,35 @@ public final class EpisodeReader: Sendable {
         self.invalidator.withLock { $0 = invalidator }
     }
 
-    /// Opens an episode. The first open in a mount asks the origin (with
-    /// `If-Range`) so the size is real and a changed episode is noticed; the
+    /// Opens an episode. The first open in a mount, and the first after
+    /// `revalidateAfter`, asks the origin (with `If-Range`) so the size is
+    /// real and a changed episode is noticed; the
     /// answer comes when the response head arrives, or at once when already
     /// validated. Offline, a cached episode opens from the cache.
     public func open(_ episode: Episode, reply: OpenReply) {
         let handle = makeID()
         enum Next { case answer(OpenOptions), probe(Fetch, Range<Int64>, String?, String), wait }
         let next: Next = episode.state.withLock { state in
-            if state.validated {
+            if state.validated, let at = state.validatedAt, monotonicSeconds() - at < tuning.revalidateAfter {
                 state.handles[handle] = Episode.HandleState(generation: state.generation)
-                return .answer(OpenOptions(handle: handle, keepCache: true))
+                defer { state.kernelPagesStale = false }
+                return .answer(OpenOptions(handle: handle, keepCache: !state.kernelPagesStale))
             }
+            // Confirmed before in this mount, but longer ago than the TTL: ask
+            // again with a probe of its own (a fetch already streaming has
+            // had its head and would not answer this open).
+            let revalidating = state.validatedAt != nil
+            state.validated = false
             state.openWaiters.append(Episode.OpenWaiter(reply: reply, handle: handle))
-            if state.openWaiters.count > 1 || !state.fetches.isEmpty {
-                // A fetch is already on its way; its head answers this open.
+            if state.openWaiters.count > 1 || (!revalidating && !state.fetches.isEmpty) {
+                // A probe is already on its way; its head answers this open.
                 return .wait
             }
             let range = probeRange(state)
             let fetch = Fetch(id: makeID(), episode: episode, reader: self)
             state.fetches[fetch.id] = Episode.FetchProgress(
                 cursor: range.lowerBound, upper: range.upperBound, generation: state.generation)
+            state.probeID = fetch.id
             return .probe(fetch, range, validator(state), state.effectiveURL ?? episode.url)
         }
         switch next {
@@ -265,4 +276,11 @@ public final class EpisodeReader: Sendable {
         let gapEnd = min(length, frontier + window)
         starts.append(planFetch(&state, episode: episode, from: frontier..<gapEnd, window: window, length: length))
     }
+}
+
+/// Seconds on a clock that only moves forward (not the wall clock).
+func monotonicSeconds() -> Double {
+    var now = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &now)
+    return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
 }

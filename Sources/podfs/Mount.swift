@@ -38,6 +38,13 @@ struct Mount: ParsableCommand {
                 + "to refetch after a crash; longer: faster downloads (fewer forced flushes)."))
     var commitInterval: Double = 1
 
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Seconds after which opening an episode asks the origin again whether it changed.",
+            discussion: "The first open in a mount always asks. Offline, the cached version is served."))
+    var revalidateAfter: Double = 3600
+
     @Flag(name: .long, help: .hidden)
     var daemonChild = false
 
@@ -49,6 +56,9 @@ struct Mount: ParsableCommand {
             throw ValidationError("give at least one SOURCE and a MOUNTPOINT, e.g. podfs mount https://example.org/feed.xml ~/Podcasts")
         }
         _ = try MountOptions(o)
+        guard revalidateAfter >= 0 else {
+            throw ValidationError("--revalidate-after must be 0 or more seconds")
+        }
         guard commitInterval > 0, commitInterval <= 3600 else {
             throw ValidationError("--commit-interval must be between 0 and 3600 seconds")
         }
@@ -68,7 +78,7 @@ struct Mount: ParsableCommand {
             let service = MountService(
                 sources: sources, mountpoint: mountpoint, cacheDirectory: cacheDirectory,
                 fuseOptions: options.fuseOptions, feedLimit: feedLimit * 1024 * 1024,
-                commitInterval: commitInterval, logLevel: debug ? .debug : .info, readiness: daemonChild ? .pipe : .none)
+                commitInterval: commitInterval, revalidateAfter: revalidateAfter, logLevel: debug ? .debug : .info, readiness: daemonChild ? .pipe : .none)
             throw ExitCode(service.run())
         }
         try Daemon.start(

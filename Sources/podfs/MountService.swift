@@ -21,6 +21,7 @@ struct MountService {
     let fuseOptions: [String]
     let feedLimit: Int
     let commitInterval: Double
+    let revalidateAfter: Double
     let logLevel: Logger.Level
     let readiness: Readiness
 
@@ -75,7 +76,9 @@ struct MountService {
                     + "\nCheck the URL and the network, then mount again.")
         }
         let catalog = try Catalog(feeds: feeds, index: index, logger: logger)
-        let reader = EpisodeReader(index: index, source: source, logger: logger)
+        var tuning = EpisodeReader.Tuning()
+        tuning.revalidateAfter = revalidateAfter
+        let reader = EpisodeReader(index: index, source: source, logger: logger, tuning: tuning)
         let fileSystem = PodFileSystem(catalog: catalog, reader: reader, logger: logger)
         let session = try FUSESession(
             mountpoint: mountpoint, fileSystemName: "podfs", options: fuseOptions,

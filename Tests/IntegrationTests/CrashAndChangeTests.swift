@@ -115,6 +115,33 @@ struct CrashAndChangeTests {
         try fixture.unmount()
     }
 
+    @Test func anOpenAfterTheRevalidationTimeSeesAChangedEpisode() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        let size = 2 * Self.mib
+        try fixture.publish(Fixture.episodes(sizes: [size]))
+        try fixture.mount(extra: ["--revalidate-after", "3"])
+        let copy = fixture.directory + "/copy"
+        try Harness.sh("cat '\(fixture.path(0))' > '\(copy)'")
+        #expect(try Harness.sha256(copy) == Harness.sha256(fixture.originPath(0)))
+        let newBytes = Harness.bytes(count: size, seed: 7)
+        try fixture.origin.replace("ep1.mp3", newBytes)
+        // Within the revalidation time the cached version is served as is.
+        try Harness.sh("cat '\(fixture.path(0))' > '\(copy)'")
+        #expect(
+            try Data(contentsOf: URL(fileURLWithPath: copy)) == fixture.episodes[0].data,
+            "within the revalidation time the cached version is served")
+        Thread.sleep(forTimeInterval: 3.5)
+        try Harness.sh("cat '\(fixture.path(0))' > '\(copy)'")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: copy)) == newBytes, "a later open reads the new version")
+        // Offline after the revalidation time: the cached (new) version still plays.
+        fixture.origin.stop()
+        Thread.sleep(forTimeInterval: 3.5)
+        try Harness.sh("cat '\(fixture.path(0))' > '\(copy)'", timeout: 30)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: copy)) == newBytes, "offline, the cache is served")
+        try fixture.unmount()
+    }
+
     @Test func aChangedOriginNeverMixesOldAndNewBytes() throws {
         let fixture = try Fixture()
         defer { fixture.cleanup() }
