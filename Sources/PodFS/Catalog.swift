@@ -46,35 +46,14 @@ public final class Catalog: Sendable {
         var nodes: [UInt64: Node] = [Catalog.rootInode: .root]
         for (position, entry) in feeds.enumerated() {
             let feed = entry.feed
-            // Two items with the same identity (it happens: copied items)
-            // would share a cache file; keep the first, or tell them apart by
-            // their enclosure when that differs.
-            var seen = Set<String>()
-            var items: [(parsed: ParsedEpisode, key: String)] = []
-            for parsed in feed.episodes {
-                var key = CacheIndex.episodeKey(feedURL: entry.url, identity: parsed.identity)
-                if seen.contains(key) {
-                    key = CacheIndex.episodeKey(feedURL: entry.url, identity: parsed.identity + "\n" + parsed.enclosureURL)
-                    if seen.contains(key) {
-                        logger.notice(
-                            "skipping a duplicate episode", metadata: ["feed.url": "\(entry.url)", "episode.title": "\(parsed.title)"])
-                        continue
-                    }
-                }
-                seen.insert(key)
-                items.append((parsed, key))
-            }
+            let items = Catalog.layout(feedURL: entry.url, feed: feed, logger: logger)
             let registered = try index.register(
                 feedURL: entry.url, episodes: items.map { (key: $0.key, url: $0.parsed.enclosureURL) })
             let showInode = (UInt64(1) << 40) | UInt64(registered.feedID)
-            let names = Naming.episodeNames(items.map {
-                Naming.EpisodeNameInput(
-                    title: $0.parsed.title, published: $0.parsed.published, mimeType: $0.parsed.enclosureType,
-                    url: $0.parsed.enclosureURL)
-            })
             var episodes: [Episode] = []
             var byName: [String: Episode] = [:]
-            for ((parsed, key), (name, record)) in zip(items, zip(names, registered.records)) {
+            for (item, record) in zip(items, registered.records) {
+                let (parsed, key, name) = (item.parsed, item.key, item.name)
                 let episode = Episode(
                     inode: (UInt64(2) << 40) | UInt64(record.id), parent: showInode, key: key,
                     url: parsed.enclosureURL, guid: parsed.guid, name: name,
@@ -100,6 +79,38 @@ public final class Catalog: Sendable {
     }
 
     // MARK: - Methods
+
+    /// A feed's episodes as the mount shows them: each with its cache key
+    /// and file name, duplicates left out. Shared by the mount and
+    /// `podfs status`, so both name the same file the same way.
+    public static func layout(
+        feedURL: String, feed: ParsedFeed, logger: Logger
+    ) -> [(parsed: ParsedEpisode, key: String, name: String)] {
+        // Two items with the same identity (it happens: copied items) would
+        // share a cache file; keep the first, or tell them apart by their
+        // enclosure when that differs.
+        var seen = Set<String>()
+        var items: [(parsed: ParsedEpisode, key: String)] = []
+        for parsed in feed.episodes {
+            var key = CacheIndex.episodeKey(feedURL: feedURL, identity: parsed.identity)
+            if seen.contains(key) {
+                key = CacheIndex.episodeKey(feedURL: feedURL, identity: parsed.identity + "\n" + parsed.enclosureURL)
+                if seen.contains(key) {
+                    logger.notice(
+                        "skipping a duplicate episode", metadata: ["feed.url": "\(feedURL)", "episode.title": "\(parsed.title)"])
+                    continue
+                }
+            }
+            seen.insert(key)
+            items.append((parsed, key))
+        }
+        let names = Naming.episodeNames(items.map {
+            Naming.EpisodeNameInput(
+                title: $0.parsed.title, published: $0.parsed.published, mimeType: $0.parsed.enclosureType,
+                url: $0.parsed.enclosureURL)
+        })
+        return zip(items, names).map { (parsed: $0.0.parsed, key: $0.0.key, name: $0.1) }
+    }
 
     public func node(_ inode: UInt64) -> Node? {
         nodes[inode]

@@ -19,6 +19,17 @@ public struct EpisodeRecord: Sendable, Equatable {
     public let lastModified: String?
     /// Committed ranges: on disk and fdatasync'ed before they were recorded.
     public let ranges: [Range<Int64>]
+    /// When the episode was last read (seconds since the epoch), if ever.
+    public var lastRead: Int64? = nil
+}
+
+/// A feed and its episodes as the index knows them, for `podfs status`.
+public struct FeedSnapshot: Sendable {
+    public let url: String
+    /// The last good copy of the feed, if one was saved.
+    public let body: [UInt8]?
+    public let fetchedAt: Int64?
+    public let episodes: [EpisodeRecord]
 }
 
 /// The last good copy of a feed document.
@@ -61,6 +72,29 @@ public final class CacheIndex: Sendable {
 
     /// Opens, or creates, the index in `directory`, creating the directory
     /// and its `data/` subdirectory as needed.
+    /// Opens an existing index for reading only (`podfs status`), beside a
+    /// mount that may be writing it: no directories or schema are created
+    /// and a damaged file is reported, not moved.
+    public init(readingDirectory directory: String, logger: Logger) throws(IndexError) {
+        self.directory = directory
+        self.logger = logger
+        let path = directory + "/index.sqlite"
+        guard access(path, F_OK) == 0 else {
+            throw IndexError(
+                message: "there is no cache at \(directory) (no mount has used it yet; pick another with --cache-dir)",
+                sqliteMessage: nil, code: 0)
+        }
+        let db = try SQLiteConnection(path: path, readOnly: true)
+        sqlite3_busy_timeout(db.handle, 5000)
+        let version = try db.scalarInt64("PRAGMA user_version") ?? 0
+        guard version == Self.schemaVersion else {
+            throw IndexError(
+                message: "the cache index \(path) has schema version \(version), this podfs knows \(Self.schemaVersion)",
+                sqliteMessage: nil, code: SQLITE_NOTADB)
+        }
+        connection = Locked(db)
+    }
+
     public init(directory: String, logger: Logger) throws(IndexError) {
         self.directory = directory
         self.logger = logger
@@ -248,6 +282,33 @@ public final class CacheIndex: Sendable {
             }
         } catch {
             logger.warning("could not record when an episode was read", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// Every feed with its episodes, ranges and last-read times, read in one
+    /// transaction so the picture is consistent while a mount writes.
+    public func snapshot() throws(IndexError) -> [FeedSnapshot] {
+        try connection.withLock { db throws(IndexError) -> [FeedSnapshot] in
+            try db.execute("BEGIN")
+            defer { _ = try? db.execute("COMMIT") }
+            let feeds = try db.prepare("SELECT id, url, body, fetched_at FROM feeds ORDER BY id")
+            var result: [FeedSnapshot] = []
+            while try feeds.step() {
+                let id = feeds.int64(0)
+                let episodes = try db.prepare(
+                    "SELECT key, last_read FROM episodes WHERE feed_id = ? ORDER BY id")
+                try episodes.bind(1, id)
+                var records: [EpisodeRecord] = []
+                while try episodes.step() {
+                    guard let key = episodes.text(0), var record = try Self.episode(db, key: key) else { continue }
+                    record.lastRead = episodes.optionalInt64(1)
+                    records.append(record)
+                }
+                result.append(FeedSnapshot(
+                    url: feeds.text(1) ?? "", body: feeds.blob(2), fetchedAt: feeds.optionalInt64(3),
+                    episodes: records))
+            }
+            return result
         }
     }
 

@@ -20,9 +20,10 @@ final class SQLiteConnection {
 
     /// Opens, or creates, the database at `path`. Opening is lazy in SQLite:
     /// a file that is not a database is only noticed by the first statement.
-    init(path: String) throws(IndexError) {
+    init(path: String, readOnly: Bool = false) throws(IndexError) {
         var connection: OpaquePointer?
-        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX
+        let flags =
+            (readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) | SQLITE_OPEN_FULLMUTEX
         let result = sqlite3_open_v2(path, &connection, flags, nil)
         guard result == SQLITE_OK, let connection else {
             let message = connection.map { String(cString: sqlite3_errmsg($0)) }

@@ -63,6 +63,36 @@ struct MountTests {
         try fixture.unmount()
     }
 
+    @Test func statusShowsWhatIsCachedWhileMounted() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        // The second is larger than any read-ahead, so reading 1 MiB leaves most of it uncached.
+        try fixture.publish(Fixture.episodes(sizes: [2 * Self.mib, 48 * Self.mib, 100_000]))
+        try fixture.mount()
+        try Harness.sh("cat '\(fixture.path(0))' > /dev/null")
+        try Harness.sh("dd if='\(fixture.path(1))' bs=1M count=1 status=none > /dev/null")
+        Thread.sleep(forTimeInterval: 2.5)  // two commits
+        let text = try Harness.run(Harness.podfs, ["status", "--cache-dir", fixture.cacheDirectory])
+        #expect(text.status == 0, "\(text.stderr)")
+        let lines = text.text.split(separator: "\n")
+        let first = lines.first { $0.contains("2026-11-01 Episode 1.mp3") } ?? ""
+        #expect(first.contains("100%") && first.contains("[██████████]"), "\(text.text)")
+        let second = lines.first { $0.contains("2026-11-02 Episode 2.mp3") } ?? ""
+        #expect(second.contains("[█") && second.contains("░]"), "partly cached: \(text.text)")
+        let third = lines.first { $0.contains("2026-11-03 Episode 3.mp3") } ?? ""
+        #expect(third.contains("[░░░░░░░░░░]"), "\(text.text)")
+        #expect(text.text.contains(Fixture.showTitle))
+        let json = try Harness.run(Harness.podfs, ["status", "--cache-dir", fixture.cacheDirectory, "--json"])
+        let object = try JSONSerialization.jsonObject(with: json.stdout) as? [String: Any]
+        let feeds = object?["feeds"] as? [[String: Any]] ?? []
+        let episodes = feeds.first?["episodes"] as? [[String: Any]] ?? []
+        let firstRanges = episodes.first { ($0["name"] as? String) == "2026-11-01 Episode 1.mp3" }?["ranges"] as? [[Int]]
+        #expect(firstRanges == [[0, 2 * Self.mib]], "exact ranges: \(String(describing: firstRanges))")
+        try fixture.unmount()
+        let missing = try Harness.run(Harness.podfs, ["status", "--cache-dir", fixture.directory + "/nothing"])
+        #expect(missing.status != 0 && missing.stderr.contains("there is no cache"))
+    }
+
     @Test func randomReadsAtFiftyOffsetsReturnTheOriginsBytes() throws {
         let fixture = try Fixture()
         defer { fixture.cleanup() }

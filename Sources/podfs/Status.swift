@@ -1,0 +1,182 @@
+import ArgumentParser
+import Feeds
+import Foundation
+import Logging
+import PodFS
+import RangeCache
+
+/// `podfs status`: what the cache holds, per feed and episode, read from the
+/// index (read-only, so it works while a mount runs).
+struct Status: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Show what the cache holds: per episode its size, cached bytes and a map of cached parts.",
+        discussion: """
+            Each map cell is a tenth of the episode: █ all cached, ▒ partly, ░ not at all. \
+            What is cached plays offline. Safe to run while a mount is using the cache.
+            """)
+
+    @Option(name: .long, help: "The cache directory (default: $XDG_CACHE_HOME/podfs, else ~/.cache/podfs).")
+    var cacheDir: String?
+
+    @Flag(name: .long, help: "Print JSON, with the exact cached byte ranges, for scripts.")
+    var json = false
+
+    func run() throws {
+        let directory = absolutePath(cacheDir ?? defaultCacheDirectory())
+        var logger = Logger(label: "podfs")
+        logger.logLevel = .error
+        let snapshot: [FeedSnapshot]
+        do {
+            snapshot = try CacheIndex(readingDirectory: directory, logger: logger).snapshot()
+        } catch {
+            FileHandle.standardError.write(Data("podfs: \(error)\n".utf8))
+            throw ExitCode(1)
+        }
+        let report = CacheReport(directory: directory, snapshot: snapshot, logger: logger)
+        if json {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+            FileHandle.standardOutput.write(try encoder.encode(report))
+            print()
+        } else {
+            print(report.text(), terminator: "")
+        }
+    }
+}
+
+/// The cache's contents as `podfs status` shows them.
+struct CacheReport: Encodable {
+    struct Episode: Encodable {
+        /// The file name in the mount, or `nil` for an episode no longer in
+        /// the saved feed.
+        var name: String?
+        var url: String
+        var key: String
+        /// The origin's length when known, else the feed's claim.
+        var size: Int64
+        var sizeConfirmed: Bool
+        var cachedBytes: Int64
+        /// Seconds since the epoch.
+        var lastRead: Int64?
+        var ranges: [[Int64]]
+    }
+
+    struct Feed: Encodable {
+        var url: String
+        var title: String
+        /// When the saved copy of the feed was fetched (seconds since the epoch).
+        var fetchedAt: Int64?
+        var episodes: [Episode]
+    }
+
+    var cacheDirectory: String
+    var totalBytes: Int64
+    var cachedBytes: Int64
+    var feeds: [Feed]
+
+    init(directory: String, snapshot: [FeedSnapshot], logger: Logger) {
+        cacheDirectory = directory
+        feeds = snapshot.map { Self.feed($0, logger: logger) }
+        totalBytes = feeds.reduce(0) { $0 + $1.episodes.reduce(0) { $0 + $1.size } }
+        cachedBytes = feeds.reduce(0) { $0 + $1.episodes.reduce(0) { $0 + $1.cachedBytes } }
+    }
+
+    /// The human-readable table.
+    func text() -> String {
+        let episodeCount = feeds.reduce(0) { $0 + $1.episodes.count }
+        var out = "Cache \(cacheDirectory): \(episodeCount) episodes, \(Self.bytes(cachedBytes)) cached "
+        out += "of \(Self.bytes(totalBytes))\(Self.percent(cachedBytes, of: totalBytes)); no size cap\n"
+        for feed in feeds {
+            out += "\n\(feed.title)  (\(feed.url)"
+            if let fetchedAt = feed.fetchedAt { out += ", feed saved \(Self.date(fetchedAt))" }
+            out += ")\n"
+            let width = min(60, feed.episodes.map { ($0.name ?? $0.key).count }.max() ?? 0)
+            for episode in feed.episodes {
+                let name = episode.name ?? "(no longer in the feed) \(episode.key)"
+                let padded = name.count >= width ? name : name + String(repeating: " ", count: width - name.count)
+                let size = Self.bytes(episode.size) + (episode.sizeConfirmed ? "" : "?")
+                out += "  \(padded)  \(Self.leftPad(size, 11))  \(Self.leftPad(Self.percent(episode.cachedBytes, of: episode.size, bare: true), 4))"
+                out += "  [\(Self.map(episode))]"
+                if let lastRead = episode.lastRead { out += "  read \(Self.date(lastRead))" }
+                out += "\n"
+            }
+        }
+        return out
+    }
+
+    // MARK: - Private helpers
+
+    private static func feed(_ snapshot: FeedSnapshot, logger: Logger) -> Feed {
+        var title = snapshot.url
+        var named: [String: (name: String, feedLength: Int64?)] = [:]
+        var order: [String] = []
+        if let body = snapshot.body, let parsed = try? FeedParser.parse(body, baseURL: snapshot.url) {
+            title = parsed.title ?? snapshot.url
+            for item in Catalog.layout(feedURL: snapshot.url, feed: parsed, logger: logger) {
+                named[item.key] = (item.name, item.parsed.enclosureLength)
+                order.append(item.key)
+            }
+        }
+        let records = Dictionary(snapshot.episodes.map { ($0.key, $0) }, uniquingKeysWith: { first, _ in first })
+        var episodes: [Episode] = []
+        for key in order {
+            guard let record = records[key] else { continue }
+            episodes.append(episode(record, name: named[key]?.name, feedLength: named[key]?.feedLength))
+        }
+        for record in snapshot.episodes where named[record.key] == nil {
+            episodes.append(episode(record, name: nil, feedLength: nil))
+        }
+        return Feed(url: snapshot.url, title: title, fetchedAt: snapshot.fetchedAt, episodes: episodes)
+    }
+
+    private static func episode(_ record: EpisodeRecord, name: String?, feedLength: Int64?) -> Episode {
+        let cached = record.ranges.reduce(Int64(0)) { $0 + ($1.upperBound - $1.lowerBound) }
+        return Episode(
+            name: name, url: record.url, key: record.key, size: record.length ?? feedLength ?? 0,
+            sizeConfirmed: record.length != nil, cachedBytes: cached, lastRead: record.lastRead,
+            ranges: record.ranges.map { [$0.lowerBound, $0.upperBound] })
+    }
+
+    /// Ten cells, one per tenth of the episode.
+    private static func map(_ episode: Episode) -> String {
+        guard episode.size > 0 else { return String(repeating: "░", count: 10) }
+        var cells = ""
+        for cell in 0..<10 {
+            let lower = episode.size * Int64(cell) / 10
+            let upper = episode.size * Int64(cell + 1) / 10
+            let covered = episode.ranges.reduce(Int64(0)) { total, range in
+                total + max(0, min(upper, range[1]) - max(lower, range[0]))
+            }
+            cells += covered >= upper - lower ? "█" : covered > 0 ? "▒" : "░"
+        }
+        return cells
+    }
+
+    private static func bytes(_ count: Int64) -> String {
+        let units = ["B", "KiB", "MiB", "GiB", "TiB"]
+        var value = Double(count)
+        var unit = 0
+        while value >= 1024, unit < units.count - 1 {
+            value /= 1024
+            unit += 1
+        }
+        return unit == 0 ? "\(count) B" : String(format: "%.1f %@", value, units[unit])
+    }
+
+    private static func percent(_ part: Int64, of whole: Int64, bare: Bool = false) -> String {
+        guard whole > 0 else { return bare ? "-" : "" }
+        let value = Int((Double(part) / Double(whole) * 100).rounded(.down))
+        return bare ? "\(value)%" : " (\(value)%)"
+    }
+
+    private static func date(_ seconds: Int64) -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.dateFormat = "yyyy-MM-dd HH:mm"
+        return formatter.string(from: Date(timeIntervalSince1970: TimeInterval(seconds)))
+    }
+
+    private static func leftPad(_ text: String, _ width: Int) -> String {
+        text.count >= width ? text : String(repeating: " ", count: width - text.count) + text
+    }
+}
