@@ -24,7 +24,6 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-[ -n "${BENCH_KEEP:-}" ] && trap - EXIT
 cd "$repo"
 swift build -c release --product podfs >/dev/null
 podfs="$(swift build -c release --show-bin-path)/podfs"
@@ -71,7 +70,6 @@ warm_s=$(seconds dd if="$file" of=/dev/null bs=1M status=none)
 "$podfs" unmount "$mnt" >/dev/null
 "$podfs" mount --cache-dir "$cache" "$base/feed.xml" "$mnt" >/dev/null
 remount_s=$(seconds dd if="$file" of=/dev/null bs=1M status=none)
-remount2_s=$(seconds dd if="$file" of=/dev/null bs=1M status=none); echo "second read after remount: $(mbps "$remount2_s") MB/s" >&2
 sha_mount=$(sha256sum < "$file" | cut -c1-64)
 sha_origin=$(sha256sum < "$www/episode.mp3" | cut -c1-64)
 
