@@ -29,6 +29,7 @@ extension EpisodeReader {
             while flusher.withLock({ $0 == .running }) {
                 Thread.sleep(forTimeInterval: interval)
                 flush()
+                evictIfOverLimit()
             }
             flusher.withLock { $0 = .stopped }
         }

@@ -28,6 +28,8 @@ public final class EpisodeReader: Sendable {
         /// Seconds after which an open asks the origin again whether the
         /// episode changed (the first open in a mount always asks).
         public var revalidateAfter: Double = 3600
+        /// The most bytes the cache may hold; `nil`: no cap.
+        public var cacheLimit: Int64?
 
         public init() {}
     }
@@ -48,6 +50,9 @@ public final class EpisodeReader: Sendable {
     let dirtyEpisodes = Locked<[ObjectIdentifier: Episode]>([:])
     private let nextID = Atomic<UInt64>(1)
     let flusher = Locked<FlushThreadState>(.idle)
+    /// The mount's episodes by key, for eviction (episodes of feeds not
+    /// mounted are evicted in the index and on disk only).
+    let episodesByKey = Locked<[String: Episode]>([:])
 
     // MARK: - Init
 
@@ -59,6 +64,13 @@ public final class EpisodeReader: Sendable {
     }
 
     // MARK: - Public methods
+
+    /// Tells the reader which episodes the mount shows.
+    public func adopt(_ episodes: [Episode]) {
+        episodesByKey.withLock { known in
+            for episode in episodes { known[episode.key] = episode }
+        }
+    }
 
     /// Lets the reader drop the kernel's cached size and pages of an episode.
     public func attach(invalidator: any KernelCacheInvalidator) {
@@ -199,7 +211,18 @@ public final class EpisodeReader: Sendable {
         if let scratch = state.scratch {
             return scratch
         }
-        let scratch = try ScratchFile(path: index.dataPath(forKey: episode.key), length: length)
+        let path = index.dataPath(forKey: episode.key)
+        if !state.present.isEmpty, access(path, F_OK) != 0 {
+            // The file is gone (deleted by hand?): what the index said is not
+            // on disk, so forget it rather than serve zeros.
+            logger.warning(
+                "an episode's cache file is missing; its cached ranges are forgotten",
+                metadata: ["episode.key": "\(episode.key)"])
+            state.present = RangeSet()
+            state.dirty = true
+            markDirty(episode)
+        }
+        let scratch = try ScratchFile(path: path, length: length)
         state.scratch = scratch
         return scratch
     }

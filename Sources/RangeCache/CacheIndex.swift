@@ -285,6 +285,24 @@ public final class CacheIndex: Sendable {
         }
     }
 
+    /// Committed bytes per episode with its last-read time, least recently
+    /// read first (never-read first of all): the eviction order.
+    public func usage() throws(IndexError) -> [(key: String, bytes: Int64, lastRead: Int64?)] {
+        try connection.withLock { db throws(IndexError) -> [(key: String, bytes: Int64, lastRead: Int64?)] in
+            let query = try db.prepare(
+                """
+                SELECT e.key, COALESCE(SUM(r.upper - r.lower), 0), e.last_read
+                FROM episodes e LEFT JOIN ranges r ON r.episode_id = e.id
+                GROUP BY e.id ORDER BY COALESCE(e.last_read, 0), e.id
+                """)
+            var result: [(key: String, bytes: Int64, lastRead: Int64?)] = []
+            while try query.step() {
+                result.append((query.text(0) ?? "", query.int64(1), query.optionalInt64(2)))
+            }
+            return result
+        }
+    }
+
     /// Every feed with its episodes, ranges and last-read times, read in one
     /// transaction so the picture is consistent while a mount writes.
     public func snapshot() throws(IndexError) -> [FeedSnapshot] {

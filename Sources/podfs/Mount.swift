@@ -45,6 +45,15 @@ struct Mount: ParsableCommand {
             discussion: "The first open in a mount always asks. Offline, the cached version is served."))
     var revalidateAfter: Double = 3600
 
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "The most the cache may hold: 500M, 10G, none.",
+            discussion: "Default: half of the space the cache's file system has for it (free space plus what "
+                + "the cache holds) when mounting. Least recently read episodes are evicted first, never an "
+                + "open one."))
+    var cacheSize: String?
+
     @Flag(name: .long, help: .hidden)
     var daemonChild = false
 
@@ -56,6 +65,7 @@ struct Mount: ParsableCommand {
             throw ValidationError("give at least one SOURCE and a MOUNTPOINT, e.g. podfs mount https://example.org/feed.xml ~/Podcasts")
         }
         _ = try MountOptions(o)
+        if let cacheSize { _ = try CacheSize(cacheSize) }
         guard revalidateAfter >= 0 else {
             throw ValidationError("--revalidate-after must be 0 or more seconds")
         }
@@ -78,7 +88,8 @@ struct Mount: ParsableCommand {
             let service = MountService(
                 sources: sources, mountpoint: mountpoint, cacheDirectory: cacheDirectory,
                 fuseOptions: options.fuseOptions, feedLimit: feedLimit * 1024 * 1024,
-                commitInterval: commitInterval, revalidateAfter: revalidateAfter, logLevel: debug ? .debug : .info, readiness: daemonChild ? .pipe : .none)
+                commitInterval: commitInterval, revalidateAfter: revalidateAfter,
+                cacheSize: try (cacheSize ?? options.cacheSize).map { try CacheSize($0) }, logLevel: debug ? .debug : .info, readiness: daemonChild ? .pipe : .none)
             throw ExitCode(service.run())
         }
         try Daemon.start(

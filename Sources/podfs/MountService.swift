@@ -22,6 +22,8 @@ struct MountService {
     let feedLimit: Int
     let commitInterval: Double
     let revalidateAfter: Double
+    /// As given; `nil`: the default (half the space available to the cache).
+    let cacheSize: CacheSize?
     let logLevel: Logger.Level
     let readiness: Readiness
 
@@ -78,7 +80,13 @@ struct MountService {
         let catalog = try Catalog(feeds: feeds, index: index, logger: logger)
         var tuning = EpisodeReader.Tuning()
         tuning.revalidateAfter = revalidateAfter
+        tuning.cacheLimit = try cacheLimit(index: index, logger: logger)
+        // For `podfs status`, which cannot ask the daemon.
+        try? Data((tuning.cacheLimit.map { String($0) } ?? "none").utf8)
+            .write(to: URL(fileURLWithPath: cacheDirectory + "/cache-size"))
         let reader = EpisodeReader(index: index, source: source, logger: logger, tuning: tuning)
+        reader.adopt(catalog.shows.flatMap(\.episodes))
+        reader.evictIfOverLimit()
         let fileSystem = PodFileSystem(catalog: catalog, reader: reader, logger: logger)
         let session = try FUSESession(
             mountpoint: mountpoint, fileSystemName: "podfs", options: fuseOptions,
@@ -102,6 +110,19 @@ struct MountService {
         session.close()
         logger.info("stopped")
         return status == 0 ? 0 : 1
+    }
+
+    /// The cap in bytes: as given, or half of what the cache's file system
+    /// offers it (free space plus what the cache already holds).
+    private func cacheLimit(index: CacheIndex, logger: Logger) throws -> Int64? {
+        if let cacheSize { return cacheSize.bytes }
+        var stats = statvfs()
+        guard statvfs(cacheDirectory, &stats) == 0 else { return nil }
+        let free = Int64(stats.f_bavail) * Int64(stats.f_frsize)
+        let held = (try? index.usage().reduce(Int64(0)) { $0 + $1.bytes }) ?? 0
+        let limit = (free + held) / 2
+        logger.info("cache size cap", metadata: ["cap.bytes": "\(limit)", "rule": "half of free space plus cached"])
+        return limit
     }
 
     /// Feed URLs from the SOURCE arguments (URLs, OPML files, URL lists).

@@ -70,12 +70,16 @@ struct CacheReport: Encodable {
     }
 
     var cacheDirectory: String
+    /// The cap the last mount used (`nil`: none, or never mounted).
+    var sizeCap: Int64?
     var totalBytes: Int64
     var cachedBytes: Int64
     var feeds: [Feed]
 
     init(directory: String, snapshot: [FeedSnapshot], logger: Logger) {
         cacheDirectory = directory
+        sizeCap = (try? String(contentsOfFile: directory + "/cache-size", encoding: .utf8))
+            .flatMap { Int64($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
         feeds = snapshot.map { Self.feed($0, logger: logger) }
         totalBytes = feeds.reduce(0) { $0 + $1.episodes.reduce(0) { $0 + $1.size } }
         cachedBytes = feeds.reduce(0) { $0 + $1.episodes.reduce(0) { $0 + $1.cachedBytes } }
@@ -85,7 +89,12 @@ struct CacheReport: Encodable {
     func text() -> String {
         let episodeCount = feeds.reduce(0) { $0 + $1.episodes.count }
         var out = "Cache \(cacheDirectory): \(episodeCount) episodes, \(Self.bytes(cachedBytes)) cached "
-        out += "of \(Self.bytes(totalBytes))\(Self.percent(cachedBytes, of: totalBytes)); no size cap\n"
+        out += "of \(Self.bytes(totalBytes))\(Self.percent(cachedBytes, of: totalBytes))"
+        if let cap = sizeCap {
+            out += "; \(Self.bytes(cachedBytes)) of the \(Self.bytes(cap)) cap used\(Self.percent(cachedBytes, of: cap))\n"
+        } else {
+            out += "; no size cap\n"
+        }
         for feed in feeds {
             out += "\n\(feed.title)  (\(feed.url)"
             if let fetchedAt = feed.fetchedAt { out += ", feed saved \(Self.date(fetchedAt))" }

@@ -1,0 +1,79 @@
+import Foundation
+public import RangeCache
+
+/// Keeps the cache under its size cap: least recently read episodes go
+/// first, never one that is open or downloading. Whole episodes are
+/// evicted, in the durable order: the index forgets the ranges, then the
+/// scratch file is deleted, so the index never claims a deleted byte.
+extension EpisodeReader {
+    /// Evicts until the committed bytes are at most 90 % of the cap (some
+    /// room, so eviction does not run on every commit). Returns the number
+    /// of bytes freed.
+    @discardableResult
+    public func evictIfOverLimit() -> Int64 {
+        guard let limit = tuning.cacheLimit else { return 0 }
+        let usage: [(key: String, bytes: Int64, lastRead: Int64?)]
+        do {
+            usage = try index.usage()
+        } catch {
+            logger.error("could not measure the cache", metadata: ["error": "\(error)"])
+            return 0
+        }
+        var total = usage.reduce(Int64(0)) { $0 + $1.bytes }
+        guard total > limit else { return 0 }
+        let target = limit / 10 * 9
+        var freed: Int64 = 0
+        var evicted = 0
+        for entry in usage where entry.bytes > 0 {
+            guard total > target else { break }
+            if evict(key: entry.key) {
+                total -= entry.bytes
+                freed += entry.bytes
+                evicted += 1
+            }
+        }
+        logger.info(
+            "evicted episodes to keep the cache under its cap",
+            metadata: ["episodes": "\(evicted)", "freed.bytes": "\(freed)", "cached.bytes": "\(total)", "cap.bytes": "\(limit)"])
+        if total > limit {
+            logger.warning(
+                "the cache is over its cap: what is left is open or downloading",
+                metadata: ["cached.bytes": "\(total)", "cap.bytes": "\(limit)"])
+        }
+        return freed
+    }
+
+    /// Evicts one episode unless it is open or downloading.
+    private func evict(key: String) -> Bool {
+        let episode = episodesByKey.withLock { $0[key] }
+        let path = index.dataPath(forKey: key)
+        return indexLock.withLock { _ -> Bool in
+            // Lock order as everywhere: the index lock, then the episode's.
+            func forget() -> Bool {
+                do {
+                    try index.dropRanges(key: key)
+                } catch {
+                    logger.error("could not evict an episode", metadata: ["episode.key": "\(key)", "error": "\(error)"])
+                    return false
+                }
+                if unlink(path) != 0, errno != ENOENT {
+                    logger.warning(
+                        "could not delete an evicted cache file",
+                        metadata: ["path": "\(path)", "error": "\(String(cString: strerror(errno)))"])
+                }
+                return true
+            }
+            guard let episode else { return forget() }
+            return episode.state.withLock { state -> Bool in
+                guard state.handles.isEmpty, state.openWaiters.isEmpty, state.fetches.isEmpty else { return false }
+                // Held across the index update and the unlink, so no open can
+                // start writing to the file in between.
+                guard forget() else { return false }
+                state.present = RangeSet()
+                state.dirty = false
+                state.scratch = nil
+                return true
+            }
+        }
+    }
+}
