@@ -653,23 +653,28 @@ class Handler(BaseHTTPRequestHandler):
                 stall_after = None
         try:
             if drop_after is None and stall_after is None:
-                if body is None:
-                    out = sock.fileno()
+                # Count the body before sending it: a client that reads the
+                # stats right after its response must see these bytes. What
+                # is not sent after all is taken back below.
+                o.count_bytes(path, length)
+                try:
+                    if body is None:
+                        out = sock.fileno()
+                        while sent < length:
+                            n = os.sendfile(out, fd, start + sent, min(length - sent, SENDFILE_MAX))
+                            if n == 0:
+                                break  # file shrank under us
+                            sent += n
+                        if sent < length:
+                            self._abort()
+                        return sent
+                    mv = memoryview(body)[start:start + length]
                     while sent < length:
-                        n = os.sendfile(out, fd, start + sent, min(length - sent, SENDFILE_MAX))
-                        if n == 0:
-                            break  # file shrank under us
-                        sent += n
-                        o.count_bytes(path, n)
-                    if sent < length:
-                        self._abort()
+                        sent += sock.send(mv[sent:sent + (1 << 20)])
                     return sent
-                mv = memoryview(body)[start:start + length]
-                while sent < length:
-                    n = sock.send(mv[sent:sent + (1 << 20)])
-                    sent += n
-                    o.count_bytes(path, n)
-                return sent
+                finally:
+                    if sent < length:
+                        o.count_bytes(path, sent - length)
             # Faulty path: manual chunked writes.
             while sent < length:
                 if stall_after is not None and sent >= stall_after:
