@@ -139,7 +139,13 @@ public enum FeedDate {
                 if day == nil, lower.count <= 2, year == nil || month != nil {
                     day = value
                 } else if year == nil {
-                    year = lower.count <= 2 ? (value < 50 ? 2000 + value : 1900 + value) : value
+                    // RFC 2822 §4.3: two digits 00-49 are 20xx, 50-99 and
+                    // three digits count from 1900.
+                    switch lower.count {
+                    case ...2: year = value < 50 ? 2000 + value : 1900 + value
+                    case 3: year = 1900 + value
+                    default: year = value
+                    }
                 } else {
                     return nil
                 }
@@ -156,6 +162,12 @@ public enum FeedDate {
                 offset = zone
             } else if lower.allSatisfy(isLetter), lower.count >= 2, lower.count <= 5 {
                 // An unknown zone abbreviation: keep the date, assume UTC.
+                offset = offset ?? 0
+            } else if lower.contains(UInt8(ascii: "/")), lower.first.map(isLetter) == true,
+                lower.allSatisfy({ isLetter($0) || $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "_") })
+            {
+                // A tz database name ("Europe/Berlin"): no table of rules
+                // here, so UTC rather than losing the date.
                 offset = offset ?? 0
             } else {
                 return nil

@@ -1,43 +1,17 @@
-/// Reads podcast feeds: RSS 2.0 (with the iTunes namespace), Atom and
-/// RSS 1.0/RDF, with Media RSS `media:content` as a fallback enclosure.
+/// Reads podcast feeds: RSS 2.0 (with the iTunes and Podcasting 2.0
+/// namespaces), Atom and RSS 1.0/RDF (with the `enc:` enclosure module), with
+/// Media RSS `media:content` as a fallback enclosure.
 ///
 /// The parser is strict about safety and lenient about content: it refuses
 /// documents that declare entities and never fetches anything, but it keeps
 /// an episode whose date does not parse and recovers from the malformed XML
-/// that real publishers serve (bare `&`, undefined entities, white space
-/// before the XML declaration).
+/// that real publishers serve (bare `&`, HTML entities, control characters,
+/// bytes that are not UTF-8, white space before the XML declaration). What it
+/// recovers is faithful: an item that the document cuts off or that libxml2
+/// had to repair around is left out whole, never shown with a shortened URL;
+/// a damaged document with nothing intact to show is an error.
 public enum FeedParser {
-    // MARK: - Public methods
-
-    /// Parses `bytes` as a feed; relative enclosure URLs resolve against
-    /// `baseURL`, the URL the feed was fetched from.
-    public static func parse(_ bytes: [UInt8], baseURL: String) throws(FeedError) -> ParsedFeed {
-        let document = try XMLDocument(parsing: bytes, baseURL: baseURL)
-        let root = document.root
-        let feed: ParsedFeed
-        switch (root.localName, root.vocabulary) {
-        case ("rss", .plain):
-            let channel = root.child("channel")
-            let items = (channel?.children("item") ?? []) + root.children("item")
-            feed = rss(channel: channel, items: items, baseURL: baseURL)
-        case ("RDF", .rdf), ("RDF", .plain):
-            let channel = root.child("channel")
-            let items = root.children("item") + (channel?.children("item") ?? [])
-            feed = rss(channel: channel, items: items, baseURL: baseURL)
-        case ("channel", .plain):
-            feed = rss(channel: root, items: root.children("item"), baseURL: baseURL)
-        case ("feed", .atom), ("feed", .plain):
-            feed = atom(root, baseURL: baseURL)
-        default:
-            throw FeedError(
-                "not a podcast feed: the root element is <\(root.qualifiedName)>, "
-                    + "expected <rss>, <feed> (Atom) or <rdf:RDF>")
-        }
-        // `withExtendedLifetime`: the elements point into the document's tree.
-        return withExtendedLifetime(document) { feed }
-    }
-
-    // MARK: - Private types
+    // MARK: - Nested types
 
     /// An enclosure as written, before resolving and choosing.
     private struct Candidate {
@@ -46,100 +20,210 @@ public enum FeedParser {
         var type: String?
     }
 
-    /// Everything that makes two items exact duplicates of each other.
+    /// Two items are the same episode when both their identity and their
+    /// enclosure URL agree.
     private struct DuplicateKey: Hashable {
-        var guid: String?
-        var title: String?
-        var published: Int64?
+        var identity: String
         var url: String
-        var length: Int64?
-        var type: String?
+    }
 
-        init(_ episode: ParsedEpisode) {
-            guid = episode.guid
-            title = episode.title
-            published = episode.published
-            url = episode.enclosureURL
-            length = episode.enclosureLength
-            type = episode.enclosureType
+    /// The elements an item's fields come from: the first of each kind that
+    /// has one value, all of each kind that has several.
+    private struct ItemElements {
+        var title: XMLElement?
+        var itunesTitle: XMLElement?
+        var guid: XMLElement?
+        var dates: [XMLElement] = []
+        var enclosures: [Candidate] = []
+        var mediaContents: [Candidate] = []
+        var image: XMLElement?
+        var transcripts: [XMLElement] = []
+        var chapters: [XMLElement] = []
+    }
+
+    // MARK: - Private constants
+
+    /// The elements whose text the parser reads, by local name; the text
+    /// of every other element (show notes above all) is never built. Add a
+    /// name here before reading a new element's text.
+    private static let textElements: Set<String> = [
+        "title", "guid", "id", "pubDate", "lastBuildDate", "date", "published", "updated", "issued", "modified",
+        "url", "logo", "icon", "image",
+    ]
+
+    // MARK: - Public methods
+
+    /// Parses `bytes` as a feed; relative URLs resolve against `baseURL`, the
+    /// URL the feed was fetched from.
+    public static func parse(_ bytes: [UInt8], baseURL: String) throws(FeedError) -> ParsedFeed {
+        let document = try XMLDocument(parsing: bytes, baseURL: baseURL, textOf: textElements)
+        // The elements point into the document's tree: keep it alive.
+        return try withExtendedLifetime(document) { () throws(FeedError) -> ParsedFeed in
+            try parse(document, baseURL: baseURL)
         }
+    }
+
+    // MARK: - Documents
+
+    private static func parse(_ document: XMLDocument, baseURL: String) throws(FeedError) -> ParsedFeed {
+        let root = document.root
+        var feed: ParsedFeed
+        var items: [XMLElement]
+        switch (root.localName, root.vocabulary) {
+        case ("rss", .plain):
+            let channel = root.child("channel")
+            items = (channel?.children("item") ?? []) + root.children("item")
+            feed = channelFields(channel, baseURL: baseURL)
+        case ("RDF", .rdf), ("RDF", .plain):
+            let channel = root.child("channel")
+            items = root.children("item") + (channel?.children("item") ?? [])
+            feed = channelFields(channel, baseURL: baseURL)
+        case ("channel", .plain):
+            items = root.children("item")
+            feed = channelFields(root, baseURL: baseURL)
+        case ("feed", .atom), ("feed", .plain):
+            items = root.children("entry", in: root.vocabulary)
+            feed = atomFeedFields(root, baseURL: baseURL)
+        default:
+            throw FeedError(
+                "not a podcast feed: the root element is <\(root.qualifiedName)>, "
+                    + "expected <rss>, <feed> (Atom) or <rdf:RDF>")
+        }
+        let intact = items.filter(\.isIntact)
+        let isAtom = root.isNamed("feed", in: root.vocabulary)
+        let episodes = intact.compactMap {
+            isAtom ? atomEpisode($0, vocabulary: root.vocabulary, baseURL: baseURL) : rssEpisode($0, baseURL: baseURL)
+        }
+        feed.episodes = unique(episodes)
+        guard document.isRecovered else { return feed }
+
+        let dropped = items.count - intact.count
+        feed.warnings = document.warnings
+        if dropped > 0 {
+            feed.warnings.append("left out \(dropped) items that the document cuts off or damages")
+        }
+        if !root.isIntact {
+            feed.warnings.append("the document does not end with a whole </\(root.qualifiedName)>: it may be truncated")
+        }
+        if feed.episodes.isEmpty, dropped > 0 || !root.isIntact {
+            throw FeedError(
+                "not well-formed XML: \(document.problem ?? "unknown error"); no episode is intact")
+        }
+        return feed
     }
 
     // MARK: - RSS 2.0 and RSS 1.0
 
-    private static func rss(channel: XMLElement?, items: [XMLElement], baseURL: String) -> ParsedFeed {
+    private static func channelFields(_ channel: XMLElement?, baseURL: String) -> ParsedFeed {
         var feed = ParsedFeed()
-        if let channel {
-            feed.title = channel.child("title")?.trimmedText
-                ?? channel.child("title", in: .itunes)?.trimmedText
-            feed.lastBuildDate = firstDate([
-                channel.child("lastBuildDate"), channel.child("pubDate"),
-                channel.child("date", in: .dublinCore), channel.child("updated", in: .atom),
-            ])
-            let itunesImage = channel.child("image", in: .itunes).flatMap {
-                $0.attribute("href") ?? $0.trimmedText
-            }
-            let rssImage = channel.child("image")?.child("url")?.trimmedText
-            feed.imageURL = [itunesImage, rssImage].lazy.compactMap { $0 }
-                .compactMap { FeedURL.resolveHTTP($0, base: baseURL) }.first
-        }
-        feed.episodes = unique(items.compactMap { rssEpisode($0, baseURL: baseURL) })
+        guard let channel else { return feed }
+        feed.title = channel.child("title")?.trimmedText ?? channel.child("title", in: .itunes)?.trimmedText
+        feed.lastBuildDate = firstDate([
+            channel.child("lastBuildDate"), channel.child("pubDate"),
+            channel.child("date", in: .dublinCore), channel.child("updated", in: .atom),
+        ])
+        let itunesImage = channel.child("image", in: .itunes).flatMap(imageReference)
+        let rssImage = channel.child("image")?.child("url")?.trimmedText
+        feed.imageURL =
+            [itunesImage, rssImage].lazy.compactMap { $0 }
+            .compactMap { FeedURL.resolveHTTP($0, base: baseURL) }.first
         return feed
     }
 
     private static func rssEpisode(_ item: XMLElement, baseURL: String) -> ParsedEpisode? {
-        var candidates = item.children("enclosure").map {
-            Candidate(
-                url: $0.attribute("url", ignoringCase: true), length: $0.attribute("length"),
-                type: $0.attribute("type"))
+        var elements = ItemElements()
+        for child in item.children {
+            switch (child.vocabulary, child.localName) {
+            case (.plain, "enclosure"):
+                elements.enclosures.append(
+                    Candidate(
+                        url: child.attribute("url", ignoringCase: true), length: child.attribute("length"),
+                        type: child.attribute("type")))
+            case (.enclosureModule, "enclosure"):
+                elements.enclosures.append(
+                    Candidate(
+                        url: child.attribute("resource") ?? child.attribute("url"),
+                        length: child.attribute("length"), type: child.attribute("type")))
+            case (.atom, "link"):
+                elements.enclosures += atomEnclosures([child])
+            case (.plain, "title"):
+                elements.title = elements.title ?? child
+            case (.itunes, "title"):
+                elements.itunesTitle = elements.itunesTitle ?? child
+            case (.plain, "guid"):
+                elements.guid = elements.guid ?? child
+            case (.plain, "pubDate"), (.dublinCore, "date"), (.atom, "published"), (.atom, "updated"):
+                elements.dates.append(child)
+            default:
+                collectShared(child, into: &elements)
+            }
         }
-        candidates += atomEnclosures(item.children("link", in: .atom))
         guard
-            let enclosure = choose(candidates, baseURL: baseURL)
-                ?? choose(mediaContents(item), baseURL: baseURL)
+            var episode = choose(elements.enclosures, baseURL: baseURL)
+                ?? choose(elements.mediaContents, baseURL: baseURL)
         else { return nil }
-        var episode = enclosure
-        episode.title = item.child("title")?.trimmedText
-            ?? item.child("title", in: .itunes)?.trimmedText
-        episode.guid = item.child("guid")?.trimmedText
-            ?? item.attribute("about").map { $0.trimmingWhitespace() }.flatMap { $0.isEmpty ? nil : $0 }
-        episode.published = firstDate([
-            item.child("pubDate"), item.child("date", in: .dublinCore),
-            item.child("published", in: .atom), item.child("updated", in: .atom),
-        ])
+        episode.title = elements.title?.trimmedText ?? elements.itunesTitle?.trimmedText
+        episode.guid = elements.guid?.trimmedText ?? nonEmpty(item.attribute("about"))
+        // pubDate first, then dc:date, then Atom's dates, whatever the order
+        // in the document.
+        let order: [(String, XMLElement.Vocabulary)] = [
+            ("pubDate", .plain), ("date", .dublinCore), ("published", .atom), ("updated", .atom),
+        ]
+        episode.published = firstDate(
+            order.flatMap { name, vocabulary in elements.dates.filter { $0.isNamed(name, in: vocabulary) } })
+        addExtras(elements, to: &episode, baseURL: baseURL)
         return episode
     }
 
     // MARK: - Atom
 
-    private static func atom(_ root: XMLElement, baseURL: String) -> ParsedFeed {
+    private static func atomFeedFields(_ root: XMLElement, baseURL: String) -> ParsedFeed {
         let vocabulary = root.vocabulary
         var feed = ParsedFeed()
         feed.title = root.child("title", in: vocabulary)?.trimmedText
-        feed.lastBuildDate = firstDate([root.child("updated", in: vocabulary)])
+        feed.lastBuildDate = firstDate([root.child("updated", in: vocabulary), root.child("modified", in: vocabulary)])
+        let base = root.baseURL() ?? baseURL
         let images = [
-            root.child("image", in: .itunes)?.attribute("href"),
+            root.child("image", in: .itunes).flatMap(imageReference),
             root.child("logo", in: vocabulary)?.trimmedText,
             root.child("icon", in: vocabulary)?.trimmedText,
         ]
-        feed.imageURL = images.lazy.compactMap { $0 }
-            .compactMap { FeedURL.resolveHTTP($0, base: baseURL) }.first
-        feed.episodes = unique(
-            root.children("entry", in: vocabulary).compactMap { entry -> ParsedEpisode? in
-                let links = entry.children("link", in: vocabulary)
-                guard
-                    var episode = choose(atomEnclosures(links), baseURL: baseURL)
-                        ?? choose(mediaContents(entry), baseURL: baseURL)
-                else { return nil }
-                episode.title = entry.child("title", in: vocabulary)?.trimmedText
-                episode.guid = entry.child("id", in: vocabulary)?.trimmedText
-                episode.published = firstDate([
-                    entry.child("published", in: vocabulary), entry.child("issued", in: vocabulary),
-                    entry.child("updated", in: vocabulary), entry.child("modified", in: vocabulary),
-                ])
-                return episode
-            })
+        feed.imageURL = images.lazy.compactMap { $0 }.compactMap { FeedURL.resolveHTTP($0, base: base) }.first
         return feed
+    }
+
+    private static func atomEpisode(
+        _ entry: XMLElement, vocabulary: XMLElement.Vocabulary, baseURL: String
+    ) -> ParsedEpisode? {
+        var elements = ItemElements()
+        var links: [XMLElement] = []
+        for child in entry.children {
+            if child.vocabulary == vocabulary {
+                switch child.localName {
+                case "link": links.append(child)
+                case "title": elements.title = elements.title ?? child
+                case "id": elements.guid = elements.guid ?? child
+                case "published", "issued", "updated", "modified": elements.dates.append(child)
+                default: break
+                }
+            } else {
+                collectShared(child, into: &elements)
+            }
+        }
+        // Atom resolves relative links against `xml:base` where given.
+        let base = entry.baseURL() ?? baseURL
+        guard
+            var episode = choose(atomEnclosures(links), baseURL: base)
+                ?? choose(elements.mediaContents, baseURL: base)
+        else { return nil }
+        episode.title = elements.title?.trimmedText
+        episode.guid = elements.guid?.trimmedText
+        episode.published = firstDate(
+            ["published", "issued", "updated", "modified"].flatMap { name in
+                elements.dates.filter { $0.isNamed(name, in: vocabulary) }
+            })
+        addExtras(elements, to: &episode, baseURL: base)
+        return episode
     }
 
     private static func atomEnclosures(_ links: [XMLElement]) -> [Candidate] {
@@ -149,41 +233,98 @@ public enum FeedParser {
             }
     }
 
+    // MARK: - Fields every format shares
+
+    /// Media RSS, `itunes:image` and the Podcasting 2.0 links.
+    private static func collectShared(_ child: XMLElement, into elements: inout ItemElements) {
+        switch (child.vocabulary, child.localName) {
+        case (.media, "content"):
+            elements.mediaContents += mediaContents([child])
+        case (.media, "group") where child.isIntact:
+            elements.mediaContents += mediaContents(child.children("content", in: .media))
+        case (.itunes, "image"):
+            elements.image = elements.image ?? child
+        case (.podcastIndex, "transcript"):
+            elements.transcripts.append(child)
+        case (.podcastIndex, "chapters"):
+            elements.chapters.append(child)
+        default:
+            break
+        }
+    }
+
+    private static func addExtras(_ elements: ItemElements, to episode: inout ParsedEpisode, baseURL: String) {
+        episode.imageURL = elements.image.flatMap(imageReference).flatMap { FeedURL.resolveHTTP($0, base: baseURL) }
+        var seen = Set<String>()
+        episode.transcripts = elements.transcripts.compactMap { element in
+            guard let url = element.attribute("url").flatMap({ FeedURL.resolveHTTP($0, base: baseURL) }),
+                seen.insert(url).inserted
+            else { return nil }
+            return ParsedTranscript(
+                url: url, type: normalizedType(element.attribute("type")),
+                language: nonEmpty(element.attribute("language")), rel: nonEmpty(element.attribute("rel")))
+        }
+        episode.chapters =
+            elements.chapters.lazy.compactMap { element in
+                element.attribute("url").flatMap { FeedURL.resolveHTTP($0, base: baseURL) }
+                    .map { ParsedChapters(url: $0, type: normalizedType(element.attribute("type"))) }
+            }.first
+    }
+
+    /// `itunes:image`'s `href`, or its text as some feeds write it.
+    private static func imageReference(_ element: XMLElement) -> String? {
+        element.attribute("href") ?? element.trimmedText
+    }
+
     // MARK: - Enclosures
 
-    /// `media:content` directly in the item and inside `media:group`.
-    private static func mediaContents(_ item: XMLElement) -> [Candidate] {
-        let groups = item.children("group", in: .media)
-        let contents = item.children("content", in: .media) + groups.flatMap { $0.children("content", in: .media) }
-        return contents.map {
-            Candidate(url: $0.attribute("url"), length: $0.attribute("fileSize"), type: $0.attribute("type"))
+    /// `media:content` elements as candidates, without those that say they
+    /// are not audio or video (thumbnails, documents).
+    private static func mediaContents(_ contents: [XMLElement]) -> [Candidate] {
+        contents.compactMap { content in
+            let type = normalizedType(content.attribute("type")) ?? ""
+            let medium = content.attribute("medium")?.trimmingWhitespace().lowercased() ?? ""
+            if ["image", "document", "executable"].contains(medium) || type.hasPrefix("image/")
+                || type.hasPrefix("text/")
+            {
+                return nil
+            }
+            return Candidate(url: content.attribute("url"), length: content.attribute("fileSize"), type: type)
         }
     }
 
     /// The first usable audio or video enclosure, else the first usable one
     /// of any type, with its URL resolved.
     private static func choose(_ candidates: [Candidate], baseURL: String) -> ParsedEpisode? {
-        let usable = candidates.compactMap { candidate -> ParsedEpisode? in
-            guard let raw = candidate.url, let url = FeedURL.resolveHTTP(raw, base: baseURL) else {
-                return nil
-            }
-            let type = candidate.type.map { $0.trimmingWhitespace().lowercased() }
-            return ParsedEpisode(
-                enclosureURL: url, enclosureLength: length(candidate.length),
-                enclosureType: type?.isEmpty == false ? type : nil)
+        var firstUsable: ParsedEpisode?
+        for candidate in candidates {
+            guard let raw = candidate.url, let url = FeedURL.resolveHTTP(raw, base: baseURL) else { continue }
+            let type = normalizedType(candidate.type)
+            let episode = ParsedEpisode(
+                enclosureURL: url, enclosureLength: length(candidate.length), enclosureType: type)
+            if let type, type.hasPrefix("audio/") || type.hasPrefix("video/") { return episode }
+            firstUsable = firstUsable ?? episode
         }
-        return usable.first { episode in
-            guard let type = episode.enclosureType else { return false }
-            return type.hasPrefix("audio/") || type.hasPrefix("video/")
-        } ?? usable.first
+        return firstUsable
     }
 
     private static func length(_ text: String?) -> Int64? {
-        guard let text, let value = Int64(text.trimmingWhitespace()), value > 0 else { return nil }
+        guard let text = nonEmpty(text), let value = Int64(text), value > 0 else { return nil }
         return value
     }
 
     // MARK: - Helpers
+
+    private static func normalizedType(_ text: String?) -> String? {
+        nonEmpty(text)?.lowercased()
+    }
+
+    /// An attribute value that is not a URL, trimmed, with the characters
+    /// XML forbids removed as from text.
+    private static func nonEmpty(_ text: String?) -> String? {
+        guard let value = text?.removingDamageMarkers().trimmingWhitespace(), !value.isEmpty else { return nil }
+        return value
+    }
 
     private static func firstDate(_ elements: [XMLElement?]) -> Int64? {
         for element in elements {
@@ -194,9 +335,10 @@ public enum FeedParser {
         return nil
     }
 
-    /// Drops items that repeat an earlier item exactly, keeping order.
+    /// Drops items that repeat an earlier item's identity and enclosure URL,
+    /// keeping the first and the order.
     private static func unique(_ episodes: [ParsedEpisode]) -> [ParsedEpisode] {
         var seen = Set<DuplicateKey>()
-        return episodes.filter { seen.insert(DuplicateKey($0)).inserted }
+        return episodes.filter { seen.insert(DuplicateKey(identity: $0.identity, url: $0.enclosureURL)).inserted }
     }
 }

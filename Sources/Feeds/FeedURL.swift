@@ -4,68 +4,163 @@ internal import Glibc
 /// Turns a URL as written in a feed into an absolute http(s) URL that is safe
 /// to hand to the HTTP client, or rejects it.
 ///
-/// A returned URL has an `http` or `https` scheme (lowercased), a host, and no
-/// white space, control characters or backslashes. Spaces and non-ASCII
-/// characters inside the URL are percent-encoded as UTF-8.
+/// A returned URL has an `http` or `https` scheme (lowercased), a host made
+/// of letters, digits, `-`, `.`, `_` and `~` (or a bracketed IPv6 literal),
+/// an optional numeric port up to 65535, and only characters RFC 3986
+/// allows: no white space, control characters, backslashes or non-ASCII.
+/// Spaces, non-ASCII characters and the few ASCII characters browsers also
+/// escape (`"<>^`{|}` and a `%` that starts no escape) are percent-encoded as
+/// UTF-8. A URL that carries a replacement character or a noncharacter (what
+/// the feed parser puts where a document had a NUL or another forbidden
+/// character) is rejected, never shortened or glued.
 public enum FeedURL {
     // MARK: - Public methods
 
     /// Resolves `raw` against `base` (RFC 3986, by libxml2's `xmlBuildURI`);
     /// `nil` when the result is not a usable http(s) URL.
     public static func resolveHTTP(_ raw: String, base: String) -> String? {
-        let trimmed = raw.trimmingWhitespace()
-        guard !trimmed.isEmpty else { return nil }
-        var encoded = ""
-        for scalar in trimmed.unicodeScalars {
-            let value = scalar.value
-            if value < 0x20 || value == 0x7F || (0x80...0x9F).contains(value) || scalar == "\\" {
-                return nil
-            }
-            if scalar == " " || value > 0x7E {
-                for byte in String(scalar).utf8 {
-                    encoded += "%" + hexDigit(byte >> 4) + hexDigit(byte & 0x0F)
-                }
-            } else {
-                encoded.unicodeScalars.append(scalar)
-            }
-        }
-        var resolved: String?
-        if let built = xmlBuildURI(encoded, base) {
-            resolved = String(cString: built)
-            // libxml2 allocates with malloc unless xmlMemSetup says otherwise,
-            // and `xmlFree` (a C global) is not visible from strict Swift.
-            free(built)
-        }
-        if let resolved, let valid = validated(resolved) { return valid }
-        // libxml2 refuses some absolute URLs browsers accept ("{", "|"):
-        // an absolute http(s) URL needs no resolving anyway.
-        return validated(encoded)
+        guard let encoded = percentEncoded(raw.trimmingWhitespace()), !encoded.isEmpty else { return nil }
+        // An absolute URL needs no resolving (`xmlBuildURI` would return it
+        // unchanged), and libxml2 refuses some that browsers accept.
+        if scheme(of: encoded) != nil { return validated(encoded) }
+        guard let built = xmlBuildURI(encoded + [0], base) else { return nil }
+        // libxml2 allocates with malloc unless xmlMemSetup says otherwise,
+        // and `xmlFree` (a C global) is not visible from strict Swift.
+        defer { free(built) }
+        return validated(Array(UnsafeBufferPointer(start: built, count: strlen(built))))
     }
 
     // MARK: - Private methods
 
-    private static func validated(_ url: String) -> String? {
-        let lower = url.lowercased()
-        let scheme: String
-        if lower.hasPrefix("http://") {
-            scheme = "http://"
-        } else if lower.hasPrefix("https://") {
-            scheme = "https://"
-        } else {
-            return nil
+    /// The UTF-8 bytes of `text` with the escapes described on the type;
+    /// `nil` when it holds a control character, a backslash or a damaged
+    /// character.
+    private static func percentEncoded(_ text: String) -> [UInt8]? {
+        var output: [UInt8] = []
+        output.reserveCapacity(text.utf8.count + 8)
+        let bytes = Array(text.utf8)
+        var index = 0
+        while index < bytes.count {
+            let byte = bytes[index]
+            if byte < 0x80 {
+                if byte < 0x20 || byte == 0x7F || byte == UInt8(ascii: "\\") { return nil }
+                let startsEscape =
+                    index + 2 < bytes.count && isHexDigit(bytes[index + 1]) && isHexDigit(bytes[index + 2])
+                if isEscapedASCII(byte) || (byte == UInt8(ascii: "%") && !startsEscape) {
+                    appendEscape(byte, to: &output)
+                } else {
+                    output.append(byte)
+                }
+                index += 1
+                continue
+            }
+            // `String` holds valid UTF-8: the lead byte gives the length.
+            let length = byte >= 0xF0 ? 4 : byte >= 0xE0 ? 3 : 2
+            var value = UInt32(byte) & (length == 2 ? 0x1F : length == 3 ? 0x0F : 0x07)
+            for offset in 1..<length {
+                value = value << 6 | UInt32(bytes[index + offset] & 0x3F)
+            }
+            // C1 controls; U+FFFD and noncharacters mark damage.
+            if value <= 0x9F || value == 0xFFFD || (0xFDD0...0xFDEF).contains(value) || value & 0xFFFE == 0xFFFE {
+                return nil
+            }
+            for offset in 0..<length {
+                appendEscape(bytes[index + offset], to: &output)
+            }
+            index += length
         }
-        let rest = url.dropFirst(scheme.count)
-        let authority = rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
-        let host = authority.split(separator: "@").last ?? ""
-        guard !host.isEmpty, !host.hasPrefix(":") else { return nil }
-        for scalar in url.unicodeScalars
-        where scalar.value <= 0x20 || scalar.value >= 0x7F || scalar == "\\" {
-            return nil
-        }
-        return scheme + rest
+        return output
     }
 
-    private static func hexDigit(_ nibble: UInt8) -> String {
-        String(UnicodeScalar(nibble < 10 ? 0x30 + nibble : 0x41 + nibble - 10))
+    /// `http://` or `https://` in any case at the start, lowercased.
+    private static func scheme(of url: [UInt8]) -> String? {
+        for scheme in ["http://", "https://"] where url.count >= scheme.utf8.count {
+            if zip(url, scheme.utf8).allSatisfy({ ($0 | 0x20) == ($1 | 0x20) && ($1 != 0x3A || $0 == 0x3A) }) {
+                return scheme
+            }
+        }
+        return nil
+    }
+
+    private static func validated(_ url: [UInt8]) -> String? {
+        guard let scheme = scheme(of: url) else { return nil }
+        for byte in url where byte <= 0x20 || byte >= 0x7F || byte == UInt8(ascii: "\\") || isEscapedASCII(byte) {
+            return nil
+        }
+        let rest = url[scheme.utf8.count...]
+        let authorityEnd =
+            rest.firstIndex { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }
+            ?? rest.endIndex
+        let authority = rest[..<authorityEnd]
+        let hostStart = authority.lastIndex(of: UInt8(ascii: "@")).map { $0 + 1 } ?? authority.startIndex
+        guard isValidHostAndPort(authority[hostStart...]) else { return nil }
+        return scheme + String(decoding: rest, as: UTF8.self)
+    }
+
+    /// `host`, `host:port`, `[v6]` or `[v6]:port`.
+    private static func isValidHostAndPort(_ text: ArraySlice<UInt8>) -> Bool {
+        var host = text
+        var port = text[text.endIndex...]
+        if text.first == UInt8(ascii: "[") {
+            guard let close = text.firstIndex(of: UInt8(ascii: "]")) else { return false }
+            let literal = text[(text.startIndex + 1)..<close]
+            let literalCharacters = literal.allSatisfy {
+                isHexDigit($0) || $0 == UInt8(ascii: ":") || $0 == UInt8(ascii: ".")
+            }
+            guard !literal.isEmpty, literalCharacters else { return false }
+            let after = text[(close + 1)...]
+            if !after.isEmpty {
+                guard after.first == UInt8(ascii: ":") else { return false }
+                port = after.dropFirst()
+            }
+            host = literal
+        } else {
+            if let colon = text.firstIndex(of: UInt8(ascii: ":")) {
+                host = text[..<colon]
+                port = text[(colon + 1)...]
+            }
+            let hostCharacters = host.allSatisfy {
+                isASCIILetterOrDigit($0) || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: ".")
+                    || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: "~")
+            }
+            guard !host.isEmpty, hostCharacters, host.first != UInt8(ascii: ".") else { return false }
+            for (a, b) in zip(host, host.dropFirst()) where a == UInt8(ascii: ".") && b == UInt8(ascii: ".") {
+                return false
+            }
+        }
+        if !port.isEmpty {
+            guard port.count <= 5, port.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return false }
+            let number = port.reduce(0) { $0 * 10 + Int($1 - 0x30) }
+            guard (1...65_535).contains(number) else { return false }
+        }
+        return true
+    }
+
+    /// ASCII characters that are not allowed in a URI and that browsers
+    /// percent-encode rather than reject: space `"` `<` `>` `^` `` ` `` `{`
+    /// `|` `}`.
+    private static func isEscapedASCII(_ byte: UInt8) -> Bool {
+        switch byte {
+        case 0x20, 0x22, 0x3C, 0x3E, 0x5E, 0x60, 0x7B, 0x7C, 0x7D: return true
+        default: return false
+        }
+    }
+
+    private static func appendEscape(_ byte: UInt8, to output: inout [UInt8]) {
+        output.append(UInt8(ascii: "%"))
+        output.append(hexDigit(byte >> 4))
+        output.append(hexDigit(byte & 0x0F))
+    }
+
+    private static func isHexDigit(_ byte: UInt8) -> Bool {
+        (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x46) || (byte >= 0x61 && byte <= 0x66)
+    }
+
+    private static func isASCIILetterOrDigit(_ byte: UInt8) -> Bool {
+        (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
+    }
+
+    private static func hexDigit(_ nibble: UInt8) -> UInt8 {
+        nibble < 10 ? 0x30 + nibble : 0x41 + nibble - 10
     }
 }

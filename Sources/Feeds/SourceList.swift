@@ -14,7 +14,7 @@ public enum SourceList {
     /// the line, since a person typed it. In OPML, outlines whose `xmlUrl` is
     /// not http(s) are skipped, since apps write such entries.
     public static func parse(_ bytes: [UInt8]) throws(FeedError) -> [String] {
-        let start = XMLDocument.strippingLeadingWhitespace(bytes)
+        let start = XMLInput.strippingLeadingWhitespace(bytes)
         let looksLikeXML =
             start.first == UInt8(ascii: "<") || start.starts(with: [0xEF, 0xBB, 0xBF, UInt8(ascii: "<")])
             || start.starts(with: [0xFF, 0xFE]) || start.starts(with: [0xFE, 0xFF])

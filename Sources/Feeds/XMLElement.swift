@@ -1,23 +1,61 @@
 internal import CXML2
+internal import Glibc
 
 /// A read-only view of one element of an `XMLDocument`'s tree.
 ///
 /// Valid only while its document is alive; the feed parser keeps the document
-/// in scope for the whole walk.
+/// in scope for the whole walk. In a document that libxml2 had to recover,
+/// text of an element that was cut off reads as empty and attributes that
+/// libxml2 reported an error in read as `nil`, so a truncated or damaged
+/// value never passes for a whole one.
 struct XMLElement {
     // MARK: - Nested types
 
     /// The vocabularies the feed parser tells apart, by namespace URI or, for
     /// an undeclared prefix such as `itunes:`, by the prefix itself.
-    enum Vocabulary: Equatable {
+    enum Vocabulary: Int {
         /// No namespace, or the RSS 0.90/1.0 and Userland RSS 2.0 namespaces.
-        case plain
+        case plain = 1
         case atom
         case itunes
         case media
         case dublinCore
         case rdf
+        /// Podcasting 2.0 (`podcast:`), under its current and older URI.
+        case podcastIndex
+        /// The RSS 1.0 enclosure module (`enc:enclosure`).
+        case enclosureModule
         case other
+    }
+
+    /// The element children of one element, in document order.
+    struct Children: Sequence, IteratorProtocol {
+        private var upcoming: xmlNodePtr?
+
+        fileprivate init(first: xmlNodePtr?) {
+            upcoming = first
+        }
+
+        mutating func next() -> XMLElement? {
+            while let current = upcoming {
+                upcoming = current.pointee.next
+                if current.pointee.type == XML_ELEMENT_NODE { return XMLElement(current) }
+            }
+            return nil
+        }
+    }
+
+    /// Bits that `XMLDocument` keeps in an element's `_private` field while
+    /// recovering a malformed document.
+    enum Mark {
+        /// The element's end tag (or `/>`) was read.
+        static let complete = 1
+        /// libxml2 reported an error while this was the innermost open
+        /// element: in its text, or in a child's start tag.
+        static let damaged = 2
+        /// libxml2 reported an error in the element's own start tag, so its
+        /// attributes may be cut short.
+        static let brokenStartTag = 4
     }
 
     // MARK: - Properties
@@ -34,11 +72,8 @@ struct XMLElement {
 
     /// The element name without its prefix.
     var localName: String {
-        let name = node.pointee.name.map { String(cString: $0) } ?? ""
-        if node.pointee.ns == nil, let colon = name.firstIndex(of: ":") {
-            return String(name[name.index(after: colon)...])
-        }
-        return name
+        guard let name = localNamePointer else { return "" }
+        return String(cString: name)
     }
 
     /// The name as written, with its prefix, for messages.
@@ -52,38 +87,53 @@ struct XMLElement {
 
     var vocabulary: Vocabulary {
         if let ns = node.pointee.ns {
-            guard let href = ns.pointee.href else { return .plain }
-            return Self.vocabulary(namespace: String(cString: href))
+            // Cached in the namespace's `_private`: one declaration serves
+            // thousands of elements.
+            if let cached = Vocabulary(rawValue: Int(bitPattern: ns.pointee._private)) { return cached }
+            let vocabulary = ns.pointee.href.map { Self.vocabulary(namespace: String(cString: $0)) } ?? .plain
+            ns.pointee._private = UnsafeMutableRawPointer(bitPattern: vocabulary.rawValue)
+            return vocabulary
         }
-        let name = node.pointee.name.map { String(cString: $0) } ?? ""
-        guard let colon = name.firstIndex(of: ":") else { return .plain }
-        switch name[..<colon].lowercased() {
+        guard let name = node.pointee.name, let colon = Self.colonOffset(name) else { return .plain }
+        let prefix = String(decoding: UnsafeBufferPointer(start: name, count: colon), as: UTF8.self)
+        switch prefix.lowercased() {
         case "itunes": return .itunes
         case "media": return .media
         case "atom": return .atom
         case "dc": return .dublinCore
         case "rdf": return .rdf
+        case "podcast": return .podcastIndex
+        case "enc": return .enclosureModule
         default: return .other
         }
     }
 
-    /// Child elements in document order.
-    var children: [XMLElement] {
-        var result: [XMLElement] = []
-        var child = node.pointee.children
-        while let current = child {
-            if current.pointee.type == XML_ELEMENT_NODE {
-                result.append(XMLElement(current))
-            }
-            child = current.pointee.next
-        }
-        return result
+    /// Child elements in document order, walked without an array.
+    var children: Children {
+        Children(first: node.pointee.children)
     }
 
-    /// All text and CDATA below this element, concatenated.
+    /// Whether the element was read to its end. Always true in a well-formed
+    /// document.
+    var isComplete: Bool {
+        !isInRecoveredDocument || marks & Mark.complete != 0
+    }
+
+    /// Whether the element was read to its end with no error reported in
+    /// its start tag or while it was the innermost open element. Always true
+    /// in a well-formed document.
+    var isIntact: Bool {
+        !isInRecoveredDocument || marks == Mark.complete
+    }
+
+    /// All text and CDATA below this element that the document kept (see
+    /// `XMLDocument.init(parsing:baseURL:textOf:)`), concatenated; empty
+    /// when the element was cut off.
     var text: String {
+        guard isComplete else { return "" }
         var bytes: [UInt8] = []
         Self.collectText(node, into: &bytes)
+        if isInRecoveredDocument { Self.removeDamageMarkers(&bytes) }
         return String(decoding: bytes, as: UTF8.self)
     }
 
@@ -94,19 +144,32 @@ struct XMLElement {
         return value.isEmpty ? nil : value
     }
 
+    /// Whether the element is called `name` in `vocabulary`.
+    func isNamed(_ name: String, in vocabulary: Vocabulary = .plain) -> Bool {
+        guard var pointer = localNamePointer else { return false }
+        for byte in name.utf8 {
+            guard pointer.pointee == byte else { return false }
+            pointer += 1
+        }
+        return pointer.pointee == 0 && self.vocabulary == vocabulary
+    }
+
     /// Child elements called `name` in `vocabulary`.
     func children(_ name: String, in vocabulary: Vocabulary = .plain) -> [XMLElement] {
-        children.filter { $0.localName == name && $0.vocabulary == vocabulary }
+        children.filter { $0.isNamed(name, in: vocabulary) }
     }
 
     /// The first child element called `name` in `vocabulary`.
     func child(_ name: String, in vocabulary: Vocabulary = .plain) -> XMLElement? {
-        children.first { $0.localName == name && $0.vocabulary == vocabulary }
+        children.first { $0.isNamed(name, in: vocabulary) }
     }
 
     /// The value of the attribute whose local name is `name`, compared
-    /// without regard to case when `ignoringCase` is set.
+    /// without regard to case when `ignoringCase` is set. `nil` as well when
+    /// the element is not intact. Unlike text, the value keeps
+    /// `XMLInput.damageMarker`, so a URL with a NUL in it stays invalid.
     func attribute(_ name: String, ignoringCase: Bool = false) -> String? {
+        guard isIntact else { return nil }
         let wanted = ignoringCase ? name.lowercased() : name
         var attribute = node.pointee.properties
         while let current = attribute {
@@ -129,7 +192,41 @@ struct XMLElement {
         return nil
     }
 
+    /// The base URI in effect for this element: the document URL combined
+    /// with any `xml:base` attributes on the way down (Atom uses them).
+    func baseURL() -> String? {
+        guard let base = xmlNodeGetBase(node.pointee.doc, node) else { return nil }
+        defer { free(base) }
+        return String(cString: base)
+    }
+
     // MARK: - Private methods
+
+    private var isInRecoveredDocument: Bool {
+        node.pointee.doc?.pointee._private != nil
+    }
+
+    private var marks: Int {
+        Int(bitPattern: node.pointee._private)
+    }
+
+    /// The name after any undeclared prefix (`itunes:image` -> `image`).
+    private var localNamePointer: UnsafePointer<xmlChar>? {
+        guard let name = node.pointee.name else { return nil }
+        if node.pointee.ns == nil, let colon = Self.colonOffset(name) {
+            return name + colon + 1
+        }
+        return name
+    }
+
+    private static func colonOffset(_ name: UnsafePointer<xmlChar>) -> Int? {
+        var offset = 0
+        while name[offset] != 0 {
+            if name[offset] == UInt8(ascii: ":") { return offset }
+            offset += 1
+        }
+        return nil
+    }
 
     private static func vocabulary(namespace: String) -> Vocabulary {
         var uri = namespace.lowercased()
@@ -144,6 +241,10 @@ struct XMLElement {
         case "http://search.yahoo.com/mrss": return .media
         case "http://purl.org/dc/elements/1.1": return .dublinCore
         case "http://www.w3.org/1999/02/22-rdf-syntax-ns": return .rdf
+        case "http://podcastindex.org/namespace/1.0",
+            "http://github.com/podcastindex-org/podcast-namespace/blob/main/docs/1.0.md":
+            return .podcastIndex
+        case "http://purl.oclc.org/net/rss_2.0/enc": return .enclosureModule
         default: return .other
         }
     }
@@ -152,11 +253,19 @@ struct XMLElement {
         switch node.pointee.type {
         case XML_TEXT_NODE, XML_CDATA_SECTION_NODE:
             if let content = node.pointee.content {
-                var pointer = content
-                while pointer.pointee != 0 {
-                    bytes.append(pointer.pointee)
-                    pointer += 1
-                }
+                bytes.append(contentsOf: UnsafeBufferPointer(start: content, count: strlen(content)))
+            }
+        case XML_ENTITY_REF_NODE:
+            // A reference to an entity nobody declared, kept because the
+            // document has an external DTD that podfs does not load
+            // (`&eacute;` in RSS 0.91 feeds): HTML's meaning, else as written.
+            guard let name = node.pointee.name else { break }
+            if let entity = htmlEntityLookup(name), let scalar = Unicode.Scalar(entity.pointee.value) {
+                bytes.append(contentsOf: String(Character(scalar)).utf8)
+            } else {
+                bytes.append(UInt8(ascii: "&"))
+                bytes.append(contentsOf: UnsafeBufferPointer(start: name, count: strlen(name)))
+                bytes.append(UInt8(ascii: ";"))
             }
         case XML_ELEMENT_NODE:
             var child = node.pointee.children
@@ -168,14 +277,44 @@ struct XMLElement {
             break
         }
     }
+
+    /// Drops `XMLInput.damageMarker` (EF B7 90 in UTF-8) from text.
+    private static func removeDamageMarkers(_ bytes: inout [UInt8]) {
+        guard bytes.contains(0xEF) else { return }
+        var output: [UInt8] = []
+        output.reserveCapacity(bytes.count)
+        var index = 0
+        while index < bytes.count {
+            if bytes[index] == 0xEF, index + 2 < bytes.count, bytes[index + 1] == 0xB7, bytes[index + 2] == 0x90 {
+                index += 3
+                continue
+            }
+            output.append(bytes[index])
+            index += 1
+        }
+        bytes = output
+    }
 }
 
 // MARK: - String helpers
 
 extension String {
+    /// The string without `XMLInput.damageMarker`, for attribute values
+    /// that are not URLs (text drops the marker by itself).
+    func removingDamageMarkers() -> String {
+        guard unicodeScalars.contains(XMLInput.damageMarker) else { return self }
+        var result = String.UnicodeScalarView()
+        result.append(contentsOf: unicodeScalars.lazy.filter { $0 != XMLInput.damageMarker })
+        return String(result)
+    }
+
     /// The string without leading and trailing white space (including
     /// newlines and no-break spaces).
     func trimmingWhitespace() -> String {
+        // Most values have printable ASCII at both ends.
+        if let first = utf8.first, let last = utf8.last, first > 0x20, first < 0x7F, last > 0x20, last < 0x7F {
+            return self
+        }
         guard let first = firstIndex(where: { !$0.isWhitespace }),
             let last = lastIndex(where: { !$0.isWhitespace })
         else { return "" }

@@ -9,7 +9,22 @@ import Testing
 
     /// Feeds that are expected to fail, with the reason. Everything else in
     /// `feed-inventory.tsv` must parse.
-    static let expectedFailures: [String: String] = [:]
+    static let expectedFailures: [String: String] = [
+        // feedparser's "Incomplete CDATA block": the file ends inside the
+        // title of its only item. libxml2's recover mode returns the channel
+        // with a cut-off item; podfs leaves out the cut-off item, and a
+        // damaged document with nothing intact is an error, so a refresh
+        // that fetched a truncated body keeps the previous listing.
+        // (feedparser: bozo; libxml2_recover in the inventory: 1 item, 0
+        // enclosures.)
+        "feedparser/illformed/rss_incomplete_cdata.xml": "not well-formed XML",
+        // feedparser's "invalid bytes with BOM": no items, and the file ends
+        // in `</rss` without its `>`. A damaged document that ends early and
+        // shows no episode looks exactly like a body cut off before its
+        // first item, so it is an error too. (feedparser: bozo; libxml2
+        // recover: 0 items.) The invalid UTF-8 itself is repaired.
+        "feedparser/encoding/bozo_invalid-bytes-with-bom.xml": "not well-formed XML",
+    ]
 
     /// Items with an enclosure, from libxml2's own count in
     /// `feed-inventory.tsv` (measured with lxml: items, and `<enclosure>`
@@ -20,6 +35,11 @@ import Testing
         case "podcastparser/mediarss.rss": return 1
         // The only `<enclosure>` has no `url` attribute.
         case "podcastparser/no_url.rss": return 0
+        // Taverncast items 17 and 18 ("Geekistry: You Can See the Strings"
+        // and "... Lowatus of Borg (extended version)") carry the same GUID
+        // and the same enclosure URL: one file, one episode, the first item
+        // kept. (The catalogue could not give them two cache files anyway.)
+        case "rss-parser/itunes-missing-image.rss": return 130
         default:
             let items = Int(row["libxml2_items"] ?? "") ?? 0
             let enclosures = Int(row["libxml2_enclosures"] ?? "") ?? 0
@@ -45,6 +65,9 @@ import Testing
                 #expect(feed.episodes.count == Self.expectedEpisodeCount(row), "\(file)")
             } catch {
                 failures[file] = error.message
+                if let prefix = Self.expectedFailures[file] {
+                    #expect(error.message.hasPrefix(prefix), "\(file): \(error.message)")
+                }
             }
         }
         print("corpus: \(inventory.count - failures.count) of \(inventory.count) feeds parse, \(episodeTotal) episodes")

@@ -60,4 +60,42 @@ import Testing
             try SourceList.parse(Array("<!DOCTYPE opml [<!ENTITY a 'b'>]><opml/>".utf8))
         }
     }
+
+    @Test func readsOPMLInUTF16AndAfterABOMAndWhiteSpace() throws {
+        let opml = """
+            <?xml version="1.0" encoding="UTF-16"?>
+            <opml version="1.0"><body><OUTLINE title="A" xmlURL="https://a.example/ä.xml"/></body></opml>
+            """
+        #expect(try SourceList.parse(Fixtures.utf16LittleEndian(opml)) == ["https://a.example/%C3%A4.xml"])
+        #expect(try SourceList.parse(Fixtures.utf16BigEndian(opml)) == ["https://a.example/%C3%A4.xml"])
+        let utf8 = [0xEF, 0xBB, 0xBF] + Array(("\n  " + opml.replacingOccurrences("UTF-16", "UTF-8")).utf8)
+        #expect(try SourceList.parse(utf8) == ["https://a.example/%C3%A4.xml"])
+    }
+
+    @Test func recoversOPMLWithBareAmpersandsAndKeepsOnlyWholeOutlinesOfATruncatedOne() throws {
+        let opml = """
+            <opml version="2.0"><body><outline text="Folder">
+            <outline text="A & B" xmlUrl="https://a.example/feed?x=1&y=2"/>
+            <outline text="C" xmlUrl="https://c.example/feed.xml"/>
+            <outline text="D" xmlUrl="https://d.example/feed.xml"/></outline></body></opml>
+            """
+        let all = ["https://a.example/feed?x=1&y=2", "https://c.example/feed.xml", "https://d.example/feed.xml"]
+        #expect(try SourceList.parse(Array(opml.utf8)) == all)
+        // Cut anywhere: each URL is whole or absent, never shortened.
+        let bytes = Array(opml.utf8)
+        for cut in 1..<bytes.count {
+            guard let urls = try? SourceList.parse(Array(bytes[..<cut])) else { continue }
+            #expect(urls == Array(all.prefix(urls.count)), "cut at \(cut)")
+        }
+        let cutInD = Array(bytes[..<(bytes.count - 40)])
+        #expect(try SourceList.parse(cutInD) == Array(all.prefix(2)))
+    }
+
+    @Test func readsURLListsWithWindowsLineEndsAndNoFinalNewline() throws {
+        let text = "https://a.example/1\r\n\thttps://b.example/2  \r\nitpc://c.example/3"
+        #expect(
+            try SourceList.parse(Array(text.utf8)) == [
+                "https://a.example/1", "https://b.example/2", "http://c.example/3",
+            ])
+    }
 }

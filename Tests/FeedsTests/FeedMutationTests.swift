@@ -1,0 +1,77 @@
+import Feeds
+import Testing
+
+/// Seeded random damage (byte flips, inserted NULs and markup characters,
+/// cuts, repeated slices) to small real feeds: the parser never crashes, and
+/// whatever it returns holds podfs's promises about URLs.
+@Suite struct FeedMutationTests {
+    // MARK: - Nested types
+
+    /// SplitMix64: small, fast, and the same sequence on every machine.
+    private struct SeededGenerator: RandomNumberGenerator {
+        var state: UInt64
+
+        mutating func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+    }
+
+    // MARK: - Tests
+
+    @Test(arguments: [
+        "node-podcast-parser/apple-example.xml", "podcastparser/multi_enclosures.rss", "gofeed/issue_305_bare_ampersand.xml",
+        "feedparser/encoding/utf-16le-bom.xml", "rss-parser/narro.rss",
+    ])
+    func damagedFeedsNeverYieldABadURL(_ file: String) throws {
+        let original = try Corpus.bytes(file)
+        var generator = SeededGenerator(state: UInt64(truncatingIfNeeded: file.utf8.count) &* 7919)
+        var parsed = 0
+        for _ in 0..<400 {
+            var bytes = original
+            for _ in 0..<Int.random(in: 1...4, using: &generator) {
+                mutate(&bytes, using: &generator)
+            }
+            guard let feed = try? FeedParser.parse(bytes, baseURL: Corpus.baseURL(for: file)) else { continue }
+            parsed += 1
+            let urls =
+                feed.episodes.map(\.enclosureURL) + feed.episodes.compactMap(\.imageURL)
+                + feed.episodes.flatMap { $0.transcripts.map(\.url) } + [feed.imageURL].compactMap { $0 }
+            for url in urls {
+                #expect(url.hasPrefix("http://") || url.hasPrefix("https://"), "\(file): \(url)")
+                #expect(url.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "\\") }, "\(file): \(url)")
+                // A valid URL stays itself when checked again.
+                #expect(FeedURL.resolveHTTP(url, base: "") == url, "\(file): \(url)")
+            }
+        }
+        #expect(parsed > 0)
+    }
+
+    // MARK: - Private helpers
+
+    private func mutate(_ bytes: inout [UInt8], using generator: inout SeededGenerator) {
+        guard !bytes.isEmpty else { return }
+        let position = Int.random(in: 0..<bytes.count, using: &generator)
+        switch Int.random(in: 0..<6, using: &generator) {
+        case 0:
+            bytes[position] = UInt8.random(in: 0...255, using: &generator)
+        case 1:
+            bytes.insert(0, at: position)
+        case 2:
+            let insert: [[UInt8]] = [[0x26], [0x3C], [0x3E], [0x22], Array("]]>".utf8), Array("<![CDATA[".utf8)]
+            bytes.insert(contentsOf: insert.randomElement(using: &generator)!, at: position)
+        case 3:
+            bytes.removeSubrange(position...)
+        case 4:
+            let end = min(bytes.count, position + Int.random(in: 1...64, using: &generator))
+            bytes.removeSubrange(position..<end)
+        default:
+            let end = min(bytes.count, position + Int.random(in: 1...200, using: &generator))
+            let slice = bytes[position..<end]
+            bytes.insert(contentsOf: slice, at: Int.random(in: 0...bytes.count, using: &generator))
+        }
+    }
+}
