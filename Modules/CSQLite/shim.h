@@ -23,5 +23,11 @@ extern int fallocate(int fd, int mode, off_t offset, off_t len);
 static inline int podfs_punch_hole(int fd, off_t offset, off_t length) {
     return fallocate(fd, 0x02 /* PUNCH_HOLE */ | 0x01 /* KEEP_SIZE */, offset, length);
 }
+
+/// Allocates the blocks of [offset, offset + length) of `fd` without
+/// changing its size (FALLOC_FL_KEEP_SIZE); they read as zeros until written.
+static inline int podfs_preallocate(int fd, off_t offset, off_t length) {
+    return fallocate(fd, 0x01 /* KEEP_SIZE */, offset, length);
+}
 #endif
 #endif

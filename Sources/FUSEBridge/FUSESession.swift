@@ -109,6 +109,34 @@ public final class FUSESession: KernelCacheInvalidator, Sendable {
         fuse_session_destroy(session.raw)
     }
 
+    /// Sets the kernel's read-ahead for this mount to `kib` KiB, so
+    /// sequential readers get reads of up to 1 MiB (the kernel's default of
+    /// 128 KiB caps every FUSE read at that, whatever `max_pages` says).
+    ///
+    /// The knob is the mount's backing device in sysfs, writable by root
+    /// only: for anyone else the default stays and this says so in the
+    /// debug log. Call after `init`, before `serve()`; it does not touch
+    /// the mount itself (a `stat` of it would wait for the loop).
+    public func setReadAhead(kib: Int) {
+        guard let device = Self.deviceNumber(ofMountpoint: mountpoint) else {
+            logger.debug("could not find the mount in /proc/self/mountinfo; read-ahead left as is")
+            return
+        }
+        let path = "/sys/class/bdi/\(device)/read_ahead_kb"
+        let fd = open(path, O_WRONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            logger.debug("read-ahead left at the kernel's default", metadata: ["path": "\(path)", "errno": "\(errno)"])
+            return
+        }
+        defer { Glibc.close(fd) }
+        let text = Array("\(kib)\n".utf8)
+        if write(fd, text, text.count) != text.count {
+            logger.debug("read-ahead left at the kernel's default", metadata: ["path": "\(path)", "errno": "\(errno)"])
+        } else {
+            logger.debug("read-ahead set", metadata: ["path": "\(path)", "kib": "\(kib)"])
+        }
+    }
+
     /// Asks the loop to stop (as SIGTERM does).
     public func exit() {
         lifecycle.withLock { state in
@@ -141,6 +169,32 @@ public final class FUSESession: KernelCacheInvalidator, Sendable {
     }
 
     // MARK: - Private methods
+
+    /// `major:minor` of the file system mounted on `mountpoint`, from
+    /// /proc/self/mountinfo (the last matching line: the newest mount).
+    private static func deviceNumber(ofMountpoint mountpoint: String) -> String? {
+        guard let resolved = realpath(mountpoint, nil) else { return nil }
+        defer { free(resolved) }
+        // mountinfo escapes space, tab, newline and backslash as octal.
+        var escaped: [UInt8] = []
+        for byte in String(cString: resolved).utf8 {
+            switch byte {
+            case 0x20, 0x09, 0x0A, 0x5C: escaped += Array("\\0\(String(byte, radix: 8))".utf8)
+            default: escaped.append(byte)
+            }
+        }
+        guard let file = fopen("/proc/self/mountinfo", "r") else { return nil }
+        defer { fclose(file) }
+        var found: String?
+        var line: UnsafeMutablePointer<CChar>?
+        var capacity = 0
+        defer { free(line) }
+        while getline(&line, &capacity, file) > 0, let line {
+            let fields = String(cString: line).split(separator: " ", maxSplits: 5)
+            if fields.count >= 5, Array(fields[4].utf8) == escaped { found = String(fields[2]) }
+        }
+        return found
+    }
 
     /// A parent (a shell, `swift test`) may have blocked or ignored the
     /// signals the loop waits for; restore them before libfuse installs its

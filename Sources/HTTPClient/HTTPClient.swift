@@ -136,6 +136,7 @@ public final class HTTPClient: Sendable {
             }
             var stillRunning: Int32 = 0
             curl_multi_perform(multi.handle, &stillRunning)
+            for transfer in loop.active.values { transfer.endBodyBatch() }
             var queued: Int32 = 0
             while let message = curl_multi_info_read(multi.handle, &queued) {
                 guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle else { continue }

@@ -17,6 +17,8 @@ final class Transfer {
     private var pendingHeaders: [(name: String, value: String)] = []
     private var headDelivered = false
     private var aborted = false
+    /// Whether body bytes arrived since the last `endBodyBatch()`.
+    private var bodySinceBatch = false
     private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
 
     // MARK: - Init and deinit
@@ -118,7 +120,16 @@ final class Transfer {
             aborted = true
             return false
         }
+        bodySinceBatch = true
         return true
+    }
+
+    /// Tells the delegate that the bytes libcurl had were all handed over
+    /// (called after each round of `curl_multi_perform`).
+    func endBodyBatch() {
+        guard bodySinceBatch, !aborted else { return }
+        bodySinceBatch = false
+        delegate.bodyBatchEnded()
     }
 
     /// Hands the final response's head to the delegate (once).

@@ -26,12 +26,27 @@ public final class Episode: Sendable {
     }
 
     /// How far an in-flight fetch has come: bytes `[cursor, upper)` are
-    /// still to arrive.
+    /// not on disk yet; `[cursor, received)` arrived and wait for the
+    /// episode's writer.
     struct FetchProgress {
         var cursor: Int64
         var upper: Int64
         var generation: UInt64
+        /// Where the next body byte from the network goes.
+        var received: Int64
         var retrying = false
+        /// The writer could not write a chunk: the transfer stops at the
+        /// next hand-off and the completion retries or fails the readers.
+        var writeFailed = false
+        /// How far the writer has allocated blocks ahead (writer only).
+        var allocated: Int64 = 0
+
+        init(cursor: Int64, upper: Int64, generation: UInt64) {
+            self.cursor = cursor
+            self.upper = upper
+            self.generation = generation
+            self.received = cursor
+        }
     }
 
     /// Per open file: the version it reads and its sequential streak.
@@ -66,6 +81,9 @@ public final class Episode: Sendable {
         var present = RangeSet()
         /// Whether `present` changed since the index last heard of it.
         var dirty = false
+        /// Whether `length`, `etag` or `lastModified` changed since the index
+        /// last heard of them (saved with the next commit of ranges).
+        var validatorDirty = false
         var fetches: [UInt64: FetchProgress] = [:]
         var waiters: [Waiter] = []
         var openWaiters: [OpenWaiter] = []

@@ -37,8 +37,10 @@ extension EpisodeReader {
         thread.start()
     }
 
-    /// Stops the flush thread and commits what is left.
+    /// Stops the flush thread and commits what is left. Call after the
+    /// HTTP client is shut down: queued writes land first.
     public func stopFlushing() {
+        drainWriters()
         let wait = flusher.withLock { state -> Bool in
             guard state == .running else { return false }
             state = .stopping
@@ -59,14 +61,22 @@ extension EpisodeReader {
             }
             guard !episodes.isEmpty else { return }
             var batch: [(key: String, ranges: [Range<Int64>])] = []
+            var validators: [EpisodeValidator] = []
             var touched: [(String, Int64)] = []
             for episode in episodes {
-                let snapshot: (RangeSet, ScratchFile?, Int64)? = episode.state.withLock { state in
-                    guard state.dirty else { return nil }
-                    state.dirty = false
-                    return (state.present, state.scratch, state.lastRead)
+                let snapshot: (RangeSet?, EpisodeValidator?, ScratchFile?, Int64) = episode.state.withLock { state in
+                    var validator: EpisodeValidator?
+                    if state.validatorDirty, let length = state.length {
+                        validator = EpisodeValidator(
+                            key: episode.key, length: length, etag: state.etag, lastModified: state.lastModified)
+                    }
+                    state.validatorDirty = false
+                    defer { state.dirty = false }
+                    return (state.dirty ? state.present : nil, validator, state.scratch, state.lastRead)
                 }
-                guard let (present, scratch, lastRead) = snapshot, let scratch else { continue }
+                let (present, validator, scratch, lastRead) = snapshot
+                if let validator { validators.append(validator) }
+                guard let present, let scratch else { continue }
                 do {
                     try scratch.synchronize()
                     batch.append((key: episode.key, ranges: present.ranges))
@@ -79,14 +89,19 @@ extension EpisodeReader {
                 }
             }
             do {
-                try index.commitRanges(batch)
+                try index.commitRanges(batch, validators: validators)
                 commits += 1
                 logger.debug("committed cached ranges", metadata: ["commit": "\(commits)", "episodes": "\(batch.count)"])
                 for (key, at) in touched { index.touch(key: key, at: at) }
             } catch {
                 logger.error("could not commit the cache index", metadata: ["error": "\(error)"])
                 for episode in episodes { markDirty(episode) }
-                for episode in episodes { episode.state.withLock { $0.dirty = true } }
+                for episode in episodes {
+                    episode.state.withLock { state in
+                        state.dirty = true
+                        if validators.contains(where: { $0.key == episode.key }) { state.validatorDirty = true }
+                    }
+                }
             }
         }
     }

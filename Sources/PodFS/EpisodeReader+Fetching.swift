@@ -44,11 +44,16 @@ extension EpisodeReader {
         var dropped: [Episode.Waiter] = []
         var logIgnoresRange = false
         var indexUpdate: (drop: Bool, save: Bool) = (false, false)
-        // Most heads confirm what is known and need no index update: they
-        // run without the index lock, so they never wait for a flush's
-        // fdatasync. A head that changes the version or the validator runs
-        // under it, serialised with commits (a commit of old ranges must not
-        // land after their drop).
+        var saveLater = false
+        // Most heads confirm what is known, or only tell the length and
+        // validator of an episode with nothing cached of another version:
+        // they run without the index lock, so they never wait for a flush's
+        // fdatasync, and the validator is saved with the next commit of
+        // ranges. A head that changes the version runs under the lock,
+        // serialised with commits, and drops the old ranges durably before
+        // any new byte reaches the scratch file (a commit of old ranges must
+        // not land after their drop, and old ranges must never vouch for
+        // new bytes after a crash).
         var needsIndexLock = false
         func applyHead(holdingIndexLock: Bool) -> Bool {
             let outcome = episode.state.withLock { state -> Bool in
@@ -56,10 +61,10 @@ extension EpisodeReader {
                     return false
                 }
                 let changed = versionChanged(state, head: head, total: total)
-                let touchesIndex =
+                let validatorChanged =
                     changed || state.length != total || state.etag != head.etag
                     || state.lastModified != head.lastModified
-                if touchesIndex && !holdingIndexLock {
+                if changed && !holdingIndexLock {
                     needsIndexLock = true
                     return false
                 }
@@ -82,11 +87,16 @@ extension EpisodeReader {
                 }
                 if state.length != total {
                     if let scratch = state.scratch { try? scratch.resize(to: total) }
+                    // The kernel has seen the size `stat` showed so far; only
+                    // a different one needs its caches dropped.
+                    if (state.length ?? episode.feedLength ?? 0) != total { invalidate = true }
                     state.length = total
-                    invalidate = true
                 }
-                if touchesIndex {
+                if changed {
                     indexUpdate.save = true
+                } else if validatorChanged {
+                    state.validatorDirty = true
+                    saveLater = true
                 }
                 state.etag = head.etag
                 state.lastModified = head.lastModified
@@ -100,6 +110,7 @@ extension EpisodeReader {
                 }
                 progress.generation = state.generation
                 progress.cursor = bodyStart
+                progress.received = bodyStart
                 progress.upper = head.status == 416 ? bodyStart : (head.status == 200 ? total : min(total, (head.rangeLast ?? 0) + 1))
                 state.fetches[fetch.id] = progress
                 for waiter in state.openWaiters {
@@ -133,6 +144,7 @@ extension EpisodeReader {
         if needsIndexLock {
             accepted = indexLock.withLock { _ in applyHead(holdingIndexLock: true) }
         }
+        if saveLater { markDirty(episode) }
         if logIgnoresRange {
             logger.notice(
                 "the origin ignores Range requests; streaming the episode from its start",
@@ -147,64 +159,136 @@ extension EpisodeReader {
 
     // MARK: - Body
 
-    /// Writes a chunk at its offset, then marks it present and wakes the
-    /// readers whose bytes are now all on disk.
-    func fetch(_ fetch: Fetch, received body: UnsafeRawBufferPointer) -> Bool {
+    /// Takes a chunk of body bytes on the network thread and queues it for
+    /// the episode's writer; `false` stops the transfer (the fetch is stale,
+    /// a write failed, or the origin sent more than it announced).
+    ///
+    /// Waits while too many bytes are queued for writing: when the disk is
+    /// slower than the network, memory stays flat.
+    func fetch(_ fetch: Fetch, handOff chunk: BodyChunk) -> Bool {
         let episode = fetch.episode
-        let target: (ScratchFile, Int64, Int)? = episode.state.withLock { state in
-            guard let progress = state.fetches[fetch.id], progress.generation == state.generation,
-                let scratch = state.scratch
+        let plan: (offset: Int64, count: Int, generation: UInt64)? = episode.state.withLock { state in
+            guard var progress = state.fetches[fetch.id], progress.generation == state.generation,
+                !progress.writeFailed, state.scratch != nil
             else { return nil }
-            let room = progress.upper - progress.cursor
-            return (scratch, progress.cursor, Int(min(Int64(body.count), max(0, room))))
+            let room = progress.upper - progress.received
+            let count = Int(min(Int64(chunk.count), max(0, room)))
+            let offset = progress.received
+            progress.received += Int64(count)
+            state.fetches[fetch.id] = progress
+            return (offset, count, state.generation)
         }
-        guard let (scratch, offset, count) = target else { return false }
-        if count > 0 {
+        guard let plan else { return false }
+        if plan.count > 0 {
             fetch.madeProgress()
-            do {
-                try scratch.write(UnsafeRawBufferPointer(rebasing: body[0..<count]), at: offset)
-            } catch {
-                logger.error("could not write to the cache", metadata: ["episode.key": "\(episode.key)", "error": "\(error)"])
-                return false
+            writeBudget.acquire(plan.count)
+            writer(for: episode).async { [self] in
+                defer { writeBudget.release(plan.count) }
+                write(chunk, count: plan.count, at: plan.offset, generation: plan.generation, for: fetch)
             }
+        }
+        if plan.count < chunk.count {
+            // A body longer than its Content-Range is a lying origin: stop.
+            logger.warning(
+                "the origin sent more bytes than it announced; the extra bytes were ignored",
+                metadata: ["episode.url": "\(episode.url)"])
+            return false
+        }
+        return true
+    }
+
+    /// On the episode's writer: writes a chunk at its offset, then marks it
+    /// present and wakes the readers whose bytes are now all on disk.
+    ///
+    /// One serial writer per episode keeps its writes in the order they
+    /// arrived: bytes of an older version that were queued before a version
+    /// change land before any byte of the new version and are never marked
+    /// present, so they cannot overwrite new bytes that are.
+    private func write(_ chunk: BodyChunk, count: Int, at offset: Int64, generation: UInt64, for fetch: Fetch) {
+        let episode = fetch.episode
+        let end = offset + Int64(count)
+        let target: (ScratchFile, Range<Int64>?)? = episode.state.withLock { state in
+            guard state.generation == generation, var progress = state.fetches[fetch.id],
+                progress.generation == generation, let scratch = state.scratch
+            else { return nil }
+            // Long fetches allocate their blocks 8 MiB at a time, ahead of
+            // the writes (see `ScratchFile.preallocate`).
+            var allocation: Range<Int64>?
+            if end > progress.allocated, progress.upper - offset >= Self.preallocationStep / 8 {
+                let upper = min(progress.upper, max(end, offset + Self.preallocationStep))
+                allocation = offset..<upper
+                progress.allocated = upper
+                state.fetches[fetch.id] = progress
+            }
+            return (scratch, allocation)
+        }
+        guard let (scratch, allocation) = target else { return }
+        // A failure here (no room, no support) shows in the write below.
+        if let allocation { try? scratch.preallocate(allocation) }
+        do {
+            try scratch.write(UnsafeRawBufferPointer(rebasing: chunk.bytes[0..<count]), at: offset)
+        } catch {
+            logger.error("could not write to the cache", metadata: ["episode.key": "\(episode.key)", "error": "\(error)"])
+            episode.state.withLock { $0.fetches[fetch.id]?.writeFailed = true }
+            return
         }
         var ready: [(Episode.Waiter, ScratchFile?)] = []
-        let keepGoing: Bool = episode.state.withLock { state in
-            guard var progress = state.fetches[fetch.id], progress.generation == state.generation else { return false }
-            if count > 0 {
-                state.present.insert(offset..<offset + Int64(count))
-                progress.cursor = offset + Int64(count)
-                state.fetches[fetch.id] = progress
-                state.dirty = true
-            }
+        let marked: Bool = episode.state.withLock { state in
+            guard var progress = state.fetches[fetch.id], progress.generation == state.generation,
+                state.generation == generation
+            else { return false }
+            state.present.insert(offset..<offset + Int64(count))
+            progress.cursor = max(progress.cursor, offset + Int64(count))
+            state.fetches[fetch.id] = progress
+            state.dirty = true
             state.waiters.removeAll { waiter in
                 guard state.present.contains(waiter.range) else { return false }
                 ready.append((waiter, state.scratch))
                 return true
             }
-            // A body longer than its Content-Range is a lying origin: stop.
-            return count == body.count
+            return true
         }
+        guard marked else { return }
         markDirty(episode)
-        for (waiter, scratch) in ready { serve(waiter.range, from: scratch, episode: episode, reply: waiter.reply) }
-        if !keepGoing {
-            logger.warning("the origin sent more bytes than it announced; the extra bytes were ignored",
-                           metadata: ["episode.url": "\(episode.url)"])
+        let written = offset..<offset + Int64(count)
+        for (waiter, scratch) in ready {
+            if written.lowerBound <= waiter.range.lowerBound && waiter.range.upperBound <= written.upperBound {
+                // All its bytes are in this chunk: answer from memory, which
+                // saves reading back what was just written.
+                let start = Int(waiter.range.lowerBound - offset)
+                waiter.reply.data(UnsafeRawBufferPointer(rebasing: chunk.bytes[start..<start + Int(waiter.range.count)]))
+            } else {
+                serve(waiter.range, from: scratch, episode: episode, reply: waiter.reply)
+            }
         }
-        return keepGoing
     }
+
+    /// How many bytes a long fetch allocates ahead of its writes.
+    private static var preallocationStep: Int64 { 8 * 1024 * 1024 }
 
     // MARK: - Completion
 
+    /// Called on the network thread when a transfer ended; the completion
+    /// runs on the episode's writer, after every chunk queued before it.
+    func fetchCompleted(_ fetch: Fetch, error: FetchError?) {
+        writer(for: fetch.episode).async { [self] in
+            self.fetch(fetch, completedWith: error)
+        }
+    }
+
     /// Ends a fetch: retries a transient failure from where it stopped, or
     /// fails the readers nothing else will serve.
-    func fetch(_ fetch: Fetch, completedWith error: FetchError?) {
+    private func fetch(_ fetch: Fetch, completedWith error: FetchError?) {
         let episode = fetch.episode
         enum Next { case done, retry(Range<Int64>, String?, String, Int) }
         var failure = error
         let next: Next = episode.state.withLock { state in
             guard let progress = state.fetches[fetch.id] else { return .done }
-            if failure == nil, progress.cursor < progress.upper {
+            if progress.writeFailed {
+                failure = FetchError(
+                    isTransient: false, isUnreachable: false,
+                    message: "could not write the fetched bytes to the cache (see the error above)")
+            } else if failure == nil, progress.cursor < progress.upper {
                 failure = FetchError(
                     isTransient: true, isUnreachable: false,
                     message: "the origin closed the response \(progress.upper - progress.cursor) bytes early")
@@ -226,9 +310,13 @@ extension EpisodeReader {
             logger.info(
                 "retrying a fetch",
                 metadata: ["episode.url": "\(url)", "range.lower": "\(range.lowerBound)", "error": "\(failure?.message ?? "")"])
-            DispatchQueue.global().asyncAfter(deadline: .now() + delay) { [source] in
+            pendingRetries.withLock { $0 += 1 }
+            DispatchQueue.global().asyncAfter(deadline: .now() + delay) { [self] in
                 episode.state.withLock { $0.fetches[fetch.id]?.retrying = false }
+                // After shutdown the source refuses at once, and the
+                // completion fails the readers before the session goes.
                 source.fetch(url: url, range: range, validator: validator, sink: fetch)
+                pendingRetries.withLock { $0 -= 1 }
             }
         case .done:
             if let failure {

@@ -53,6 +53,19 @@ public final class EpisodeReader: Sendable {
     /// The mount's episodes by key, for eviction (episodes of feeds not
     /// mounted are evicted in the index and on disk only).
     let episodesByKey = Locked<[String: Episode]>([:])
+    /// Retries waiting for their delay to pass (see `drainWriters`).
+    let pendingRetries = Locked(0)
+    /// Body bytes queued for the writers, at most 8 MiB.
+    let writeBudget = ByteBudget(limit: 8 * 1024 * 1024)
+    /// Memory for body chunks: 512 KiB each, big enough that a `pwrite` and
+    /// the bookkeeping around it are rare, small enough to keep memory flat
+    /// (the budget above holds at most 16 of them, plus one gathering per
+    /// transfer).
+    let chunkPool = BodyChunk.Pool(capacity: 512 * 1024, limit: 24)
+    /// Serial queues that write fetched bytes to scratch files; an episode
+    /// always uses the same one, so its writes keep their order. Writing
+    /// off the network thread lets one core receive while another writes.
+    private let writers: [DispatchQueue] = (0..<4).map { DispatchQueue(label: "podfs.writer.\($0)") }
 
     // MARK: - Init
 
@@ -132,13 +145,19 @@ public final class EpisodeReader: Sendable {
             guard let length = state.length else { return .fail }
             let end = min(length, offset + Int64(size))
             state.lastRead = Int64(Date().timeIntervalSince1970)
-            // Sequential streak: the window grows while reads follow on.
-            if offset == handleState.nextOffset {
+            // Sequential streak: the window grows while reads follow on. The
+            // kernel's read-ahead sends several reads at once and they may
+            // arrive out of order, so "follows on" means "lands near where
+            // the last one ended"; a jump further than that (a listener
+            // scrubbing) starts over.
+            let distance = abs(offset - handleState.nextOffset)
+            if distance <= max(Self.nearby, windowSize(streak: handleState.streak)) {
                 handleState.streak += 1
-            } else if abs(offset - handleState.nextOffset) > 1024 * 1024 {
+                handleState.nextOffset = max(handleState.nextOffset, end)
+            } else {
                 handleState.streak = 0
+                handleState.nextOffset = end
             }
-            handleState.nextOffset = max(end, offset)
             state.handles[handle] = handleState
             if offset >= end { return .empty }
             let wanted = offset..<end
@@ -158,6 +177,12 @@ public final class EpisodeReader: Sendable {
         let url = episode.state.withLock { $0.effectiveURL } ?? episode.url
         let validator = episode.state.withLock { self.validator($0) }
         for (fetch, range) in starts {
+            logger.debug(
+                "fetching",
+                metadata: [
+                    "episode.key": "\(episode.key)", "range.lower": "\(range.lowerBound)",
+                    "range.upper": "\(range.upperBound)", "read.offset": "\(offset)", "read.size": "\(size)",
+                ])
             _ = fetch.nextAttempt()
             source.fetch(url: url, range: range, validator: validator, sink: fetch)
         }
@@ -177,6 +202,28 @@ public final class EpisodeReader: Sendable {
     }
 
     // MARK: - Internal methods
+
+    /// Starts the writers' threads now, so the first download of a mount
+    /// does not wait for them.
+    public func warmUp() {
+        for writer in writers { writer.async {} }
+    }
+
+    /// Waits until every queued write and completion has run, and every
+    /// retry that was waiting has started (and, once the HTTP client is
+    /// shut down, failed): after this, nothing answers a kernel request
+    /// unless a new one arrives.
+    func drainWriters() {
+        repeat {
+            while pendingRetries.withLock({ $0 }) > 0 { Thread.sleep(forTimeInterval: 0.01) }
+            for writer in writers { writer.sync {} }
+        } while pendingRetries.withLock({ $0 }) > 0
+    }
+
+    /// The serial queue that writes `episode`'s bytes and ends its fetches.
+    func writer(for episode: Episode) -> DispatchQueue {
+        writers[Int(episode.inode % UInt64(writers.count))]
+    }
 
     func makeID() -> UInt64 {
         nextID.wrappingAdd(1, ordering: .relaxed).oldValue
@@ -228,6 +275,10 @@ public final class EpisodeReader: Sendable {
     }
 
     // MARK: - Private methods
+
+    /// How far from the end of the last read the next one may land and
+    /// still count as sequential.
+    private static let nearby: Int64 = 2 * 1024 * 1024
 
     private enum ReadOutcome {
         case fail, empty, wait

@@ -2,12 +2,17 @@ import Locking
 
 /// One streaming range fetch of an episode, fed by the network thread.
 ///
-/// The fetch writes each chunk to the scratch file at its own offset and
-/// only then marks it present, so a reader woken by it finds the bytes on
-/// disk. Its progress lives in the episode's state (`fetches[id]`), where
-/// readers see what is already on its way.
+/// The network thread gathers the body into chunks (see the reader's
+/// `chunkPool`) and hands each to the episode's writer, which
+/// writes it to the scratch file at its own offset and only then marks it
+/// present, so a reader woken by it finds the bytes on disk. A chunk is
+/// handed over when full and whenever the bytes waiting in the socket are
+/// all gathered, so nobody waits for bytes that already arrived. Its
+/// progress lives in the episode's state (`fetches[id]`), where readers see
+/// what is already on its way.
 final class Fetch: FetchSink {
     // MARK: - Properties
+
 
     let id: UInt64
     let episode: Episode
@@ -18,6 +23,8 @@ final class Fetch: FetchSink {
     /// Why the response head was refused, if it was: the completion reports
     /// this instead of the transport's "aborted".
     private let refusal = Locked<FetchError?>(nil)
+    /// Body bytes gathered on the network thread and not yet handed over.
+    private let gathered = Locked<BodyChunk?>(nil)
 
     // MARK: - Init
 
@@ -34,21 +41,51 @@ final class Fetch: FetchSink {
     }
 
     func receive(body: UnsafeRawBufferPointer) -> Bool {
-        reader.fetch(self, received: body)
+        var remaining = body
+        while !remaining.isEmpty {
+            let full: BodyChunk? = gathered.withLock { chunk in
+                let current = chunk ?? BodyChunk(from: reader.chunkPool)
+                let taken = current.append(remaining)
+                remaining = UnsafeRawBufferPointer(rebasing: remaining[taken...])
+                chunk = current.isFull ? nil : current
+                return current.isFull ? current : nil
+            }
+            if let full, !reader.fetch(self, handOff: full) { return false }
+        }
+        return true
+    }
+
+    func bodyBatchEnded() {
+        handOffGathered()
     }
 
     func complete(error: FetchError?) {
+        // The last bytes go to the writer first; the completion follows
+        // them through the same queue, so it sees every byte written.
+        handOffGathered()
         let refused = refusal.withLock { reason in
             defer { reason = nil }
             return reason
         }
-        reader.fetch(self, completedWith: refused ?? error)
+        reader.fetchCompleted(self, error: refused ?? error)
     }
 
     /// Bytes arrived: only failures in a row count against the retry limit,
     /// so a long download survives any number of spaced-out drops.
     func madeProgress() {
         attempts.withLock { $0 = min($0, 1) }
+    }
+
+    /// Hands what was gathered to the writer; `false` when the reader
+    /// refused it (the fetch is stale or the origin sent too much).
+    @discardableResult
+    private func handOffGathered() -> Bool {
+        let chunk: BodyChunk? = gathered.withLock { chunk in
+            defer { chunk = nil }
+            return chunk
+        }
+        guard let chunk, chunk.count > 0 else { return true }
+        return reader.fetch(self, handOff: chunk)
     }
 
     /// Records why the current attempt's response was refused.

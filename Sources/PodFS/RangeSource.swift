@@ -46,7 +46,10 @@ public struct FetchError: Error, Sendable, CustomStringConvertible {
 /// Receives a streaming fetch; called on the network thread, in order.
 public protocol FetchSink: AnyObject, Sendable {
     func receive(head: FetchHead) -> Bool
+    /// The next bytes of the body, valid only during the call.
     func receive(body: UnsafeRawBufferPointer) -> Bool
+    /// Every byte that arrived so far was passed to `receive(body:)`.
+    func bodyBatchEnded()
     func complete(error: FetchError?)
 }
 

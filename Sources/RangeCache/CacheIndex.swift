@@ -23,6 +23,21 @@ public struct EpisodeRecord: Sendable, Equatable {
     public var lastRead: Int64? = nil
 }
 
+/// An episode's length and validator as a response told them.
+public struct EpisodeValidator: Sendable, Equatable {
+    public let key: String
+    public let length: Int64
+    public let etag: String?
+    public let lastModified: String?
+
+    public init(key: String, length: Int64, etag: String?, lastModified: String?) {
+        self.key = key
+        self.length = length
+        self.etag = etag
+        self.lastModified = lastModified
+    }
+}
+
 /// A feed and its episodes as the index knows them, for `podfs status`.
 public struct FeedSnapshot: Sendable {
     public let url: String
@@ -237,12 +252,25 @@ public final class CacheIndex: Sendable {
         }
     }
 
-    /// Replaces the committed ranges of each episode in `batch`, all in one
-    /// transaction. Call only after the bytes of every range were synced.
-    public func commitRanges(_ batch: [(key: String, ranges: [Range<Int64>])]) throws(IndexError) {
-        guard !batch.isEmpty else { return }
+    /// Replaces the committed ranges of each episode in `batch`, and saves
+    /// the validators in `validators` first, all in one transaction. Call
+    /// only after the bytes of every range were synced.
+    public func commitRanges(
+        _ batch: [(key: String, ranges: [Range<Int64>])], validators: [EpisodeValidator] = []
+    ) throws(IndexError) {
+        guard !batch.isEmpty || !validators.isEmpty else { return }
         try connection.withLock { db throws(IndexError) in
             try db.transaction { () throws(IndexError) in
+                let update = try db.prepare(
+                    "UPDATE episodes SET length = ?, etag = ?, last_modified = ? WHERE key = ?")
+                for validator in validators {
+                    try update.reset()
+                    try update.bind(1, validator.length)
+                    try update.bind(2, validator.etag)
+                    try update.bind(3, validator.lastModified)
+                    try update.bind(4, validator.key)
+                    try update.run()
+                }
                 let delete = try db.prepare(
                     "DELETE FROM ranges WHERE episode_id = (SELECT id FROM episodes WHERE key = ?)")
                 let insert = try db.prepare(

@@ -48,6 +48,10 @@ private final class SinkAdapter: HTTPTransferDelegate {
         sink.receive(body: body)
     }
 
+    func bodyBatchEnded() {
+        sink.bodyBatchEnded()
+    }
+
     func complete(error: HTTPError?) {
         sink.complete(error: error.map(FetchError.init))
     }

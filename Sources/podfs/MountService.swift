@@ -92,7 +92,10 @@ struct MountService {
             mountpoint: mountpoint, fileSystemName: "podfs", options: fuseOptions,
             fileSystem: fileSystem, logger: logger)
         reader.attach(invalidator: session)
+        let readAhead = ProcessInfo.processInfo.environment["PODFS_READ_AHEAD_KIB"].flatMap { Int($0) } ?? 1024
+        session.setReadAhead(kib: readAhead)
         reader.startFlushing(interval: commitInterval)
+        reader.warmUp()
         logger.info("mounted", metadata: ["mountpoint": "\(mountpoint)", "cache": "\(cacheDirectory)"])
         for failure in failures { report("warning: left out \(failure)") }
         report("ready")
