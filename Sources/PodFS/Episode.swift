@@ -40,12 +40,17 @@ public final class Episode: Sendable {
         var writeFailed = false
         /// How far the writer has allocated blocks ahead (writer only).
         var allocated: Int64 = 0
+        /// A short fetch for a read that jumped (not read-ahead): its
+        /// readers are answered from memory on the network thread as the
+        /// bytes arrive, without waiting for the writer's hop.
+        let answersOnArrival: Bool
 
-        init(cursor: Int64, upper: Int64, generation: UInt64) {
+        init(cursor: Int64, upper: Int64, generation: UInt64, answersOnArrival: Bool = false) {
             self.cursor = cursor
             self.upper = upper
             self.generation = generation
             self.received = cursor
+            self.answersOnArrival = answersOnArrival
         }
     }
 

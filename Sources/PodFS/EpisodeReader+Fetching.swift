@@ -167,6 +167,7 @@ extension EpisodeReader {
     /// slower than the network, memory stays flat.
     func fetch(_ fetch: Fetch, handOff chunk: BodyChunk) -> Bool {
         let episode = fetch.episode
+        var early: [Episode.Waiter] = []
         let plan: (offset: Int64, count: Int, generation: UInt64)? = episode.state.withLock { state in
             guard var progress = state.fetches[fetch.id], progress.generation == state.generation,
                 !progress.writeFailed, state.scratch != nil
@@ -176,9 +177,26 @@ extension EpisodeReader {
             let offset = progress.received
             progress.received += Int64(count)
             state.fetches[fetch.id] = progress
+            if progress.answersOnArrival, count > 0 {
+                // A reader that jumped here waits for exactly these bytes:
+                // answer it now, from memory; the writer stores them next.
+                let arrived = offset..<offset + Int64(count)
+                state.waiters.removeAll { waiter in
+                    guard arrived.lowerBound <= waiter.range.lowerBound,
+                        waiter.range.upperBound <= arrived.upperBound,
+                        waiter.generation == state.generation
+                    else { return false }
+                    early.append(waiter)
+                    return true
+                }
+            }
             return (offset, count, state.generation)
         }
         guard let plan else { return false }
+        for waiter in early {
+            let start = Int(waiter.range.lowerBound - plan.offset)
+            waiter.reply.data(UnsafeRawBufferPointer(rebasing: chunk.bytes[start..<start + Int(waiter.range.count)]))
+        }
         if plan.count > 0 {
             fetch.madeProgress()
             writeBudget.acquire(plan.count)

@@ -10,7 +10,9 @@ import Synchronization
 /// missing, one fetch per byte however many readers ask.
 ///
 /// Guarantees (DESIGN.md): a reader is answered as soon as its bytes are on
-/// disk; a read never waits on another episode's network; the index never
+/// disk (a reader whose short fetch is arriving, or whose bytes sit in the
+/// chunk being written, is answered from memory, with the same bytes); a
+/// read never waits on another episode's network; the index never
 /// lists a byte that is not durably on disk (see `EpisodeReader+Durability`);
 /// bytes of two versions never mix (a changed origin bumps the episode's
 /// generation and older handles get EIO).
@@ -330,7 +332,8 @@ public final class EpisodeReader: Sendable {
         upper = max(upper, gap.upperBound)
         let fetch = Fetch(id: makeID(), episode: episode, reader: self)
         state.fetches[fetch.id] = Episode.FetchProgress(
-            cursor: gap.lowerBound, upper: upper, generation: state.generation)
+            cursor: gap.lowerBound, upper: upper, generation: state.generation,
+            answersOnArrival: upper - gap.lowerBound <= tuning.minimumFetch)
         return (fetch, gap.lowerBound..<upper)
     }
 
