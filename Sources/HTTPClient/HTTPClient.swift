@@ -42,16 +42,19 @@ public final class HTTPClient: Sendable {
     private let state = Locked(SharedState())
     private let logger: Logger
     private let userAgent: String
+    /// The address-zone rule every transfer is held to.
+    private let policy: AddressPolicy
     private let finished = DispatchSemaphore(value: 0)
 
     // MARK: - Init and deinit
 
     /// Starts the network thread.
-    public init(logger: Logger, userAgent: String = "podfs/0.1") {
+    public init(logger: Logger, userAgent: String = "podfs/0.1", policy: AddressPolicy = AddressPolicy()) {
         curl_global_init(Int(CURL_GLOBAL_ALL))
         self.multi = MultiHandle()
         self.logger = logger
         self.userAgent = userAgent
+        self.policy = policy
         let thread = Thread { [self] in
             blockTerminationSignals()
             self.runLoop()
@@ -66,10 +69,22 @@ public final class HTTPClient: Sendable {
     /// Starts a transfer; the delegate hears about it on the network thread.
     @discardableResult
     public func start(_ request: HTTPRequest, delegate: any HTTPTransferDelegate) -> TransferID {
+        // A literal address in a forbidden zone is refused before any
+        // socket, with the rule's message; names wait for the connect-time
+        // check.
+        if case .refused(_, let message) = policy.check(url: request.url, from: request.issuer) {
+            logger.warning("refused a URL", metadata: ["http.url": "\(request.url)", "reason": "\(message)"])
+            let id = state.withLock { state in
+                defer { state.nextID += 1 }
+                return state.nextID
+            }
+            delegate.complete(error: HTTPError(kind: .refused, message: message, url: request.url))
+            return TransferID(raw: id)
+        }
         let outcome: (TransferID, Transfer?) = state.withLock { state in
             let id = state.nextID
             state.nextID += 1
-            guard state.running, let transfer = Transfer(request: request, delegate: delegate, id: id) else {
+            guard state.running, let transfer = Transfer(request: request, delegate: delegate, id: id, policy: policy) else {
                 return (TransferID(raw: id), nil)
             }
             state.commands.append(.start(transfer))
