@@ -8,11 +8,11 @@ public enum RedirectRule {
     public static func problem(location: String) -> String? {
         var value = Substring(location)
         while value.last == " " || value.last == "\t" { value = value.dropLast() }
-        if value.isEmpty { return "an empty Location" }
+        if value.isEmpty { return "its Location is empty" }
         for byte in value.utf8 {
-            if byte == 0x20 { return "a raw space in its Location" }
-            if byte < 0x20 || byte == 0x7F { return "a control character in its Location" }
-            if byte == UInt8(ascii: "\\") { return "a backslash in its Location" }
+            if byte == 0x20 { return "its Location has a raw space" }
+            if byte < 0x20 || byte == 0x7F { return "its Location has a control character" }
+            if byte == UInt8(ascii: "\\") { return "its Location has a backslash" }
         }
         // RFC 3986 scheme: ALPHA *( ALPHA / DIGIT / "+" / "-" / "." ) ":"
         if let colon = value.firstIndex(of: ":"), let first = value.first, first.isASCII, first.isLetter {
@@ -21,7 +21,7 @@ public enum RedirectRule {
                 $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "+" || $0 == "-" || $0 == ".")
             }
             if isScheme, !["http", "https"].contains(scheme.lowercased()) {
-                return "a redirect to a \(scheme.lowercased()): URL (only http and https are followed)"
+                return "its Location is a \(scheme.lowercased()): URL; only http and https are followed"
             }
         }
         return nil

@@ -187,7 +187,7 @@ final class Transfer {
         if name == "location", (300..<400).contains(pendingStatus),
             let problem = RedirectRule.problem(location: String(value))
         {
-            refusal = "podfs does not follow a redirect with \(problem): \(value.prefix(200).debugDescription)"
+            refusal = "podfs does not follow this redirect: \(problem) (Location: \(value.prefix(200).debugDescription))"
             return false
         }
         pendingHeaders.append((name: name, value: String(value)))
