@@ -1,3 +1,4 @@
+import Foundation
 import HTTPClient
 import Locking
 
@@ -64,11 +65,53 @@ final class FeedZones: Sendable {
         }
         if let redirected { return redirected }
         if let zone { return .server(zone) }
-        // A feed shown from the cache (offline at mount) was not fetched in
-        // this mount: a literal address in its URL still says its zone.
-        if let feedURL, case .allowed(let literal) = policy.check(url: feedURL, from: .user) {
-            return .server(literal)
+        guard let feedURL else { return .server(.global) }
+        // A feed shown from the cache (its origin was unreachable at mount)
+        // was not fetched in this mount: its zone is where its URL leads
+        // now. Remembered until a fetch of the feed says otherwise.
+        let resolved = zoneOfHost(feedURL: feedURL)
+        state.withLock { state in
+            if state.feedZone[feedURL] == nil { state.feedZone[feedURL] = resolved }
         }
-        return .server(.global)
+        return .server(resolved)
+    }
+
+    // MARK: - Private methods
+
+    /// The zone of the feed URL's host: a literal address's, or the one
+    /// zone every DNS answer shares; mixed answers or none count as public
+    /// (the strictest).
+    private func zoneOfHost(feedURL: String) -> AddressZone {
+        guard var host = AddressPolicy.host(of: feedURL) else { return .global }
+        if let address = IPAddress(host: host) { return policy.zone(of: address) }
+        if host.hasPrefix("[") { host = String(host.dropFirst().dropLast()) }
+        var hints = addrinfo()
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        var list: UnsafeMutablePointer<addrinfo>?
+        guard getaddrinfo(host, nil, &hints, &list) == 0 else { return .global }
+        defer { freeaddrinfo(list) }
+        var zones = Set<AddressZone>()
+        var entry = list
+        while let current = entry {
+            if let address = Self.address(current.pointee) { zones.insert(policy.zone(of: address)) }
+            entry = current.pointee.ai_next
+        }
+        return zones.count == 1 ? zones.first! : .global
+    }
+
+    private static func address(_ info: addrinfo) -> IPAddress? {
+        guard let socketAddress = info.ai_addr else { return nil }
+        switch info.ai_family {
+        case AF_INET:
+            return socketAddress.withMemoryRebound(to: sockaddr_in.self, capacity: 1) {
+                IPAddress(bytes: withUnsafeBytes(of: $0.pointee.sin_addr) { Array($0) })
+            }
+        case AF_INET6:
+            return socketAddress.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) {
+                IPAddress(bytes: withUnsafeBytes(of: $0.pointee.sin6_addr) { Array($0) })
+            }
+        default:
+            return nil
+        }
     }
 }

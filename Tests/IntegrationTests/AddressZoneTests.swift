@@ -148,6 +148,7 @@ struct AddressZoneTests {
         try pub.configure(#"{"redirects": {"/back.mp3": "\#(priv.base)/x.mp3"}}"#)
         let items: [(title: String, url: String)] =
             [("Private", "\(priv.base)/x.mp3"), ("Public", "\(pub.base)/x.mp3"),
+             ("Private decimal", "http://169279489:\(priv.port)/x.mp3"),
              ("Redirect to public", "\(priv.base)/to-public.mp3"),
              ("Redirect to loopback", "\(priv.base)/to-loopback.mp3"),
              ("Public back to private", "\(pub.base)/back.mp3")]
@@ -168,6 +169,19 @@ struct AddressZoneTests {
         // Only the redirecting requests themselves reached an origin.
         #expect(try origins.episodeRequests(priv).keys.sorted() == ["/to-loopback.mp3"])
         #expect(try origins.episodeRequests(pub).keys.sorted() == ["/back.mp3"])
+        try mounts.unmount()
+
+        // The feed's origin answers 503: the mount shows the cached copy,
+        // whose zone is then where its URL leads (private), not "unknown".
+        try priv.configure(#"{"status": {"/feed.xml": {"code": 503}}}"#)
+        try origins.reset()
+        try mounts.mountOrThrow(["\(priv.base)/feed.xml"], environment: Self.environment)
+        #expect(origins.fixture.log().contains("using the last good copy"))
+        #expect(try read(folder + "/Private decimal.mp3") == origins.data)
+        #expect(try read(folder + "/Loopback dotted.mp3") == nil)
+        #expect(try read(folder + "/Loopback name.mp3") == nil)
+        let loopAfter = try origins.episodeRequests(loop)
+        #expect(loopAfter.isEmpty, "loopback origin saw \(loopAfter)")
         try mounts.unmount()
     }
 
