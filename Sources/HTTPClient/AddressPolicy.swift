@@ -93,7 +93,7 @@ public struct AddressPolicy: Sendable {
     public func check(_ address: IPAddress, from issuer: URLIssuer) -> Verdict {
         let target = zone(of: address)
         guard allows(target, from: issuer) else {
-            return .refused(target, Self.refusal(address: "\(address)", zone: target, issuer: issuer))
+            return .refused(target, refusal(address: "\(address)", zone: target, issuer: issuer))
         }
         return .allowed(target)
     }
@@ -105,7 +105,8 @@ public struct AddressPolicy: Sendable {
         guard let address = IPAddress(host: host) else { return .atConnect }
         let target = zone(of: address)
         guard allows(target, from: issuer) else {
-            return .refused(target, Self.refusal(address: host, zone: target, issuer: issuer))
+            let shown = host == "\(address)" ? host : "\(host) (\(address))"
+            return .refused(target, refusal(address: shown, zone: target, issuer: issuer))
         }
         return .allowed(target)
     }
@@ -132,10 +133,12 @@ public struct AddressPolicy: Sendable {
 
     // MARK: - Private methods
 
-    private static func refusal(address: String, zone: AddressZone, issuer: URLIssuer) -> String {
-        "podfs refuses to connect to \(address) (\(zone.phrase)) for a URL from \(issuer): "
-            + "a feed may not send podfs to addresses its own server could not reach you at. "
-            + "If you trust this feed, mount with -o allow_private"
+    private func refusal(address: String, zone: AddressZone, issuer: URLIssuer) -> String {
+        let reachable = [AddressZone.global, .privateNetwork, .linkLocal, .loopback]
+            .filter { allows($0, from: issuer) }.map(\.adjective)
+        let list = reachable.count == 1 ? reachable[0] : reachable.dropLast().joined(separator: ", ") + " and " + reachable.last!
+        return "podfs refuses to connect to \(address), \(zone.phrase), for a URL from \(issuer): such URLs may only "
+            + "lead to \(list) addresses (README, Safety). If you trust this feed, mount with -o allow_private"
     }
 
     private static func percentDecoded(_ text: Substring) -> String {

@@ -34,12 +34,17 @@ public enum AddressZone: String, Sendable, Hashable, CaseIterable {
 
     /// How log lines and errors name the zone.
     public var phrase: String {
+        self == .reserved ? "an unspecified, multicast or reserved address" : "a \(adjective) address"
+    }
+
+    /// `public`, `private`, `link-local`, `loopback` or `reserved`.
+    public var adjective: String {
         switch self {
-        case .global: return "a public address"
-        case .privateNetwork: return "a private address"
-        case .linkLocal: return "a link-local address"
-        case .loopback: return "a loopback address"
-        case .reserved: return "an unspecified, multicast or reserved address"
+        case .global: return "public"
+        case .privateNetwork: return "private"
+        case .linkLocal: return "link-local"
+        case .loopback: return "loopback"
+        case .reserved: return "reserved"
         }
     }
 

@@ -73,7 +73,7 @@ public final class HTTPClient: Sendable {
         // socket, with the rule's message; names wait for the connect-time
         // check.
         if case .refused(_, let message) = policy.check(url: request.url, from: request.issuer) {
-            logger.warning("refused a URL", metadata: ["http.url": "\(request.url)", "reason": "\(message)"])
+            logger.debug("refused a URL", metadata: ["http.url": "\(request.url)", "reason": "\(message)"])
             let id = state.withLock { state in
                 defer { state.nextID += 1 }
                 return state.nextID

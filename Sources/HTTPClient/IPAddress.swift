@@ -46,16 +46,36 @@ public enum IPAddress: Sendable, Hashable, CustomStringConvertible {
 
     // MARK: - Properties
 
-    /// Dotted quad or RFC 5952-ish IPv6 text (full groups, no compression).
+    /// Dotted quad, or IPv6 text in the RFC 5952 form (lowercase, the
+    /// longest run of zero groups as `::`, IPv4-mapped as `::ffff:a.b.c.d`).
     public var description: String {
         switch self {
         case .v4(let value):
-            return [24, 16, 8, 0].map { String((value >> UInt32($0)) & 0xFF) }.joined(separator: ".")
+            return IPAddress.dotted(value)
         case .v6(let bytes):
-            return stride(from: 0, to: 16, by: 2)
-                .map { String(UInt16(bytes[$0]) << 8 | UInt16(bytes[$0 + 1]), radix: 16) }
-                .joined(separator: ":")
+            if bytes[0..<10].allSatisfy({ $0 == 0 }), bytes[10] == 0xFF, bytes[11] == 0xFF {
+                return "::ffff:" + IPAddress.dotted(bytes[12..<16].reduce(0) { $0 << 8 | UInt32($1) })
+            }
+            let groups = stride(from: 0, to: 16, by: 2).map { UInt16(bytes[$0]) << 8 | UInt16(bytes[$0 + 1]) }
+            // The longest run of two or more zero groups (the first of equals).
+            var best: Range<Int>? = nil
+            var start: Int? = nil
+            for index in 0...8 {
+                if index < 8, groups[index] == 0 {
+                    if start == nil { start = index }
+                } else if let first = start {
+                    if index - first >= 2, index - first > (best?.count ?? 0) { best = first..<index }
+                    start = nil
+                }
+            }
+            let text = { (range: ArraySlice<UInt16>) in range.map { String($0, radix: 16) }.joined(separator: ":") }
+            guard let best else { return text(groups[...]) }
+            return text(groups[..<best.lowerBound]) + "::" + text(groups[best.upperBound...])
         }
+    }
+
+    private static func dotted(_ value: UInt32) -> String {
+        [24, 16, 8, 0].map { String((value >> UInt32($0)) & 0xFF) }.joined(separator: ".")
     }
 
     // MARK: - IPv4

@@ -21,7 +21,7 @@ public enum RedirectRule {
                 $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "+" || $0 == "-" || $0 == ".")
             }
             if isScheme, !["http", "https"].contains(scheme.lowercased()) {
-                return "its Location is a \(scheme.lowercased()): URL; only http and https are followed"
+                return "its Location uses the \(scheme.lowercased()): scheme; only http and https are followed"
             }
         }
         return nil

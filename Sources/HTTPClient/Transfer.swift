@@ -184,7 +184,8 @@ final class Transfer {
         let name = line[..<colon].lowercased()
         var value = line[line.index(after: colon)...]
         while value.first == " " || value.first == "\t" { value = value.dropFirst() }
-        if name == "location", (300..<400).contains(pendingStatus),
+        // The statuses libcurl follows; a Location on any other is ignored.
+        if name == "location", [301, 302, 303, 307, 308].contains(pendingStatus),
             let problem = RedirectRule.problem(location: String(value))
         {
             refusal = "podfs does not follow this redirect: \(problem) (Location: \(value.prefix(200).debugDescription))"

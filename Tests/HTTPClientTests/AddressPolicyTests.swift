@@ -125,6 +125,17 @@ import Testing
         }
     }
 
+    @Test func refusalsSayWhatWasRefusedAndWhatIsAllowed() {
+        guard case .refused(_, let message) = strict.check(url: "http://2130706433/", from: .server(.privateNetwork)) else {
+            Issue.record("not refused")
+            return
+        }
+        #expect(message.contains("2130706433 (127.0.0.1), a loopback address"), "\(message)")
+        #expect(message.contains("from a server at a private address"), "\(message)")
+        #expect(message.contains("lead to public and private addresses"), "\(message)")
+        #expect(message.contains("-o allow_private"), "\(message)")
+    }
+
     @Test func literalChecksFollowTheRule() {
         #expect(strict.check(url: "http://10.1.2.3/a", from: .server(.privateNetwork)) == .allowed(.privateNetwork))
         #expect(strict.check(url: "http://8.8.8.8/a", from: .server(.privateNetwork)) == .allowed(.global))
@@ -156,6 +167,12 @@ import Testing
         #expect(mapped == IPAddress(host: "::ffff:127.0.0.1"))
         #expect(AddressZone(mapped) == .loopback)
         #expect("\(try #require(IPAddress(host: "0x7f.1")))" == "127.0.0.1")
+        #expect("\(try #require(IPAddress(host: "::1")))" == "::1")
+        #expect("\(try #require(IPAddress(host: "[::ffff:7f00:1]")))" == "::ffff:127.0.0.1")
+        #expect("\(try #require(IPAddress(host: "2001:db8:0:0:1:0:0:1")))" == "2001:db8::1:0:0:1")
+        #expect("\(try #require(IPAddress(host: "fe80::1%25eth0")))" == "fe80::1")
+        #expect("\(try #require(IPAddress(host: "1:2:3:4:5:6:7:8")))" == "1:2:3:4:5:6:7:8")
+        #expect("\(try #require(IPAddress(host: "::")))" == "::")
         #expect(IPAddress(bytes: [1, 2, 3]) == nil)
     }
 }
