@@ -261,6 +261,20 @@ struct HostileFeedTests {
         #expect(memory.peak < 64 * 1024, "peak \(memory.peak) KiB")
         try mounts.unmount()
 
+        // A gzip bomb: 100 KiB on the wire, 100 MiB decoded. The limit
+        // counts decoded bytes, so it stops the same way.
+        try Harness.sh("head -c 100M /dev/zero | gzip -9 > '\(fixture.origin.root)/bomb-feed'")
+        try fixture.origin.configure(#"{"gzip_encoded": ["/bomb-feed"]}"#)
+        let bomb = try mounts.mount(["\(base)/bomb-feed", "\(base)/feed.xml"], extra: ["--max-feed-size", "4M"])
+        #expect(bomb.status == 0, "\(bomb.stderr)")
+        #expect(bomb.stderr.contains("larger than the limit of 4 MiB"), "\(bomb.stderr)")
+        let bombDaemon = try #require(mounts.daemonPID)
+        let bombMemory = try #require(SafetyMount.memory(of: bombDaemon))
+        print("daemon memory after refusing a gzip bomb (100 MiB decoded) with --max-feed-size 4M (KiB): "
+            + "peak \(bombMemory.peak), now \(bombMemory.now)")
+        #expect(bombMemory.peak < 64 * 1024, "peak \(bombMemory.peak) KiB")
+        try mounts.unmount()
+
         // The option form, and a limit the feed fits in.
         try mounts.mountOrThrow(["\(base)/feed.xml"], extra: ["-o", "max_feed_size=1K"])
         #expect(SafetyMount.listing(fixture.mountpoint) == [Fixture.showTitle])

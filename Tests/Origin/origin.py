@@ -31,6 +31,8 @@ Fault config keys:
   fail_all: true                close every non-control connection without answering
   no_length: ["/x"|"*"]         send a 200 without Content-Length, ending the body by
                                 closing the connection (a client cannot know the size)
+  gzip_encoded: ["/x"]          the file is already gzip data: send it as is with
+                                "Content-Encoding: gzip" (e.g. a decompression bomb)
 "count" is the number of requests the fault applies to; -1 or missing = always.
 For "redirects" and "status" a POST merges per path (a null value removes one
 entry); any other key is replaced, and a top-level null removes the key.
@@ -167,6 +169,13 @@ class Origin:
             if isinstance(paths, str):
                 paths = [paths]
             return "*" in paths or path in paths
+
+    def gzip_encoded(self, path):
+        with self.lock:
+            paths = self.config.get("gzip_encoded") or []
+            if isinstance(paths, str):
+                paths = [paths]
+            return path in paths
 
     def fail_all(self):
         with self.lock:
@@ -629,6 +638,8 @@ class Handler(BaseHTTPRequestHandler):
 
         self.send_response(code)
         self.send_header("Content-Type", ctype)
+        if o.gzip_encoded(path):
+            self.send_header("Content-Encoding", "gzip")
         if unknown_length:
             # HTTP/1.1 body delimited by the end of the connection.
             self.close_connection = True

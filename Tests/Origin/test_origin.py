@@ -256,6 +256,14 @@ class OriginTest(unittest.TestCase):
         r, data = self.request("GET", "/ep.mp3", {"Range": "bytes=0-9"})
         self.assertEqual((r.status, data), (206, BIG[:10]))
 
+    def test_gzip_encoded(self):
+        self.control("/_origin/config", {"gzip_encoded": ["/other.mp3"]})
+        r, data = self.request("GET", "/other.mp3")
+        self.assertEqual(r.getheader("Content-Encoding"), "gzip")
+        self.assertEqual(data, b"other file bytes")
+        r, _ = self.request("GET", "/ep.mp3")
+        self.assertIsNone(r.getheader("Content-Encoding"))
+
     def test_latency(self):
         self.control("/_origin/config", {"latency_ms": 200})
         t0 = time.time()
