@@ -30,12 +30,14 @@ public enum URLIssuer: Sendable, Hashable, CustomStringConvertible {
 ///   server's URL.
 /// - `allowPrivate` (`-o allow_private`) lifts the rule.
 ///
-/// The same decision is applied twice: here, on literal URLs before a
-/// request starts (clear message, unit-testable without a socket), and by
-/// `HTTPClient` at connect time on the address libcurl is about to connect
-/// to, so a DNS answer (rebinding included) or a redirect cannot get round
-/// it. Each hop of a redirect chain is judged by the zone of the server
-/// that issued it.
+/// `HTTPClient` applies it at connect time, to the address libcurl is
+/// about to connect to (literal or from DNS, rebinding included) and again
+/// before each request (a reused connection), so neither a notation, a DNS
+/// answer nor a redirect gets round it. Each hop of a redirect chain is
+/// judged by the zone of the server that issued it; the rule is transitive,
+/// so a chain never reaches what a direct hop could not. `check(url:from:)`
+/// gives the same answer for literal URLs without a socket (unit tests, and
+/// the zone of a feed URL that was not fetched).
 public struct AddressPolicy: Sendable {
     // MARK: - Nested types
 

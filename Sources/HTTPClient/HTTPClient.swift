@@ -69,18 +69,6 @@ public final class HTTPClient: Sendable {
     /// Starts a transfer; the delegate hears about it on the network thread.
     @discardableResult
     public func start(_ request: HTTPRequest, delegate: any HTTPTransferDelegate) -> TransferID {
-        // A literal address in a forbidden zone is refused before any
-        // socket, with the rule's message; names wait for the connect-time
-        // check.
-        if case .refused(_, let message) = policy.check(url: request.url, from: request.issuer) {
-            logger.debug("refused a URL", metadata: ["http.url": "\(request.url)", "reason": "\(message)"])
-            let id = state.withLock { state in
-                defer { state.nextID += 1 }
-                return state.nextID
-            }
-            delegate.complete(error: HTTPError(kind: .refused, message: message, url: request.url))
-            return TransferID(raw: id)
-        }
         let outcome: (TransferID, Transfer?) = state.withLock { state in
             let id = state.nextID
             state.nextID += 1
