@@ -55,7 +55,7 @@ let package = Package(
         .executableTarget(
             name: "podfs",
             dependencies: [
-                "PodFS", "HTTPClient", "FUSEBridge", "Feeds", "RangeCache",
+                "PodFS", "HTTPClient", "FUSEBridge", "Feeds", "RangeCache", "Locking",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -66,6 +66,8 @@ let package = Package(
             name: "RangeCacheTests",
             dependencies: ["RangeCache", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings),
+        .testTarget(
+            name: "HTTPClientTests", dependencies: ["HTTPClient"], swiftSettings: swiftSettings),
         .testTarget(
             name: "PodFSTests", dependencies: ["PodFS", "Feeds", "RangeCache"],
             swiftSettings: swiftSettings),

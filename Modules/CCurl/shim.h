@@ -1,6 +1,9 @@
 #ifndef PODFS_CCURL_SHIM_H
 #define PODFS_CCURL_SHIM_H
 #include <curl/curl.h>
+#include <netinet/in.h>
+#include <string.h>
+#include <sys/socket.h>
 
 /* curl_easy_setopt, curl_easy_getinfo and curl_multi_setopt are variadic;
    Swift calls them through these typed wrappers. */
@@ -31,5 +34,36 @@ static inline CURLcode podfs_curl_easy_getinfo_ptr(CURL *h, CURLINFO i, void **v
 }
 static inline CURLMcode podfs_curl_multi_setopt_long(CURLM *m, CURLMoption o, long v) {
     return curl_multi_setopt(m, o, v);
+}
+
+/* The address-zone rule (HTTPClient's AddressPolicy) is applied where
+   libcurl opens a socket and again before each request goes out on a new
+   or reused connection. */
+typedef curl_socket_t (*podfs_curl_opensocket_cb)(void *, curlsocktype, struct curl_sockaddr *);
+static inline CURLcode podfs_curl_easy_setopt_opensocketcb(CURL *h, podfs_curl_opensocket_cb f) {
+    return curl_easy_setopt(h, CURLOPT_OPENSOCKETFUNCTION, f);
+}
+typedef int (*podfs_curl_prereq_cb)(void *, char *, char *, int, int);
+static inline CURLcode podfs_curl_easy_setopt_prereqcb(CURL *h, podfs_curl_prereq_cb f) {
+    return curl_easy_setopt(h, CURLOPT_PREREQFUNCTION, f);
+}
+/* Copies the IP address libcurl is about to connect to into `out` (16
+   bytes of room); returns 4 or 16, or 0 for another family. */
+static inline int podfs_curl_sockaddr_ip(const struct curl_sockaddr *a, unsigned char *out) {
+    if (a->family == AF_INET) {
+        const struct sockaddr_in *in4 = (const struct sockaddr_in *)(const void *)&a->addr;
+        memcpy(out, &in4->sin_addr, 4);
+        return 4;
+    }
+    if (a->family == AF_INET6) {
+        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)(const void *)&a->addr;
+        memcpy(out, &in6->sin6_addr, 16);
+        return 16;
+    }
+    return 0;
+}
+/* What libcurl does without an open-socket callback (plus close-on-exec). */
+static inline curl_socket_t podfs_curl_open_socket(const struct curl_sockaddr *a) {
+    return socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
 }
 #endif

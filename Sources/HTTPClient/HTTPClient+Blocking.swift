@@ -9,7 +9,10 @@ public struct HTTPResponse: Sendable {
 
 extension HTTPClient {
     /// Fetches a whole resource and waits for it; refuses bodies larger than
-    /// `limit` bytes. Call from any thread except the network thread.
+    /// `limit` bytes (decoded), stopping the transfer as soon as the
+    /// `Content-Length` or the bytes received pass it, so no more than
+    /// `limit` bytes are ever held. Call from any thread except the network
+    /// thread.
     public func fetchAll(_ request: HTTPRequest, limit: Int) throws(HTTPError) -> HTTPResponse {
         let collector = Collector(limit: limit, url: request.url)
         start(request, delegate: collector)
@@ -33,14 +36,27 @@ private final class Collector: HTTPTransferDelegate {
     }
 
     func receive(head: HTTPResponseHead) -> Bool {
-        partial.withLock { $0.head = head }
-        return true
+        partial.withLock { state in
+            state.head = head
+            // A declared length over the limit stops before any body byte
+            // (for a compressed body this is the compressed size, which a
+            // real feed does not exceed when the decoded one fits).
+            if let declared = head.contentLength, declared > Int64(limit) {
+                state.overLimit = true
+                return false
+            }
+            if let declared = head.contentLength, declared > 0, head.header("content-encoding") == nil {
+                state.body.reserveCapacity(Int(declared))
+            }
+            return true
+        }
     }
 
     func receive(body: UnsafeRawBufferPointer) -> Bool {
         partial.withLock { state in
             if state.body.count + body.count > limit {
                 state.overLimit = true
+                state.body = []
                 return false
             }
             state.body.append(contentsOf: body)
@@ -52,8 +68,9 @@ private final class Collector: HTTPTransferDelegate {
         let outcome: Result<HTTPResponse, HTTPError> = partial.withLock { state in
             if state.overLimit {
                 return .failure(HTTPError(
-                    kind: .refused,
-                    message: "the response is larger than the limit of \(limit) bytes", url: url))
+                    kind: .tooLarge,
+                    message: "the response is larger than the limit of \(limit) bytes; the download was stopped there",
+                    url: url))
             }
             if let error { return .failure(error) }
             guard let head = state.head else {

@@ -42,16 +42,19 @@ public final class HTTPClient: Sendable {
     private let state = Locked(SharedState())
     private let logger: Logger
     private let userAgent: String
+    /// The address-zone rule every transfer is held to.
+    private let policy: AddressPolicy
     private let finished = DispatchSemaphore(value: 0)
 
     // MARK: - Init and deinit
 
     /// Starts the network thread.
-    public init(logger: Logger, userAgent: String = "podfs/0.1") {
+    public init(logger: Logger, userAgent: String = "podfs/0.1", policy: AddressPolicy = AddressPolicy()) {
         curl_global_init(Int(CURL_GLOBAL_ALL))
         self.multi = MultiHandle()
         self.logger = logger
         self.userAgent = userAgent
+        self.policy = policy
         let thread = Thread { [self] in
             blockTerminationSignals()
             self.runLoop()
@@ -69,7 +72,7 @@ public final class HTTPClient: Sendable {
         let outcome: (TransferID, Transfer?) = state.withLock { state in
             let id = state.nextID
             state.nextID += 1
-            guard state.running, let transfer = Transfer(request: request, delegate: delegate, id: id) else {
+            guard state.running, let transfer = Transfer(request: request, delegate: delegate, id: id, policy: policy) else {
                 return (TransferID(raw: id), nil)
             }
             state.commands.append(.start(transfer))

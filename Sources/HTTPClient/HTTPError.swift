@@ -8,8 +8,12 @@ public struct HTTPError: Error, Sendable, CustomStringConvertible {
         case interrupted
         /// The origin answered with an unusable HTTP status.
         case status(Int)
-        /// A redirect loop, a non-http(s) redirect, or a refused URL.
+        /// A redirect loop, a non-http(s) redirect, or a URL or address the
+        /// safety rules refuse.
         case refused
+        /// The body is larger than the caller's limit; the transfer was
+        /// stopped there.
+        case tooLarge
         /// The caller aborted the transfer.
         case cancelled
         /// Anything else libcurl reported.
@@ -31,7 +35,7 @@ public struct HTTPError: Error, Sendable, CustomStringConvertible {
         switch kind {
         case .unreachable, .interrupted: return true
         case .status(let code): return code == 408 || code == 429 || code >= 500
-        case .refused, .cancelled, .other: return false
+        case .refused, .tooLarge, .cancelled, .other: return false
         }
     }
 

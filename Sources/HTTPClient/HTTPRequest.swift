@@ -10,11 +10,15 @@ public struct HTTPRequest: Sendable {
     public var headers: [(name: String, value: String)]
     /// Ask for gzip/deflate bodies (feeds); never for byte ranges.
     public var acceptCompressed: Bool
+    /// Who wrote `url`: decides which address zones it may reach (see
+    /// `AddressPolicy`). The user's own URLs (feed SOURCEs) may go anywhere.
+    public var issuer: URLIssuer
 
     public init(
         url: String, range: Range<Int64>? = nil, ifRange: String? = nil,
-        headers: [(name: String, value: String)] = [], acceptCompressed: Bool = false
+        headers: [(name: String, value: String)] = [], acceptCompressed: Bool = false, issuer: URLIssuer = .user
     ) {
+        self.issuer = issuer
         self.url = url
         self.range = range
         self.ifRange = ifRange

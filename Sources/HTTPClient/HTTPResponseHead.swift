@@ -17,11 +17,23 @@ public struct HTTPResponseHead: Sendable {
     public var headers: [(name: String, value: String)]
     /// The URL that answered, after redirects.
     public var effectiveURL: String
+    /// The zone of the address that answered (`nil` when unknown): a
+    /// feed's zone, which decides where its enclosures may lead.
+    public var connectedZone: AddressZone?
+    /// Who wrote `effectiveURL`: the request's issuer, or the server that
+    /// redirected to it. A later direct request for `effectiveURL` carries
+    /// this issuer, so remembering a redirect never widens what it reaches.
+    public var issuer: URLIssuer
 
-    public init(status: Int, headers: [(name: String, value: String)], effectiveURL: String) {
+    public init(
+        status: Int, headers: [(name: String, value: String)], effectiveURL: String,
+        connectedZone: AddressZone? = nil, issuer: URLIssuer = .user
+    ) {
         self.status = status
         self.headers = headers
         self.effectiveURL = effectiveURL
+        self.connectedZone = connectedZone
+        self.issuer = issuer
     }
 
     /// The value of the last header with this (case-insensitive) name.

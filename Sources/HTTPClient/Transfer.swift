@@ -13,22 +13,39 @@ final class Transfer {
     let easy: UnsafeMutableRawPointer
     let id: UInt64
 
+    private let policy: AddressPolicy
     private var headerList: UnsafeMutablePointer<curl_slist>?
     private var pendingHeaders: [(name: String, value: String)] = []
+    /// The status of the response whose headers are arriving.
+    private var pendingStatus = 0
     private var headDelivered = false
     private var aborted = false
     /// Whether body bytes arrived since the last `endBodyBatch()`.
     private var bodySinceBatch = false
+    /// Who wrote the URL of the next hop: the request's issuer, then after
+    /// each request the server that answered it (its `Location` is the
+    /// next hop).
+    private var nextIssuer: URLIssuer
+    /// Who wrote the URL of the hop now being answered.
+    private var hopIssuer: URLIssuer
+    /// The zone of the address the current hop is connected to.
+    private var connectedZone: AddressZone?
+    /// Why the address-zone rule or the redirect rule stopped this
+    /// transfer; the error it ends with says so.
+    private var refusal: String?
     private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
 
     // MARK: - Init and deinit
 
-    init?(request: HTTPRequest, delegate: any HTTPTransferDelegate, id: UInt64) {
+    init?(request: HTTPRequest, delegate: any HTTPTransferDelegate, id: UInt64, policy: AddressPolicy) {
         guard let easy = curl_easy_init() else { return nil }
         self.request = request
         self.delegate = delegate
         self.easy = easy
         self.id = id
+        self.policy = policy
+        self.nextIssuer = request.issuer
+        self.hopIssuer = request.issuer
         errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
     }
 
@@ -79,13 +96,26 @@ final class Transfer {
         podfs_curl_easy_setopt_datacb(easy, CURLOPT_HEADERFUNCTION) { data, size, count, userdata in
             let transfer = Transfer.from(userdata: userdata)
             let bytes = UnsafeRawBufferPointer(start: data, count: size * count)
-            transfer.receiveHeaderLine(bytes)
-            return size * count
+            return transfer.receiveHeaderLine(bytes) ? size * count : 0
         }
         podfs_curl_easy_setopt_datacb(easy, CURLOPT_WRITEFUNCTION) { data, size, count, userdata in
             let transfer = Transfer.from(userdata: userdata)
             let bytes = UnsafeRawBufferPointer(start: data, count: size * count)
             return transfer.receiveBody(bytes) ? size * count : 0
+        }
+        // The address-zone rule at connect time: on every address libcurl
+        // is about to connect to (after DNS, for each hop), and again before
+        // each request, which also covers a reused connection.
+        podfs_curl_easy_setopt_ptr(easy, CURLOPT_OPENSOCKETDATA, userdata)
+        podfs_curl_easy_setopt_opensocketcb(easy) { userdata, _, address in
+            guard let address else { return CURL_SOCKET_BAD }
+            return Transfer.from(userdata: userdata).openSocket(address)
+        }
+        podfs_curl_easy_setopt_ptr(easy, CURLOPT_PREREQDATA, userdata)
+        podfs_curl_easy_setopt_prereqcb(easy) { userdata, primaryIP, _, _, _ in
+            let ip = primaryIP.map { String(cString: $0) } ?? ""
+            return Transfer.from(userdata: userdata).admitRequest(primaryIP: ip)
+                ? Int32(CURL_PREREQFUNC_OK) : Int32(CURL_PREREQFUNC_ABORT)
         }
     }
 
@@ -95,7 +125,52 @@ final class Transfer {
         Unmanaged<Transfer>.fromOpaque(userdata!).takeUnretainedValue()
     }
 
-    private func receiveHeaderLine(_ bytes: UnsafeRawBufferPointer) {
+    /// Opens the socket for a connection to `address` unless the rule
+    /// forbids it (then nothing is sent to it, not even a SYN).
+    private func openSocket(_ address: UnsafeMutablePointer<curl_sockaddr>) -> curl_socket_t {
+        var raw = [UInt8](repeating: 0, count: 16)
+        let count = Int(podfs_curl_sockaddr_ip(address, &raw))
+        let verdict: AddressPolicy.Verdict
+        if let ip = IPAddress(bytes: Array(raw.prefix(count))) {
+            verdict = policy.check(ip, from: nextIssuer)
+        } else {
+            verdict = policy.allowPrivate
+                ? .allowed(.reserved)
+                : .refused(.reserved, "podfs connects only to IPv4 and IPv6 addresses")
+        }
+        if case .refused(_, let message) = verdict {
+            refusal = message
+            return CURL_SOCKET_BAD
+        }
+        return podfs_curl_open_socket(address)
+    }
+
+    /// Checks the address a request is about to go out on (new or reused
+    /// connection); the server there issues the next hop's URL.
+    private func admitRequest(primaryIP: String) -> Bool {
+        guard let ip = IPAddress(host: primaryIP) else {
+            if policy.allowPrivate { return true }
+            refusal = "podfs could not tell which address it is connected to (\(primaryIP))"
+            return false
+        }
+        switch policy.check(ip, from: nextIssuer) {
+        case .refused(_, let message):
+            refusal = message
+            return false
+        case .allowed(let zone):
+            // Another address of the same name may have been refused on
+            // the way here; what matters now is the one in use.
+            refusal = nil
+            hopIssuer = nextIssuer
+            connectedZone = zone
+            nextIssuer = .server(zone)
+            return true
+        case .atConnect, .unparsable:
+            return false
+        }
+    }
+
+    private func receiveHeaderLine(_ bytes: UnsafeRawBufferPointer) -> Bool {
         // Trim CR/LF as bytes: "\r\n" is one Character in Swift, so
         // String.hasSuffix("\n") would not see it.
         var count = bytes.count
@@ -104,13 +179,22 @@ final class Transfer {
         if line.hasPrefix("HTTP/") {
             // A new response in a redirect chain (or after 100-continue).
             pendingHeaders.removeAll(keepingCapacity: true)
-            return
+            pendingStatus = line.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0
+            return true
         }
-        guard let colon = line.firstIndex(of: ":") else { return }
+        guard let colon = line.firstIndex(of: ":") else { return true }
         let name = line[..<colon].lowercased()
         var value = line[line.index(after: colon)...]
         while value.first == " " || value.first == "\t" { value = value.dropFirst() }
+        // The statuses libcurl follows; a Location on any other is ignored.
+        if name == "location", [301, 302, 303, 307, 308].contains(pendingStatus),
+            let problem = RedirectRule.problem(location: String(value))
+        {
+            refusal = "podfs does not follow this redirect: \(problem) (Location: \(value.prefix(200).debugDescription))"
+            return false
+        }
         pendingHeaders.append((name: name, value: String(value)))
+        return true
     }
 
     private func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Bool {
@@ -140,7 +224,9 @@ final class Transfer {
         var urlPointer: UnsafeMutablePointer<CChar>?
         podfs_curl_easy_getinfo_str(easy, CURLINFO_EFFECTIVE_URL, &urlPointer)
         let effective = urlPointer.map { String(cString: $0) } ?? request.url
-        let head = HTTPResponseHead(status: status, headers: pendingHeaders, effectiveURL: effective)
+        let head = HTTPResponseHead(
+            status: status, headers: pendingHeaders, effectiveURL: effective, connectedZone: connectedZone,
+            issuer: hopIssuer)
         if !delegate.receive(head: head) {
             aborted = true
             return false
@@ -170,6 +256,9 @@ final class Transfer {
     }
 
     private func error(for code: CURLcode) -> HTTPError {
+        if let refusal {
+            return HTTPError(kind: .refused, message: refusal, url: request.url)
+        }
         let text = String(cString: errorBuffer)
         let detail = text.isEmpty ? String(cString: curl_easy_strerror(code)) : text
         let kind: HTTPError.Kind

@@ -3,21 +3,36 @@ import PodFS
 
 /// Wires the HTTP client into the reader's and the catalogue's small
 /// network protocols.
+///
+/// Feed URLs are the user's own (any address); every other URL is fetched
+/// under the address zone of the feed that listed it (see `FeedZones`).
 struct CurlSource: RangeSource, FeedSource {
     let client: HTTPClient
     /// The largest feed body accepted, in bytes.
     let feedLimit: Int
+    /// Who wrote which URL; fed by feed fetches, the catalogue and redirects.
+    let zones: FeedZones
 
     func fetch(url: String, range: Range<Int64>, validator: String?, sink: any FetchSink) {
-        client.start(HTTPRequest(url: url, range: range, ifRange: validator), delegate: SinkAdapter(sink: sink))
+        let request = HTTPRequest(url: url, range: range, ifRange: validator, issuer: zones.issuer(of: url))
+        client.start(request, delegate: SinkAdapter(sink: sink, requestedURL: url, zones: zones))
     }
 
     func fetchFeed(url: String) throws(FetchError) -> [UInt8] {
         let response: HTTPResponse
         do {
             response = try client.fetchAll(HTTPRequest(url: url, acceptCompressed: true), limit: feedLimit)
+        } catch let error where error.kind == .tooLarge {
+            throw FetchError(
+                isTransient: false, isUnreachable: false,
+                message: "the feed is larger than the limit of \(Self.describe(bytes: feedLimit)) and was not "
+                    + "downloaded further; if it is genuine, mount with --max-feed-size (e.g. "
+                    + "--max-feed-size \(max(2 * feedLimit / (1 << 20), 1))M or -o max_feed_size=...)")
         } catch {
             throw FetchError(error)
+        }
+        if let zone = response.head.connectedZone {
+            zones.recordFeed(url: url, zone: zone)
         }
         guard (200..<300).contains(response.head.status) else {
             throw FetchError(
@@ -26,15 +41,33 @@ struct CurlSource: RangeSource, FeedSource {
         }
         return response.body
     }
+
+    /// `64 MiB`, `512 KiB` or `100 bytes`.
+    static func describe(bytes: Int) -> String {
+        if bytes >= 1 << 20, bytes % (1 << 20) == 0 { return "\(bytes >> 20) MiB" }
+        if bytes >= 1 << 10, bytes % (1 << 10) == 0 { return "\(bytes >> 10) KiB" }
+        return "\(bytes) bytes"
+    }
 }
 
 /// Forwards HTTP callbacks to a fetch sink.
 private final class SinkAdapter: HTTPTransferDelegate {
     let sink: any FetchSink
+    let requestedURL: String
+    let zones: FeedZones
 
-    init(sink: any FetchSink) { self.sink = sink }
+    init(sink: any FetchSink, requestedURL: String, zones: FeedZones) {
+        self.sink = sink
+        self.requestedURL = requestedURL
+        self.zones = zones
+    }
 
     func receive(head: HTTPResponseHead) -> Bool {
+        if head.effectiveURL != requestedURL {
+            // The reader goes straight to the effective URL next time; it
+            // keeps the zone of the server that redirected there.
+            zones.recordRedirect(effectiveURL: head.effectiveURL, issuer: head.issuer)
+        }
         let range = head.contentRange
         let fetchHead = FetchHead(
             status: head.status, rangeFirst: range.flatMap { $0.first >= 0 ? $0.first : nil },

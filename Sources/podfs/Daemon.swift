@@ -33,14 +33,27 @@ enum Daemon {
         process.standardInput = FileHandle(forReadingAtPath: "/dev/null")
         try process.run()
         pipe.fileHandleForWriting.closeFile()
+        // The child may send `warning: ...` lines (feeds left out) before
+        // `ready` or `error: ...`; pass warnings on and wait for the verdict.
         var buffer = Data()
-        while true {
+        var verdict = ""
+        reading: while true {
+            while let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
+                let line = String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self)
+                    .trimmingCharacters(in: .whitespacesAndNewlines)
+                buffer = Data(buffer[(newline + 1)...])
+                if line.hasPrefix("warning: ") {
+                    FileHandle.standardError.write(Data("podfs: \(line)\n".utf8))
+                    continue
+                }
+                verdict = line
+                break reading
+            }
             let chunk = pipe.fileHandleForReading.availableData
             if chunk.isEmpty { break }
             buffer.append(chunk)
-            if buffer.contains(UInt8(ascii: "\n")) { break }
         }
-        let line = String(decoding: buffer, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        let line = verdict
         if line == "ready" {
             print("podfs: mounted on \(mountpoint) (pid \(process.processIdentifier), log \(logFile))")
             return

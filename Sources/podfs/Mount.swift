@@ -21,14 +21,30 @@ struct Mount: ParsableCommand {
     @Flag(name: .short, help: "Debug logging; implies -f.")
     var debug = false
 
-    @Option(name: .short, help: "Mount options, comma separated: cache_dir=DIR, allow_other, allow_root.")
+    @Option(
+        name: .short,
+        help: ArgumentHelp(
+            "Mount options, comma separated: cache_dir=DIR, cache_size=SIZE, max_feed_size=SIZE, allow_private, "
+                + "allow_other, allow_root."))
     var o: [String] = []
 
     @Option(name: .long, help: "Where the background daemon logs (default: <cache-dir>/podfs.log).")
     var logFile: String?
 
-    @Option(name: .long, help: "Largest feed accepted, in MiB.")
-    var feedLimit: Int = 64
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "The largest feed accepted: 64M (the default), 200M, or bytes.",
+            discussion: "A larger feed is refused; its download stops at the limit. Also -o max_feed_size=."))
+    var maxFeedSize: String?
+
+    @Flag(
+        name: .long,
+        help: ArgumentHelp(
+            "Let feeds send podfs to any address (also -o allow_private).",
+            discussion: "By default a feed from a public address may not make podfs connect to loopback, "
+                + "private, link-local or reserved addresses, and one from a private address not to loopback."))
+    var allowPrivate = false
 
     @Option(
         name: .long,
@@ -72,7 +88,11 @@ struct Mount: ParsableCommand {
         guard commitInterval > 0, commitInterval <= 3600 else {
             throw ValidationError("--commit-interval must be between 0 and 3600 seconds")
         }
-        guard feedLimit > 0 else { throw ValidationError("--feed-limit must be a positive number of MiB") }
+        if let maxFeedSize {
+            guard let size = try? CacheSize(maxFeedSize), let bytes = size.bytes, bytes <= Int64(Int32.max) else {
+                throw ValidationError("--max-feed-size needs a size up to 2G, e.g. --max-feed-size 64M")
+            }
+        }
     }
 
     func run() throws {
@@ -87,7 +107,9 @@ struct Mount: ParsableCommand {
         if foreground || debug || daemonChild {
             let service = MountService(
                 sources: sources, mountpoint: mountpoint, cacheDirectory: cacheDirectory,
-                fuseOptions: options.fuseOptions, feedLimit: feedLimit * 1024 * 1024,
+                fuseOptions: options.fuseOptions,
+                feedLimit: Int(try (maxFeedSize ?? options.maxFeedSize).map { try CacheSize($0).bytes ?? 0 } ?? 64 << 20),
+                allowPrivate: allowPrivate || options.allowPrivate,
                 commitInterval: commitInterval, revalidateAfter: revalidateAfter,
                 cacheSize: try (cacheSize ?? options.cacheSize).map { try CacheSize($0) }, logLevel: debug ? .debug : .info, readiness: daemonChild ? .pipe : .none)
             throw ExitCode(service.run())

@@ -8,6 +8,10 @@ struct MountOptions {
     var cacheDirectory: String?
     /// `-o cache_size=SIZE`, as typed.
     var cacheSize: String?
+    /// `-o max_feed_size=SIZE`, as typed.
+    var maxFeedSize: String?
+    /// `-o allow_private`: feeds may send podfs to any address.
+    var allowPrivate = false
 
     /// fstab and mount(8) options that mean nothing to podfs.
     private static let ignored: Set<String> = [
@@ -34,13 +38,21 @@ struct MountOptions {
                         throw ValidationError("-o cache_size needs a size, e.g. -o cache_size=10G")
                     }
                     cacheSize = value
+                case "max_feed_size":
+                    guard let value, let size = try? CacheSize(value), size.bytes != nil else {
+                        throw ValidationError("-o max_feed_size needs a size, e.g. -o max_feed_size=64M")
+                    }
+                    maxFeedSize = value
+                case "allow_private":
+                    allowPrivate = true
                 case "allow_other", "allow_root", "auto_unmount":
                     fuseOptions.append(name)
                 case _ where Self.ignored.contains(name) || name.hasPrefix("x-systemd.") || name.hasPrefix("comment="):
                     continue
                 default:
                     throw ValidationError(
-                        "unknown mount option '\(option)'. podfs takes -o cache_dir=DIR, cache_size=SIZE, allow_other, allow_root "
+                        "unknown mount option '\(option)'. podfs takes -o cache_dir=DIR, cache_size=SIZE, max_feed_size=SIZE, "
+                            + "allow_private, allow_other, allow_root "
                             + "(and ignores fstab's auto, noauto, user, _netdev, nofail, x-systemd.*).")
                 }
             }

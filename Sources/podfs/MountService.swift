@@ -20,6 +20,8 @@ struct MountService {
     let cacheDirectory: String
     let fuseOptions: [String]
     let feedLimit: Int
+    /// `--allow-private`: no address-zone rule.
+    let allowPrivate: Bool
     let commitInterval: Double
     let revalidateAfter: Double
     /// As given; `nil`: the default (half the space available to the cache).
@@ -56,8 +58,9 @@ struct MountService {
         let lock = try CacheLock(directory: cacheDirectory)
         defer { lock.release() }
         let index = try CacheIndex(directory: cacheDirectory, logger: logger)
-        let client = HTTPClient(logger: logger)
-        let source = CurlSource(client: client, feedLimit: feedLimit)
+        let policy = addressPolicy(logger: logger)
+        let client = HTTPClient(logger: logger, policy: policy)
+        let source = CurlSource(client: client, feedLimit: feedLimit, zones: FeedZones(policy: policy))
         let feedURLs = try resolveSources()
         let loader = FeedLoader(source: source, index: index, logger: logger)
         var feeds: [(url: String, feed: ParsedFeed)] = []
@@ -78,6 +81,9 @@ struct MountService {
                     + "\nCheck the URL and the network, then mount again.")
         }
         let catalog = try Catalog(feeds: feeds, index: index, logger: logger)
+        for show in catalog.shows {
+            source.zones.adopt(urls: show.episodes.map(\.url), feedURL: show.feedURL)
+        }
         var tuning = EpisodeReader.Tuning()
         tuning.revalidateAfter = revalidateAfter
         tuning.cacheLimit = try cacheLimit(index: index, logger: logger)
@@ -113,6 +119,28 @@ struct MountService {
         session.close()
         logger.info("stopped")
         return status == 0 ? 0 : 1
+    }
+
+    /// The address-zone rule: `--allow-private` lifts it.
+    ///
+    /// `PODFS_TEST_TREAT_AS_PUBLIC` (comma-separated addresses) is for the
+    /// integration tests only: a network namespace with nothing but loopback
+    /// has no public address, so the tests put a private one on `lo` and
+    /// name it here to play "the internet". It only changes how those exact
+    /// addresses are classified, and anyone who can set the daemon's
+    /// environment could do more harm anyway; it is logged loudly.
+    private func addressPolicy(logger: Logger) -> AddressPolicy {
+        var policy = AddressPolicy(allowPrivate: allowPrivate)
+        if let list = ProcessInfo.processInfo.environment["PODFS_TEST_TREAT_AS_PUBLIC"], !list.isEmpty {
+            policy.treatedAsPublic = Set(list.split(separator: ",").compactMap { IPAddress(host: String($0)) })
+            logger.warning(
+                "PODFS_TEST_TREAT_AS_PUBLIC is set (for tests only): these addresses count as public",
+                metadata: ["addresses": "\(policy.treatedAsPublic.map(\.description).sorted())"])
+        }
+        if allowPrivate {
+            logger.notice("allow_private: feeds may send podfs to loopback and private addresses")
+        }
+        return policy
     }
 
     /// The cap in bytes: as given, or half of what the cache's file system

@@ -1,16 +1,20 @@
 import Foundation
 
-/// The test origin (Tests/Origin/origin.py) on 127.0.0.1: serves a folder
+/// The test origin (Tests/Origin/origin.py) on 127.0.0.1 (or another
+/// address put on `lo` inside the test's network namespace): serves a folder
 /// with Range, ETag and Last-Modified, counts bytes, injects faults.
 final class TestOrigin {
     let root: String
+    /// The address it listens on.
+    let host: String
     private(set) var port: Int = 0
     private var pid: pid_t?
 
-    var base: String { "http://127.0.0.1:\(port)" }
+    var base: String { "http://\(host):\(port)" }
 
-    init(root: String) throws {
+    init(root: String, host: String = "127.0.0.1") throws {
         self.root = root
+        self.host = host
         try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
         try start()
     }
@@ -29,7 +33,8 @@ final class TestOrigin {
         log.seekToEndOfFile()
         pid = try Harness.spawn(
             "python3",
-            [Harness.root + "/Tests/Origin/origin.py", "--root", root, "--port", String(port), "--port-file", portFile],
+            [Harness.root + "/Tests/Origin/origin.py", "--root", root, "--bind", host, "--port", String(port),
+             "--port-file", portFile],
             stdout: log.fileDescriptor, stderr: log.fileDescriptor)
         let deadline = Date().addingTimeInterval(20)
         while Date() < deadline {

@@ -29,6 +29,10 @@ Fault config keys:
   status: {"/x": {"code", "count", "retry_after"}}  answer that status
   stall: {"path", "after_bytes", "seconds", "count"}  pause mid-body (list allowed)
   fail_all: true                close every non-control connection without answering
+  no_length: ["/x"|"*"]         send a 200 without Content-Length, ending the body by
+                                closing the connection (a client cannot know the size)
+  gzip_encoded: ["/x"]          the file is already gzip data: send it as is with
+                                "Content-Encoding: gzip" (e.g. a decompression bomb)
 "count" is the number of requests the fault applies to; -1 or missing = always.
 For "redirects" and "status" a POST merges per path (a null value removes one
 entry); any other key is replaced, and a top-level null removes the key.
@@ -158,6 +162,20 @@ class Origin:
             return max(0.0, float(v) / 1000.0)
         except (TypeError, ValueError):
             return 0.0
+
+    def no_length(self, path):
+        with self.lock:
+            paths = self.config.get("no_length") or []
+            if isinstance(paths, str):
+                paths = [paths]
+            return "*" in paths or path in paths
+
+    def gzip_encoded(self, path):
+        with self.lock:
+            paths = self.config.get("gzip_encoded") or []
+            if isinstance(paths, str):
+                paths = [paths]
+            return path in paths
 
     def fail_all(self):
         with self.lock:
@@ -616,10 +634,18 @@ class Handler(BaseHTTPRequestHandler):
             code, start, length = 200, 0, size
         else:
             code, start, length = 206, r[0], r[1] - r[0] + 1
+        unknown_length = code == 200 and o.no_length(path)
 
         self.send_response(code)
         self.send_header("Content-Type", ctype)
-        self.send_header("Content-Length", str(length))
+        if o.gzip_encoded(path):
+            self.send_header("Content-Encoding", "gzip")
+        if unknown_length:
+            # HTTP/1.1 body delimited by the end of the connection.
+            self.close_connection = True
+            self.send_header("Connection", "close")
+        else:
+            self.send_header("Content-Length", str(length))
         if code == 206:
             self.send_header("Content-Range", "bytes %d-%d/%d" % (start, start + length - 1, size))
         else:

@@ -246,6 +246,24 @@ class OriginTest(unittest.TestCase):
         r, _ = self.request("GET", "/other.mp3")
         self.assertEqual(r.status, 200)
 
+    def test_no_length(self):
+        self.control("/_origin/config", {"no_length": ["/ep.mp3"]})
+        r, data = self.request("GET", "/ep.mp3")
+        self.assertEqual(r.status, 200)
+        self.assertIsNone(r.getheader("Content-Length"))
+        self.assertEqual(r.getheader("Connection"), "close")
+        self.assertEqual(data, BIG)
+        r, data = self.request("GET", "/ep.mp3", {"Range": "bytes=0-9"})
+        self.assertEqual((r.status, data), (206, BIG[:10]))
+
+    def test_gzip_encoded(self):
+        self.control("/_origin/config", {"gzip_encoded": ["/other.mp3"]})
+        r, data = self.request("GET", "/other.mp3")
+        self.assertEqual(r.getheader("Content-Encoding"), "gzip")
+        self.assertEqual(data, b"other file bytes")
+        r, _ = self.request("GET", "/ep.mp3")
+        self.assertIsNone(r.getheader("Content-Encoding"))
+
     def test_latency(self):
         self.control("/_origin/config", {"latency_ms": 200})
         t0 = time.time()

@@ -1,0 +1,117 @@
+import Foundation
+import HTTPClient
+import Locking
+
+/// Remembers who wrote each URL the reader fetches, so an episode's bytes
+/// are fetched under its feed's address zone (DESIGN.md, guarantee 6).
+///
+/// A feed's zone is the zone of the address its body actually came from
+/// (after redirects, through DNS), recorded when it is fetched. An episode's
+/// enclosure URL is issued by its feed; a URL the reader learnt from a
+/// redirect is issued by the server that redirected. A URL nobody vouched
+/// for is treated as coming from a public server: the strictest rule, so a
+/// forgotten registration can only make a fetch fail, never reach further.
+final class FeedZones: Sendable {
+    // MARK: - Nested types
+
+    /// Guarded by `state`'s lock.
+    private struct State {
+        /// Feed URL -> the zone its last fetched copy came from.
+        var feedZone: [String: AddressZone] = [:]
+        /// Enclosure (or cover, transcript) URL -> the feed that lists it.
+        var feedOf: [String: String] = [:]
+        /// URL learnt from a redirect -> the server zone that sent it there.
+        var redirected: [String: URLIssuer] = [:]
+    }
+
+    // MARK: - Properties
+
+    private let policy: AddressPolicy
+    private let state = Locked(State())
+
+    // MARK: - Init
+
+    init(policy: AddressPolicy) {
+        self.policy = policy
+    }
+
+    // MARK: - Methods
+
+    /// A copy of `feedURL` was fetched from an address in `zone`.
+    func recordFeed(url feedURL: String, zone: AddressZone) {
+        state.withLock { $0.feedZone[feedURL] = zone }
+    }
+
+    /// `urls` come from the feed at `feedURL`. Call again for URLs a
+    /// refresh adds.
+    func adopt(urls: [String], feedURL: String) {
+        state.withLock { state in
+            for url in urls { state.feedOf[url] = feedURL }
+        }
+    }
+
+    /// A fetch of some URL was redirected to `effectiveURL` by a server in
+    /// `issuer`'s zone; the reader will ask for it directly next time.
+    func recordRedirect(effectiveURL: String, issuer: URLIssuer) {
+        guard case .server = issuer else { return }
+        state.withLock { $0.redirected[effectiveURL] = issuer }
+    }
+
+    /// Who wrote `url`, as far as the zone rule is concerned.
+    func issuer(of url: String) -> URLIssuer {
+        let (redirected, feedURL, zone) = state.withLock { state in
+            let feedURL = state.feedOf[url]
+            return (state.redirected[url], feedURL, feedURL.flatMap { state.feedZone[$0] })
+        }
+        if let redirected { return redirected }
+        if let zone { return .server(zone) }
+        guard let feedURL else { return .server(.global) }
+        // A feed shown from the cache (its origin was unreachable at mount)
+        // was not fetched in this mount: its zone is where its URL leads
+        // now. Remembered until a fetch of the feed says otherwise.
+        let resolved = zoneOfHost(feedURL: feedURL)
+        state.withLock { state in
+            if state.feedZone[feedURL] == nil { state.feedZone[feedURL] = resolved }
+        }
+        return .server(resolved)
+    }
+
+    // MARK: - Private methods
+
+    /// The zone of the feed URL's host: a literal address's, or the one
+    /// zone every DNS answer shares; mixed answers or none count as public
+    /// (the strictest).
+    private func zoneOfHost(feedURL: String) -> AddressZone {
+        guard var host = AddressPolicy.host(of: feedURL) else { return .global }
+        if let address = IPAddress(host: host) { return policy.zone(of: address) }
+        if host.hasPrefix("[") { host = String(host.dropFirst().dropLast()) }
+        var hints = addrinfo()
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        var list: UnsafeMutablePointer<addrinfo>?
+        guard getaddrinfo(host, nil, &hints, &list) == 0 else { return .global }
+        defer { freeaddrinfo(list) }
+        var zones = Set<AddressZone>()
+        var entry = list
+        while let current = entry {
+            if let address = Self.address(current.pointee) { zones.insert(policy.zone(of: address)) }
+            entry = current.pointee.ai_next
+        }
+        return zones.count == 1 ? zones.first! : .global
+    }
+
+    private static func address(_ info: addrinfo) -> IPAddress? {
+        guard let socketAddress = info.ai_addr else { return nil }
+        switch info.ai_family {
+        case AF_INET:
+            return socketAddress.withMemoryRebound(to: sockaddr_in.self, capacity: 1) {
+                IPAddress(bytes: withUnsafeBytes(of: $0.pointee.sin_addr) { Array($0) })
+            }
+        case AF_INET6:
+            return socketAddress.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) {
+                IPAddress(bytes: withUnsafeBytes(of: $0.pointee.sin6_addr) { Array($0) })
+            }
+        default:
+            return nil
+        }
+    }
+}
