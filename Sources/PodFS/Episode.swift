@@ -97,6 +97,10 @@ public final class Episode: Sendable {
         var lastRead: Int64 = 0
         /// Whether the "origin ignores Range" warning was logged.
         var warnedIgnoresRange = false
+        /// Where the last sequential reader stopped and how long its streak
+        /// was, when it closed (`monotonicSeconds()`): a player that closes
+        /// and reopens to read on keeps its read-ahead window.
+        var lastStream: (end: Int64, streak: Int, closedAt: Double)?
     }
 
     // MARK: - Properties

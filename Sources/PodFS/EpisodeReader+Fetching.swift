@@ -30,7 +30,18 @@ extension EpisodeReader {
         default:
             // 408, 429 and 5xx are the origin being busy or briefly broken:
             // worth retrying. Anything else (404, 403, 410...) is final.
-            let transient = head.status == 408 || head.status == 429 || (500..<600).contains(head.status)
+            var transient = head.status == 408 || head.status == 429 || (500..<600).contains(head.status)
+            if !transient {
+                // The remembered end of the redirect chain (a signed CDN
+                // link, say) may have expired: forget it and go through the
+                // enclosure URL again, once.
+                let forgot = episode.state.withLock { state -> Bool in
+                    guard state.effectiveURL != nil, state.effectiveURL != episode.url else { return false }
+                    state.effectiveURL = nil
+                    return true
+                }
+                transient = forgot
+            }
             fetch.refuse(FetchError(
                 isTransient: transient, isUnreachable: false,
                 message: "the origin answered HTTP \(head.status) for \(head.effectiveURL)"))

@@ -152,6 +152,14 @@ public final class EpisodeReader: Sendable {
             // arrive out of order, so "follows on" means "lands near where
             // the last one ended"; a jump further than that (a listener
             // scrubbing) starts over.
+            if handleState.streak == 0, handleState.nextOffset == 0, let last = state.lastStream,
+                monotonicSeconds() - last.closedAt < Self.reopenGrace, abs(offset - last.end) <= Self.nearby
+            {
+                // A reopen that reads on where the last reader stopped.
+                handleState.streak = last.streak
+                handleState.nextOffset = last.end
+                state.lastStream = nil
+            }
             let distance = abs(offset - handleState.nextOffset)
             if distance <= max(Self.nearby, windowSize(streak: handleState.streak)) {
                 handleState.streak += 1
@@ -199,7 +207,9 @@ public final class EpisodeReader: Sendable {
     /// Forgets an open file.
     public func release(_ episode: Episode, handle: UInt64) {
         episode.state.withLock { state in
-            state.handles[handle] = nil
+            if let closing = state.handles.removeValue(forKey: handle), closing.streak >= 2 {
+                state.lastStream = (closing.nextOffset, closing.streak, monotonicSeconds())
+            }
         }
     }
 
@@ -281,6 +291,9 @@ public final class EpisodeReader: Sendable {
     /// How far from the end of the last read the next one may land and
     /// still count as sequential.
     private static let nearby: Int64 = 2 * 1024 * 1024
+
+    /// How long after a close a reopen still continues its stream.
+    private static let reopenGrace: Double = 30
 
     private enum ReadOutcome {
         case fail, empty, wait

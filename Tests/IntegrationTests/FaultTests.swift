@@ -56,6 +56,33 @@ struct FaultTests {
         try fixture.unmount()
     }
 
+    @Test func anExpiredRedirectTargetIsResolvedAgain() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        let episodes = Fixture.episodes(sizes: [4 * Self.mib])
+        try fixture.publish(episodes)
+        try fixture.origin.put("cdn1/ep1.mp3", episodes[0].data)
+        try fixture.origin.put("cdn2/ep1.mp3", episodes[0].data)
+        // The same object on another edge: same bytes, same validator (the
+        // origin's ETag is size and modification time).
+        let root = (fixture.originPath(0) as NSString).deletingLastPathComponent
+        try Harness.run("touch", ["-r", root + "/cdn1/ep1.mp3", root + "/cdn2/ep1.mp3"])
+        try fixture.origin.configure(#"{"redirects": {"/ep1.mp3": "/cdn1/ep1.mp3"}}"#)
+        try fixture.mount()
+        // The first read learns (and remembers) the end of the chain.
+        try Harness.run(
+            "dd", ["if=\(fixture.path(0))", "of=/dev/null", "bs=4096", "count=1", "iflag=direct", "status=none"])
+        #expect(try fixture.origin.requests("cdn1/ep1.mp3") >= 1)
+        // The signed link expires; the enclosure URL now leads elsewhere.
+        try fixture.origin.configure(
+            #"{"redirects": {"/ep1.mp3": "/cdn2/ep1.mp3"}, "status": {"/cdn1/ep1.mp3": {"code": 410}}}"#)
+        let copy = fixture.directory + "/copy"
+        try Harness.sh("dd if='\(fixture.path(0))' of='\(copy)' bs=1M iflag=direct status=none", timeout: 60)
+        #expect(try Harness.sha256(copy) == Harness.sha256(fixture.originPath(0)))
+        #expect(try fixture.origin.bytesSent("cdn2/ep1.mp3") > 0)
+        try fixture.unmount()
+    }
+
     @Test func aFewServerErrorsAreRetried() throws {
         let fixture = try Fixture()
         defer { fixture.cleanup() }
