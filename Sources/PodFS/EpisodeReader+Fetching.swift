@@ -189,13 +189,14 @@ extension EpisodeReader {
             progress.received += Int64(count)
             state.fetches[fetch.id] = progress
             if progress.answersOnArrival, count > 0 {
-                // A reader that jumped here waits for exactly these bytes:
-                // answer it now, from memory; the writer stores them next.
-                let arrived = offset..<offset + Int64(count)
+                // A reader that opened or jumped here waits for these bytes:
+                // answer it now, from memory (and the disk for what was
+                // there before); the writer stores the chunk next.
+                var available = state.present
+                available.insert(offset..<offset + Int64(count))
                 state.waiters.removeAll { waiter in
-                    guard arrived.lowerBound <= waiter.range.lowerBound,
-                        waiter.range.upperBound <= arrived.upperBound,
-                        waiter.generation == state.generation
+                    guard waiter.generation == state.generation, available.contains(waiter.range),
+                        waiter.range.overlaps(offset..<offset + Int64(count))
                     else { return false }
                     early.append(waiter)
                     return true
@@ -205,8 +206,7 @@ extension EpisodeReader {
         }
         guard let plan else { return false }
         for waiter in early {
-            let start = Int(waiter.range.lowerBound - plan.offset)
-            waiter.reply.data(UnsafeRawBufferPointer(rebasing: chunk.bytes[start..<start + Int(waiter.range.count)]))
+            answer(waiter, from: chunk, count: plan.count, at: plan.offset, episode: episode)
         }
         if plan.count > 0 {
             fetch.madeProgress()
@@ -279,16 +279,49 @@ extension EpisodeReader {
         }
         guard marked else { return }
         markDirty(episode)
-        let written = offset..<offset + Int64(count)
-        for (waiter, scratch) in ready {
-            if written.lowerBound <= waiter.range.lowerBound && waiter.range.upperBound <= written.upperBound {
-                // All its bytes are in this chunk: answer from memory, which
-                // saves reading back what was just written.
-                let start = Int(waiter.range.lowerBound - offset)
-                waiter.reply.data(UnsafeRawBufferPointer(rebasing: chunk.bytes[start..<start + Int(waiter.range.count)]))
-            } else {
-                serve(waiter.range, from: scratch, episode: episode, reply: waiter.reply)
+        // The bytes of this chunk come from memory, which saves reading back
+        // what was just written.
+        for (waiter, _) in ready { answer(waiter, from: chunk, count: count, at: offset, episode: episode) }
+    }
+
+    /// Answers a waiter whose bytes are in `chunk` (its first `count` bytes,
+    /// which belong at `offset`) or, outside it, present in the scratch file.
+    private func answer(_ waiter: Episode.Waiter, from chunk: BodyChunk, count: Int, at offset: Int64, episode: Episode) {
+        let range = waiter.range
+        let inChunk = max(range.lowerBound, offset)..<min(range.upperBound, offset + Int64(count))
+        if inChunk == range {
+            let start = Int(range.lowerBound - offset)
+            waiter.reply.data(UnsafeRawBufferPointer(rebasing: chunk.bytes[start..<start + Int(range.count)]))
+            return
+        }
+        let scratch = episode.state.withLock { $0.scratch }
+        guard let scratch, !inChunk.isEmpty else {
+            serve(range, from: scratch, episode: episode, reply: waiter.reply)
+            return
+        }
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Int(range.count), alignment: 16)
+        defer { buffer.deallocate() }
+        do {
+            // Before the chunk and after it: on disk already.
+            let head = Int(inChunk.lowerBound - range.lowerBound)
+            if head > 0 {
+                let got = try scratch.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<head]), at: range.lowerBound)
+                guard got == head else { throw FileError(operation: "pread", path: scratch.path, errno: 5 /* EIO: the file is shorter than the index says */) }
             }
+            let middle = Int(inChunk.count)
+            let chunkStart = Int(inChunk.lowerBound - offset)
+            UnsafeMutableRawBufferPointer(rebasing: buffer[head..<head + middle])
+                .copyMemory(from: UnsafeRawBufferPointer(rebasing: chunk.bytes[chunkStart..<chunkStart + middle]))
+            let tail = Int(range.count) - head - middle
+            if tail > 0 {
+                let got = try scratch.read(
+                    into: UnsafeMutableRawBufferPointer(rebasing: buffer[(head + middle)...]), at: inChunk.upperBound)
+                guard got == tail else { throw FileError(operation: "pread", path: scratch.path, errno: 5 /* EIO: the file is shorter than the index says */) }
+            }
+            waiter.reply.data(UnsafeRawBufferPointer(buffer))
+        } catch {
+            logger.error("could not read the cache file", metadata: ["episode.key": "\(episode.key)", "error": "\(error)"])
+            waiter.reply.fail(.ioError)
         }
     }
 

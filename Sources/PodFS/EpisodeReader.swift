@@ -57,13 +57,13 @@ public final class EpisodeReader: Sendable {
     let episodesByKey = Locked<[String: Episode]>([:])
     /// Retries waiting for their delay to pass (see `drainWriters`).
     let pendingRetries = Locked(0)
-    /// Body bytes queued for the writers, at most 8 MiB.
-    let writeBudget = ByteBudget(limit: 8 * 1024 * 1024)
+    /// Body bytes queued for the writers, at most 4 MiB.
+    let writeBudget = ByteBudget(limit: 4 * 1024 * 1024)
     /// Memory for body chunks: 512 KiB each, big enough that a `pwrite` and
     /// the bookkeeping around it are rare, small enough to keep memory flat
-    /// (the budget above holds at most 16 of them, plus one gathering per
+    /// (the budget above holds at most 8 of them, plus one gathering per
     /// transfer).
-    let chunkPool = BodyChunk.Pool(capacity: 512 * 1024, limit: 24)
+    let chunkPool = BodyChunk.Pool(capacity: 512 * 1024, limit: 12)
     /// Serial queues that write fetched bytes to scratch files; an episode
     /// always uses the same one, so its writes keep their order. Writing
     /// off the network thread lets one core receive while another writes.
@@ -119,7 +119,8 @@ public final class EpisodeReader: Sendable {
             let range = probeRange(state)
             let fetch = Fetch(id: makeID(), episode: episode, reader: self)
             state.fetches[fetch.id] = Episode.FetchProgress(
-                cursor: range.lowerBound, upper: range.upperBound, generation: state.generation)
+                cursor: range.lowerBound, upper: range.upperBound, generation: state.generation,
+                answersOnArrival: true)
             state.probeID = fetch.id
             return .probe(fetch, range, validator(state), state.effectiveURL ?? episode.url)
         }
