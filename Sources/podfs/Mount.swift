@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import RangeCache
 
 /// `podfs mount [options] SOURCE... MOUNTPOINT`.
 struct Mount: ParsableCommand {
@@ -65,7 +66,13 @@ struct Mount: ParsableCommand {
             throw ValidationError("give at least one SOURCE and a MOUNTPOINT, e.g. podfs mount https://example.org/feed.xml ~/Podcasts")
         }
         _ = try MountOptions(o)
-        if let cacheSize { _ = try CacheSize(cacheSize) }
+        if let cacheSize {
+            do {
+                _ = try CacheSize(cacheSize)
+            } catch {
+                throw ValidationError("--cache-size: \(error)")
+            }
+        }
         guard revalidateAfter >= 0 else {
             throw ValidationError("--revalidate-after must be 0 or more seconds")
         }
