@@ -74,6 +74,19 @@ public final class Episode: Sendable {
         var lastRead: Int64 = 0
         /// Whether the "origin ignores Range" warning was logged.
         var warnedIgnoresRange = false
+        /// Fetched bytes that could not be written to disk (not in
+        /// `present`, never committed).
+        var spill = SpillBuffer()
+        /// Whether a failed cache write of this episode was logged.
+        var warnedWriteFailure = false
+
+        /// Bytes a read can be answered from now: on disk or in `spill`.
+        var available: RangeSet {
+            guard !spill.isEmpty else { return present }
+            var all = present
+            for range in spill.ranges.ranges { all.insert(range) }
+            return all
+        }
     }
 
     // MARK: - Properties

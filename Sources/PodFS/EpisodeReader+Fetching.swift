@@ -44,6 +44,9 @@ extension EpisodeReader {
         var dropped: [Episode.Waiter] = []
         var logIgnoresRange = false
         var indexUpdate: (drop: Bool, save: Bool) = (false, false)
+        /// A changed version's old bytes and length: freed and resized only
+        /// after the index forgot them (it must never list a punched byte).
+        var reshape: (scratch: ScratchFile, old: Int64, new: Int64)?
         // Most heads confirm what is known and need no index update: they
         // run without the index lock, so they never wait for a flush's
         // fdatasync. A head that changes the version or the validator runs
@@ -67,12 +70,13 @@ extension EpisodeReader {
                     state.kernelPagesStale = true
                     state.generation &+= 1
                     state.present = RangeSet()
+                    state.spill.removeAll()
                     state.dirty = false
                     dropped = state.waiters
                     state.waiters.removeAll()
                     for (id, _) in state.fetches where id != fetch.id { state.fetches[id] = nil }
                     if let scratch = state.scratch, let old = state.length, old > 0 {
-                        try? scratch.punchHole(0..<old)
+                        reshape = (scratch, old, total)
                     }
                     indexUpdate.drop = true
                     invalidate = true
@@ -81,7 +85,7 @@ extension EpisodeReader {
                         metadata: ["episode.key": "\(episode.key)", "episode.name": "\(episode.name)"])
                 }
                 if state.length != total {
-                    if let scratch = state.scratch { try? scratch.resize(to: total) }
+                    if let scratch = state.scratch, reshape == nil { try? scratch.resize(to: total) }
                     state.length = total
                     invalidate = true
                 }
@@ -118,7 +122,15 @@ extension EpisodeReader {
             }
             if outcome {
                 do {
-                    if indexUpdate.drop { try index.dropRanges(key: episode.key) }
+                    if indexUpdate.drop {
+                        try index.dropRanges(key: episode.key)
+                        // Still on the network thread, before any byte of
+                        // the new version is written.
+                        if let reshape {
+                            try? reshape.scratch.punchHole(0..<reshape.old)
+                            if reshape.old != reshape.new { try? reshape.scratch.resize(to: reshape.new) }
+                        }
+                    }
                     if indexUpdate.save {
                         try index.setValidator(
                             key: episode.key, length: total, etag: head.etag, lastModified: head.lastModified)
@@ -148,45 +160,65 @@ extension EpisodeReader {
     // MARK: - Body
 
     /// Writes a chunk at its offset, then marks it present and wakes the
-    /// readers whose bytes are now all on disk.
+    /// readers whose bytes are now all on disk. A chunk that cannot be
+    /// written (full disk) is kept in memory for the readers instead.
     func fetch(_ fetch: Fetch, received body: UnsafeRawBufferPointer) -> Bool {
         let episode = fetch.episode
-        let target: (ScratchFile, Int64, Int)? = episode.state.withLock { state in
+        let target: (ScratchFile?, Int64, Int)? = episode.state.withLock { state in
             guard let progress = state.fetches[fetch.id], progress.generation == state.generation,
-                let scratch = state.scratch
+                state.scratch != nil || state.length != nil
             else { return nil }
             let room = progress.upper - progress.cursor
-            return (scratch, progress.cursor, Int(min(Int64(body.count), max(0, room))))
+            return (state.scratch, progress.cursor, Int(min(Int64(body.count), max(0, room))))
         }
         guard let (scratch, offset, count) = target else { return false }
+        let chunk = UnsafeRawBufferPointer(rebasing: body[0..<count])
+        var written = count > 0
         if count > 0 {
             fetch.madeProgress()
-            do {
-                try scratch.write(UnsafeRawBufferPointer(rebasing: body[0..<count]), at: offset)
-            } catch {
-                logger.error("could not write to the cache", metadata: ["episode.key": "\(episode.key)", "error": "\(error)"])
-                return false
+            if let scratch, !disk.isFull {
+                do {
+                    try scratch.write(chunk, at: offset)
+                } catch {
+                    written = false
+                    cacheWriteFailed(error, episode: episode)
+                }
+            } else {
+                written = false
             }
         }
-        var ready: [(Episode.Waiter, ScratchFile?)] = []
+        var ready: [(Episode.Waiter, ScratchFile?, [SpillBuffer.Piece])] = []
         let keepGoing: Bool = episode.state.withLock { state in
             guard var progress = state.fetches[fetch.id], progress.generation == state.generation else { return false }
             if count > 0 {
-                state.present.insert(offset..<offset + Int64(count))
+                if written {
+                    state.present.insert(offset..<offset + Int64(count))
+                    state.dirty = true
+                } else if !state.handles.isEmpty {
+                    state.spill.add(
+                        chunk, at: offset, limit: tuning.spillLimit, needed: state.waiters.map(\.range))
+                }
                 progress.cursor = offset + Int64(count)
                 state.fetches[fetch.id] = progress
-                state.dirty = true
             }
+            let available = state.available
             state.waiters.removeAll { waiter in
-                guard state.present.contains(waiter.range) else { return false }
-                ready.append((waiter, state.scratch))
+                guard available.contains(waiter.range) else { return false }
+                ready.append((waiter, state.scratch, state.spill.pieces(overlapping: waiter.range)))
                 return true
             }
             // A body longer than its Content-Range is a lying origin: stop.
             return count == body.count
         }
-        markDirty(episode)
-        for (waiter, scratch) in ready { serve(waiter.range, from: scratch, episode: episode, reply: waiter.reply) }
+        if written {
+            markDirty(episode)
+            if tuning.commitEveryChunk { flush() }
+        } else if count > 0 {
+            disk.noteSpilled(count)
+        }
+        for (waiter, scratch, spilled) in ready {
+            serve(waiter.range, from: scratch, spilled: spilled, episode: episode, reply: waiter.reply)
+        }
         if !keepGoing {
             logger.warning("the origin sent more bytes than it announced; the extra bytes were ignored",
                            metadata: ["episode.url": "\(episode.url)"])
@@ -258,24 +290,25 @@ extension EpisodeReader {
 
     /// Answers reads that ask for bytes at or past the (now known) end.
     private func answerWaitersAtEnd(_ episode: Episode) {
-        var ready: [(Episode.Waiter, ScratchFile?)] = []
+        var ready: [(Episode.Waiter, ScratchFile?, [SpillBuffer.Piece])] = []
         episode.state.withLock { state in
             guard let length = state.length else { return }
+            let available = state.available
             state.waiters = state.waiters.compactMap { waiter in
                 var waiter = waiter
                 waiter.range = min(waiter.range.lowerBound, length)..<min(waiter.range.upperBound, length)
-                if state.present.contains(waiter.range) {
-                    ready.append((waiter, state.scratch))
+                if available.contains(waiter.range) {
+                    ready.append((waiter, state.scratch, state.spill.pieces(overlapping: waiter.range)))
                     return nil
                 }
                 return waiter
             }
         }
-        for (waiter, scratch) in ready {
+        for (waiter, scratch, spilled) in ready {
             if waiter.range.isEmpty {
                 waiter.reply.data(UnsafeRawBufferPointer(start: nil, count: 0))
             } else {
-                serve(waiter.range, from: scratch, episode: episode, reply: waiter.reply)
+                serve(waiter.range, from: scratch, spilled: spilled, episode: episode, reply: waiter.reply)
             }
         }
     }
@@ -308,8 +341,9 @@ extension EpisodeReader {
             for progress in state.fetches.values where progress.generation == state.generation {
                 pending.insert(progress.cursor..<max(progress.cursor, progress.upper))
             }
+            let available = state.available
             state.waiters.removeAll { waiter in
-                let gaps = state.present.gaps(in: waiter.range)
+                let gaps = available.gaps(in: waiter.range)
                 let served = gaps.allSatisfy { pending.contains($0) }
                 if !served { failedReads.append(waiter.reply) }
                 return !served

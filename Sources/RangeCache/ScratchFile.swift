@@ -153,6 +153,18 @@ public final class ScratchFile: Sendable {
         #endif
     }
 
+    /// Reserves disk blocks for `range` (`posix_fallocate`), so later
+    /// writes there cannot fail for lack of space.
+    public func allocate(_ range: Range<Int64>) throws(FileError) {
+        guard !range.isEmpty else { return }
+        while true {
+            let result = posix_fallocate(descriptor, off_t(range.lowerBound), off_t(range.count))
+            if result == 0 { return }
+            if result == EINTR { continue }
+            throw FileError(operation: "fallocate", path: path, errno: result)
+        }
+    }
+
     /// Truncates or sparsely extends the file to `length` bytes.
     public func resize(to length: Int64) throws(FileError) {
         _ = try Self.retrying("ftruncate", path) { ftruncate(descriptor, off_t(length)) }

@@ -36,7 +36,8 @@ struct Mount: ParsableCommand {
         help: ArgumentHelp(
             "Seconds between commits of cached ranges to the index.",
             discussion: "Each commit first flushes the cached bytes to disk (fdatasync). Shorter: less "
-                + "to refetch after a crash; longer: faster downloads (fewer forced flushes)."))
+                + "to refetch after a crash; longer: faster downloads (fewer forced flushes). 0 commits after "
+                + "every chunk received (slow; for measuring what batching saves)."))
     var commitInterval: Double = 1
 
     @Option(
@@ -76,7 +77,7 @@ struct Mount: ParsableCommand {
         guard revalidateAfter >= 0 else {
             throw ValidationError("--revalidate-after must be 0 or more seconds")
         }
-        guard commitInterval > 0, commitInterval <= 3600 else {
+        guard commitInterval >= 0, commitInterval <= 3600 else {
             throw ValidationError("--commit-interval must be between 0 and 3600 seconds")
         }
         guard feedLimit > 0 else { throw ValidationError("--feed-limit must be a positive number of MiB") }

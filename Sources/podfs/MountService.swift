@@ -37,6 +37,9 @@ struct MountService {
         sigemptyset(&empty)
         pthread_sigmask(SIG_SETMASK, &empty, nil)
         signal(SIGPIPE, SIG_IGN)
+        // Past a file size limit (ulimit -f) a write should fail with EFBIG,
+        // which the reader survives, not kill the daemon.
+        signal(SIGXFSZ, SIG_IGN)
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
             handler.logLevel = logLevel
@@ -80,6 +83,7 @@ struct MountService {
         let catalog = try Catalog(feeds: feeds, index: index, logger: logger)
         var tuning = EpisodeReader.Tuning()
         tuning.revalidateAfter = revalidateAfter
+        tuning.commitEveryChunk = commitInterval == 0
         tuning.cacheLimit = try cacheLimit(index: index, logger: logger)
         // For `podfs status`, which cannot ask the daemon.
         try? Data((tuning.cacheLimit.map { String($0) } ?? "none").utf8)

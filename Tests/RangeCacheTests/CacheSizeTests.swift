@@ -4,7 +4,8 @@ import Testing
 /// `--cache-size` values: binary units, `none`, and a clear refusal of
 /// anything else.
 @Suite struct CacheSizeTests {
-    @Test(arguments: [
+    private static let mib: Int64 = 1024 * 1024
+    private static let valid: [(String, Int64)] = [
         ("500M", Int64(500) * 1024 * 1024),
         ("10G", Int64(10) * 1024 * 1024 * 1024),
         ("10g", Int64(10) * 1024 * 1024 * 1024),
@@ -16,7 +17,9 @@ import Testing
         ("4096", Int64(4096)),
         ("4096B", Int64(4096)),
         (" 7M ", Int64(7) * 1024 * 1024),
-    ])
+    ]
+
+    @Test(arguments: valid)
     func sizesAreParsedInPowersOf1024(text: String, bytes: Int64) throws {
         #expect(try CacheSize(text).bytes == bytes)
     }

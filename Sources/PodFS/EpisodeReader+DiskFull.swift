@@ -1,0 +1,54 @@
+import Foundation
+import Logging
+import RangeCache
+
+/// A full disk (ENOSPC, EDQUOT) or another failed cache write (EFBIG, EIO)
+/// never fails a read: the fetched bytes are served from memory
+/// (`SpillBuffer`), the failure is logged once, and the flush thread makes
+/// room by evicting least recently read episodes that are not open, then
+/// lets bytes go to the disk again. The index only ever lists bytes that
+/// were written, so it stays consistent throughout.
+extension EpisodeReader {
+    /// Called on the network thread when a chunk could not be written.
+    func cacheWriteFailed(_ error: FileError, episode: Episode) {
+        if error.isNoSpace {
+            disk.enterFull(error.description, logger: logger)
+            return
+        }
+        let first = episode.state.withLock { state -> Bool in
+            defer { state.warnedWriteFailure = true }
+            return !state.warnedWriteFailure
+        }
+        let metadata: Logger.Metadata = ["episode.key": "\(episode.key)", "error": "\(error)"]
+        if first {
+            logger.error("could not write to the cache; this episode's new bytes are served from memory", metadata: metadata)
+        } else {
+            logger.debug("could not write to the cache", metadata: metadata)
+        }
+    }
+
+    /// Called by an index commit or a sync that failed for lack of space.
+    func indexOutOfSpace(_ cause: String) {
+        disk.enterFull(cause, logger: logger)
+    }
+
+    /// On the flush thread while the disk is full: gives the reserve file's
+    /// space to the index, commits what is on disk, evicts least recently
+    /// read episodes (never an open one) until there is room, and resumes
+    /// writing when there is.
+    func recoverSpace() {
+        guard disk.isFull else { return }
+        disk.releaseReserve()
+        flush()
+        guard let measured = disk.measure() else {
+            disk.leaveFull(logger: logger, free: 0)
+            return
+        }
+        let threshold = disk.resumeThreshold(total: measured.total)
+        let free = evictForSpace(until: threshold + DiskSpace.reserveSize)
+        if free >= threshold + DiskSpace.reserveSize { disk.makeReserve(logger: logger) }
+        if free >= threshold {
+            disk.leaveFull(logger: logger, free: free)
+        }
+    }
+}
