@@ -22,6 +22,9 @@ final class DiskSpace: Sendable {
         var announced = false
         /// Chunks kept in memory during the current full period.
         var spilledBytes: Int64 = 0
+        /// Episodes whose fetched bytes went to memory since the flush
+        /// thread last looked: the demand for room.
+        var spillers: [ObjectIdentifier: Episode] = [:]
     }
 
     // MARK: - Properties
@@ -74,9 +77,20 @@ final class DiskSpace: Sendable {
         }
     }
 
-    /// Counts bytes served from memory instead of the disk.
-    func noteSpilled(_ count: Int) {
-        log.withLock { $0.spilledBytes += Int64(count) }
+    /// Counts bytes of `episode` served from memory instead of the disk.
+    func noteSpilled(_ count: Int, episode: Episode) {
+        log.withLock { state in
+            state.spilledBytes += Int64(count)
+            state.spillers[ObjectIdentifier(episode)] = episode
+        }
+    }
+
+    /// The episodes that spilled bytes to memory since the last call.
+    func takeSpillers() -> [Episode] {
+        log.withLock { state in
+            defer { state.spillers.removeAll() }
+            return Array(state.spillers.values)
+        }
     }
 
     /// Lets fetched bytes go to the disk again.
@@ -105,15 +119,19 @@ final class DiskSpace: Sendable {
         min(16 * 1024 * 1024, max(Self.reserveSize, total / 16))
     }
 
-    /// Creates the reserve file if it is missing (best effort).
-    func makeReserve(logger: Logger) {
-        guard access(reservePath, F_OK) != 0 else { return }
+    /// Creates the reserve file if it is missing; returns whether it is
+    /// there.
+    @discardableResult
+    func makeReserve(logger: Logger) -> Bool {
+        guard access(reservePath, F_OK) != 0 else { return true }
         do {
             let file = try ScratchFile(path: reservePath, length: Self.reserveSize)
             try file.allocate(0..<Self.reserveSize)
+            return true
         } catch {
             try? ScratchFile.remove(path: reservePath)
             logger.debug("could not create the cache's reserve file", metadata: ["error": "\(error)"])
+            return false
         }
     }
 

@@ -32,23 +32,31 @@ extension EpisodeReader {
         disk.enterFull(cause, logger: logger)
     }
 
-    /// On the flush thread while the disk is full: gives the reserve file's
-    /// space to the index, commits what is on disk, evicts least recently
-    /// read episodes (never an open one) until there is room, and resumes
-    /// writing when there is.
+    /// On the flush thread while the disk is full and an open file is being
+    /// read from memory (or ranges wait to be committed): gives the reserve
+    /// file's space to the index, commits what is on disk, evicts least
+    /// recently read episodes (never an open one) until there is room, and
+    /// resumes writing when there is. With no such demand, what is cached
+    /// stays: nothing is evicted for room nobody needs.
     func recoverSpace() {
         guard disk.isFull else { return }
+        let reading = disk.takeSpillers().contains { episode in
+            episode.state.withLock { !$0.handles.isEmpty }
+        }
+        let uncommitted = dirtyEpisodes.withLock { !$0.isEmpty }
+        guard reading || uncommitted else { return }
         disk.releaseReserve()
         flush()
+        guard reading else { return }
         guard let measured = disk.measure() else {
             disk.leaveFull(logger: logger, free: 0)
             return
         }
         let threshold = disk.resumeThreshold(total: measured.total)
         let free = evictForSpace(until: threshold + DiskSpace.reserveSize)
-        if free >= threshold + DiskSpace.reserveSize { disk.makeReserve(logger: logger) }
-        if free >= threshold {
-            disk.leaveFull(logger: logger, free: free)
-        }
+        // Writes resume only with the reserve back in place: the next full
+        // disk must again leave room for the index to evict.
+        guard free >= threshold + DiskSpace.reserveSize, disk.makeReserve(logger: logger) else { return }
+        disk.leaveFull(logger: logger, free: free)
     }
 }

@@ -84,7 +84,11 @@ extension EpisodeReader {
                 do {
                     try index.dropRanges(key: key)
                 } catch {
-                    logger.error("could not evict an episode", metadata: ["episode.key": "\(key)", "error": "\(error)"])
+                    // On a full disk this repeats every second until there
+                    // is room: the disk-full warning already said so.
+                    logger.log(
+                        level: error.isNoSpace ? .debug : .error, "could not evict an episode",
+                        metadata: ["episode.key": "\(key)", "error": "\(error)"])
                     return false
                 }
                 if unlink(path) != 0, errno != ENOENT {

@@ -214,7 +214,7 @@ extension EpisodeReader {
             markDirty(episode)
             if tuning.commitEveryChunk { flush() }
         } else if count > 0 {
-            disk.noteSpilled(count)
+            disk.noteSpilled(count, episode: episode)
         }
         for (waiter, scratch, spilled) in ready {
             serve(waiter.range, from: scratch, spilled: spilled, episode: episode, reply: waiter.reply)
