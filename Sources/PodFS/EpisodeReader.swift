@@ -244,9 +244,15 @@ public final class EpisodeReader: Sendable {
             state.dirty = true
             markDirty(episode)
         }
-        let scratch = try ScratchFile(path: path, length: length)
-        state.scratch = scratch
-        return scratch
+        do {
+            let scratch = try ScratchFile(path: path, length: length)
+            state.scratch = scratch
+            return scratch
+        } catch {
+            // Reads then come from memory (see EpisodeReader+DiskFull).
+            cacheWriteFailed(error, episode: episode, state: &state)
+            throw error
+        }
     }
 
     // MARK: - Private methods

@@ -114,4 +114,27 @@ struct FullDiskTests {
             "full disk figures: tmpfs 8 MiB, episodes \(sizes) bytes; cached after step 1: \(first) bytes; "
                 + "disk used at step 3: \(used) bytes; origin bytes for episodes 3 and 1 in step 3: \(originBytes)")
     }
+
+    @Test func aFileSizeLimitNeverFailsAReadEither() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        let size = 6 * Self.mib + 11
+        try fixture.publish(Fixture.episodes(sizes: [size]))
+        // Writes past 4 MiB fail with EFBIG (SIGXFSZ is ignored, not fatal).
+        try fixture.mount(extra: ["--cache-size", "1G"], launcher: ["prlimit", "--fsize=\(4 * Self.mib)"])
+        let copy = fixture.directory + "/copy"
+        try Harness.sh("cat '\(fixture.path(0))' > '\(copy)'")
+        #expect(try Harness.sha256(copy) == Harness.sha256(fixture.originPath(0)), "every byte, past the limit too")
+        try Harness.sh("dd if='\(fixture.path(0))' iflag=direct bs=1M status=none > '\(copy)'")
+        #expect(try Harness.sha256(copy) == Harness.sha256(fixture.originPath(0)), "again through podfs")
+        try fixture.unmount()
+        // The scratch file cannot even be sized past the limit: nothing is
+        // cached, and the index says so.
+        let claimed = try fixture.checkIndex(0)
+        #expect(claimed <= 4 * Self.mib, "only bytes below the limit could be cached: \(claimed)")
+        let log = fixture.log()
+        let failures = log.components(separatedBy: "could not write to the cache;").count - 1
+        #expect(failures == 1, "logged once, not per chunk: \(failures) times")
+        #expect(log.contains("EFBIG"), "the log names the cause")
+    }
 }
