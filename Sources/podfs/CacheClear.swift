@@ -23,6 +23,9 @@ struct CacheClear: ParsableCommand {
     func run() throws {
         let directory = absolutePath(cacheDir ?? defaultCacheDirectory())
         try CacheCommand.withCache(directory: directory, command: "cache clear") { index, maintenance, logger in
+            if let moved = index.damagedIndexMovedTo {
+                print("The cache index was damaged: moved it to \(moved) and started a new, empty one.")
+            }
             let report: CacheReport
             do {
                 report = CacheReport(directory: directory, snapshot: try index.snapshot(), logger: logger)
