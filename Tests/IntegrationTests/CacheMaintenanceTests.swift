@@ -37,8 +37,11 @@ struct CacheMaintenanceTests {
         #expect(clean.status == 0, "\(clean.text) \(clean.stderr)")
         #expect(clean.text.contains("No problems"), "\(clean.text)")
 
-        // Damage the cache in every way verify knows.
+        // Damage the cache in every way verify knows (all of it is cached).
         let status = try CacheStatus(fixture.cacheDirectory)
+        try #require(
+            sizes.indices.allSatisfy { status[fixture.name($0)]?.cachedBytes == sizes[$0] },
+            "the unmount committed every episode: \(status.cached)")
         let keys = try sizes.indices.map { try #require(status[fixture.name($0)]?.key) }
         let data = fixture.cacheDirectory + "/data/"
         try FileManager.default.removeItem(atPath: data + keys[0])
