@@ -3,6 +3,7 @@
 # from the same origin and a local read of the same bytes, in one run.
 #
 #   bench/read-speed.sh [SIZE_MIB]        (default 256; needs root for FUSE)
+#   PODFS_MOUNT_ARGS="--commit-interval 0" bench/read-speed.sh   (extra mount options)
 #
 # Origin: nginx on 127.0.0.1 when installed (apt-get install nginx-light),
 # else the test origin (Python, slower: then every figure is capped by it).
@@ -64,16 +65,17 @@ ratio() { echo "scale=2; $2 / $1" | bc; }
 
 curl_s=$(seconds curl -sS -o /dev/null "$base/episode.mp3")
 local_s=$(seconds dd if="$www/episode.mp3" of=/dev/null bs=1M status=none)
-"$podfs" mount --cache-dir "$cache" "$base/feed.xml" "$mnt" >/dev/null
+mount_args=(${PODFS_MOUNT_ARGS:-})
+"$podfs" mount --cache-dir "$cache" "${mount_args[@]}" "$base/feed.xml" "$mnt" >/dev/null
 cold_s=$(seconds dd if="$file" of=/dev/null bs=1M status=none)
 warm_s=$(seconds dd if="$file" of=/dev/null bs=1M status=none)
 "$podfs" unmount "$mnt" >/dev/null
-"$podfs" mount --cache-dir "$cache" "$base/feed.xml" "$mnt" >/dev/null
+"$podfs" mount --cache-dir "$cache" "${mount_args[@]}" "$base/feed.xml" "$mnt" >/dev/null
 remount_s=$(seconds dd if="$file" of=/dev/null bs=1M status=none)
 sha_mount=$(sha256sum < "$file" | cut -c1-64)
 sha_origin=$(sha256sum < "$www/episode.mp3" | cut -c1-64)
 
-printf '%s MiB episode, origin %s on 127.0.0.1, one run\n' "$size_mib" "$origin"
+printf '%s MiB episode, origin %s on 127.0.0.1, one run%s\n' "$size_mib" "$origin" "${PODFS_MOUNT_ARGS:+, mount options: $PODFS_MOUNT_ARGS}"
 printf '%-28s %8s %14s\n' "read" "MB/s" "vs curl"
 printf '%-28s %8s %14s\n' "curl from the origin" "$(mbps "$curl_s")" "1.00"
 printf '%-28s %8s %14s\n' "podfs cold (empty cache)" "$(mbps "$cold_s")" "$(ratio "$curl_s" "$cold_s" | awk '{printf "%.2f", 1/$1}')"

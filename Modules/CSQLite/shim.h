@@ -24,10 +24,9 @@ static inline int podfs_punch_hole(int fd, off_t offset, off_t length) {
     return fallocate(fd, 0x02 /* PUNCH_HOLE */ | 0x01 /* KEEP_SIZE */, offset, length);
 }
 
-/// Allocates the blocks of [offset, offset + length) of `fd` without
-/// changing its size (FALLOC_FL_KEEP_SIZE); they read as zeros until written.
-static inline int podfs_preallocate(int fd, off_t offset, off_t length) {
-    return fallocate(fd, 0x01 /* KEEP_SIZE */, offset, length);
-}
+/// lseek's SEEK_DATA and SEEK_HOLE are also _GNU_SOURCE-only names.
+#include <unistd.h>
+static inline off_t podfs_seek_data(int fd, off_t offset) { return lseek(fd, offset, 3 /* SEEK_DATA */); }
+static inline off_t podfs_seek_hole(int fd, off_t offset) { return lseek(fd, offset, 4 /* SEEK_HOLE */); }
 #endif
 #endif

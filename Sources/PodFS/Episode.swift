@@ -35,9 +35,6 @@ public final class Episode: Sendable {
         /// Where the next body byte from the network goes.
         var received: Int64
         var retrying = false
-        /// The writer could not write a chunk: the transfer stops at the
-        /// next hand-off and the completion retries or fails the readers.
-        var writeFailed = false
         /// How far the writer has allocated blocks ahead (writer only).
         var allocated: Int64 = 0
         /// A short fetch for a read that jumped (not read-ahead): its
@@ -101,6 +98,19 @@ public final class Episode: Sendable {
         /// was, when it closed (`monotonicSeconds()`): a player that closes
         /// and reopens to read on keeps its read-ahead window.
         var lastStream: (end: Int64, streak: Int, closedAt: Double)?
+        /// Fetched bytes that could not be written to disk (not in
+        /// `present`, never committed).
+        var spill = SpillBuffer()
+        /// Whether a failed cache write of this episode was logged.
+        var warnedWriteFailure = false
+
+        /// Bytes a read can be answered from now: on disk or in `spill`.
+        var available: RangeSet {
+            guard !spill.isEmpty else { return present }
+            var all = present
+            for range in spill.ranges.ranges { all.insert(range) }
+            return all
+        }
     }
 
     // MARK: - Properties

@@ -16,7 +16,10 @@ enum FlushThreadState {
 /// snapshot. Everything in a snapshot was written before it was taken, so
 /// the sync covers it; a crash loses at most one interval of downloads.
 extension EpisodeReader {
-    /// Starts committing dirty episodes every `interval` seconds.
+    /// Starts committing dirty episodes every `interval` seconds (with
+    /// `Tuning.commitEveryChunk` the network thread commits; this thread
+    /// then only evicts, every second). Creates the reserve file that lets
+    /// the index evict on a full disk.
     public func startFlushing(interval: Double = 1.0) {
         let start = flusher.withLock { state -> Bool in
             guard state == .idle else { return false }
@@ -24,10 +27,13 @@ extension EpisodeReader {
             return true
         }
         guard start else { return }
+        disk.makeReserve(logger: logger)
+        let tick = interval > 0 ? interval : 1
         let thread = Thread { [self] in
             blockSignalsForHelperThread()
             while flusher.withLock({ $0 == .running }) {
-                Thread.sleep(forTimeInterval: interval)
+                Thread.sleep(forTimeInterval: tick)
+                recoverSpace()
                 flush()
                 evictIfOverLimit()
             }
@@ -85,7 +91,11 @@ extension EpisodeReader {
                     // Not durable: keep it dirty so the next flush tries again.
                     episode.state.withLock { $0.dirty = true }
                     markDirty(episode)
-                    logger.error("could not sync a cache file", metadata: ["episode.key": "\(episode.key)", "error": "\(error)"])
+                    if let error = error as? FileError, error.isNoSpace {
+                        indexOutOfSpace(error.description)
+                    } else {
+                        logger.error("could not sync a cache file", metadata: ["episode.key": "\(episode.key)", "error": "\(error)"])
+                    }
                 }
             }
             do {
@@ -94,7 +104,11 @@ extension EpisodeReader {
                 logger.debug("committed cached ranges", metadata: ["commit": "\(commits)", "episodes": "\(batch.count)"])
                 for (key, at) in touched { index.touch(key: key, at: at) }
             } catch {
-                logger.error("could not commit the cache index", metadata: ["error": "\(error)"])
+                if let error = error as? IndexError, error.isNoSpace {
+                    indexOutOfSpace(error.description)
+                } else {
+                    logger.error("could not commit the cache index", metadata: ["error": "\(error)"])
+                }
                 for episode in episodes { markDirty(episode) }
                 for episode in episodes {
                     episode.state.withLock { state in

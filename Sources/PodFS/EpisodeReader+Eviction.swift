@@ -43,6 +43,37 @@ extension EpisodeReader {
         return freed
     }
 
+    /// Evicts least recently read episodes (never an open or downloading
+    /// one) until the cache's file system has `free` bytes free or nothing
+    /// is left to evict. Returns the free bytes at the end.
+    func evictForSpace(until free: Int64) -> Int64 {
+        var available = disk.measure()?.free ?? 0
+        guard available < free else { return available }
+        let usage: [(key: String, bytes: Int64, lastRead: Int64?)]
+        do {
+            usage = try index.usage()
+        } catch {
+            logger.error("could not measure the cache", metadata: ["error": "\(error)"])
+            return available
+        }
+        var freed: Int64 = 0
+        var evicted = 0
+        for entry in usage where entry.bytes > 0 {
+            guard available < free else { break }
+            if evict(key: entry.key) {
+                freed += entry.bytes
+                evicted += 1
+                available = disk.measure()?.free ?? available
+            }
+        }
+        if evicted > 0 {
+            logger.info(
+                "evicted episodes to make room on the cache's full disk",
+                metadata: ["episodes": "\(evicted)", "freed.bytes": "\(freed)", "free.bytes": "\(available)"])
+        }
+        return available
+    }
+
     /// Evicts one episode unless it is open or downloading.
     private func evict(key: String) -> Bool {
         let episode = episodesByKey.withLock { $0[key] }
@@ -53,7 +84,11 @@ extension EpisodeReader {
                 do {
                     try index.dropRanges(key: key)
                 } catch {
-                    logger.error("could not evict an episode", metadata: ["episode.key": "\(key)", "error": "\(error)"])
+                    // On a full disk this repeats every second until there
+                    // is room: the disk-full warning already said so.
+                    logger.log(
+                        level: error.isNoSpace ? .debug : .error, "could not evict an episode",
+                        metadata: ["episode.key": "\(key)", "error": "\(error)"])
                     return false
                 }
                 if unlink(path) != 0, errno != ENOENT {
@@ -70,6 +105,7 @@ extension EpisodeReader {
                 // start writing to the file in between.
                 guard forget() else { return false }
                 state.present = RangeSet()
+                state.spill.removeAll()
                 state.dirty = false
                 state.scratch = nil
                 return true

@@ -65,6 +65,9 @@ extension EpisodeReader {
         // any new byte reaches the scratch file (a commit of old ranges must
         // not land after their drop, and old ranges must never vouch for
         // new bytes after a crash).
+        /// A changed version's old bytes and length: freed and resized only
+        /// after the index forgot them (it must never list a punched byte).
+        var reshape: (scratch: ScratchFile, old: Int64, new: Int64)?
         var needsIndexLock = false
         func applyHead(holdingIndexLock: Bool) -> Bool {
             let outcome = episode.state.withLock { state -> Bool in
@@ -83,12 +86,13 @@ extension EpisodeReader {
                     state.kernelPagesStale = true
                     state.generation &+= 1
                     state.present = RangeSet()
+                    state.spill.removeAll()
                     state.dirty = false
                     dropped = state.waiters
                     state.waiters.removeAll()
                     for (id, _) in state.fetches where id != fetch.id { state.fetches[id] = nil }
                     if let scratch = state.scratch, let old = state.length, old > 0 {
-                        try? scratch.punchHole(0..<old)
+                        reshape = (scratch, old, total)
                     }
                     indexUpdate.drop = true
                     invalidate = true
@@ -97,7 +101,7 @@ extension EpisodeReader {
                         metadata: ["episode.key": "\(episode.key)", "episode.name": "\(episode.name)"])
                 }
                 if state.length != total {
-                    if let scratch = state.scratch { try? scratch.resize(to: total) }
+                    if let scratch = state.scratch, reshape == nil { try? scratch.resize(to: total) }
                     // The kernel has seen the size `stat` showed so far; only
                     // a different one needs its caches dropped.
                     if (state.length ?? episode.feedLength ?? 0) != total { invalidate = true }
@@ -140,7 +144,15 @@ extension EpisodeReader {
             }
             if outcome {
                 do {
-                    if indexUpdate.drop { try index.dropRanges(key: episode.key) }
+                    if indexUpdate.drop {
+                        try index.dropRanges(key: episode.key)
+                        // Still on the network thread, before any byte of
+                        // the new version is written.
+                        if let reshape {
+                            try? reshape.scratch.punchHole(0..<reshape.old)
+                            if reshape.old != reshape.new { try? reshape.scratch.resize(to: reshape.new) }
+                        }
+                    }
                     if indexUpdate.save {
                         try index.setValidator(
                             key: episode.key, length: total, etag: head.etag, lastModified: head.lastModified)
@@ -171,8 +183,8 @@ extension EpisodeReader {
     // MARK: - Body
 
     /// Takes a chunk of body bytes on the network thread and queues it for
-    /// the episode's writer; `false` stops the transfer (the fetch is stale,
-    /// a write failed, or the origin sent more than it announced).
+    /// the episode's writer; `false` stops the transfer (the fetch is stale
+    /// or the origin sent more than it announced).
     ///
     /// Waits while too many bytes are queued for writing: when the disk is
     /// slower than the network, memory stays flat.
@@ -181,7 +193,7 @@ extension EpisodeReader {
         var early: [Episode.Waiter] = []
         let plan: (offset: Int64, count: Int, generation: UInt64)? = episode.state.withLock { state in
             guard var progress = state.fetches[fetch.id], progress.generation == state.generation,
-                !progress.writeFailed, state.scratch != nil
+                state.scratch != nil || state.length != nil
             else { return nil }
             let room = progress.upper - progress.received
             let count = Int(min(Int64(chunk.count), max(0, room)))
@@ -227,7 +239,9 @@ extension EpisodeReader {
     }
 
     /// On the episode's writer: writes a chunk at its offset, then marks it
-    /// present and wakes the readers whose bytes are now all on disk.
+    /// present and wakes the readers whose bytes are now all there. A chunk
+    /// that cannot be written (full disk) is kept in memory for the open
+    /// files' readers instead (see `EpisodeReader+DiskFull`).
     ///
     /// One serial writer per episode keeps its writes in the order they
     /// arrived: bytes of an older version that were queued before a version
@@ -236,52 +250,71 @@ extension EpisodeReader {
     private func write(_ chunk: BodyChunk, count: Int, at offset: Int64, generation: UInt64, for fetch: Fetch) {
         let episode = fetch.episode
         let end = offset + Int64(count)
-        let target: (ScratchFile, Range<Int64>?)? = episode.state.withLock { state in
+        let target: (ScratchFile?, Range<Int64>?)? = episode.state.withLock { state in
             guard state.generation == generation, var progress = state.fetches[fetch.id],
-                progress.generation == generation, let scratch = state.scratch
+                progress.generation == generation
             else { return nil }
             // Long fetches allocate their blocks 8 MiB at a time, ahead of
-            // the writes (see `ScratchFile.preallocate`).
+            // the writes (see `ScratchFile.allocate`).
             var allocation: Range<Int64>?
-            if end > progress.allocated, progress.upper - offset >= Self.preallocationStep / 8 {
+            if state.scratch != nil, end > progress.allocated, progress.upper - offset >= Self.preallocationStep / 8 {
                 let upper = min(progress.upper, max(end, offset + Self.preallocationStep))
                 allocation = offset..<upper
                 progress.allocated = upper
                 state.fetches[fetch.id] = progress
             }
-            return (scratch, allocation)
+            return (state.scratch, allocation)
         }
         guard let (scratch, allocation) = target else { return }
-        // A failure here (no room, no support) shows in the write below.
-        if let allocation { try? scratch.preallocate(allocation) }
-        do {
-            try scratch.write(UnsafeRawBufferPointer(rebasing: chunk.bytes[0..<count]), at: offset)
-        } catch {
-            logger.error("could not write to the cache", metadata: ["episode.key": "\(episode.key)", "error": "\(error)"])
-            episode.state.withLock { $0.fetches[fetch.id]?.writeFailed = true }
-            return
+        let bytes = UnsafeRawBufferPointer(rebasing: chunk.bytes[0..<count])
+        var written = false
+        if let scratch, !disk.isFull {
+            // A failure here (no room, no support) shows in the write below.
+            if let allocation { try? scratch.allocate(allocation) }
+            do {
+                try scratch.write(bytes, at: offset)
+                written = true
+            } catch {
+                cacheWriteFailed(error, episode: episode)
+            }
         }
-        var ready: [(Episode.Waiter, ScratchFile?)] = []
+        var ready: [(Episode.Waiter, ScratchFile?, [SpillBuffer.Piece])] = []
         let marked: Bool = episode.state.withLock { state in
             guard var progress = state.fetches[fetch.id], progress.generation == state.generation,
                 state.generation == generation
             else { return false }
-            state.present.insert(offset..<offset + Int64(count))
-            progress.cursor = max(progress.cursor, offset + Int64(count))
+            if written {
+                state.present.insert(offset..<end)
+                state.dirty = true
+            } else if !state.handles.isEmpty {
+                state.spill.add(bytes, at: offset, limit: tuning.spillLimit, needed: state.waiters.map(\.range))
+            }
+            progress.cursor = max(progress.cursor, end)
             state.fetches[fetch.id] = progress
-            state.dirty = true
+            let available = state.available
             state.waiters.removeAll { waiter in
-                guard state.present.contains(waiter.range) else { return false }
-                ready.append((waiter, state.scratch))
+                guard available.contains(waiter.range) else { return false }
+                ready.append((waiter, state.scratch, state.spill.pieces(overlapping: waiter.range)))
                 return true
             }
             return true
         }
         guard marked else { return }
-        markDirty(episode)
-        // The bytes of this chunk come from memory, which saves reading back
-        // what was just written.
-        for (waiter, _) in ready { answer(waiter, from: chunk, count: count, at: offset, episode: episode) }
+        if written {
+            markDirty(episode)
+            if tuning.commitEveryChunk { flush() }
+        } else {
+            disk.noteSpilled(count, episode: episode)
+        }
+        for (waiter, scratch, spilled) in ready {
+            if spilled.isEmpty {
+                // The bytes of this chunk come from memory, which saves
+                // reading back what was just written; the rest is on disk.
+                answer(waiter, from: chunk, count: count, at: offset, episode: episode)
+            } else {
+                serve(waiter.range, from: scratch, spilled: spilled, episode: episode, reply: waiter.reply)
+            }
+        }
     }
 
     /// Answers a waiter whose bytes are in `chunk` (its first `count` bytes,
@@ -346,11 +379,7 @@ extension EpisodeReader {
         var failure = error
         let next: Next = episode.state.withLock { state in
             guard let progress = state.fetches[fetch.id] else { return .done }
-            if progress.writeFailed {
-                failure = FetchError(
-                    isTransient: false, isUnreachable: false,
-                    message: "could not write the fetched bytes to the cache (see the error above)")
-            } else if failure == nil, progress.cursor < progress.upper {
+            if failure == nil, progress.cursor < progress.upper {
                 failure = FetchError(
                     isTransient: true, isUnreachable: false,
                     message: "the origin closed the response \(progress.upper - progress.cursor) bytes early")
@@ -408,24 +437,25 @@ extension EpisodeReader {
 
     /// Answers reads that ask for bytes at or past the (now known) end.
     private func answerWaitersAtEnd(_ episode: Episode) {
-        var ready: [(Episode.Waiter, ScratchFile?)] = []
+        var ready: [(Episode.Waiter, ScratchFile?, [SpillBuffer.Piece])] = []
         episode.state.withLock { state in
             guard let length = state.length else { return }
+            let available = state.available
             state.waiters = state.waiters.compactMap { waiter in
                 var waiter = waiter
                 waiter.range = min(waiter.range.lowerBound, length)..<min(waiter.range.upperBound, length)
-                if state.present.contains(waiter.range) {
-                    ready.append((waiter, state.scratch))
+                if available.contains(waiter.range) {
+                    ready.append((waiter, state.scratch, state.spill.pieces(overlapping: waiter.range)))
                     return nil
                 }
                 return waiter
             }
         }
-        for (waiter, scratch) in ready {
+        for (waiter, scratch, spilled) in ready {
             if waiter.range.isEmpty {
                 waiter.reply.data(UnsafeRawBufferPointer(start: nil, count: 0))
             } else {
-                serve(waiter.range, from: scratch, episode: episode, reply: waiter.reply)
+                serve(waiter.range, from: scratch, spilled: spilled, episode: episode, reply: waiter.reply)
             }
         }
     }
@@ -458,8 +488,9 @@ extension EpisodeReader {
             for progress in state.fetches.values where progress.generation == state.generation {
                 pending.insert(progress.cursor..<max(progress.cursor, progress.upper))
             }
+            let available = state.available
             state.waiters.removeAll { waiter in
-                let gaps = state.present.gaps(in: waiter.range)
+                let gaps = available.gaps(in: waiter.range)
                 let served = gaps.allSatisfy { pending.contains($0) }
                 if !served { failedReads.append(waiter.reply) }
                 return !served

@@ -32,6 +32,12 @@ public final class EpisodeReader: Sendable {
         public var revalidateAfter: Double = 3600
         /// The most bytes the cache may hold; `nil`: no cap.
         public var cacheLimit: Int64?
+        /// Commit after every chunk written instead of on the flush
+        /// thread's interval (slow; for measuring what batching saves).
+        public var commitEveryChunk = false
+        /// The most bytes per episode kept in memory when they cannot be
+        /// written to the cache (a full disk).
+        public var spillLimit = 64 * 1024 * 1024
 
         public init() {}
     }
@@ -68,6 +74,8 @@ public final class EpisodeReader: Sendable {
     /// always uses the same one, so its writes keep their order. Writing
     /// off the network thread lets one core receive while another writes.
     private let writers: [DispatchQueue] = (0..<4).map { DispatchQueue(label: "podfs.writer.\($0)") }
+    /// Whether the cache's disk is full, and its reserve file.
+    let disk: DiskSpace
 
     // MARK: - Init
 
@@ -76,6 +84,7 @@ public final class EpisodeReader: Sendable {
         self.source = source
         self.logger = logger
         self.tuning = tuning
+        self.disk = DiskSpace(directory: index.directory)
     }
 
     // MARK: - Public methods
@@ -173,7 +182,7 @@ public final class EpisodeReader: Sendable {
             if offset >= end { return .empty }
             let wanted = offset..<end
             let window = windowSize(streak: handleState.streak)
-            if !state.present.contains(wanted) {
+            if !state.available.contains(wanted) {
                 for gap in uncoveredGaps(state, in: wanted) {
                     starts.append(planFetch(&state, episode: episode, from: gap, window: window, length: length))
                 }
@@ -182,8 +191,9 @@ public final class EpisodeReader: Sendable {
             if handleState.streak >= 2 {
                 readAhead(&state, episode: episode, after: end, window: window, length: length, into: &starts)
             }
-            guard state.present.contains(wanted) else { return .wait }
-            return .serve(wanted, try? ensureScratch(&state, episode: episode, length: length))
+            guard state.available.contains(wanted) else { return .wait }
+            return .serve(
+                wanted, try? ensureScratch(&state, episode: episode, length: length), state.spill.pieces(overlapping: wanted))
         }
         let url = episode.state.withLock { $0.effectiveURL } ?? episode.url
         let validator = episode.state.withLock { self.validator($0) }
@@ -200,7 +210,8 @@ public final class EpisodeReader: Sendable {
         switch outcome {
         case .fail: reply.fail(.ioError)
         case .empty: reply.data(UnsafeRawBufferPointer(start: nil, count: 0))
-        case .serve(let range, let scratch): serve(range, from: scratch, episode: episode, reply: reply)
+        case .serve(let range, let scratch, let spilled):
+            serve(range, from: scratch, spilled: spilled, episode: episode, reply: reply)
         case .wait: break
         }
     }
@@ -211,6 +222,8 @@ public final class EpisodeReader: Sendable {
             if let closing = state.handles.removeValue(forKey: handle), closing.streak >= 2 {
                 state.lastStream = (closing.nextOffset, closing.streak, monotonicSeconds())
             }
+            // Bytes kept in memory were for open files only.
+            if state.handles.isEmpty { state.spill.removeAll() }
         }
     }
 
@@ -248,9 +261,13 @@ public final class EpisodeReader: Sendable {
         return state.lastModified
     }
 
-    /// Reads `range` from the scratch file and answers.
-    func serve(_ range: Range<Int64>, from scratch: ScratchFile?, episode: Episode, reply: DataReply) {
-        guard let scratch else {
+    /// Reads `range` from the scratch file, and the parts of it that are
+    /// only in memory from `spilled`, and answers.
+    func serve(
+        _ range: Range<Int64>, from scratch: ScratchFile?, spilled: [SpillBuffer.Piece] = [], episode: Episode,
+        reply: DataReply
+    ) {
+        guard scratch != nil || SpillBuffer.covers(spilled, range) else {
             reply.fail(.ioError)
             return
         }
@@ -258,7 +275,12 @@ public final class EpisodeReader: Sendable {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: count, alignment: 16)
         defer { buffer.deallocate() }
         do {
-            let got = try scratch.read(into: buffer, at: range.lowerBound)
+            var got = try scratch?.read(into: buffer, at: range.lowerBound) ?? 0
+            if !spilled.isEmpty {
+                // The caller saw `range` covered by disk and memory together.
+                SpillBuffer.copy(spilled, of: range, into: buffer)
+                got = count
+            }
             reply.data(UnsafeRawBufferPointer(rebasing: buffer[0..<got]))
         } catch {
             logger.error("could not read the cache file", metadata: ["episode.key": "\(episode.key)", "error": "\(error)"])
@@ -282,9 +304,15 @@ public final class EpisodeReader: Sendable {
             state.dirty = true
             markDirty(episode)
         }
-        let scratch = try ScratchFile(path: path, length: length)
-        state.scratch = scratch
-        return scratch
+        do {
+            let scratch = try ScratchFile(path: path, length: length)
+            state.scratch = scratch
+            return scratch
+        } catch {
+            // Reads then come from memory (see EpisodeReader+DiskFull).
+            cacheWriteFailed(error, episode: episode, state: &state)
+            throw error
+        }
     }
 
     // MARK: - Private methods
@@ -298,7 +326,7 @@ public final class EpisodeReader: Sendable {
 
     private enum ReadOutcome {
         case fail, empty, wait
-        case serve(Range<Int64>, ScratchFile?)
+        case serve(Range<Int64>, ScratchFile?, [SpillBuffer.Piece])
     }
 
     private func windowSize(streak: Int) -> Int64 {
@@ -325,7 +353,7 @@ public final class EpisodeReader: Sendable {
             pending.insert(progress.cursor..<progress.upper)
         }
         var result: [Range<Int64>] = []
-        for gap in state.present.gaps(in: wanted) {
+        for gap in state.available.gaps(in: wanted) {
             result.append(contentsOf: pending.gaps(in: gap))
         }
         return result
@@ -337,7 +365,7 @@ public final class EpisodeReader: Sendable {
         _ state: inout Episode.State, episode: Episode, from gap: Range<Int64>, window: Int64, length: Int64
     ) -> (Fetch, Range<Int64>) {
         var upper = min(length, gap.lowerBound + max(window, Int64(gap.count)))
-        if let next = state.present.ranges.first(where: { $0.lowerBound > gap.lowerBound }) {
+        if let next = state.available.ranges.first(where: { $0.lowerBound > gap.lowerBound }) {
             upper = min(upper, next.lowerBound)
         }
         for progress in state.fetches.values where progress.generation == state.generation {
@@ -358,7 +386,7 @@ public final class EpisodeReader: Sendable {
     ) {
         // The frontier: where bytes stop being present or on their way.
         var frontier = end
-        var covered = state.present
+        var covered = state.available
         for progress in state.fetches.values where progress.generation == state.generation {
             covered.insert(progress.cursor..<max(progress.cursor, progress.upper))
         }

@@ -75,6 +75,10 @@ public final class CacheIndex: Sendable {
     /// The path of the SQLite database.
     public var databasePath: String { directory + "/index.sqlite" }
 
+    /// Where a damaged index found when opening was moved to (a new, empty
+    /// one replaced it), or `nil`.
+    public let damagedIndexMovedTo: String?
+
     // MARK: - Private properties
 
     private let connection: Locked<SQLiteConnection>
@@ -108,6 +112,7 @@ public final class CacheIndex: Sendable {
                 sqliteMessage: nil, code: SQLITE_NOTADB)
         }
         connection = Locked(db)
+        damagedIndexMovedTo = nil
     }
 
     public init(directory: String, logger: Logger) throws(IndexError) {
@@ -117,6 +122,7 @@ public final class CacheIndex: Sendable {
         try Self.makeDirectory(directory + "/data")
         let path = directory + "/index.sqlite"
         let opened: SQLiteConnection
+        var movedTo: String?
         do {
             opened = try Self.open(path: path)
         } catch where error.isCorruption {
@@ -132,9 +138,11 @@ public final class CacheIndex: Sendable {
             rename(path, aside)
             unlink(path + "-wal")
             unlink(path + "-shm")
+            movedTo = aside
             opened = try Self.open(path: path)
         }
         connection = Locked(opened)
+        damagedIndexMovedTo = movedTo
     }
 
     // MARK: - Paths and keys
@@ -296,6 +304,12 @@ public final class CacheIndex: Sendable {
     /// is reused for different bytes.
     public func dropRanges(key: String) throws(IndexError) {
         try commitRanges([(key: key, ranges: [])])
+    }
+
+    /// Forgets every committed range of each episode in `keys`, in one
+    /// transaction (before their scratch files are deleted).
+    public func dropRanges(keys: [String]) throws(IndexError) {
+        try commitRanges(keys.map { (key: $0, ranges: []) })
     }
 
     /// Records when an episode was last read (for eviction). Failures are

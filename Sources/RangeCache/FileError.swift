@@ -51,6 +51,8 @@ public struct FileError: Error, Sendable {
         case "fallocate": "free space in the cache file"
         case "fstat": "inspect the cache file"
         case "mkdir": "create the cache directory"
+        case "unlink": "delete the cache file"
+        case "lseek": "look for holes in the cache file"
         default: "\(operation) the cache file"
         }
     }
@@ -68,6 +70,8 @@ public struct FileError: Error, Sendable {
             "Too many files are open; raise the limit (ulimit -n) or read fewer episodes at once."
         case EOPNOTSUPP:
             "The file system of the cache directory does not support this; choose another with --cache-dir."
+        case EFBIG:
+            "The file is larger than this process or file system allows (ulimit -f); raise the limit or use another --cache-dir."
         case EIO:
             "The disk reported an I/O error; check it (dmesg) or move the cache with --cache-dir."
         default:

@@ -17,6 +17,12 @@ public struct IndexError: Error, Sendable {
     /// SQLite.
     public let code: Int32
 
+    /// Whether the disk (or quota) is full: SQLite could not grow the
+    /// index or its write-ahead log.
+    public var isNoSpace: Bool {
+        code & 0xff == SQLITE_FULL
+    }
+
     // MARK: - Internal properties
 
     /// Whether the file is not a database or is damaged, which `CacheIndex`

@@ -45,6 +45,14 @@ public final class ScratchFile: Sendable {
         }
     }
 
+    /// Opens the existing file at `path` for reading only, leaving its size
+    /// alone (for checking a cache that is not in use). Throws a `FileError`
+    /// with `ENOENT` when there is no such file.
+    public init(existingAt path: String) throws(FileError) {
+        self.path = path
+        descriptor = try Self.retrying("open", path) { open(path, O_RDONLY | O_CLOEXEC) }
+    }
+
     deinit {
         // close(2) must not be retried on EINTR on Linux: the descriptor is
         // already released.
@@ -145,22 +153,49 @@ public final class ScratchFile: Sendable {
         #endif
     }
 
-    /// Allocates the blocks of `range` ahead of writing it: the file system
-    /// then maps each later `pwrite` to blocks it already has, which costs
-    /// less than allocating as it goes. Unwritten blocks read as zeros and
-    /// are never listed in the index, so nothing is claimed.
-    public func preallocate(_ range: Range<Int64>) throws(FileError) {
+    /// Reserves disk blocks for `range` (`posix_fallocate`), so later
+    /// writes there cannot fail for lack of space.
+    public func allocate(_ range: Range<Int64>) throws(FileError) {
         guard !range.isEmpty else { return }
-        #if os(Linux)
-        _ = try Self.retrying("fallocate", path) {
-            podfs_preallocate(descriptor, off_t(range.lowerBound), off_t(range.upperBound - range.lowerBound))
+        while true {
+            let result = posix_fallocate(descriptor, off_t(range.lowerBound), off_t(range.count))
+            if result == 0 { return }
+            if result == EINTR { continue }
+            throw FileError(operation: "fallocate", path: path, errno: result)
         }
-        #endif
     }
 
     /// Truncates or sparsely extends the file to `length` bytes.
     public func resize(to length: Int64) throws(FileError) {
         _ = try Self.retrying("ftruncate", path) { ftruncate(descriptor, off_t(length)) }
+    }
+
+    /// The parts of `range` that are holes in the file (never written, or
+    /// punched): bytes there read as zeros whatever anyone wrote. A file
+    /// system that cannot tell reports none. Parts past the end of the file
+    /// count as holes.
+    public func holes(in range: Range<Int64>) throws(FileError) -> [Range<Int64>] {
+        #if os(Linux)
+        var result: [Range<Int64>] = []
+        var position = range.lowerBound
+        while position < range.upperBound {
+            let hole = try seek(position, data: false)
+            guard let hole, hole < range.upperBound else { break }
+            let data = try seek(hole, data: true) ?? range.upperBound
+            let end = min(max(data, hole + 1), range.upperBound)
+            result.append(hole..<end)
+            position = end
+        }
+        return result
+        #else
+        return []
+        #endif
+    }
+
+    /// Deletes the file at `path`; a file that is already gone is fine.
+    public static func remove(path: String) throws(FileError) {
+        if unlink(path) == 0 || Glibc.errno == ENOENT { return }
+        throw FileError(operation: "unlink", path: path, errno: Glibc.errno)
     }
 
     /// The file's current size in bytes.
@@ -171,6 +206,19 @@ public final class ScratchFile: Sendable {
     }
 
     // MARK: - Private methods
+
+    #if os(Linux)
+    /// The next data (or hole) offset at or after `offset`; `nil` when there
+    /// is none before the end of the file (ENXIO).
+    private func seek(_ offset: Int64, data: Bool) throws(FileError) -> Int64? {
+        let result = data ? podfs_seek_data(descriptor, off_t(offset)) : podfs_seek_hole(descriptor, off_t(offset))
+        if result >= 0 { return Int64(result) }
+        let code = Glibc.errno
+        if code == ENXIO { return data ? nil : offset }
+        if code == EINVAL || code == EOPNOTSUPP { return nil }
+        throw FileError(operation: "lseek", path: path, errno: code)
+    }
+    #endif
 
     /// Runs `call` until it does not fail with `EINTR`; a negative result
     /// becomes a `FileError` carrying `errno`.

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import RangeCache
 
 /// The `-o` options: podfs's own, libfuse's, and fstab's (ignored).
 struct MountOptions {
@@ -57,35 +58,5 @@ struct MountOptions {
                 }
             }
         }
-    }
-}
-
-/// A cache size as typed: `500M`, `10G`, `1.5T`, plain bytes, or `none`.
-/// K, M, G and T are powers of 1024 (an optional trailing `B` or `iB` is
-/// accepted).
-struct CacheSize {
-    /// Bytes, or `nil` for no cap.
-    let bytes: Int64?
-
-    init(_ text: String) throws {
-        let trimmed = text.trimmingCharacters(in: .whitespaces).uppercased()
-        if trimmed == "NONE" || trimmed == "UNLIMITED" {
-            bytes = nil
-            return
-        }
-        var number = trimmed
-        for suffix in ["IB", "B"] where number.hasSuffix(suffix) && number.count > suffix.count {
-            number.removeLast(suffix.count)
-            break
-        }
-        var multiplier: Double = 1
-        if let last = number.last, let power = ["K": 1, "M": 2, "G": 3, "T": 4][String(last)] {
-            multiplier = pow(1024, Double(power))
-            number.removeLast()
-        }
-        guard let value = Double(number), value.isFinite, value > 0, value * multiplier < 9e18 else {
-            throw ValidationError("'\(text)' is not a cache size; write e.g. 500M, 10G or none")
-        }
-        bytes = Int64(value * multiplier)
     }
 }

@@ -39,6 +39,9 @@ struct MountService {
         sigemptyset(&empty)
         pthread_sigmask(SIG_SETMASK, &empty, nil)
         signal(SIGPIPE, SIG_IGN)
+        // Past a file size limit (ulimit -f) a write should fail with EFBIG,
+        // which the reader survives, not kill the daemon.
+        signal(SIGXFSZ, SIG_IGN)
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
             handler.logLevel = logLevel
@@ -55,7 +58,7 @@ struct MountService {
     }
 
     private func serve(logger: Logger) throws -> Int32 {
-        let lock = try CacheLock(directory: cacheDirectory)
+        let lock = try CacheLock(directory: cacheDirectory, owner: .mount(mountpoint))
         defer { lock.release() }
         let index = try CacheIndex(directory: cacheDirectory, logger: logger)
         let policy = addressPolicy(logger: logger)
@@ -86,6 +89,7 @@ struct MountService {
         }
         var tuning = EpisodeReader.Tuning()
         tuning.revalidateAfter = revalidateAfter
+        tuning.commitEveryChunk = commitInterval == 0
         tuning.cacheLimit = try cacheLimit(index: index, logger: logger)
         // For `podfs status`, which cannot ask the daemon.
         try? Data((tuning.cacheLimit.map { String($0) } ?? "none").utf8)
@@ -186,37 +190,5 @@ struct MountService {
             return
         }
         FileHandle.standardOutput.write(Data((line.replacingOccurrences(of: "\n", with: " ") + "\n").utf8))
-    }
-}
-
-/// One process at a time uses a cache directory: a remount waits here for
-/// the previous daemon to finish saving its index.
-final class CacheLock {
-    private var descriptor: Int32
-
-    init(directory: String, wait: Double = 20) throws {
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let path = directory + "/lock"
-        descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else {
-            throw MountError("cannot open \(path): \(String(cString: strerror(errno))); check the cache directory's permissions")
-        }
-        let deadline = Date().addingTimeInterval(wait)
-        while flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
-            guard Date() < deadline else {
-                close(descriptor)
-                throw MountError(
-                    "another podfs process is using the cache directory \(directory); unmount it first "
-                        + "or give this mount its own --cache-dir")
-            }
-            Thread.sleep(forTimeInterval: 0.05)
-        }
-    }
-
-    func release() {
-        guard descriptor >= 0 else { return }
-        flock(descriptor, LOCK_UN)
-        close(descriptor)
-        descriptor = -1
     }
 }

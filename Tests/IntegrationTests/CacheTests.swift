@@ -53,12 +53,17 @@ struct CacheTests {
         // is fine); this read must go through podfs.
         try Harness.sh("dd if='\(fixture.path(0))' iflag=direct bs=1M status=none > '\(copy)'")
         #expect(try Harness.sha256(copy) == Harness.sha256(fixture.originPath(0)), "an evicted episode reads again")
-        #expect(try fixture.origin.bytesSent("ep1.mp3") >= Int64(size), "it was fetched again")
+        let refetched = try fixture.origin.bytesSent("ep1.mp3")
+        #expect(refetched >= Int64(size), "it was fetched again")
         Thread.sleep(forTimeInterval: 2.5)
         now = try cached(fixture)
         #expect(now[names[1]] == size, "an open episode is never evicted: \(now)")
         #expect(now[names[2]] == 0, "the next least recently read goes instead: \(now)")
         #expect(now[names[0]] == size, "\(now)")
+        let onDisk = try Harness.sh("du -k '\(fixture.cacheDirectory)/data' | tail -1").split(separator: "\t").first ?? ""
+        print(
+            "eviction figures: cap 14 MiB, 3 episodes of \(size) bytes; data on disk after the first round "
+                + "\(usage ?? "") KiB, after the second \(onDisk) KiB; origin bytes to refetch the evicted episode \(refetched)")
         let status = try Harness.run(Harness.podfs, ["status", "--cache-dir", fixture.cacheDirectory])
         #expect(status.text.contains("cap used"), "status shows the cap: \(status.text)")
         kill(holder, SIGKILL)

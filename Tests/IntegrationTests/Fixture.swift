@@ -76,10 +76,12 @@ final class Fixture {
     }
 
     /// `podfs mount` in the background; returns when the mount is usable.
-    func mount(extra: [String] = []) throws {
-        let output = try Harness.run(
-            Harness.podfs,
-            ["mount", "--cache-dir", cacheDirectory] + extra + ["\(origin.base)/feed.xml", mountpoint], timeout: 60)
+    /// `launcher` runs podfs through another program (e.g. `prlimit`).
+    func mount(extra: [String] = [], launcher: [String] = []) throws {
+        let arguments = ["mount", "--cache-dir", cacheDirectory] + extra + ["\(origin.base)/feed.xml", mountpoint]
+        let output = try launcher.isEmpty
+            ? Harness.run(Harness.podfs, arguments, timeout: 60)
+            : Harness.run(launcher[0], Array(launcher.dropFirst()) + [Harness.podfs] + arguments, timeout: 60)
         guard output.status == 0 else {
             throw HarnessError("podfs mount failed (\(output.status)): \(output.stderr)\nlog: \(log())")
         }

@@ -109,6 +109,26 @@ import Testing
         }
     }
 
+    @Test func holesAreFoundWhereNothingWasWrittenOrBytesWerePunched() throws {
+        try withTemporaryDirectory { directory in
+            let length: Int64 = 4 * 65_536
+            let file = try ScratchFile(path: directory + "/episode", length: length)
+            try file.write([UInt8](repeating: 7, count: 65_536), at: 0)
+            try file.write([UInt8](repeating: 7, count: 2 * 65_536), at: 2 * 65_536)
+            try file.punchHole(2 * 65_536..<3 * 65_536)
+            let reader = try ScratchFile(existingAt: directory + "/episode")
+            #expect(try reader.currentLength() == length, "opening for checks leaves the size alone")
+            #expect(try reader.holes(in: 0..<65_536).isEmpty)
+            #expect(try reader.holes(in: 1000..<65_536 + 10) == [65_536..<65_546])
+            #expect(try reader.holes(in: 0..<length) == [65_536..<3 * 65_536])
+            #expect(try reader.holes(in: 3 * 65_536..<length + 100) == [length..<length + 100], "past the end is a hole")
+            #expect(throws: FileError.self) { try ScratchFile(existingAt: directory + "/missing") }
+            try ScratchFile.remove(path: directory + "/episode")
+            try ScratchFile.remove(path: directory + "/episode")
+            #expect(access(directory + "/episode", F_OK) != 0)
+        }
+    }
+
     @Test func punchingAnUnalignedHoleZerosExactlyThoseBytes() throws {
         try withTemporaryDirectory { directory in
             let file = try ScratchFile(path: directory + "/episode", length: 20_000)

@@ -1,0 +1,66 @@
+import Foundation
+import Logging
+import RangeCache
+
+/// A full disk (ENOSPC, EDQUOT) or another failed cache write (EFBIG, EIO)
+/// never fails a read: the fetched bytes are served from memory
+/// (`SpillBuffer`), the failure is logged once, and the flush thread makes
+/// room by evicting least recently read episodes that are not open, then
+/// lets bytes go to the disk again. The index only ever lists bytes that
+/// were written, so it stays consistent throughout.
+extension EpisodeReader {
+    /// Called on the network thread when a chunk could not be written.
+    func cacheWriteFailed(_ error: FileError, episode: Episode) {
+        episode.state.withLock { cacheWriteFailed(error, episode: episode, state: &$0) }
+    }
+
+    /// The same, for a caller that holds the episode's state (creating the
+    /// scratch file failed).
+    func cacheWriteFailed(_ error: FileError, episode: Episode, state: inout Episode.State) {
+        if error.isNoSpace {
+            disk.enterFull(error.description, logger: logger)
+            return
+        }
+        let first = !state.warnedWriteFailure
+        state.warnedWriteFailure = true
+        let metadata: Logger.Metadata = ["episode.key": "\(episode.key)", "error": "\(error)"]
+        if first {
+            logger.error("could not write to the cache; this episode's new bytes are served from memory", metadata: metadata)
+        } else {
+            logger.debug("could not write to the cache", metadata: metadata)
+        }
+    }
+
+    /// Called by an index commit or a sync that failed for lack of space.
+    func indexOutOfSpace(_ cause: String) {
+        disk.enterFull(cause, logger: logger)
+    }
+
+    /// On the flush thread while the disk is full and an open file is being
+    /// read from memory (or ranges wait to be committed): gives the reserve
+    /// file's space to the index, commits what is on disk, evicts least
+    /// recently read episodes (never an open one) until there is room, and
+    /// resumes writing when there is. With no such demand, what is cached
+    /// stays: nothing is evicted for room nobody needs.
+    func recoverSpace() {
+        guard disk.isFull else { return }
+        let reading = disk.takeSpillers().contains { episode in
+            episode.state.withLock { !$0.handles.isEmpty }
+        }
+        let uncommitted = dirtyEpisodes.withLock { !$0.isEmpty }
+        guard reading || uncommitted else { return }
+        disk.releaseReserve()
+        flush()
+        guard reading else { return }
+        guard let measured = disk.measure() else {
+            disk.leaveFull(logger: logger, free: 0)
+            return
+        }
+        let threshold = disk.resumeThreshold(total: measured.total)
+        let free = evictForSpace(until: threshold + DiskSpace.reserveSize)
+        // Writes resume only with the reserve back in place: the next full
+        // disk must again leave room for the index to evict.
+        guard free >= threshold + DiskSpace.reserveSize, disk.makeReserve(logger: logger) else { return }
+        disk.leaveFull(logger: logger, free: free)
+    }
+}

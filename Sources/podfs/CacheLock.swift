@@ -1,0 +1,101 @@
+import FUSEBridge
+import Foundation
+
+/// One process at a time uses a cache directory: a mount holds an exclusive
+/// `flock` on `<cache-dir>/lock` for its whole life, and `podfs cache
+/// verify` and `podfs cache clear` hold it while they work.
+///
+/// The holder writes who it is into the file (`pid`, then what it does), so
+/// a command that finds the directory busy can say which mount to unmount.
+/// The lock dies with its process, also after `kill -9`.
+final class CacheLock {
+    // MARK: - Nested types
+
+    /// Who holds the lock, as written into the lock file.
+    enum Owner {
+        case mount(String)
+        case maintenance(String)
+
+        var line: String {
+            switch self {
+            case .mount(let mountpoint): "mount \(mountpoint)"
+            case .maintenance(let command): "command \(command)"
+            }
+        }
+    }
+
+    // MARK: - Private properties
+
+    /// The lock file's descriptor while held; -1 after `release()`.
+    private var descriptor: Int32
+
+    // MARK: - Init
+
+    /// Takes the lock, waiting up to `wait` seconds for another holder (a
+    /// daemon still saving its index) to let go; throws a `MountError` that
+    /// names the holder when it does not.
+    init(directory: String, owner: Owner, wait: Double = 20) throws {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let path = directory + "/lock"
+        descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else {
+            throw MountError("cannot open \(path): \(String(cString: strerror(errno))); check the cache directory's permissions")
+        }
+        let deadline = Date().addingTimeInterval(wait)
+        while flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
+            guard Date() < deadline else {
+                let holder = Self.holder(path: path)
+                close(descriptor)
+                throw MountError(Self.busyMessage(directory: directory, holder: holder, owner: owner))
+            }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        let record = "\(getpid()) \(owner.line)\n"
+        ftruncate(descriptor, 0)
+        _ = record.withCString { pwrite(descriptor, $0, strlen($0), 0) }
+    }
+
+    // MARK: - Methods
+
+    /// Lets go of the lock (also done by the kernel when the process ends).
+    func release() {
+        guard descriptor >= 0 else { return }
+        ftruncate(descriptor, 0)
+        flock(descriptor, LOCK_UN)
+        close(descriptor)
+        descriptor = -1
+    }
+
+    // MARK: - Private methods
+
+    /// What the holder wrote: its pid and what it does, if readable.
+    private static func holder(path: String) -> (pid: Int32, what: String)? {
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return nil }
+        let line = text.split(separator: "\n").first ?? ""
+        let parts = line.split(separator: " ", maxSplits: 1).map(String.init)
+        guard parts.count == 2, let pid = Int32(parts[0]) else { return nil }
+        return (pid, parts[1])
+    }
+
+    private static func busyMessage(directory: String, holder: (pid: Int32, what: String)?, owner: Owner) -> String {
+        var who = "another podfs process"
+        var unmount = "unmount it first"
+        if let holder {
+            if holder.what.hasPrefix("mount ") {
+                let mountpoint = String(holder.what.dropFirst(6))
+                who = "the podfs mount on \(mountpoint) (pid \(holder.pid))"
+                unmount = "unmount it first (podfs unmount '\(mountpoint)')"
+            } else if holder.what.hasPrefix("command ") {
+                who = "'podfs \(holder.what.dropFirst(8))' (pid \(holder.pid))"
+                unmount = "wait for it to finish"
+            }
+        }
+        switch owner {
+        case .mount:
+            return "\(who) is using the cache directory \(directory); \(unmount) or give this mount its own --cache-dir"
+        case .maintenance(let command):
+            return "\(who) is using the cache directory \(directory); \(unmount), then run 'podfs \(command)' again. "
+                + "Nothing was changed."
+        }
+    }
+}

@@ -1,0 +1,140 @@
+import Foundation
+import Testing
+
+/// A cache on a small tmpfs that episodes larger than it fill: reads still
+/// get every byte of the origin, podfs logs the full disk once, evicts
+/// least recently read episodes that are not open, caches again when there
+/// is room, and its index never lists a byte that is not on disk.
+@Suite(.serialized)
+struct FullDiskTests {
+    private static let mib = 1024 * 1024
+
+    @Test func aFullDiskNeverFailsAReadAndTheIndexStaysTrue() throws {
+        let fixture = try Fixture()
+        let disk = fixture.cacheDirectory
+        try FileManager.default.createDirectory(atPath: disk, withIntermediateDirectories: true)
+        try Harness.sh("mount -t tmpfs -o size=8m podfs-test-tmpfs '\(disk)'")
+        defer {
+            fixture.cleanup()
+            _ = try? Harness.run("umount", [disk], timeout: 30)
+            if Fixture.isMounted(disk) { _ = try? Harness.run("umount", ["-l", disk], timeout: 30) }
+            if ProcessInfo.processInfo.environment["PODFS_KEEP_TEST_DIRS"] == nil {
+                _ = try? Harness.run("rm", ["-rf", fixture.directory], timeout: 60)
+            }
+        }
+        let sizes = [12 * Self.mib + 5, 11 * Self.mib, 6 * Self.mib]
+        try fixture.publish(Fixture.episodes(sizes: sizes))
+        let log = fixture.directory + "/podfs.log"
+        // A cap far above the disk: the disk fills before the cap evicts.
+        try fixture.mount(extra: ["--cache-size", "1G", "--log-file", log])
+        func check(_ index: Int, direct: Bool = false) throws {
+            let copy = fixture.directory + "/copy\(index)"
+            let command = direct
+                ? "dd if='\(fixture.path(index))' iflag=direct bs=1M status=none > '\(copy)'"
+                : "cat '\(fixture.path(index))' > '\(copy)'"
+            try Harness.sh(command, timeout: 120)
+            #expect(try Harness.sha256(copy) == Harness.sha256(fixture.originPath(index)), "episode \(index + 1)")
+            try FileManager.default.removeItem(atPath: copy)
+        }
+        func diskUsed() throws -> Int {
+            Int(try Harness.sh("df -B1 --output=used '\(disk)' | tail -1").trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
+        }
+
+        // 1. Episode 1 alone is larger than the disk: the rest comes from memory.
+        try check(0)
+        Thread.sleep(forTimeInterval: 1.5)  // a commit
+        var cached = try CacheStatus(disk).cached
+        let first = cached[fixture.name(0)] ?? -1
+        #expect(first > 0 && first < sizes[0], "part of episode 1 is cached, not all: \(cached)")
+        try fixture.checkIndex(0)
+        var text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+        #expect(text.contains("the cache's disk is full"), "the full disk is logged")
+
+        // 2. Episode 1 is closed and least recently read: evicted to make room
+        // for episode 2, which is cached again (reads recover). The origin
+        // pauses mid-response, so the flush thread sees episode 2 open.
+        try fixture.origin.configure(
+            #"{"stall": {"path": "*", "after_bytes": 65536, "seconds": 2.5, "count": 2}}"#)
+        try check(1)
+        Thread.sleep(forTimeInterval: 1.5)
+        cached = try CacheStatus(disk).cached
+        #expect(cached[fixture.name(0)] == 0, "episode 1 was evicted: \(cached)")
+        #expect((cached[fixture.name(1)] ?? 0) > 0, "episode 2 was cached after the eviction: \(cached)")
+        for index in sizes.indices { try fixture.checkIndex(index) }
+
+        // 3. While episode 3 is read, episode 2 is held open: it is never
+        // evicted, even though it is the least recently read.
+        try fixture.origin.reset()
+        let devNull = open("/dev/null", O_WRONLY)
+        defer { close(devNull) }
+        let holder = try Harness.spawn(
+            "sh", ["-c", "exec 3<'\(fixture.path(1))'; exec sleep 60"], stdout: devNull, stderr: devNull)
+        var holderStatus: Int32 = 0
+        defer { if kill(holder, SIGKILL) == 0 { waitpid(holder, &holderStatus, 0) } }
+        Thread.sleep(forTimeInterval: 0.3)
+        let heldBytes = cached[fixture.name(1)] ?? 0
+        try fixture.origin.configure(
+            #"{"stall": {"path": "*", "after_bytes": 65536, "seconds": 2.5, "count": 2}}"#)
+        try check(2)
+        try check(0, direct: true)
+        Thread.sleep(forTimeInterval: 1.5)
+        cached = try CacheStatus(disk).cached
+        #expect(cached[fixture.name(1)] == heldBytes, "an open episode is never evicted: \(cached)")
+        for index in sizes.indices { try fixture.checkIndex(index) }
+        let used = try diskUsed()
+        let originBytes = try fixture.origin.bytesSent("ep3.mp3") + fixture.origin.bytesSent("ep1.mp3")
+        kill(holder, SIGKILL)
+        waitpid(holder, &holderStatus, 0)
+
+        // 4. Random O_DIRECT reads through podfs, every byte against the origin.
+        var generator = SplitMix(seed: 8)
+        for round in 0..<12 {
+            let index = Int(generator.next() % UInt64(sizes.count))
+            let blocks = sizes[index] / 65536
+            let block = Int(generator.next() % UInt64(blocks))
+            let out = fixture.directory + "/piece"
+            try Harness.sh(
+                "dd if='\(fixture.path(index))' iflag=direct bs=64k skip=\(block) count=1 status=none > '\(out)'")
+            let got = try Data(contentsOf: URL(fileURLWithPath: out))
+            let want = fixture.episodes[index].data.subdata(in: block * 65536..<(block + 1) * 65536)
+            #expect(got == want, "round \(round): episode \(index + 1) at block \(block)")
+        }
+        try fixture.unmount()
+
+        // Logged once, not per chunk; no other errors; the index verifies clean.
+        text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+        let warnings = text.components(separatedBy: "the cache's disk is full").count - 1
+        #expect(warnings == 1, "logged once: \(warnings) times")
+        #expect(!text.contains("could not commit the cache index"), "no commit errors")
+        #expect(text.contains("evicted episodes to make room"), "the eviction is logged")
+        for index in sizes.indices { try fixture.checkIndex(index) }
+        let verify = try Harness.run(Harness.podfs, ["cache", "verify", "--cache-dir", disk])
+        #expect(verify.status == 0, "\(verify.text) \(verify.stderr)")
+        print(
+            "full disk figures: tmpfs 8 MiB, episodes \(sizes) bytes; cached after step 1: \(first) bytes; "
+                + "disk used at step 3: \(used) bytes; origin bytes for episodes 3 and 1 in step 3: \(originBytes)")
+    }
+
+    @Test func aFileSizeLimitNeverFailsAReadEither() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        let size = 6 * Self.mib + 11
+        try fixture.publish(Fixture.episodes(sizes: [size]))
+        // Writes past 4 MiB fail with EFBIG (SIGXFSZ is ignored, not fatal).
+        try fixture.mount(extra: ["--cache-size", "1G"], launcher: ["prlimit", "--fsize=\(4 * Self.mib)"])
+        let copy = fixture.directory + "/copy"
+        try Harness.sh("cat '\(fixture.path(0))' > '\(copy)'")
+        #expect(try Harness.sha256(copy) == Harness.sha256(fixture.originPath(0)), "every byte, past the limit too")
+        try Harness.sh("dd if='\(fixture.path(0))' iflag=direct bs=1M status=none > '\(copy)'")
+        #expect(try Harness.sha256(copy) == Harness.sha256(fixture.originPath(0)), "again through podfs")
+        try fixture.unmount()
+        // The scratch file cannot even be sized past the limit: nothing is
+        // cached, and the index says so.
+        let claimed = try fixture.checkIndex(0)
+        #expect(claimed <= 4 * Self.mib, "only bytes below the limit could be cached: \(claimed)")
+        let log = fixture.log()
+        let failures = log.components(separatedBy: "could not write to the cache;").count - 1
+        #expect(failures == 1, "logged once, not per chunk: \(failures) times")
+        #expect(log.contains("EFBIG"), "the log names the cause")
+    }
+}
