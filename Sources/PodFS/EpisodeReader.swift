@@ -170,6 +170,11 @@ public final class EpisodeReader: Sendable {
                 handleState.nextOffset = last.end
                 state.lastStream = nil
             }
+            if handleState.streak == 0, handleState.nextOffset == 0, offset == 0 {
+                // A fresh file read from its start is almost always a player
+                // starting an episode: begin the streak one step ahead.
+                handleState.streak = 1
+            }
             let distance = abs(offset - handleState.nextOffset)
             if distance <= max(Self.nearby, windowSize(streak: handleState.streak)) {
                 handleState.streak += 1
@@ -329,9 +334,13 @@ public final class EpisodeReader: Sendable {
         case serve(Range<Int64>, ScratchFile?, [SpillBuffer.Piece])
     }
 
+    /// The read-ahead window after `streak` sequential reads: it grows
+    /// fourfold per read (1, 4, 16 MiB with the defaults), so a player
+    /// that reads on costs a handful of requests, each round trip hidden
+    /// behind the bytes still to arrive, even from a far origin.
     private func windowSize(streak: Int) -> Int64 {
         guard streak >= 2 else { return tuning.minimumFetch }
-        let shift = min(streak - 1, 12)
+        let shift = min(2 * (streak - 1), 20)
         return min(tuning.maximumWindow, tuning.minimumFetch << shift)
     }
 
@@ -391,9 +400,19 @@ public final class EpisodeReader: Sendable {
             covered.insert(progress.cursor..<max(progress.cursor, progress.upper))
         }
         frontier = covered.coveredPrefix(from: frontier)
-        guard frontier < length, frontier - end < window / 2 else { return }
-        let gapEnd = min(length, frontier + window)
-        starts.append(planFetch(&state, episode: episode, from: frontier..<gapEnd, window: window, length: length))
+        // The next window goes out as soon as less than a window is on its
+        // way ahead of the reader, so a far origin's round trip is paid
+        // while bytes still flow; a reader that has streamed long enough to
+        // reach the largest window keeps two on their way.
+        let ahead = window >= tuning.maximumWindow ? 2 * window : window
+        guard frontier < length, frontier - end < window else { return }
+        while frontier < length, frontier - end < ahead {
+            let gapEnd = min(length, frontier + window)
+            let (fetch, range) = planFetch(&state, episode: episode, from: frontier..<gapEnd, window: window, length: length)
+            starts.append((fetch, range))
+            covered.insert(range)
+            frontier = covered.coveredPrefix(from: range.upperBound)
+        }
     }
 }
 
