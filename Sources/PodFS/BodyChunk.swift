@@ -1,5 +1,3 @@
-import Locking
-
 /// A piece of a response body on its way from the network thread to the
 /// scratch file, in memory the chunk owns.
 ///
@@ -7,45 +5,9 @@ import Locking
 /// time) and then gives it up whole to the episode's writer, so each byte
 /// is copied once in memory before the `pwrite`. Only one thread touches a
 /// chunk at a time: the hand-off through a dispatch queue orders the
-/// accesses. Its memory comes from a `BodyChunk.Pool` and goes back there:
+/// accesses. Its memory comes from a `BufferPool` and goes back there:
 /// fresh memory would cost a page fault and a zeroed page per 4 KiB.
 final class BodyChunk: @unchecked Sendable {
-    // MARK: - Nested types
-
-    /// Reusable chunk memory, all of one size.
-    final class Pool: Sendable {
-        let capacity: Int
-        private let limit: Int
-        /// Buffers ready for reuse. Guarded by its lock.
-        private let free = Locked<[UnsafeMutableRawBufferPointerBox]>([])
-
-        /// Buffers of `capacity` bytes; keeps at most `limit` spare ones.
-        init(capacity: Int, limit: Int) {
-            self.capacity = capacity
-            self.limit = limit
-        }
-
-        deinit {
-            free.withLock { buffers in
-                for box in buffers { box.buffer.deallocate() }
-            }
-        }
-
-        fileprivate func take() -> UnsafeMutableRawBufferPointer {
-            if let box = free.withLock({ $0.popLast() }) { return box.buffer }
-            return .allocate(byteCount: capacity, alignment: 64)
-        }
-
-        fileprivate func give(_ buffer: UnsafeMutableRawBufferPointer) {
-            let kept = free.withLock { buffers -> Bool in
-                guard buffers.count < limit else { return false }
-                buffers.append(UnsafeMutableRawBufferPointerBox(buffer: buffer))
-                return true
-            }
-            if !kept { buffer.deallocate() }
-        }
-    }
-
     // MARK: - Properties
 
     /// The bytes gathered so far.
@@ -58,11 +20,11 @@ final class BodyChunk: @unchecked Sendable {
     var isFull: Bool { count == storage.count }
 
     private let storage: UnsafeMutableRawBufferPointer
-    private let pool: Pool
+    private let pool: BufferPool
 
     // MARK: - Init and deinit
 
-    init(from pool: Pool) {
+    init(from pool: BufferPool) {
         self.pool = pool
         storage = pool.take()
     }
@@ -82,10 +44,4 @@ final class BodyChunk: @unchecked Sendable {
         count += taken
         return taken
     }
-}
-
-/// Lets a buffer pointer sit in a `Locked` array (it is only ever owned by
-/// one party at a time).
-struct UnsafeMutableRawBufferPointerBox: @unchecked Sendable {
-    let buffer: UnsafeMutableRawBufferPointer
 }

@@ -332,8 +332,9 @@ extension EpisodeReader {
             serve(range, from: scratch, episode: episode, reply: waiter.reply)
             return
         }
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Int(range.count), alignment: 16)
-        defer { buffer.deallocate() }
+        let whole = readBuffers.take(atLeast: Int(range.count))
+        defer { readBuffers.give(whole) }
+        let buffer = UnsafeMutableRawBufferPointer(rebasing: whole[0..<Int(range.count)])
         do {
             // Before the chunk and after it: on disk already.
             let head = Int(inChunk.lowerBound - range.lowerBound)

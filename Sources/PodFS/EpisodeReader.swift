@@ -68,8 +68,11 @@ public final class EpisodeReader: Sendable {
     /// Memory for body chunks: 512 KiB each, big enough that a `pwrite` and
     /// the bookkeeping around it are rare, small enough to keep memory flat
     /// (the budget above holds at most 8 of them, plus one gathering per
-    /// transfer).
-    let chunkPool = BodyChunk.Pool(capacity: 512 * 1024, limit: 12)
+    /// transfer; 8 spare ones are kept).
+    let chunkPool = BufferPool(capacity: 512 * 1024, limit: 8)
+    /// Memory for answering reads from the disk: the kernel asks for at most
+    /// 1 MiB at a time.
+    let readBuffers = BufferPool(capacity: 1024 * 1024, limit: 8)
     /// Serial queues that write fetched bytes to scratch files; an episode
     /// always uses the same one, so its writes keep their order. Writing
     /// off the network thread lets one core receive while another writes.
@@ -277,8 +280,9 @@ public final class EpisodeReader: Sendable {
             return
         }
         let count = Int(range.count)
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: count, alignment: 16)
-        defer { buffer.deallocate() }
+        let whole = readBuffers.take(atLeast: count)
+        defer { readBuffers.give(whole) }
+        let buffer = UnsafeMutableRawBufferPointer(rebasing: whole[0..<count])
         do {
             var got = try scratch?.read(into: buffer, at: range.lowerBound) ?? 0
             if !spilled.isEmpty {
