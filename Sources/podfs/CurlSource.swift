@@ -26,6 +26,26 @@ struct CurlSource: RangeSource, FeedSource {
         }
         return response.body
     }
+
+    func fetchFeed(url: String, validators: FeedValidators?) throws(FetchError) -> FeedResponse {
+        var headers: [(name: String, value: String)] = []
+        if let etag = validators?.etag { headers.append(("If-None-Match", etag)) }
+        if let lastModified = validators?.lastModified { headers.append(("If-Modified-Since", lastModified)) }
+        let response: HTTPResponse
+        do {
+            response = try client.fetchAll(
+                HTTPRequest(url: url, headers: headers, acceptCompressed: true), limit: feedLimit)
+        } catch {
+            throw FetchError(error)
+        }
+        if response.head.status == 304, validators != nil { return .notModified }
+        guard (200..<300).contains(response.head.status) else {
+            throw FetchError(
+                isTransient: response.head.status >= 500, isUnreachable: false,
+                message: "the origin answered HTTP \(response.head.status) for \(url)")
+        }
+        return .body(response.body, etag: response.head.etag, lastModified: response.head.lastModified)
+    }
 }
 
 /// Forwards HTTP callbacks to a fetch sink.

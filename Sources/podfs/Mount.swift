@@ -21,7 +21,8 @@ struct Mount: ParsableCommand {
     @Flag(name: .short, help: "Debug logging; implies -f.")
     var debug = false
 
-    @Option(name: .short, help: "Mount options, comma separated: cache_dir=DIR, allow_other, allow_root.")
+    @Option(
+        name: .short, help: "Mount options, comma separated: cache_dir=DIR, cache_size=SIZE, refresh=INTERVAL, allow_other, allow_root.")
     var o: [String] = []
 
     @Option(name: .long, help: "Where the background daemon logs (default: <cache-dir>/podfs.log).")
@@ -54,6 +55,14 @@ struct Mount: ParsableCommand {
                 + "open one."))
     var cacheSize: String?
 
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "How often to fetch the feeds again: seconds, 30m, 1h, or off (default 30m).",
+            discussion: "Each refresh is a conditional GET (ETag, Last-Modified) with gzip; new episodes "
+                + "appear without a remount, a feed that fails keeps its listing (podfs status says why)."))
+    var refresh: String?
+
     @Flag(name: .long, help: .hidden)
     var daemonChild = false
 
@@ -66,6 +75,7 @@ struct Mount: ParsableCommand {
         }
         _ = try MountOptions(o)
         if let cacheSize { _ = try CacheSize(cacheSize) }
+        if let refresh { _ = try RefreshInterval(refresh) }
         guard revalidateAfter >= 0 else {
             throw ValidationError("--revalidate-after must be 0 or more seconds")
         }
@@ -89,6 +99,8 @@ struct Mount: ParsableCommand {
                 sources: sources, mountpoint: mountpoint, cacheDirectory: cacheDirectory,
                 fuseOptions: options.fuseOptions, feedLimit: feedLimit * 1024 * 1024,
                 commitInterval: commitInterval, revalidateAfter: revalidateAfter,
+                refreshInterval: try (refresh ?? options.refresh).map { try RefreshInterval($0).seconds }
+                    ?? RefreshInterval.defaultSeconds,
                 cacheSize: try (cacheSize ?? options.cacheSize).map { try CacheSize($0) }, logLevel: debug ? .debug : .info, readiness: daemonChild ? .pipe : .none)
             throw ExitCode(service.run())
         }

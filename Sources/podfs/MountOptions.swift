@@ -8,6 +8,8 @@ struct MountOptions {
     var cacheDirectory: String?
     /// `-o cache_size=SIZE`, as typed.
     var cacheSize: String?
+    /// `-o refresh=INTERVAL`, as typed.
+    var refresh: String?
 
     /// fstab and mount(8) options that mean nothing to podfs.
     private static let ignored: Set<String> = [
@@ -34,13 +36,18 @@ struct MountOptions {
                         throw ValidationError("-o cache_size needs a size, e.g. -o cache_size=10G")
                     }
                     cacheSize = value
+                case "refresh":
+                    guard let value, (try? RefreshInterval(value)) != nil else {
+                        throw ValidationError("-o refresh needs an interval, e.g. -o refresh=30m, refresh=3600 or refresh=off")
+                    }
+                    refresh = value
                 case "allow_other", "allow_root", "auto_unmount":
                     fuseOptions.append(name)
                 case _ where Self.ignored.contains(name) || name.hasPrefix("x-systemd.") || name.hasPrefix("comment="):
                     continue
                 default:
                     throw ValidationError(
-                        "unknown mount option '\(option)'. podfs takes -o cache_dir=DIR, cache_size=SIZE, allow_other, allow_root "
+                        "unknown mount option '\(option)'. podfs takes -o cache_dir=DIR, cache_size=SIZE, refresh=INTERVAL, allow_other, allow_root "
                             + "(and ignores fstab's auto, noauto, user, _netdev, nofail, x-systemd.*).")
                 }
             }
@@ -75,5 +82,33 @@ struct CacheSize {
             throw ValidationError("'\(text)' is not a cache size; write e.g. 500M, 10G or none")
         }
         bytes = Int64(value * multiplier)
+    }
+}
+
+/// How often feeds are fetched again: seconds (`90`, `90s`), minutes (`30m`),
+/// hours (`1h`), or `off`.
+struct RefreshInterval {
+    /// The default: every 30 minutes.
+    static let defaultSeconds: Double = 30 * 60
+
+    /// Seconds, or `nil` for never.
+    let seconds: Double?
+
+    init(_ text: String) throws {
+        let trimmed = text.trimmingCharacters(in: .whitespaces).lowercased()
+        if ["off", "never", "none", "0"].contains(trimmed) {
+            seconds = nil
+            return
+        }
+        var number = trimmed
+        var multiplier: Double = 1
+        if let last = number.last, let unit = ["s": 1.0, "m": 60.0, "h": 3600.0, "d": 86_400.0][String(last)] {
+            multiplier = unit
+            number.removeLast()
+        }
+        guard let value = Double(number), value.isFinite, value > 0, value * multiplier <= 366 * 86_400 else {
+            throw ValidationError("'\(text)' is not a refresh interval; write e.g. 30m, 1h, 3600 (seconds) or off")
+        }
+        seconds = value * multiplier
     }
 }

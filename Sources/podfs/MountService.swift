@@ -22,6 +22,8 @@ struct MountService {
     let feedLimit: Int
     let commitInterval: Double
     let revalidateAfter: Double
+    /// Seconds between background refreshes of the feeds; `nil`: never.
+    let refreshInterval: Double?
     /// As given; `nil`: the default (half the space available to the cache).
     let cacheSize: CacheSize?
     let logLevel: Logger.Level
@@ -60,15 +62,21 @@ struct MountService {
         let source = CurlSource(client: client, feedLimit: feedLimit)
         let feedURLs = try resolveSources()
         let loader = FeedLoader(source: source, index: index, logger: logger)
+        let feedStatus = FeedStatusStore(directory: cacheDirectory)
         var feeds: [(url: String, feed: ParsedFeed)] = []
         var failures: [String] = []
         for url in feedURLs {
             switch loader.load(url: url) {
-            case .fresh(let feed), .cached(let feed, _):
+            case .fresh(let feed):
                 feeds.append((url: url, feed: feed))
+                feedStatus.record(url: url, ok: true, detail: "loaded")
+            case .cached(let feed, let reason):
+                feeds.append((url: url, feed: feed))
+                feedStatus.record(url: url, ok: false, detail: reason + " (showing the last good copy)")
             case .failed(let reason):
                 logger.error("feed left out", metadata: ["feed.url": "\(url)", "reason": "\(reason)"])
                 failures.append("\(url): \(reason)")
+                feedStatus.record(url: url, ok: false, detail: reason)
             }
         }
         if feeds.isEmpty {
@@ -85,7 +93,7 @@ struct MountService {
         try? Data((tuning.cacheLimit.map { String($0) } ?? "none").utf8)
             .write(to: URL(fileURLWithPath: cacheDirectory + "/cache-size"))
         let reader = EpisodeReader(index: index, source: source, logger: logger, tuning: tuning)
-        reader.adopt(catalog.shows.flatMap(\.episodes))
+        reader.adopt(catalog.shows.flatMap { $0.episodes + $0.extras })
         reader.evictIfOverLimit()
         let fileSystem = PodFileSystem(catalog: catalog, reader: reader, logger: logger)
         let session = try FUSESession(
@@ -93,6 +101,13 @@ struct MountService {
             fileSystem: fileSystem, logger: logger)
         reader.attach(invalidator: session)
         reader.startFlushing(interval: commitInterval)
+        let refresher = refreshInterval.map { interval in
+            FeedRefresher(
+                urls: feedURLs, interval: interval, loader: loader, catalog: catalog, reader: reader,
+                statusStore: feedStatus, logger: logger)
+        }
+        refresher?.attach(invalidator: session)
+        refresher?.start()
         logger.info("mounted", metadata: ["mountpoint": "\(mountpoint)", "cache": "\(cacheDirectory)"])
         for failure in failures { report("warning: left out \(failure)") }
         report("ready")
@@ -104,7 +119,11 @@ struct MountService {
         }
         let status = session.serve()
         logger.info("unmounting: saving the cache index")
+        // Stop refreshing first: shutting the client down cuts a refresh's
+        // fetch short, and nothing invalidates after the session closes.
+        refresher?.requestStop()
         client.shutdown()
+        refresher?.waitUntilStopped()
         reader.stopFlushing()
         index.checkpoint()
         session.close()
