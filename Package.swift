@@ -67,7 +67,8 @@ let package = Package(
             dependencies: ["RangeCache", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings),
         .testTarget(
-            name: "PodFSTests", dependencies: ["PodFS", "Feeds", "RangeCache"],
+            name: "PodFSTests",
+            dependencies: ["PodFS", "Feeds", "RangeCache", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "IntegrationTests", dependencies: [], swiftSettings: swiftSettings),
