@@ -185,7 +185,7 @@ struct RefreshTests {
         let fixture = try Fixture()
         defer { fixture.cleanup() }
         try fixture.publish(Fixture.episodes(sizes: [5000, 6000]))
-        try fixture.mount(extra: ["--refresh", "1"])
+        try fixture.mount(extra: ["-o", "refresh=1s"])
         let show = "\(fixture.mountpoint)/\(Fixture.showTitle)"
         let before = try Harness.sh("ls -1 '\(show)'")
         try fixture.origin.replace("feed.xml", Data("this is not a feed at all\n".utf8))
