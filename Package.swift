@@ -68,7 +68,9 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(
             name: "PodFSTests",
-            dependencies: ["PodFS", "Feeds", "RangeCache", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "PodFS", "Feeds", "RangeCache", "Locking", .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "IntegrationTests", dependencies: [], swiftSettings: swiftSettings),

@@ -182,4 +182,18 @@ import Testing
         let names = catalog.children(of: show.inode)?.map(\.name) ?? []
         #expect(names == ["2026-11-03 Three.mp3", "2026-11-02 Two.mp3", "Show.m3u"])
     }
+
+    @Test func aFeedThatFailedAtMountGetsItsFolderAtTheFirstGoodRefresh() throws {
+        let directory = NSTemporaryDirectory() + "podfs-layout-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let index = try CacheIndex(directory: directory, logger: logger)
+        let feed = ParsedFeed(title: "Show", episodes: [episode("a", "One")])
+        let catalog = try Catalog(feeds: [(url: Self.feedURL, feed: feed)], index: index, logger: logger)
+        let late = ParsedFeed(title: "Show", episodes: [episode("z", "Late")])
+        let change = try catalog.update(url: "https://other.example/feed.xml", feed: late)
+        #expect(change.isNewShow)
+        let root = catalog.children(of: Catalog.rootInode)?.map(\.name)
+        #expect(root == ["Show", "Show (2)"], "a new folder never takes an existing one's name")
+        #expect(catalog.lookup(parent: change.showInode, name: "2026-11-01 Late.mp3") != nil)
+    }
 }
