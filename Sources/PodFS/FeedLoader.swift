@@ -52,24 +52,26 @@ public struct FeedLoader: Sendable {
     /// stored one.
     public func load(url: String) -> Outcome {
         let stored = storedCopy(url: url)
-        let storedFeed = stored.flatMap { copy in try? FeedParser.parse(copy.body, baseURL: url) }
-        let validators = storedFeed == nil ? nil : stored.map {
-            FeedValidators(etag: $0.etag, lastModified: $0.lastModified)
-        }
+        // The kept copy is parsed only when it is needed: after a 304, or
+        // when the origin's copy cannot be had.
+        let storedFeed = { () -> ParsedFeed? in stored.flatMap { try? FeedParser.parse($0.body, baseURL: url) } }
         let reason: String
-        switch fetch(url: url, validators: validators, stored: stored) {
+        switch fetch(url: url, validators: stored.map { FeedValidators(etag: $0.etag, lastModified: $0.lastModified) }, stored: stored) {
         case .updated(let feed):
             return .fresh(feed)
         case .notModified:
-            if let storedFeed { return .fresh(storedFeed) }
-            reason = "the origin said the feed did not change, but no usable copy is kept"
+            if let feed = storedFeed() { return .fresh(feed) }
+            // The origin confirmed a copy that no longer parses (a damaged
+            // index, an older parser's copy): ask for the whole feed.
+            if case .updated(let feed) = fetch(url: url, validators: nil, stored: nil) { return .fresh(feed) }
+            reason = "the origin said the feed did not change, but the kept copy does not parse"
         case .failed(let why):
             reason = why
         }
-        if let storedFeed {
+        if let feed = storedFeed() {
             logger.warning(
                 "using the last good copy of the feed", metadata: ["feed.url": "\(url)", "reason": "\(reason)"])
-            return .cached(storedFeed, reason: reason)
+            return .cached(feed, reason: reason)
         }
         if stored != nil {
             logger.error("the stored copy of the feed is unusable", metadata: ["feed.url": "\(url)"])
