@@ -142,8 +142,13 @@ struct RefreshTests {
         // Keep one episode open that the next feed drops (its name is now
         // in the kernel's cache for 30 s).
         _ = try Harness.sh("stat '\(show)/2026-11-01 Start.mp3'")
-        let held = try #require(FileHandle(forReadingAtPath: "\(show)/2026-11-01 Start.mp3"))
-        defer { try? held.close() }
+        // O_CLOEXEC: a program another test starts meanwhile must not
+        // inherit it (it would keep the mount busy).
+        let descriptor = open("\(show)/2026-11-01 Start.mp3", O_RDONLY | O_CLOEXEC)
+        try #require(descriptor >= 0)
+        let held = FileHandle(fileDescriptor: descriptor, closeOnDealloc: false)
+        var heldOpen = true
+        defer { if heldOpen { close(descriptor) } }
 
         // A new episode with the same name at the top; "Start" leaves the feed.
         let second = [Item(guid: "g3", title: "Same", day: 1, file: "e3.mp3")] + first.dropLast()
@@ -177,7 +182,8 @@ struct RefreshTests {
                 """)
         let status = try Harness.run(Harness.podfs, ["status", "--cache-dir", fixture.cacheDirectory])
         #expect(status.text.contains("last refresh: ok"), "\(status.text)")
-        try held.close()
+        close(descriptor)
+        heldOpen = false
         try fixture.unmount()
     }
 
