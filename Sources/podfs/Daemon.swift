@@ -33,14 +33,25 @@ enum Daemon {
         process.standardInput = FileHandle(forReadingAtPath: "/dev/null")
         try process.run()
         pipe.fileHandleForWriting.closeFile()
+        // Warnings (a SOURCE left out) come before `ready` or `error:`:
+        // pass them on and keep reading.
         var buffer = Data()
-        while true {
+        var line = ""
+        reading: while true {
+            while let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
+                line = String(decoding: buffer[..<newline], as: UTF8.self).trimmingCharacters(in: .whitespaces)
+                buffer.removeSubrange(...newline)
+                guard line.hasPrefix("warning: ") else { break reading }
+                FileHandle.standardError.write(Data("podfs: \(line)\n".utf8))
+                line = ""
+            }
             let chunk = pipe.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
+            if chunk.isEmpty {
+                line = String(decoding: buffer, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+                break
+            }
             buffer.append(chunk)
-            if buffer.contains(UInt8(ascii: "\n")) { break }
         }
-        let line = String(decoding: buffer, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         if line == "ready" {
             print("podfs: mounted on \(mountpoint) (pid \(process.processIdentifier), log \(logFile))")
             return

@@ -100,6 +100,14 @@ struct CacheReport: Encodable {
             }
             return feed
         }
+        // Feeds a mount could never load (no copy kept) are in no index row:
+        // they still get a line saying why.
+        let known = Set(snapshot.map(\.url))
+        for (url, record) in refreshes.sorted(by: { $0.key < $1.key }) where !known.contains(url) {
+            feeds.append(Feed(
+                url: url, title: url, fetchedAt: nil,
+                lastRefresh: Refresh(checkedAt: record.checkedAt, ok: record.ok, detail: record.detail), episodes: []))
+        }
         totalBytes = feeds.reduce(0) { $0 + $1.episodes.reduce(0) { $0 + $1.size } }
         cachedBytes = feeds.reduce(0) { $0 + $1.episodes.reduce(0) { $0 + $1.cachedBytes } }
     }

@@ -191,7 +191,8 @@ struct RefreshTests {
         let fixture = try Fixture()
         defer { fixture.cleanup() }
         try fixture.publish(Fixture.episodes(sizes: [5000, 6000]))
-        try fixture.mount(extra: ["-o", "refresh=1s"])
+        // A second SOURCE that never loads: the mount goes on without it.
+        try fixture.mount(extra: ["-o", "refresh=1s", "\(fixture.origin.base)/missing.xml"])
         let show = "\(fixture.mountpoint)/\(Fixture.showTitle)"
         let before = try Harness.sh("ls -1 '\(show)'")
         try fixture.origin.replace("feed.xml", Data("this is not a feed at all\n".utf8))
@@ -213,8 +214,20 @@ struct RefreshTests {
         #expect(refresh?["ok"] as? Bool == false)
         #expect((refresh?["detail"] as? String)?.contains("does not parse") == true)
 
+        #expect(status.contains("/missing.xml"), "a feed that never loaded is in the status too: \(status)")
+        #expect(status.contains("HTTP 404"), "\(status)")
+
+        // The broken copy was not kept: offline, a remount shows the last good one.
+        try fixture.unmount()
+        fixture.origin.stop()
+        try fixture.mount()
+        #expect(try Harness.sh("ls -1 '\(show)'") == before)
+        try fixture.unmount()
+
         // Fixed again: the next refresh says so.
+        try fixture.origin.start()
         try fixture.publish(fixture.episodes)
+        try fixture.mount(extra: ["--refresh", "1"])
         #expect(
             try Self.eventually {
                 status = try Harness.run(Harness.podfs, ["status", "--cache-dir", fixture.cacheDirectory]).text
