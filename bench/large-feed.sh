@@ -16,9 +16,9 @@ count="${1:-10000}"
 work="$(mktemp -d /tmp/podfs-bench-XXXX)"
 www="$work/www"; mnt="$work/mnt"; cache="$work/cache"
 mkdir -p "$www" "$mnt"
-origin_pid=""
+origin_pid=""; podfs=""
 cleanup() {
-  "$podfs" unmount "$mnt" >/dev/null 2>&1 || fusermount3 -u -z "$mnt" 2>/dev/null || true
+  if [ -n "$podfs" ]; then "$podfs" unmount "$mnt" >/dev/null 2>&1 || fusermount3 -u -z "$mnt" 2>/dev/null || true; fi
   if [ -n "$origin_pid" ]; then kill "$origin_pid" 2>/dev/null; wait "$origin_pid" 2>/dev/null || true; fi
   rm -rf "$work"
 }
@@ -62,6 +62,7 @@ show="$mnt/Big Show"
 
 t=$(now); out=$("$podfs" mount --cache-dir "$cache" --refresh 2 "$base/feed.xml" "$mnt"); mount_time=$(since "$t")
 pid=$(sed -n 's/.*pid \([0-9]*\).*/\1/p' <<<"$out" | head -1)
+mounted_rss=$(awk '/VmRSS/ {print $2 " " $3}' "/proc/$pid/status" 2>/dev/null || echo unknown)
 t=$(now); files=$(ls -l "$show" | wc -l); ls_cold=$(since "$t")
 t=$(now); ls -l "$show" >/dev/null; ls_warm=$(since "$t")
 t=$(now); m3u_lines=$(wc -l < "$show/Big Show.m3u"); m3u_time=$(since "$t")
@@ -75,6 +76,7 @@ t=$(now)
 for _ in $(seq 1200); do ls "$show" | grep -q "Episode $((count / 2)):" && break; sleep 0.05; done
 refresh_time=$(since "$t")
 peak=$(awk '/VmHWM/ {print $2 " " $3}' "/proc/$pid/status" 2>/dev/null || echo unknown)
+rss=$(awk '/VmRSS/ {print $2 " " $3}' "/proc/$pid/status" 2>/dev/null || echo unknown)
 "$podfs" unmount "$mnt" >/dev/null
 t=$(now); "$podfs" mount --cache-dir "$cache" "$base/feed.xml" "$mnt" >/dev/null; remount_time=$(since "$t")
 statuses=$(curl -sf "$base/_origin/stats" | python3 -c 'import json,sys; print(json.load(sys.stdin)["paths"]["/feed.xml"]["statuses"][-1])')
@@ -85,5 +87,5 @@ echo "  ls -l, first:                                      $ls_cold  ($((files -
 echo "  ls -l, again:                                      $ls_warm"
 echo "  cat the playlist ($m3u_lines lines):                   $m3u_time"
 echo "  refresh to listed, new episode (2 s interval):     $refresh_time"
-echo "  daemon peak RSS:                                   $peak"
+echo "  daemon RSS after mounting / after the refresh:     $mounted_rss / $rss (peak $peak)"
 echo "  remount (conditional GET answered $statuses, kept copy):   $remount_time"

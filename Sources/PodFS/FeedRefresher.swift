@@ -132,6 +132,8 @@ public final class FeedRefresher: Sendable {
                         "files.removed": "\(change.removedNames.count)",
                     ])
                 note(url: url, ok: true, detail: "updated")
+                // The new copy's parse left freed heap behind; give it back.
+                Heap.giveBackFreedMemory()
             } catch {
                 let reason = "the new listing could not be registered in the cache index: \(error)"
                 logger.error("feed refresh failed; keeping the previous listing", metadata: ["feed.url": "\(url)", "reason": "\(reason)"])

@@ -86,6 +86,11 @@ struct MountService {
                     + "\nCheck the URL and the network, then mount again.")
         }
         let catalog = try Catalog(feeds: feeds, index: index, logger: logger)
+        // The catalogue has what it needs; the parsed feeds (tens of MB for
+        // a large one) would otherwise live as long as the mount.
+        feeds.removeAll()
+        // Parsing left tens of MB of freed heap behind; give it back.
+        Heap.giveBackFreedMemory()
         var tuning = EpisodeReader.Tuning()
         tuning.revalidateAfter = revalidateAfter
         tuning.cacheLimit = try cacheLimit(index: index, logger: logger)
