@@ -109,6 +109,10 @@ struct RefreshInterval {
         guard let value = Double(number), value.isFinite, value > 0, value * multiplier <= 366 * 86_400 else {
             throw ValidationError("'\(text)' is not a refresh interval; write e.g. 30m, 1h, 3600 (seconds) or off")
         }
+        // Faster would hammer the origins for nothing.
+        guard value * multiplier >= 1 else {
+            throw ValidationError("a refresh interval of '\(text)' is too short; the shortest is 1 second (1s)")
+        }
         seconds = value * multiplier
     }
 }
