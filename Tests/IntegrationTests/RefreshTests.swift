@@ -217,6 +217,13 @@ struct RefreshTests {
         #expect(status.contains("/missing.xml"), "a feed that never loaded is in the status too: \(status)")
         #expect(status.contains("HTTP 404"), "\(status)")
 
+        // Once it loads, it gets its folder without a remount.
+        try fixture.origin.put("missing.xml", Self.feed([Item(guid: "late", title: "Late", day: 3, file: "ep1.mp3")]))
+        #expect(
+            try Self.eventually { (try? Harness.sh("ls '\(fixture.mountpoint)'"))?.contains(Self.show) == true },
+            "a SOURCE that failed at mount time appears at its first good refresh")
+        #expect(try Harness.sh("ls -1 '\(fixture.mountpoint)/\(Self.show)'").contains("2026-11-03 Late.mp3"))
+
         // The broken copy was not kept: offline, a remount shows the last good one.
         try fixture.unmount()
         fixture.origin.stop()
