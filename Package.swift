@@ -69,7 +69,10 @@ let package = Package(
         .testTarget(
             name: "HTTPClientTests", dependencies: ["HTTPClient"], swiftSettings: swiftSettings),
         .testTarget(
-            name: "PodFSTests", dependencies: ["PodFS", "Feeds", "RangeCache"],
+            name: "PodFSTests",
+            dependencies: [
+                "PodFS", "Feeds", "RangeCache", "Locking", .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "IntegrationTests", dependencies: [], swiftSettings: swiftSettings),

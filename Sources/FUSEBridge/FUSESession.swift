@@ -16,6 +16,10 @@ public struct MountError: Error, Sendable, CustomStringConvertible {
 public protocol KernelCacheInvalidator: Sendable {
     /// Drops the kernel's cached attributes and pages of a node.
     func invalidate(inode: UInt64)
+    /// Drops the kernel's cached attributes of a node (its size), keeping
+    /// its pages: they hold the right bytes, and dropping them would wait
+    /// for reads in flight.
+    func invalidateAttributes(inode: UInt64)
     /// Drops the kernel's cached lookup of `name` in directory `parent`.
     func invalidate(parent: UInt64, name: String)
 }
@@ -146,10 +150,19 @@ public final class FUSESession: KernelCacheInvalidator, Sendable {
     }
 
     public func invalidate(inode: UInt64) {
+        invalidate(inode: inode, pagesFrom: 0)
+    }
+
+    public func invalidateAttributes(inode: UInt64) {
+        // An offset of -1 tells the kernel to leave the pages alone.
+        invalidate(inode: inode, pagesFrom: -1)
+    }
+
+    private func invalidate(inode: UInt64, pagesFrom offset: Int64) {
         notifications.async { [self] in
             lifecycle.withLock { state in
                 guard state == .mounted else { return }
-                let rc = fuse_lowlevel_notify_inval_inode(session.raw, inode, 0, 0)
+                let rc = fuse_lowlevel_notify_inval_inode(session.raw, inode, off_t(offset), 0)
                 if rc != 0 && rc != -ENOENT {
                     logger.debug("inode invalidation failed", metadata: ["inode": "\(inode)", "errno": "\(-rc)"])
                 }

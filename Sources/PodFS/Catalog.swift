@@ -2,12 +2,18 @@ public import FUSEBridge
 public import Feeds
 public import Logging
 public import RangeCache
+import Locking
 
-/// The tree a mount shows: the root, one directory per feed, one read-only
-/// file per episode.
+/// The tree a mount shows: the root, one directory per feed, in it one
+/// read-only file per episode, the show's cover, the episodes' transcripts
+/// and chapters, and a playlist.
 ///
 /// Inode numbers come from the index's row ids, so they are the same on
-/// every mount of the same cache; names follow DESIGN.md (see `Naming`).
+/// every mount of the same cache; names follow DESIGN.md (see `Naming` and
+/// `ShowLayout`). A refresh swaps a show's listing in one step: a file that
+/// stays keeps its name, its inode and its `Episode` (with the reader's
+/// state); a file that leaves the feed leaves the listing but its inode
+/// stays readable for the rest of the mount, so open files keep working.
 public final class Catalog: Sendable {
     // MARK: - Nested types
 
@@ -17,9 +23,17 @@ public final class Catalog: Sendable {
         public let name: String
         public let feedURL: String
         public let modificationTime: Int64
-        /// Episodes in listing order, and the same by name.
+        /// Episodes in listing order.
         public let episodes: [Episode]
-        let byName: [String: Episode]
+        /// Cover, transcripts and chapters, in listing order.
+        public let extras: [Episode]
+        public let playlist: Playlist
+        /// Every entry of the directory by name.
+        let byName: [String: Node]
+        /// The directory's entries in listing order.
+        let entries: [DirectoryEntry]
+        /// Cache key to name, for the next refresh to keep.
+        let names: [String: String]
     }
 
     /// What an inode is.
@@ -27,58 +41,147 @@ public final class Catalog: Sendable {
         case root
         case show(Show)
         case episode(Episode)
+        case playlist(Playlist)
+    }
+
+    /// What a refresh changed in one show directory, for the kernel's caches.
+    public struct Change: Sendable {
+        public var showInode: UInt64
+        public var showName: String
+        /// The show was not in the tree before (it failed at mount time).
+        public var isNewShow: Bool
+        public var addedNames: [String]
+        public var removedNames: [String]
+        /// Whether the directory's attributes or the playlist changed.
+        public var playlistChanged: Bool
+        public var playlistInode: UInt64
+        /// Files the reader has not seen yet.
+        public var newFiles: [Episode]
+
+        /// Whether anything at all changed.
+        public var isEmpty: Bool {
+            !isNewShow && addedNames.isEmpty && removedNames.isEmpty && !playlistChanged
+        }
+    }
+
+    /// The whole tree, swapped as one value. Guarded by `tree`'s lock.
+    private struct Tree {
+        var shows: [Show] = []
+        var showsByName: [String: Show] = [:]
+        /// Every node served in this mount, files that left their feed
+        /// included (they stay readable while open).
+        var nodes: [UInt64: Node] = [Catalog.rootInode: .root]
+        /// Every file's `Episode` by cache key, for reuse across refreshes.
+        var filesByKey: [String: Episode] = [:]
     }
 
     // MARK: - Properties
 
     public static let rootInode: UInt64 = 1
-    public let shows: [Show]
-    private let showsByName: [String: Show]
-    private let nodes: [UInt64: Node]
+
+    private let index: CacheIndex
+    private let logger: Logger
+    private let tree = Locked(Tree())
+    /// Held by `update` from start to end: one refresh at a time may read,
+    /// rebuild and swap the tree.
+    private let updating = Locked(0)
 
     // MARK: - Init
 
     /// Builds the tree for parsed feeds (in SOURCE order), registering every
-    /// episode in the index so its inode is stable.
+    /// file in the index so its inode is stable.
     public init(feeds: [(url: String, feed: ParsedFeed)], index: CacheIndex, logger: Logger) throws {
+        self.index = index
+        self.logger = logger
         let directoryNames = Naming.directoryNames(feeds.map { $0.feed.title })
-        var shows: [Show] = []
-        var nodes: [UInt64: Node] = [Catalog.rootInode: .root]
+        var tree = Tree()
         for (position, entry) in feeds.enumerated() {
-            let feed = entry.feed
-            let items = Catalog.layout(feedURL: entry.url, feed: feed, logger: logger)
-            let registered = try index.register(
-                feedURL: entry.url, episodes: items.map { (key: $0.key, url: $0.parsed.enclosureURL) })
-            let showInode = (UInt64(1) << 40) | UInt64(registered.feedID)
-            var episodes: [Episode] = []
-            var byName: [String: Episode] = [:]
-            for (item, record) in zip(items, registered.records) {
-                let (parsed, key, name) = (item.parsed, item.key, item.name)
-                let episode = Episode(
-                    inode: (UInt64(2) << 40) | UInt64(record.id), parent: showInode, key: key,
-                    url: parsed.enclosureURL, guid: parsed.guid, name: name,
-                    modificationTime: parsed.published ?? feed.lastBuildDate ?? 0,
-                    feedLength: parsed.enclosureLength, record: record)
-                episodes.append(episode)
-                byName[name] = episode
-                nodes[episode.inode] = .episode(episode)
-            }
-            let newest = items.compactMap(\.parsed.published).max()
-            let show = Show(
-                inode: showInode, name: directoryNames[position], feedURL: entry.url,
-                modificationTime: feed.lastBuildDate ?? newest ?? 0, episodes: episodes, byName: byName)
-            shows.append(show)
-            nodes[showInode] = .show(show)
+            let (show, _) = try Self.makeShow(
+                url: entry.url, feed: entry.feed, name: directoryNames[position], previous: nil, tree: tree,
+                index: index, logger: logger)
+            Self.install(show, replacing: nil, into: &tree)
         }
-        self.shows = shows
-        self.showsByName = Dictionary(shows.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
-        self.nodes = nodes
+        self.tree.withLock { $0 = tree }
         logger.info(
             "catalogue ready",
-            metadata: ["feeds": "\(shows.count)", "episodes": "\(shows.reduce(0) { $0 + $1.episodes.count })"])
+            metadata: ["feeds": "\(tree.shows.count)", "episodes": "\(tree.shows.reduce(0) { $0 + $1.episodes.count })"])
     }
 
-    // MARK: - Methods
+    // MARK: - Reading
+
+    /// The shows in listing order.
+    public var shows: [Show] {
+        tree.withLock { $0.shows }
+    }
+
+    /// The feed URLs that have a directory.
+    public var feedURLs: Set<String> {
+        Set(tree.withLock { $0.shows.map(\.feedURL) })
+    }
+
+    public var episodeCount: Int {
+        tree.withLock { $0.shows.reduce(0) { $0 + $1.episodes.count } }
+    }
+
+    public func node(_ inode: UInt64) -> Node? {
+        tree.withLock { $0.nodes[inode] }
+    }
+
+    public func lookup(parent: UInt64, name: String) -> Node? {
+        tree.withLock { tree in
+            switch tree.nodes[parent] {
+            case .root: return tree.showsByName[name].map { .show($0) }
+            case .show(let show): return show.byName[name]
+            case .episode, .playlist, nil: return nil
+            }
+        }
+    }
+
+    public func children(of inode: UInt64) -> [DirectoryEntry]? {
+        tree.withLock { tree in
+            switch tree.nodes[inode] {
+            case .root:
+                return tree.shows.map { DirectoryEntry(name: $0.name, inode: $0.inode, kind: .directory) }
+            case .show(let show):
+                return show.entries
+            case .episode, .playlist, nil:
+                return nil
+            }
+        }
+    }
+
+    // MARK: - Refresh
+
+    /// Replaces the listing of the feed at `url` with `feed` (or adds its
+    /// directory when it had none). Files still in the feed keep their
+    /// names, inodes and state; new ones are registered in the index.
+    /// Returns what changed, for the kernel's caches and the reader.
+    public func update(url: String, feed: ParsedFeed) throws -> Change {
+        try updating.withLock { _ in
+            let current = tree.withLock { $0 }
+            let previous = current.shows.first { $0.feedURL == url }
+            let name: String
+            if let previous {
+                name = previous.name
+            } else {
+                var taken = Set(current.shows.map { Array($0.name.utf8) })
+                name = Naming.uniqueName(stem: Naming.sanitize(feed.title), suffix: "", taken: &taken)
+            }
+            let (show, newFiles) = try Self.makeShow(
+                url: url, feed: feed, name: name, previous: previous, tree: current, index: index, logger: logger)
+            tree.withLock { Self.install(show, replacing: previous, into: &$0) }
+            let before = Set(previous?.byName.keys.map { $0 } ?? [])
+            let after = Set(show.byName.keys)
+            return Change(
+                showInode: show.inode, showName: show.name, isNewShow: previous == nil,
+                addedNames: after.subtracting(before).sorted(), removedNames: before.subtracting(after).sorted(),
+                playlistChanged: previous.map { $0.playlist !== show.playlist || $0.modificationTime != show.modificationTime }
+                    ?? true,
+                playlistInode: show.playlist.inode, newFiles: newFiles)
+        }
+    }
+
+    // MARK: - Layout for `podfs status`
 
     /// A feed's episodes as the mount shows them: each with its cache key
     /// and file name, duplicates left out. Shared by the mount and
@@ -86,56 +189,84 @@ public final class Catalog: Sendable {
     public static func layout(
         feedURL: String, feed: ParsedFeed, logger: Logger
     ) -> [(parsed: ParsedEpisode, key: String, name: String)] {
-        // Two items with the same identity (it happens: copied items) would
-        // share a cache file; keep the first, or tell them apart by their
-        // enclosure when that differs.
-        var seen = Set<String>()
-        var items: [(parsed: ParsedEpisode, key: String)] = []
-        for parsed in feed.episodes {
-            var key = CacheIndex.episodeKey(feedURL: feedURL, identity: parsed.identity)
-            if seen.contains(key) {
-                key = CacheIndex.episodeKey(feedURL: feedURL, identity: parsed.identity + "\n" + parsed.enclosureURL)
-                if seen.contains(key) {
-                    logger.notice(
-                        "skipping a duplicate episode", metadata: ["feed.url": "\(feedURL)", "episode.title": "\(parsed.title)"])
-                    continue
-                }
+        ShowLayout(feedURL: feedURL, feed: feed, directoryName: feed.title ?? "", logger: logger).episodes
+            .compactMap { item in item.episode.map { (parsed: $0, key: item.key, name: item.name) } }
+    }
+
+    // MARK: - Private methods
+
+    /// A show directory for `feed`: reuses the `Episode` of every file
+    /// the tree already has, registers the others.
+    private static func makeShow(
+        url: String, feed: ParsedFeed, name: String, previous: Show?, tree: Tree, index: CacheIndex,
+        logger: Logger
+    ) throws -> (Show, newFiles: [Episode]) {
+        let layout = ShowLayout(
+            feedURL: url, feed: feed, directoryName: name, previousNames: previous?.names ?? [:], logger: logger)
+        let files = layout.files
+        let missing = files.filter { tree.filesByKey[$0.key] == nil }
+        let registered = try index.register(feedURL: url, episodes: missing.map { (key: $0.key, url: $0.url) })
+        let records = Dictionary(zip(missing.map(\.key), registered.records), uniquingKeysWith: { first, _ in first })
+        let showInode = (UInt64(1) << 40) | UInt64(registered.feedID)
+        let newest = feed.episodes.compactMap(\.published).max()
+        let showTime = feed.lastBuildDate ?? newest ?? 0
+        var newFiles: [Episode] = []
+        var episodes: [Episode] = []
+        var extras: [Episode] = []
+        for item in files {
+            let episode: Episode
+            if let known = tree.filesByKey[item.key] {
+                episode = known
+            } else {
+                let record = records[item.key]
+                let time = item.kind == .cover ? showTime : item.episode?.published ?? feed.lastBuildDate ?? 0
+                episode = Episode(
+                    inode: (UInt64(2) << 40) | UInt64(record?.id ?? 0), parent: showInode, key: item.key,
+                    url: item.url, guid: item.kind == .episode ? item.episode?.guid : nil, name: item.name,
+                    modificationTime: time,
+                    feedLength: item.kind == .episode ? item.episode?.enclosureLength : nil, record: record)
+                newFiles.append(episode)
             }
-            seen.insert(key)
-            items.append((parsed, key))
+            if item.kind == .episode { episodes.append(episode) } else { extras.append(episode) }
         }
-        let names = Naming.episodeNames(items.map {
-            Naming.EpisodeNameInput(
-                title: $0.parsed.title, published: $0.parsed.published, mimeType: $0.parsed.enclosureType,
-                url: $0.parsed.enclosureURL)
-        })
-        return zip(items, names).map { (parsed: $0.0.parsed, key: $0.0.key, name: $0.1) }
-    }
-
-    public func node(_ inode: UInt64) -> Node? {
-        nodes[inode]
-    }
-
-    public func lookup(parent: UInt64, name: String) -> Node? {
-        switch nodes[parent] {
-        case .root: return showsByName[name].map { .show($0) }
-        case .show(let show): return show.byName[name].map { .episode($0) }
-        case .episode, nil: return nil
+        let content = layout.playlist()
+        let playlist: Playlist
+        if let old = previous?.playlist, old.content == content, old.modificationTime == showTime {
+            playlist = old
+        } else {
+            playlist = Playlist(
+                inode: (UInt64(3) << 40) | UInt64(registered.feedID), name: layout.playlistName, content: content,
+                modificationTime: showTime)
         }
-    }
-
-    public func children(of inode: UInt64) -> [DirectoryEntry]? {
-        switch nodes[inode] {
-        case .root:
-            return shows.map { DirectoryEntry(name: $0.name, inode: $0.inode, kind: .directory) }
-        case .show(let show):
-            return show.episodes.map { DirectoryEntry(name: $0.name, inode: $0.inode, kind: .regularFile) }
-        case .episode, nil:
-            return nil
+        // Names come from the layout: a file reused from before keeps the
+        // name the layout kept for it.
+        var byName: [String: Node] = [:]
+        var entries: [DirectoryEntry] = []
+        for (item, episode) in zip(files, episodes + extras) {
+            byName[item.name] = .episode(episode)
+            entries.append(DirectoryEntry(name: item.name, inode: episode.inode, kind: .regularFile))
         }
+        byName[playlist.name] = .playlist(playlist)
+        entries.append(DirectoryEntry(name: playlist.name, inode: playlist.inode, kind: .regularFile))
+        let show = Show(
+            inode: showInode, name: name, feedURL: url, modificationTime: showTime, episodes: episodes,
+            extras: extras, playlist: playlist, byName: byName, entries: entries, names: layout.names)
+        return (show, newFiles)
     }
 
-    public var episodeCount: Int {
-        shows.reduce(0) { $0 + $1.episodes.count }
+    /// Puts `show` in the tree in place of `previous` (or at the end).
+    private static func install(_ show: Show, replacing previous: Show?, into tree: inout Tree) {
+        if let previous, let position = tree.shows.firstIndex(where: { $0.inode == previous.inode }) {
+            tree.shows[position] = show
+        } else {
+            tree.shows.append(show)
+        }
+        tree.showsByName[show.name] = show
+        tree.nodes[show.inode] = .show(show)
+        tree.nodes[show.playlist.inode] = .playlist(show.playlist)
+        for episode in show.episodes + show.extras {
+            tree.nodes[episode.inode] = .episode(episode)
+            tree.filesByKey[episode.key] = episode
+        }
     }
 }

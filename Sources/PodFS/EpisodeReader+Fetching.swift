@@ -173,7 +173,14 @@ extension EpisodeReader {
                 "the origin ignores Range requests; streaming the episode from its start",
                 metadata: ["episode.url": "\(episode.url)"])
         }
-        if invalidate { invalidator.withLock { $0 }?.invalidate(inode: episode.inode) }
+        if invalidate {
+            // A new version drops the kernel's pages too; a size learned for
+            // the same bytes only needs the attributes (dropping pages would
+            // wait on reads in flight, and a daemon killed meanwhile would
+            // leave that wait hanging).
+            let kernel = invalidator.withLock { $0 }
+            if indexUpdate.drop { kernel?.invalidate(inode: episode.inode) } else { kernel?.invalidateAttributes(inode: episode.inode) }
+        }
         for waiter in dropped { waiter.reply.fail(.ioError) }
         for (reply, options) in opens { reply.opened(options) }
         if accepted { answerWaitersAtEnd(episode) }

@@ -5,13 +5,29 @@ public import RangeCache
 
 /// Gets each feed from the network, or else the last good copy from the
 /// cache, so a mount with no network still shows what it showed before.
+///
+/// Every GET is conditional on the kept copy's validators (`If-None-Match`,
+/// `If-Modified-Since`) and accepts gzip. Only a copy that parses replaces
+/// the kept one: a feed that breaks keeps its previous listing.
 public struct FeedLoader: Sendable {
     // MARK: - Nested types
 
-    /// What happened to one SOURCE feed.
+    /// What happened to one SOURCE feed at mount time.
     public enum Outcome: Sendable {
+        /// The origin's copy (or the kept one, when the origin said it is
+        /// current).
         case fresh(ParsedFeed)
         case cached(ParsedFeed, reason: String)
+        case failed(reason: String)
+    }
+
+    /// What a refresh of a feed found.
+    public enum RefreshOutcome: Sendable {
+        /// A new copy that parses; it was kept.
+        case updated(ParsedFeed)
+        /// `304 Not Modified`, or the same bytes as the kept copy.
+        case notModified
+        /// Nothing usable: why, in words for the log and `podfs status`.
         case failed(reason: String)
     }
 
@@ -31,38 +47,89 @@ public struct FeedLoader: Sendable {
 
     // MARK: - Methods
 
-    /// Loads one feed. A fresh copy that parses replaces the stored one; a
-    /// copy that fails to download or parse falls back to the stored one.
+    /// Loads one feed at mount time. A fresh copy that parses replaces the
+    /// stored one; a copy that fails to download or parse falls back to the
+    /// stored one.
     public func load(url: String) -> Outcome {
+        let stored = storedCopy(url: url)
+        // The kept copy is parsed only when it is needed: after a 304, or
+        // when the origin's copy cannot be had.
+        let storedFeed = { () -> ParsedFeed? in stored.flatMap { try? FeedParser.parse($0.body, baseURL: url) } }
         let reason: String
-        do {
-            let body = try source.fetchFeed(url: url)
-            do {
-                let feed = try FeedParser.parse(body, baseURL: url)
-                do {
-                    try index.saveFeedBody(
-                        url: url, body: body, etag: nil, lastModified: nil,
-                        fetchedAt: Int64(Date().timeIntervalSince1970))
-                } catch {
-                    logger.warning("could not keep a copy of the feed", metadata: ["feed.url": "\(url)", "error": "\(error)"])
-                }
-                return .fresh(feed)
-            } catch {
-                reason = "the feed does not parse: \(error.message)"
-            }
-        } catch {
-            reason = "the feed could not be fetched: \(error.message)"
+        switch fetch(url: url, validators: stored.map { FeedValidators(etag: $0.etag, lastModified: $0.lastModified) }, stored: stored) {
+        case .updated(let feed):
+            return .fresh(feed)
+        case .notModified:
+            if let feed = storedFeed() { return .fresh(feed) }
+            // The origin confirmed a copy that no longer parses (a damaged
+            // index, an older parser's copy): ask for the whole feed.
+            if case .updated(let feed) = fetch(url: url, validators: nil, stored: nil) { return .fresh(feed) }
+            reason = "the origin said the feed did not change, but the kept copy does not parse"
+        case .failed(let why):
+            reason = why
         }
-        do {
-            if let stored = try index.feedBody(url: url) {
-                let feed = try FeedParser.parse(stored.body, baseURL: url)
-                logger.warning(
-                    "using the last good copy of the feed", metadata: ["feed.url": "\(url)", "reason": "\(reason)"])
-                return .cached(feed, reason: reason)
-            }
-        } catch {
-            logger.error("the stored copy of the feed is unusable", metadata: ["feed.url": "\(url)", "error": "\(error)"])
+        if let feed = storedFeed() {
+            logger.warning(
+                "using the last good copy of the feed", metadata: ["feed.url": "\(url)", "reason": "\(reason)"])
+            return .cached(feed, reason: reason)
+        }
+        if stored != nil {
+            logger.error("the stored copy of the feed is unusable", metadata: ["feed.url": "\(url)"])
         }
         return .failed(reason: reason)
+    }
+
+    /// Fetches a feed again, conditionally on the kept copy. The mount keeps
+    /// its listing unless this returns `.updated`.
+    public func refresh(url: String) -> RefreshOutcome {
+        let stored = storedCopy(url: url)
+        let validators = stored.map { FeedValidators(etag: $0.etag, lastModified: $0.lastModified) }
+        return fetch(url: url, validators: validators, stored: stored)
+    }
+
+    // MARK: - Private methods
+
+    private func storedCopy(url: String) -> StoredFeed? {
+        do {
+            return try index.feedBody(url: url)
+        } catch {
+            logger.error("could not read the kept copy of the feed", metadata: ["feed.url": "\(url)", "error": "\(error)"])
+            return nil
+        }
+    }
+
+    /// One conditional GET; a body that parses is kept with its validators.
+    private func fetch(url: String, validators: FeedValidators?, stored: StoredFeed?) -> RefreshOutcome {
+        let response: FeedResponse
+        do {
+            response = try source.fetchFeed(url: url, validators: validators?.isEmpty == false ? validators : nil)
+        } catch {
+            return .failed(reason: "the feed could not be fetched: \(error.message)")
+        }
+        guard case .body(let body, let etag, let lastModified) = response else { return .notModified }
+        if let stored, stored.body == body {
+            // Same bytes (an origin without validators): only the validators
+            // and the time are news.
+            save(url: url, body: body, etag: etag, lastModified: lastModified)
+            return .notModified
+        }
+        let feed: ParsedFeed
+        do {
+            feed = try FeedParser.parse(body, baseURL: url)
+        } catch {
+            return .failed(reason: "the feed does not parse: \(error.message)")
+        }
+        save(url: url, body: body, etag: etag, lastModified: lastModified)
+        return .updated(feed)
+    }
+
+    private func save(url: String, body: [UInt8], etag: String?, lastModified: String?) {
+        do {
+            try index.saveFeedBody(
+                url: url, body: body, etag: etag, lastModified: lastModified,
+                fetchedAt: Int64(Date().timeIntervalSince1970))
+        } catch {
+            logger.warning("could not keep a copy of the feed", metadata: ["feed.url": "\(url)", "error": "\(error)"])
+        }
     }
 }

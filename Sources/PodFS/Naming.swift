@@ -133,7 +133,12 @@ public enum Naming {
     /// cut to 255 bytes keeping the extension; duplicates get " (2)",
     /// " (3)", … before the extension, oldest episode first: by publication
     /// date, undated episodes before dated ones and bottom of the feed first.
-    public static func episodeNames(_ inputs: [EpisodeNameInput]) -> [String] {
+    ///
+    /// `keeping` maps input positions to the names those episodes already
+    /// have (from before a refresh): they keep them, whatever their title
+    /// says now and whichever episodes came or went, and the others get
+    /// names that avoid them. Within a mount a file is never renamed.
+    public static func episodeNames(_ inputs: [EpisodeNameInput], keeping: [Int: String] = [:]) -> [String] {
         let parts = inputs.map { input in
             (stem: datePrefix(input.published) + sanitize(input.title),
              ext: fileExtension(mimeType: input.mimeType, url: input.url))
@@ -143,7 +148,21 @@ public enum Naming {
             let dateB = inputs[b].published ?? Int64.min
             return dateA != dateB ? dateA < dateB : a > b
         }
-        return uniqueNames(parts, assignmentOrder: oldestFirst)
+        return uniqueNames(parts, assignmentOrder: oldestFirst, keeping: keeping)
+    }
+
+    /// `stem + suffix` cut to 255 bytes (keeping the suffix), made unique
+    /// against `taken` with " (2)", " (3)", … before the suffix; the name is
+    /// added to `taken`. For the files podfs adds next to episodes.
+    public static func uniqueName(stem: String, suffix: String, taken: inout Set<[UInt8]>) -> String {
+        var name = cut(stem, keeping: suffix)
+        var counter = 2
+        while taken.contains(Array(name.utf8)) {
+            name = cut(stem, keeping: " (\(counter))" + suffix)
+            counter += 1
+        }
+        taken.insert(Array(name.utf8))
+        return name
     }
 
     /// Directory names for shows, in input order; duplicates get " (2)",
@@ -157,20 +176,17 @@ public enum Naming {
     /// Gives each stem+ext a name unique by bytes, visiting entries in
     /// `assignmentOrder`; returns names in the entries' own order.
     private static func uniqueNames(
-        _ parts: [(stem: String, ext: String)], assignmentOrder: [Int]
+        _ parts: [(stem: String, ext: String)], assignmentOrder: [Int], keeping: [Int: String] = [:]
     ) -> [String] {
         var names = [String](repeating: "", count: parts.count)
         var taken = Set<[UInt8]>()
-        for index in assignmentOrder {
-            let (stem, ext) = parts[index]
-            var name = cut(stem, keeping: ext)
-            var counter = 2
-            while taken.contains(Array(name.utf8)) {
-                name = cut(stem, keeping: " (\(counter))" + ext)
-                counter += 1
-            }
-            taken.insert(Array(name.utf8))
+        for (index, name) in keeping where parts.indices.contains(index) {
             names[index] = name
+            taken.insert(Array(name.utf8))
+        }
+        for index in assignmentOrder where keeping[index] == nil {
+            let (stem, ext) = parts[index]
+            names[index] = uniqueName(stem: stem, suffix: ext, taken: &taken)
         }
         return names
     }

@@ -1,9 +1,12 @@
 public import FUSEBridge
+import Locking
 public import Logging
 public import RangeCache
+import Synchronization
 
-/// The `FileSystem` a mount serves: the catalogue's tree, episodes read
-/// through the `EpisodeReader`.
+/// The `FileSystem` a mount serves: the catalogue's tree, episodes (and
+/// covers, transcripts, chapters) read through the `EpisodeReader`,
+/// playlists from memory.
 public final class PodFileSystem: FileSystem {
     // MARK: - Properties
 
@@ -15,6 +18,11 @@ public final class PodFileSystem: FileSystem {
     private let logger: Logger
     /// How long the kernel may cache names and confirmed attributes.
     private let cacheTimeout: Double = 30
+    /// The playlist version each open playlist file reads (a refresh may
+    /// make a new one meanwhile), by handle.
+    private let openPlaylists = Locked<[UInt64: Playlist]>([:])
+    /// Handles of open playlists (the reader numbers its own).
+    private let nextPlaylistHandle = Atomic<UInt64>(1 << 62)
 
     // MARK: - Init
 
@@ -60,22 +68,39 @@ public final class PodFileSystem: FileSystem {
     public func open(inode: UInt64, flags: Int32, reply: OpenReply) {
         switch catalog.node(inode) {
         case .episode(let episode): reader.open(episode, reply: reply)
+        case .playlist(let playlist):
+            let handle = nextPlaylistHandle.add(1, ordering: .relaxed).newValue
+            openPlaylists.withLock { $0[handle] = playlist }
+            reply.opened(OpenOptions(handle: handle))
         case .root, .show: reply.fail(.isDirectory)
         case nil: reply.fail(.notFound)
         }
     }
 
     public func read(inode: UInt64, handle: UInt64, offset: Int64, size: Int, reply: DataReply) {
-        guard case .episode(let episode) = catalog.node(inode) else {
+        switch catalog.node(inode) {
+        case .episode(let episode):
+            reader.read(episode, handle: handle, offset: offset, size: size, reply: reply)
+        case .playlist:
+            guard let playlist = openPlaylists.withLock({ $0[handle] }) else {
+                reply.fail(.ioError)
+                return
+            }
+            let content = playlist.content
+            let lower = Int(min(max(offset, 0), Int64(content.count)))
+            let upper = min(content.count, lower + max(size, 0))
+            content[lower..<upper].withUnsafeBytes { reply.data($0) }
+        case .root, .show, nil:
             reply.fail(.ioError)
-            return
         }
-        reader.read(episode, handle: handle, offset: offset, size: size, reply: reply)
     }
 
     public func release(inode: UInt64, handle: UInt64) {
-        guard case .episode(let episode) = catalog.node(inode) else { return }
-        reader.release(episode, handle: handle)
+        switch catalog.node(inode) {
+        case .episode(let episode): reader.release(episode, handle: handle)
+        case .playlist: openPlaylists.withLock { _ = $0.removeValue(forKey: handle) }
+        case .root, .show, nil: break
+        }
     }
 
     public func getxattr(inode: UInt64, name: String) throws(FileSystemError) -> [UInt8] {
@@ -96,12 +121,13 @@ public final class PodFileSystem: FileSystem {
     }
 
     public func statfs() -> FileSystemStatistics {
-        let total = catalog.shows.reduce(Int64(0)) { sum, show in
-            show.episodes.reduce(sum) { $0 + $1.size }
+        let shows = catalog.shows
+        let total = shows.reduce(Int64(0)) { sum, show in
+            (show.episodes + show.extras).reduce(sum) { $0 + $1.size } + Int64(show.playlist.content.count)
         }
+        let files = shows.reduce(0) { $0 + $1.episodes.count + $1.extras.count + 1 }
         return FileSystemStatistics(
-            blockSize: 4096, totalBlocks: UInt64((total + 4095) / 4096), freeBlocks: 0,
-            files: UInt64(catalog.episodeCount))
+            blockSize: 4096, totalBlocks: UInt64((total + 4095) / 4096), freeBlocks: 0, files: UInt64(files))
     }
 
     // MARK: - Private methods
@@ -112,10 +138,11 @@ public final class PodFileSystem: FileSystem {
     private func attributes(of node: Catalog.Node) -> (Attributes, Double) {
         switch node {
         case .root:
+            let shows = catalog.shows
             let attributes = Attributes(
                 inode: Catalog.rootInode, kind: .directory, permissions: 0o555, size: 0,
-                modificationTime: catalog.shows.map(\.modificationTime).max() ?? 0,
-                linkCount: UInt32(2 + catalog.shows.count))
+                modificationTime: shows.map(\.modificationTime).max() ?? 0,
+                linkCount: UInt32(2 + shows.count))
             return (attributes, cacheTimeout)
         case .show(let show):
             let attributes = Attributes(
@@ -124,6 +151,9 @@ public final class PodFileSystem: FileSystem {
             return (attributes, cacheTimeout)
         case .episode(let episode):
             return (episode.attributes, episode.sizeIsConfirmed ? cacheTimeout : 0)
+        case .playlist(let playlist):
+            // A refresh that changes it invalidates the kernel's copy.
+            return (playlist.attributes, cacheTimeout)
         }
     }
 }

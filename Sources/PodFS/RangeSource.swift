@@ -63,4 +63,7 @@ public protocol RangeSource: Sendable {
 public protocol FeedSource: Sendable {
     /// The feed body; throws when it cannot be had now.
     func fetchFeed(url: String) throws(FetchError) -> [UInt8]
+    /// A conditional GET (`If-None-Match`, `If-Modified-Since`) with gzip
+    /// accepted; throws when the feed cannot be had now.
+    func fetchFeed(url: String, validators: FeedValidators?) throws(FetchError) -> FeedResponse
 }

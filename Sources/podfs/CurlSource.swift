@@ -19,9 +19,20 @@ struct CurlSource: RangeSource, FeedSource {
     }
 
     func fetchFeed(url: String) throws(FetchError) -> [UInt8] {
+        switch try fetchFeed(url: url, validators: nil) {
+        case .body(let body, _, _): return body
+        case .notModified: return []  // only an answer to validators, and none were sent
+        }
+    }
+
+    func fetchFeed(url: String, validators: FeedValidators?) throws(FetchError) -> FeedResponse {
+        var headers: [(name: String, value: String)] = []
+        if let etag = validators?.etag { headers.append(("If-None-Match", etag)) }
+        if let lastModified = validators?.lastModified { headers.append(("If-Modified-Since", lastModified)) }
         let response: HTTPResponse
         do {
-            response = try client.fetchAll(HTTPRequest(url: url, acceptCompressed: true), limit: feedLimit)
+            response = try client.fetchAll(
+                HTTPRequest(url: url, headers: headers, acceptCompressed: true), limit: feedLimit)
         } catch let error where error.kind == .tooLarge {
             throw FetchError(
                 isTransient: false, isUnreachable: false,
@@ -34,12 +45,13 @@ struct CurlSource: RangeSource, FeedSource {
         if let zone = response.head.connectedZone {
             zones.recordFeed(url: url, zone: zone)
         }
+        if response.head.status == 304, validators != nil { return .notModified }
         guard (200..<300).contains(response.head.status) else {
             throw FetchError(
                 isTransient: response.head.status >= 500, isUnreachable: false,
                 message: "the origin answered HTTP \(response.head.status) for \(url)")
         }
-        return response.body
+        return .body(response.body, etag: response.head.etag, lastModified: response.head.lastModified)
     }
 
     /// `64 MiB`, `512 KiB` or `100 bytes`.

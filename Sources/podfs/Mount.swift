@@ -25,8 +25,8 @@ struct Mount: ParsableCommand {
     @Option(
         name: .short,
         help: ArgumentHelp(
-            "Mount options, comma separated: cache_dir=DIR, cache_size=SIZE, max_feed_size=SIZE, allow_private, "
-                + "allow_other, allow_root."))
+            "Mount options, comma separated: cache_dir=DIR, cache_size=SIZE, max_feed_size=SIZE, refresh=INTERVAL, "
+                + "allow_private, allow_other, allow_root."))
     var o: [String] = []
 
     @Option(name: .long, help: "Where the background daemon logs (default: <cache-dir>/podfs.log).")
@@ -72,6 +72,14 @@ struct Mount: ParsableCommand {
                 + "open one."))
     var cacheSize: String?
 
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "How often to fetch the feeds again: seconds, 30m, 1h, or off (default 30m).",
+            discussion: "Each refresh is a conditional GET (ETag, Last-Modified) with gzip; new episodes "
+                + "appear without a remount, a feed that fails keeps its listing (podfs status says why)."))
+    var refresh: String?
+
     @Flag(name: .long, help: .hidden)
     var daemonChild = false
 
@@ -90,6 +98,7 @@ struct Mount: ParsableCommand {
                 throw ValidationError("--cache-size: \(error)")
             }
         }
+        if let refresh { _ = try RefreshInterval(refresh) }
         guard revalidateAfter >= 0 else {
             throw ValidationError("--revalidate-after must be 0 or more seconds")
         }
@@ -119,6 +128,8 @@ struct Mount: ParsableCommand {
                 feedLimit: Int(try (maxFeedSize ?? options.maxFeedSize).map { try CacheSize($0).bytes ?? 0 } ?? 64 << 20),
                 allowPrivate: allowPrivate || options.allowPrivate,
                 commitInterval: commitInterval, revalidateAfter: revalidateAfter,
+                refreshInterval: try (refresh ?? options.refresh).map { try RefreshInterval($0).seconds }
+                    ?? RefreshInterval.defaultSeconds,
                 cacheSize: try (cacheSize ?? options.cacheSize).map { try CacheSize($0) }, logLevel: debug ? .debug : .info, readiness: daemonChild ? .pipe : .none)
             throw ExitCode(service.run())
         }

@@ -13,6 +13,8 @@ struct MountOptions {
     var maxFeedSize: String?
     /// `-o allow_private`: feeds may send podfs to any address.
     var allowPrivate = false
+    /// `-o refresh=INTERVAL`, as typed.
+    var refresh: String?
 
     /// fstab and mount(8) options that mean nothing to podfs.
     private static let ignored: Set<String> = [
@@ -46,6 +48,11 @@ struct MountOptions {
                     maxFeedSize = value
                 case "allow_private":
                     allowPrivate = true
+                case "refresh":
+                    guard let value, (try? RefreshInterval(value)) != nil else {
+                        throw ValidationError("-o refresh needs an interval, e.g. -o refresh=30m, refresh=3600 or refresh=off")
+                    }
+                    refresh = value
                 case "allow_other", "allow_root", "auto_unmount":
                     fuseOptions.append(name)
                 case _ where Self.ignored.contains(name) || name.hasPrefix("x-systemd.") || name.hasPrefix("comment="):
@@ -53,10 +60,42 @@ struct MountOptions {
                 default:
                     throw ValidationError(
                         "unknown mount option '\(option)'. podfs takes -o cache_dir=DIR, cache_size=SIZE, max_feed_size=SIZE, "
-                            + "allow_private, allow_other, allow_root "
+                            + "refresh=INTERVAL, allow_private, allow_other, allow_root "
                             + "(and ignores fstab's auto, noauto, user, _netdev, nofail, x-systemd.*).")
                 }
             }
         }
+    }
+}
+
+/// How often feeds are fetched again: seconds (`90`, `90s`), minutes (`30m`),
+/// hours (`1h`), or `off`.
+struct RefreshInterval {
+    /// The default: every 30 minutes.
+    static let defaultSeconds: Double = 30 * 60
+
+    /// Seconds, or `nil` for never.
+    let seconds: Double?
+
+    init(_ text: String) throws {
+        let trimmed = text.trimmingCharacters(in: .whitespaces).lowercased()
+        if ["off", "never", "none", "0"].contains(trimmed) {
+            seconds = nil
+            return
+        }
+        var number = trimmed
+        var multiplier: Double = 1
+        if let last = number.last, let unit = ["s": 1.0, "m": 60.0, "h": 3600.0, "d": 86_400.0][String(last)] {
+            multiplier = unit
+            number.removeLast()
+        }
+        guard let value = Double(number), value.isFinite, value > 0, value * multiplier <= 366 * 86_400 else {
+            throw ValidationError("'\(text)' is not a refresh interval; write e.g. 30m, 1h, 3600 (seconds) or off")
+        }
+        // Faster would hammer the origins for nothing.
+        guard value * multiplier >= 1 else {
+            throw ValidationError("a refresh interval of '\(text)' is too short; the shortest is 1 second (1s)")
+        }
+        seconds = value * multiplier
     }
 }

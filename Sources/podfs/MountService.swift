@@ -24,6 +24,8 @@ struct MountService {
     let allowPrivate: Bool
     let commitInterval: Double
     let revalidateAfter: Double
+    /// Seconds between background refreshes of the feeds; `nil`: never.
+    let refreshInterval: Double?
     /// As given; `nil`: the default (half the space available to the cache).
     let cacheSize: CacheSize?
     let logLevel: Logger.Level
@@ -66,15 +68,21 @@ struct MountService {
         let source = CurlSource(client: client, feedLimit: feedLimit, zones: FeedZones(policy: policy))
         let feedURLs = try resolveSources()
         let loader = FeedLoader(source: source, index: index, logger: logger)
+        let feedStatus = FeedStatusStore(directory: cacheDirectory)
         var feeds: [(url: String, feed: ParsedFeed)] = []
         var failures: [String] = []
         for url in feedURLs {
             switch loader.load(url: url) {
-            case .fresh(let feed), .cached(let feed, _):
+            case .fresh(let feed):
                 feeds.append((url: url, feed: feed))
+                feedStatus.record(url: url, ok: true, detail: "loaded")
+            case .cached(let feed, let reason):
+                feeds.append((url: url, feed: feed))
+                feedStatus.record(url: url, ok: false, detail: reason + " (showing the last good copy)")
             case .failed(let reason):
                 logger.error("feed left out", metadata: ["feed.url": "\(url)", "reason": "\(reason)"])
                 failures.append("\(url): \(reason)")
+                feedStatus.record(url: url, ok: false, detail: reason)
             }
         }
         if feeds.isEmpty {
@@ -85,8 +93,13 @@ struct MountService {
         }
         let catalog = try Catalog(feeds: feeds, index: index, logger: logger)
         for show in catalog.shows {
-            source.zones.adopt(urls: show.episodes.map(\.url), feedURL: show.feedURL)
+            source.zones.adopt(urls: (show.episodes + show.extras).map(\.url), feedURL: show.feedURL)
         }
+        // The catalogue has what it needs; the parsed feeds (tens of MB for
+        // a large one) would otherwise live as long as the mount.
+        feeds.removeAll()
+        // Parsing left tens of MB of freed heap behind; give it back.
+        Heap.giveBackFreedMemory()
         var tuning = EpisodeReader.Tuning()
         tuning.revalidateAfter = revalidateAfter
         tuning.commitEveryChunk = commitInterval == 0
@@ -95,7 +108,7 @@ struct MountService {
         try? Data((tuning.cacheLimit.map { String($0) } ?? "none").utf8)
             .write(to: URL(fileURLWithPath: cacheDirectory + "/cache-size"))
         let reader = EpisodeReader(index: index, source: source, logger: logger, tuning: tuning)
-        reader.adopt(catalog.shows.flatMap(\.episodes))
+        reader.adopt(catalog.shows.flatMap { $0.episodes + $0.extras })
         reader.evictIfOverLimit()
         let fileSystem = PodFileSystem(catalog: catalog, reader: reader, logger: logger)
         let session = try FUSESession(
@@ -106,6 +119,15 @@ struct MountService {
         session.setReadAhead(kib: readAhead)
         reader.startFlushing(interval: commitInterval)
         reader.warmUp()
+        let zones = source.zones
+        let refresher = refreshInterval.map { interval in
+            FeedRefresher(
+                urls: feedURLs, interval: interval, loader: loader, catalog: catalog, reader: reader,
+                statusStore: feedStatus, logger: logger,
+                onNewFiles: { urls, feedURL in zones.adopt(urls: urls, feedURL: feedURL) })
+        }
+        refresher?.attach(invalidator: session)
+        refresher?.start()
         logger.info("mounted", metadata: ["mountpoint": "\(mountpoint)", "cache": "\(cacheDirectory)"])
         for failure in failures { report("warning: left out \(failure)") }
         report("ready")
@@ -117,7 +139,11 @@ struct MountService {
         }
         let status = session.serve()
         logger.info("unmounting: saving the cache index")
+        // Stop refreshing first: shutting the client down cuts a refresh's
+        // fetch short, and nothing invalidates after the session closes.
+        refresher?.requestStop()
         client.shutdown()
+        refresher?.waitUntilStopped()
         reader.stopFlushing()
         index.checkpoint()
         session.close()

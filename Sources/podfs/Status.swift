@@ -61,11 +61,23 @@ struct CacheReport: Encodable {
         var ranges: [[Int64]]
     }
 
+    /// How the last load or refresh of a feed went.
+    struct Refresh: Encodable {
+        /// Seconds since the epoch.
+        var checkedAt: Int64
+        var ok: Bool
+        /// "loaded", "updated", "not modified", or why it failed.
+        var detail: String
+    }
+
     struct Feed: Encodable {
         var url: String
         var title: String
         /// When the saved copy of the feed was fetched (seconds since the epoch).
         var fetchedAt: Int64?
+        /// The last load or refresh by a mount; `nil` when none was recorded.
+        var lastRefresh: Refresh?
+        /// Episodes, then the cover, transcripts and chapters files.
         var episodes: [Episode]
     }
 
@@ -80,7 +92,22 @@ struct CacheReport: Encodable {
         cacheDirectory = directory
         sizeCap = (try? String(contentsOfFile: directory + "/cache-size", encoding: .utf8))
             .flatMap { Int64($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
-        feeds = snapshot.map { Self.feed($0, logger: logger) }
+        let refreshes = FeedStatusStore.read(directory: directory)
+        feeds = snapshot.map { snapshot in
+            var feed = Self.feed(snapshot, logger: logger)
+            feed.lastRefresh = refreshes[snapshot.url].map {
+                Refresh(checkedAt: $0.checkedAt, ok: $0.ok, detail: $0.detail)
+            }
+            return feed
+        }
+        // Feeds a mount could never load (no copy kept) are in no index row:
+        // they still get a line saying why.
+        let known = Set(snapshot.map(\.url))
+        for (url, record) in refreshes.sorted(by: { $0.key < $1.key }) where !known.contains(url) {
+            feeds.append(Feed(
+                url: url, title: url, fetchedAt: nil,
+                lastRefresh: Refresh(checkedAt: record.checkedAt, ok: record.ok, detail: record.detail), episodes: []))
+        }
         totalBytes = feeds.reduce(0) { $0 + $1.episodes.reduce(0) { $0 + $1.size } }
         cachedBytes = feeds.reduce(0) { $0 + $1.episodes.reduce(0) { $0 + $1.cachedBytes } }
     }
@@ -99,6 +126,10 @@ struct CacheReport: Encodable {
             out += "\n\(feed.title)  (\(feed.url)"
             if let fetchedAt = feed.fetchedAt { out += ", feed saved \(Self.date(fetchedAt))" }
             out += ")\n"
+            if let refresh = feed.lastRefresh {
+                out += "  last refresh: \(refresh.ok ? "ok" : "failed: \(refresh.detail)") (\(Self.date(refresh.checkedAt))"
+                out += refresh.ok ? ", \(refresh.detail))\n" : ")\n"
+            }
             let width = min(60, feed.episodes.map { ($0.name ?? $0.key).count }.max() ?? 0)
             for episode in feed.episodes {
                 let name = episode.name ?? "(no longer in the feed) \(episode.key)"
@@ -121,8 +152,10 @@ struct CacheReport: Encodable {
         var order: [String] = []
         if let body = snapshot.body, let parsed = try? FeedParser.parse(body, baseURL: snapshot.url) {
             title = parsed.title ?? snapshot.url
-            for item in Catalog.layout(feedURL: snapshot.url, feed: parsed, logger: logger) {
-                named[item.key] = (item.name, item.parsed.enclosureLength)
+            let layout = ShowLayout(
+                feedURL: snapshot.url, feed: parsed, directoryName: Naming.sanitize(parsed.title), logger: logger)
+            for item in layout.files {
+                named[item.key] = (item.name, item.kind == .episode ? item.episode?.enclosureLength : nil)
                 order.append(item.key)
             }
         }
@@ -135,7 +168,7 @@ struct CacheReport: Encodable {
         for record in snapshot.episodes where named[record.key] == nil {
             episodes.append(episode(record, name: nil, feedLength: nil))
         }
-        return Feed(url: snapshot.url, title: title, fetchedAt: snapshot.fetchedAt, episodes: episodes)
+        return Feed(url: snapshot.url, title: title, fetchedAt: snapshot.fetchedAt, lastRefresh: nil, episodes: episodes)
     }
 
     private static func episode(_ record: EpisodeRecord, name: String?, feedLength: Int64?) -> Episode {

@@ -51,13 +51,15 @@ struct MountTests {
         try fixture.origin.reset()
         let show = "\(fixture.mountpoint)/Big Show"
         // Listings are paged by the kernel; every name must come exactly once.
+        // The episodes and the show's playlist.
         let names = try Harness.sh("ls -U '\(show)'").split(separator: "\n")
-        #expect(names.count == count)
-        #expect(Set(names).count == count)
+        #expect(names.count == count + 1)
+        #expect(Set(names).count == count + 1)
+        #expect(names.contains("Big Show.m3u"))
         let long = try Harness.sh("ls -l '\(show)'")
         #expect(long.contains(" 3999 "), "sizes come with the listing")
         let files = try Harness.sh("find '\(show)' -type f | wc -l").trimmingCharacters(in: .whitespacesAndNewlines)
-        #expect(files == String(count))
+        #expect(files == String(count + 1))
         let stats = try fixture.origin.stats()
         #expect((stats["requests"] as? NSNumber)?.intValue == 0, "listing and stat never ask the origin")
         try fixture.unmount()

@@ -33,6 +33,8 @@ Fault config keys:
                                 closing the connection (a client cannot know the size)
   gzip_encoded: ["/x"]          the file is already gzip data: send it as is with
                                 "Content-Encoding: gzip" (e.g. a decompression bomb)
+  gzip: true                    templates go gzip-compressed to clients that accept it
+                                (whole-body GETs only; the path's "encodings" stat counts them)
 "count" is the number of requests the fault applies to; -1 or missing = always.
 For "redirects" and "status" a POST merges per path (a null value removes one
 entry); any other key is replaced, and a top-level null removes the key.
@@ -40,6 +42,7 @@ entry); any other key is replaced, and a top-level null removes the key.
 
 import argparse
 import email.utils
+import gzip
 import json
 import os
 import signal
@@ -63,6 +66,10 @@ CONTENT_TYPES = {
     ".jpg": "image/jpeg",
     ".jpeg": "image/jpeg",
     ".png": "image/png",
+    ".webp": "image/webp",
+    ".vtt": "text/vtt",
+    ".srt": "application/x-subrip",
+    ".json": "application/json",
 }
 CHUNK = 256 * 1024
 SENDFILE_MAX = 1 << 30
@@ -176,6 +183,13 @@ class Origin:
             if isinstance(paths, str):
                 paths = [paths]
             return path in paths
+    def gzip_templates(self):
+        with self.lock:
+            return bool(self.config.get("gzip"))
+
+    def count_encoding(self, path, encoding):
+        with self.lock:
+            self._path_stats(path).setdefault("encodings", []).append(encoding)
 
     def fail_all(self):
         with self.lock:
@@ -588,6 +602,13 @@ class Handler(BaseHTTPRequestHandler):
         else:
             size = st.st_size
         etag = self._etag(st, base)
+        encoding = None
+        if (body is not None and rng is None and o.gzip_templates()
+                and "gzip" in (self.headers.get("Accept-Encoding") or "").lower()):
+            body = gzip.compress(body, mtime=0)
+            size = len(body)
+            encoding = "gzip"
+            etag = etag[:-1] + '-gz"'
         lastmod_ts = int(st.st_mtime)
         lastmod = http_date(lastmod_ts)
         common = {"ETag": etag, "Last-Modified": lastmod}
@@ -654,8 +675,13 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header(k, v)
         if body is None:
             self.send_header("Cache-Control", "no-cache")
+        if encoding is not None:
+            self.send_header("Content-Encoding", encoding)
+            self.send_header("Vary", "Accept-Encoding")
         self.end_headers()
         o.count_status(path, code)
+        if body is not None:
+            o.count_encoding(path, encoding or "identity")
         if head or length == 0:
             return code, 0
 

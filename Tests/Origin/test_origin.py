@@ -4,6 +4,7 @@
     python3 Tests/Origin/test_origin.py        (or: python3 -m unittest in Tests/Origin)
 """
 
+import gzip
 import http.client
 import json
 import os
@@ -171,6 +172,25 @@ class OriginTest(unittest.TestCase):
         self.assertEqual(r.status, 200)
         r, data = self.request("GET", "/feed.xml", {"Host": "example.test:81"})
         self.assertIn(b"http://example.test:81/ep.mp3", data)
+
+    def test_gzip_templates(self):
+        self.control("/_origin/config", {"gzip": True})
+        try:
+            r, data = self.request("GET", "/feed.xml", {"Accept-Encoding": "gzip"})
+            self.assertEqual((r.status, r.getheader("Content-Encoding")), (200, "gzip"))
+            base = "http://127.0.0.1:%d" % self.port
+            self.assertEqual(gzip.decompress(data), FEED.replace(b"{{BASE}}", base.encode()))
+            etag = r.getheader("ETag")
+            r, data = self.request("GET", "/feed.xml", {"Accept-Encoding": "gzip", "If-None-Match": etag})
+            self.assertEqual((r.status, data), (304, b""))
+            r, data = self.request("GET", "/feed.xml")
+            self.assertEqual((r.status, r.getheader("Content-Encoding")), (200, None))
+            r, data = self.request("GET", "/ep.mp3", {"Accept-Encoding": "gzip"})
+            self.assertEqual((r.status, r.getheader("Content-Encoding"), data), (200, None, BIG))
+            stats = json.loads(self.request("GET", "/_origin/stats")[1])
+            self.assertIn("gzip", stats["paths"]["/feed.xml"]["encodings"])
+        finally:
+            self.control("/_origin/config/clear")
 
     def test_stats(self):
         self.request("GET", "/ep.mp3", {"Range": "bytes=0-99"})

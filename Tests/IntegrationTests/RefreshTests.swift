@@ -1,0 +1,245 @@
+import Foundation
+import Testing
+
+/// Background refresh, the cover, transcripts, chapters and the playlist,
+/// through a real mount against the test origin.
+@Suite(.serialized)
+struct RefreshTests {
+    // MARK: - Helpers
+
+    private static let show = "Refresh Show"
+
+    /// One item of the test feed.
+    private struct Item {
+        var guid: String
+        var title: String
+        var day: Int
+        var file: String
+        var extras = ""
+    }
+
+    /// The feed document for `items` (top of the feed first).
+    private static func feed(_ items: [Item]) -> Data {
+        var body = ""
+        for item in items {
+            body += """
+                <item><title>\(item.title)</title><guid>\(item.guid)</guid>
+                <pubDate>\(String(format: "Sun, %02d Nov 2026 10:00:00 GMT", item.day))</pubDate>
+                <enclosure url="{{BASE}}/\(item.file)" length="1000" type="audio/mpeg"/>\(item.extras)
+                </item>
+
+                """
+        }
+        return Data(
+            """
+            <?xml version="1.0" encoding="UTF-8"?>
+            <rss version="2.0" xmlns:itunes="http://www.itunes.com/dtds/podcast-1.0.dtd"
+                 xmlns:podcast="https://podcastindex.org/namespace/1.0">
+            <channel><title>\(show)</title><itunes:image href="{{BASE}}/art/cover.png"/>
+            \(body)</channel></rss>
+            """.utf8)
+    }
+
+    /// Polls `condition` every 0.2 s for up to `seconds`; whether it held.
+    private static func eventually(_ seconds: Double = 30, _ condition: () throws -> Bool) rethrows -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if try condition() { return true }
+            Thread.sleep(forTimeInterval: 0.2)
+        }
+        return try condition()
+    }
+
+    private static func listing(_ fixture: Fixture) throws -> [String] {
+        try Harness.sh("ls -1 '\(fixture.mountpoint)/\(show)'").split(separator: "\n").map(String.init).sorted()
+    }
+
+    /// Statuses the origin answered for one path.
+    private static func statuses(_ fixture: Fixture, _ path: String) throws -> [Int] {
+        let paths = try fixture.origin.stats()["paths"] as? [String: Any]
+        let entry = paths?[path] as? [String: Any]
+        return (entry?["statuses"] as? [NSNumber])?.map(\.intValue) ?? []
+    }
+
+    private static func encodings(_ fixture: Fixture, _ path: String) throws -> [String] {
+        let paths = try fixture.origin.stats()["paths"] as? [String: Any]
+        let entry = paths?[path] as? [String: Any]
+        return entry?["encodings"] as? [String] ?? []
+    }
+
+    // MARK: - Tests
+
+    @Test func refreshAddsNewEpisodesWithoutRemountAndKeepsEveryOldName() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        let mp3 = (1...4).map { Harness.bytes(count: 1000 + $0 * 77, seed: UInt64(40 + $0)) }
+        for (index, data) in mp3.enumerated() { try fixture.origin.put("e\(index + 1).mp3", data) }
+        let cover = Harness.bytes(count: 70_001, seed: 9)
+        let vtt = Data("WEBVTT\n\n00:00.000 --> 00:01.000\nHello from the transcript.\n".utf8)
+        let srt = Data("1\n00:00:00,000 --> 00:00:01,000\nHello.\n".utf8)
+        let chapters = Data(#"{"version":"1.2.0","chapters":[{"startTime":0,"title":"Intro"}]}"#.utf8)
+        try fixture.origin.put("art/cover.png", cover)
+        try fixture.origin.put("t/e1.vtt", vtt)
+        try fixture.origin.put("t/e1.srt", srt)
+        try fixture.origin.put("t/e1.json", chapters)
+        let extras = """
+            <podcast:transcript url="{{BASE}}/t/e1.vtt" type="text/vtt" language="en"/>
+            <podcast:transcript url="{{BASE}}/t/e1.srt" type="application/x-subrip"/>
+            <podcast:chapters url="{{BASE}}/t/e1.json" type="application/json+chapters"/>
+            """
+        // Two episodes with the same name: the older one gets the plain name.
+        let first = [
+            Item(guid: "g2", title: "Same", day: 1, file: "e2.mp3"),
+            Item(guid: "g1", title: "Same", day: 1, file: "e1.mp3", extras: extras),
+            Item(guid: "g0", title: "Start", day: 1, file: "e4.mp3"),
+        ]
+        try fixture.origin.put("feed.xml", Self.feed(first))
+        try fixture.origin.configure(#"{"gzip": true}"#)
+        try fixture.mount(extra: ["--refresh", "1"])
+        let show = "\(fixture.mountpoint)/\(Self.show)"
+
+        // The folder: episodes, the cover, transcripts, chapters, playlist.
+        let expected = [
+            "2026-11-01 Same (2).mp3", "2026-11-01 Same.chapters.json", "2026-11-01 Same.vtt",
+            "2026-11-01 Same.mp3", "2026-11-01 Same.srt", "2026-11-01 Start.mp3", "Refresh Show.m3u", "cover.png",
+        ]
+        #expect(try Self.listing(fixture) == expected.sorted())
+        _ = try Harness.sh("ls -l '\(show)'")
+        #expect(try fixture.origin.requests("t/e1.vtt") == 0, "ls -l must not fetch transcripts")
+        #expect(try fixture.origin.requests("art/cover.png") == 0, "ls -l must not fetch the cover")
+
+        // Bytes equal the origin's, with cat and with cp.
+        let copy = fixture.directory + "/copy"
+        try Harness.sh("cp '\(show)/cover.png' '\(copy).png'")
+        #expect(FileManager.default.contents(atPath: copy + ".png") == cover)
+        try Harness.sh("cat '\(show)/2026-11-01 Same.vtt' > '\(copy).vtt'")
+        #expect(FileManager.default.contents(atPath: copy + ".vtt") == vtt)
+        try Harness.sh("cp '\(show)/2026-11-01 Same.srt' '\(copy).srt'")
+        #expect(FileManager.default.contents(atPath: copy + ".srt") == srt)
+        try Harness.sh("cat '\(show)/2026-11-01 Same.chapters.json' > '\(copy).json'")
+        #expect(FileManager.default.contents(atPath: copy + ".json") == chapters)
+        let size = try Harness.sh("stat -c %s '\(show)/cover.png'").trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(size == "70001", "after the first read, stat shows the real size")
+
+        // The playlist: oldest first, relative paths, titles.
+        let m3u = try Harness.sh("cat '\(show)/Refresh Show.m3u'")
+        #expect(
+            m3u == """
+                #EXTM3U
+                #EXTINF:-1,Start
+                2026-11-01 Start.mp3
+                #EXTINF:-1,Same
+                2026-11-01 Same.mp3
+                #EXTINF:-1,Same
+                2026-11-01 Same (2).mp3
+
+                """)
+
+        // Refreshes are conditional (304) and ask for gzip.
+        #expect(try Self.eventually { try Self.statuses(fixture, "/feed.xml").contains(304) })
+        #expect(try Self.encodings(fixture, "/feed.xml").contains("gzip"))
+
+        // Keep one episode open that the next feed drops (its name is now
+        // in the kernel's cache for 30 s).
+        _ = try Harness.sh("stat '\(show)/2026-11-01 Start.mp3'")
+        // O_CLOEXEC: a program another test starts meanwhile must not
+        // inherit it (it would keep the mount busy).
+        let descriptor = open("\(show)/2026-11-01 Start.mp3", O_RDONLY | O_CLOEXEC)
+        try #require(descriptor >= 0)
+        let held = FileHandle(fileDescriptor: descriptor, closeOnDealloc: false)
+        var heldOpen = true
+        defer { if heldOpen { close(descriptor) } }
+
+        // A new episode with the same name at the top; "Start" leaves the feed.
+        let second = [Item(guid: "g3", title: "Same", day: 1, file: "e3.mp3")] + first.dropLast()
+        try fixture.origin.replace("feed.xml", Self.feed(second))
+        #expect(
+            try Self.eventually { try Self.listing(fixture).contains("2026-11-01 Same (3).mp3") },
+            "the new episode appears without a remount; log: \(fixture.log())")
+        let after = try Self.listing(fixture)
+        #expect(after.contains("2026-11-01 Same.mp3") && after.contains("2026-11-01 Same (2).mp3"))
+        #expect(after.contains("2026-11-01 Same.vtt"), "old names unchanged")
+        #expect(!after.contains("2026-11-01 Start.mp3"), "a removed episode leaves the listing")
+        // The kernel was told to forget the name (it would keep it 30 s).
+        #expect(
+            Self.eventually(5) { (try? Harness.sh("stat '\(show)/2026-11-01 Start.mp3'")) == nil },
+            "a removed name is gone from the kernel's cache too")
+        let newCopy = fixture.directory + "/new.mp3"
+        try Harness.sh("cat '\(show)/2026-11-01 Same (3).mp3' > '\(newCopy)'")
+        #expect(FileManager.default.contents(atPath: newCopy) == mp3[2])
+        #expect(try held.readToEnd() == mp3[3], "an open file of a removed episode stays readable")
+        let newM3U = try Harness.sh("cat '\(show)/Refresh Show.m3u'")
+        #expect(
+            newM3U == """
+                #EXTM3U
+                #EXTINF:-1,Same
+                2026-11-01 Same.mp3
+                #EXTINF:-1,Same
+                2026-11-01 Same (2).mp3
+                #EXTINF:-1,Same
+                2026-11-01 Same (3).mp3
+
+                """)
+        let status = try Harness.run(Harness.podfs, ["status", "--cache-dir", fixture.cacheDirectory])
+        #expect(status.text.contains("last refresh: ok"), "\(status.text)")
+        close(descriptor)
+        heldOpen = false
+        try fixture.unmount()
+    }
+
+    @Test func aBrokenFeedOnRefreshKeepsTheListingAndStatusSaysWhy() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        try fixture.publish(Fixture.episodes(sizes: [5000, 6000]))
+        // A second SOURCE that never loads: the mount goes on without it.
+        try fixture.mount(extra: ["-o", "refresh=1s", "\(fixture.origin.base)/missing.xml"])
+        let show = "\(fixture.mountpoint)/\(Fixture.showTitle)"
+        let before = try Harness.sh("ls -1 '\(show)'")
+        try fixture.origin.replace("feed.xml", Data("this is not a feed at all\n".utf8))
+        var status = ""
+        #expect(
+            try Self.eventually {
+                status = try Harness.run(Harness.podfs, ["status", "--cache-dir", fixture.cacheDirectory]).text
+                return status.contains("last refresh: failed: the feed does not parse")
+            }, "\(status)")
+        #expect(try Harness.sh("ls -1 '\(show)'") == before, "the previous listing stays")
+        let copy = fixture.directory + "/copy"
+        try Harness.sh("cat '\(fixture.path(1))' > '\(copy)'")
+        #expect(FileManager.default.contents(atPath: copy) == fixture.episodes[1].data)
+        #expect(fixture.log().contains("feed refresh failed; keeping the previous listing"))
+        let json = try Harness.run(Harness.podfs, ["status", "--cache-dir", fixture.cacheDirectory, "--json"])
+        let object = try JSONSerialization.jsonObject(with: json.stdout) as? [String: Any]
+        let feed = (object?["feeds"] as? [[String: Any]])?.first
+        let refresh = feed?["lastRefresh"] as? [String: Any]
+        #expect(refresh?["ok"] as? Bool == false)
+        #expect((refresh?["detail"] as? String)?.contains("does not parse") == true)
+
+        #expect(status.contains("/missing.xml"), "a feed that never loaded is in the status too: \(status)")
+        #expect(status.contains("HTTP 404"), "\(status)")
+
+        // Once it loads, it gets its folder without a remount.
+        try fixture.origin.put("missing.xml", Self.feed([Item(guid: "late", title: "Late", day: 3, file: "ep1.mp3")]))
+        #expect(
+            try Self.eventually { (try? Harness.sh("ls '\(fixture.mountpoint)'"))?.contains(Self.show) == true },
+            "a SOURCE that failed at mount time appears at its first good refresh")
+        #expect(try Harness.sh("ls -1 '\(fixture.mountpoint)/\(Self.show)'").contains("2026-11-03 Late.mp3"))
+
+        // The broken copy was not kept: offline, a remount shows the last good one.
+        try fixture.unmount()
+        fixture.origin.stop()
+        try fixture.mount()
+        #expect(try Harness.sh("ls -1 '\(show)'") == before)
+        try fixture.unmount()
+
+        // Fixed again: the next refresh says so.
+        try fixture.origin.start()
+        try fixture.publish(fixture.episodes)
+        try fixture.mount(extra: ["--refresh", "1"])
+        #expect(
+            try Self.eventually {
+                status = try Harness.run(Harness.podfs, ["status", "--cache-dir", fixture.cacheDirectory]).text
+                return status.contains("last refresh: ok")
+            }, "\(status)")
+        try fixture.unmount()
+    }
+}

@@ -1,0 +1,118 @@
+import Feeds
+import Foundation
+import Locking
+import Logging
+import PodFS
+import RangeCache
+import Testing
+
+/// Conditional GETs and the last good copy, with an in-memory feed source.
+@Suite struct FeedLoaderTests {
+    // MARK: - Helpers
+
+    /// Answers with whatever the test set, and remembers what it was asked.
+    private final class ScriptedSource: FeedSource {
+        let answer = Locked<Result<FeedResponse, FetchError>>(.success(.notModified))
+        let asked = Locked<[FeedValidators?]>([])
+
+        func fetchFeed(url: String) throws(FetchError) -> [UInt8] {
+            guard case .body(let body, _, _) = try fetchFeed(url: url, validators: nil) else { return [] }
+            return body
+        }
+
+        func fetchFeed(url: String, validators: FeedValidators?) throws(FetchError) -> FeedResponse {
+            asked.withLock { $0.append(validators) }
+            return try answer.withLock { $0 }.get()
+        }
+    }
+
+    private static let url = "https://feeds.example/show.xml"
+
+    private static func feed(_ titles: [String]) -> [UInt8] {
+        let items = titles.enumerated().map { index, title in
+            "<item><title>\(title)</title><guid>g\(index)</guid><enclosure url=\"https://cdn.example/\(index).mp3\"/></item>"
+        }
+        return Array("<rss version=\"2.0\"><channel><title>Show</title>\(items.joined())</channel></rss>".utf8)
+    }
+
+    private func withLoader(_ body: (FeedLoader, ScriptedSource, CacheIndex) throws -> Void) throws {
+        let directory = NSTemporaryDirectory() + "podfs-loader-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var logger = Logger(label: "test")
+        logger.logLevel = .critical
+        let index = try CacheIndex(directory: directory, logger: logger)
+        let source = ScriptedSource()
+        try body(FeedLoader(source: source, index: index, logger: logger), source, index)
+    }
+
+    // MARK: - Tests
+
+    @Test func theKeptCopysValidatorsMakeTheNextGetConditional() throws {
+        try withLoader { loader, source, index throws in
+            source.answer.withLock { $0 = .success(.body(Self.feed(["A"]), etag: "\"v1\"", lastModified: "Mon, 02 Nov 2026 10:00:00 GMT")) }
+            guard case .fresh(let first) = loader.load(url: Self.url) else {
+                Issue.record("the first load failed")
+                return
+            }
+            #expect(first.episodes.count == 1)
+            #expect(source.asked.withLock { $0 } == [nil], "nothing kept yet: an unconditional GET")
+            source.answer.withLock { $0 = .success(.notModified) }
+            guard case .notModified = loader.refresh(url: Self.url) else {
+                Issue.record("a 304 is not a change")
+                return
+            }
+            #expect(source.asked.withLock { $0.last } == FeedValidators(etag: "\"v1\"", lastModified: "Mon, 02 Nov 2026 10:00:00 GMT"))
+            // A remount answered 304 shows the kept copy as current.
+            guard case .fresh(let again) = loader.load(url: Self.url) else {
+                Issue.record("a 304 at mount time must give the kept copy")
+                return
+            }
+            #expect(again == first)
+            #expect(try index.feedBody(url: Self.url)?.etag == "\"v1\"")
+        }
+    }
+
+    @Test func aBrokenOrUnreachableFeedKeepsTheLastGoodCopyAndSaysWhy() throws {
+        try withLoader { loader, source, index throws in
+            source.answer.withLock { $0 = .success(.body(Self.feed(["A", "B"]), etag: "\"v1\"", lastModified: nil)) }
+            _ = loader.load(url: Self.url)
+            source.answer.withLock { $0 = .success(.body(Array("not a feed".utf8), etag: "\"v2\"", lastModified: nil)) }
+            guard case .failed(let reason) = loader.refresh(url: Self.url) else {
+                Issue.record("a broken feed must fail")
+                return
+            }
+            #expect(reason.contains("does not parse"))
+            #expect(try index.feedBody(url: Self.url)?.etag == "\"v1\"", "the broken copy is not kept")
+            source.answer.withLock {
+                $0 = .failure(FetchError(isTransient: true, isUnreachable: true, message: "no route to host"))
+            }
+            guard case .failed(let offline) = loader.refresh(url: Self.url) else {
+                Issue.record("an unreachable origin must fail")
+                return
+            }
+            #expect(offline.contains("could not be fetched") && offline.contains("no route to host"))
+            guard case .cached(let kept, _) = loader.load(url: Self.url) else {
+                Issue.record("offline, a mount shows the last good copy")
+                return
+            }
+            #expect(kept.episodes.count == 2)
+        }
+    }
+
+    @Test func theSameBytesAgainAreNotAChange() throws {
+        try withLoader { loader, source, _ throws in
+            source.answer.withLock { $0 = .success(.body(Self.feed(["A"]), etag: nil, lastModified: nil)) }
+            _ = loader.load(url: Self.url)
+            guard case .notModified = loader.refresh(url: Self.url) else {
+                Issue.record("an origin without validators sending the same feed changed nothing")
+                return
+            }
+            source.answer.withLock { $0 = .success(.body(Self.feed(["A", "B"]), etag: nil, lastModified: nil)) }
+            guard case .updated(let feed) = loader.refresh(url: Self.url) else {
+                Issue.record("a new episode is a change")
+                return
+            }
+            #expect(feed.episodes.count == 2)
+        }
+    }
+}
