@@ -13,20 +13,26 @@ public final class PodFileSystem: FileSystem {
     private let catalog: Catalog
     private let reader: EpisodeReader
     private let logger: Logger
+    /// The hidden `.podfs` directory (`nil`: none).
+    private let control: ControlFiles?
     /// How long the kernel may cache names and confirmed attributes.
     private let cacheTimeout: Double = 30
 
     // MARK: - Init
 
-    public init(catalog: Catalog, reader: EpisodeReader, logger: Logger) {
+    public init(catalog: Catalog, reader: EpisodeReader, logger: Logger, control: ControlFiles? = nil) {
         self.catalog = catalog
         self.reader = reader
         self.logger = logger
+        self.control = control
     }
 
     // MARK: - FileSystem
 
     public func lookup(parent: UInt64, name: String, reply: EntryReply) {
+        if let control, let attributes = control.lookup(parent: parent, name: name) {
+            return reply.entry(attributes, entryTimeout: cacheTimeout, attributesTimeout: 0)
+        }
         guard let node = catalog.lookup(parent: parent, name: name) else {
             reply.notFound(timeout: 1)
             return
@@ -36,6 +42,7 @@ public final class PodFileSystem: FileSystem {
     }
 
     public func getattr(inode: UInt64, reply: AttributesReply) {
+        if let control, let attributes = control.attributes(inode) { return reply.attributes(attributes, timeout: 0) }
         guard let node = catalog.node(inode) else {
             reply.fail(.notFound)
             return
@@ -45,6 +52,7 @@ public final class PodFileSystem: FileSystem {
     }
 
     public func readdir(inode: UInt64) throws(FileSystemError) -> [DirectoryEntry] {
+        if let entries = control?.children(of: inode) { return entries }
         guard let entries = catalog.children(of: inode) else { throw .notDirectory }
         return entries.map { entry in
             guard let node = catalog.node(entry.inode) else { return entry }
@@ -58,6 +66,10 @@ public final class PodFileSystem: FileSystem {
     }
 
     public func open(inode: UInt64, flags: Int32, reply: OpenReply) {
+        if let control, control.owns(inode) {
+            do throws(FileSystemError) { reply.opened(try control.open(inode, flags: flags)) } catch { reply.fail(error) }
+            return
+        }
         switch catalog.node(inode) {
         case .episode(let episode): reader.open(episode, reply: reply)
         case .root, .show: reply.fail(.isDirectory)
@@ -66,6 +78,7 @@ public final class PodFileSystem: FileSystem {
     }
 
     public func read(inode: UInt64, handle: UInt64, offset: Int64, size: Int, reply: DataReply) {
+        if let control, control.owns(inode) { return control.read(handle: handle, offset: offset, size: size, reply: reply) }
         guard case .episode(let episode) = catalog.node(inode) else {
             reply.fail(.ioError)
             return
@@ -74,6 +87,7 @@ public final class PodFileSystem: FileSystem {
     }
 
     public func release(inode: UInt64, handle: UInt64) {
+        if let control, control.owns(inode) { return control.release(handle: handle) }
         guard case .episode(let episode) = catalog.node(inode) else { return }
         reader.release(episode, handle: handle)
     }

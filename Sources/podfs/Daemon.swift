@@ -7,17 +7,26 @@ import Foundation
 /// standard output, a pipe: `ready`, or `error: <message>`. Its standard
 /// error (the log) goes to the log file.
 enum Daemon {
-    static func start(arguments: [String], cacheDirectory: String, logFile: String, mountpoint: String) throws {
+    /// - Parameter logFile: where the child's standard error goes; `nil`:
+    ///   it logs to syslog, and its standard error is discarded.
+    static func start(arguments: [String], cacheDirectory: String, logFile: String?, mountpoint: String) throws {
         try FileManager.default.createDirectory(atPath: cacheDirectory, withIntermediateDirectories: true)
-        let logDirectory = (logFile as NSString).deletingLastPathComponent
-        try? FileManager.default.createDirectory(atPath: logDirectory, withIntermediateDirectories: true)
-        if !FileManager.default.fileExists(atPath: logFile) {
-            FileManager.default.createFile(atPath: logFile, contents: nil)
+        let log: FileHandle
+        if let logFile {
+            let logDirectory = (logFile as NSString).deletingLastPathComponent
+            try? FileManager.default.createDirectory(atPath: logDirectory, withIntermediateDirectories: true)
+            if !FileManager.default.fileExists(atPath: logFile) {
+                FileManager.default.createFile(atPath: logFile, contents: nil)
+            }
+            guard let handle = FileHandle(forWritingAtPath: logFile) else {
+                throw ValidationError("cannot write the log file \(logFile); pass --log-file PATH")
+            }
+            handle.seekToEndOfFile()
+            log = handle
+        } else {
+            log = FileHandle(forWritingAtPath: "/dev/null")!
         }
-        guard let log = FileHandle(forWritingAtPath: logFile) else {
-            throw ValidationError("cannot write the log file \(logFile); pass --log-file PATH")
-        }
-        log.seekToEndOfFile()
+        let logName = logFile ?? "syslog (journalctl -t podfs)"
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
         var childArguments = Array(arguments.dropFirst())
@@ -55,11 +64,11 @@ enum Daemon {
         }
         let line = verdict
         if line == "ready" {
-            print("podfs: mounted on \(mountpoint) (pid \(process.processIdentifier), log \(logFile))")
+            print("podfs: mounted on \(mountpoint) (pid \(process.processIdentifier), log \(logName))")
             return
         }
         process.waitUntilExit()
-        let message = line.hasPrefix("error: ") ? String(line.dropFirst(7)) : "the daemon exited (status \(process.terminationStatus)); see \(logFile)"
+        let message = line.hasPrefix("error: ") ? String(line.dropFirst(7)) : "the daemon exited (status \(process.terminationStatus)); see \(logName)"
         FileHandle.standardError.write(Data("podfs: \(message)\n".utf8))
         throw ExitCode(1)
     }

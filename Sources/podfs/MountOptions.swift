@@ -12,6 +12,9 @@ struct MountOptions {
     var maxFeedSize: String?
     /// `-o allow_private`: feeds may send podfs to any address.
     var allowPrivate = false
+    /// The rest of the CLI's options (`log_file=`, `log_level=`, `syslog`,
+    /// `commit_interval=`, `revalidate_after=`, `debug`, `nonempty`).
+    var daemon = DaemonOptions()
 
     /// fstab and mount(8) options that mean nothing to podfs.
     private static let ignored: Set<String> = [
@@ -50,9 +53,10 @@ struct MountOptions {
                 case _ where Self.ignored.contains(name) || name.hasPrefix("x-systemd.") || name.hasPrefix("comment="):
                     continue
                 default:
+                    if try daemon.parse(name: name, value: value) { continue }
                     throw ValidationError(
                         "unknown mount option '\(option)'. podfs takes -o cache_dir=DIR, cache_size=SIZE, max_feed_size=SIZE, "
-                            + "allow_private, allow_other, allow_root "
+                            + "allow_private, allow_other, allow_root, " + DaemonOptions.summary + " "
                             + "(and ignores fstab's auto, noauto, user, _netdev, nofail, x-systemd.*).")
                 }
             }

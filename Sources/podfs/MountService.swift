@@ -28,6 +28,8 @@ struct MountService {
     let cacheSize: CacheSize?
     let logLevel: Logger.Level
     let readiness: Readiness
+    /// Log to syslog (journald) instead of standard error.
+    var logToSyslog = false
 
     /// Mounts and serves until unmounted; returns the exit status.
     func run() -> Int32 {
@@ -39,7 +41,8 @@ struct MountService {
         sigemptyset(&empty)
         pthread_sigmask(SIG_SETMASK, &empty, nil)
         signal(SIGPIPE, SIG_IGN)
-        LoggingSystem.bootstrap { label in
+        LoggingSystem.bootstrap { [logToSyslog] label in
+            if logToSyslog { return SyslogLogHandler(label: label, level: logLevel) }
             var handler = StreamLogHandler.standardError(label: label)
             handler.logLevel = logLevel
             return handler
@@ -93,7 +96,9 @@ struct MountService {
         let reader = EpisodeReader(index: index, source: source, logger: logger, tuning: tuning)
         reader.adopt(catalog.shows.flatMap(\.episodes))
         reader.evictIfOverLimit()
-        let fileSystem = PodFileSystem(catalog: catalog, reader: reader, logger: logger)
+        let fileSystem = PodFileSystem(
+            catalog: catalog, reader: reader, logger: logger,
+            control: StatusFiles.make(cacheDirectory: cacheDirectory, mountpoint: mountpoint, logger: logger))
         let session = try FUSESession(
             mountpoint: mountpoint, fileSystemName: "podfs", options: fuseOptions,
             fileSystem: fileSystem, logger: logger)

@@ -82,6 +82,16 @@ enum MountTable {
         }
     }
 
+    /// The file system type of the mount on `path` (`fuse.podfs`), or `nil`.
+    static func fileSystemType(_ path: String) -> String? {
+        let table = (try? String(contentsOfFile: "/proc/mounts", encoding: .utf8)) ?? ""
+        let line = table.split(separator: "\n").last { line in
+            let fields = line.split(separator: " ")
+            return fields.count > 2 && fields[1].replacingOccurrences(of: "\\040", with: " ") == path
+        }
+        return line.map { String($0.split(separator: " ")[2]) }
+    }
+
     static func isZombie(_ pid: pid_t) -> Bool {
         guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8) else { return true }
         guard let close = stat.lastIndex(of: ")") else { return false }
