@@ -1,0 +1,250 @@
+import ArgumentParser
+import Feeds
+import Foundation
+import Locking
+import Logging
+import RangeCache
+
+/// `podfs prefetch SOURCE... [--latest N] [--since DATE]`: fills the cache
+/// for offline listening by reading episodes through a mount (the one that
+/// uses the cache, else a private one), with progress.
+struct Prefetch: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Fill the cache with episodes for offline listening, with progress.",
+        discussion: """
+            Reads the chosen episodes through a mount, so only the bytes not yet cached are \
+            fetched: a run stopped with Ctrl-C resumes where it stopped. If a podfs mount uses \
+            the same cache directory, prefetch reads through that mount (its feeds must include \
+            the SOURCEs); otherwise it mounts the feeds on a private temporary directory and \
+            unmounts it when done. On a terminal each episode gets a progress bar and the total \
+            shows bytes, rate and time left; otherwise one line per episode.
+            """)
+
+    @Option(name: .long, help: "The cache directory (default: $XDG_CACHE_HOME/podfs, else ~/.cache/podfs).")
+    var cacheDir: String?
+
+    @Option(name: .long, help: "Only the N newest episodes of each feed.")
+    var latest: Int?
+
+    @Option(name: .long, help: "Only episodes published on or after DATE (YYYY-MM-DD, UTC, or ISO 8601).")
+    var since: String?
+
+    @Option(
+        name: .short,
+        help: ArgumentHelp(
+            "Mount options for the private mount (as for podfs mount), e.g. -o allow_private,max_feed_size=200M."))
+    var o: [String] = []
+
+    @Argument(help: "Feed URLs, OPML files or URL list files.")
+    var sources: [String] = []
+
+    mutating func validate() throws {
+        guard !sources.isEmpty else {
+            throw ValidationError("give at least one SOURCE, e.g. podfs prefetch --latest 3 https://example.org/feed.xml")
+        }
+        if let latest, latest < 1 { throw ValidationError("--latest needs a number of episodes, 1 or more") }
+        if let since, Self.date(since) == nil {
+            throw ValidationError("--since needs a date such as 2026-11-01 (or 2026-11-01T18:00:00Z), not '\(since)'")
+        }
+        _ = try MountOptions(o)
+    }
+
+    func run() throws {
+        let options = try MountOptions(o)
+        let cacheDirectory = absolutePath(cacheDir ?? options.cacheDirectory ?? defaultCacheDirectory())
+        let feedURLs: [String]
+        do {
+            feedURLs = try Self.feedURLs(sources)
+        } catch {
+            Self.fail("\(error)")
+        }
+        let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
+        let mount: PrefetchMount
+        do {
+            mount = try PrefetchMount(
+                cacheDirectory: cacheDirectory, sources: sources.map { $0.contains("://") ? $0 : absolutePath($0) },
+                options: o, executable: executable)
+        } catch {
+            Self.fail("\(error)")
+        }
+        if mount.ownDaemon == nil {
+            FileHandle.standardError.write(Data(
+                "podfs: the cache \(cacheDirectory) is mounted on \(mount.mountpoint); prefetching through that mount\n".utf8))
+        }
+        let stopper = Stopper()
+        var status: Int32 = 0
+        do {
+            let episodes = try select(in: mount.mountpoint, feedURLs: feedURLs, cacheDirectory: cacheDirectory)
+            let outcome = PrefetchRun(episodes: episodes, stopper: stopper) {
+                // A private mount is stopped at once (a read in flight gets
+                // EIO); a borrowed one cannot be, so exit without waiting.
+                if mount.ownDaemon != nil {
+                    mount.stop()
+                } else {
+                    FileHandle.standardError.write(Data("podfs: prefetch stopped\n".utf8))
+                    Foundation.exit(130)
+                }
+            }.run()
+            status = outcome
+        } catch {
+            FileHandle.standardError.write(Data("podfs: \(error)\n".utf8))
+            status = 1
+        }
+        mount.stop()
+        throw ExitCode(status)
+    }
+
+    // MARK: - Private methods
+
+    /// The episodes to read: per feed, the files in the mount whose
+    /// enclosure URL the feed lists, newest first, filtered.
+    private func select(in mountpoint: String, feedURLs: [String], cacheDirectory: String) throws -> [PrefetchEpisode] {
+        var quiet = Logger(label: "podfs")
+        quiet.logLevel = .error
+        let snapshot = try CacheIndex(readingDirectory: cacheDirectory, logger: quiet).snapshot()
+        let files = Self.episodeFiles(in: mountpoint)
+        let cutoff = since.flatMap(Self.date)
+        var chosen: [PrefetchEpisode] = []
+        for url in feedURLs {
+            let urls = Set(snapshot.first { $0.url == url }?.episodes.map(\.url) ?? [])
+            var found = files.filter { urls.contains($0.url) }
+            guard !found.isEmpty else {
+                throw PrefetchError(
+                    "the feed \(url) is not in the mount on \(mountpoint) that uses this cache; add it to that mount, "
+                        + "or unmount it (podfs unmount \(mountpoint)) and run prefetch again")
+            }
+            found.sort { $0.published > $1.published }
+            if let cutoff { found = found.filter { $0.published >= cutoff } }
+            if let latest { found = Array(found.prefix(latest)) }
+            chosen += found
+        }
+        return chosen
+    }
+
+    /// Every episode file of the mount (two levels: show, episode) with its
+    /// enclosure URL (`user.podfs.url`).
+    private static func episodeFiles(in mountpoint: String) -> [PrefetchEpisode] {
+        var files: [PrefetchEpisode] = []
+        let manager = FileManager.default
+        for show in ((try? manager.contentsOfDirectory(atPath: mountpoint)) ?? []).sorted() where !show.hasPrefix(".") {
+            let directory = mountpoint + "/" + show
+            for name in ((try? manager.contentsOfDirectory(atPath: directory)) ?? []).sorted() {
+                let path = directory + "/" + name
+                var info = stat()
+                guard stat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG,
+                    let url = attribute(path, "user.podfs.url")
+                else { continue }
+                files.append(PrefetchEpisode(
+                    path: path, label: show + "/" + name, url: url, size: Int64(info.st_size),
+                    published: Int64(info.st_mtim.tv_sec)))
+            }
+        }
+        return files
+    }
+
+    /// Feed URLs from SOURCE arguments (URLs, OPML files, URL lists).
+    private static func feedURLs(_ sources: [String]) throws -> [String] {
+        var urls: [String] = []
+        for source in sources {
+            let lowered = source.lowercased()
+            if lowered.hasPrefix("http://") || lowered.hasPrefix("https://") {
+                urls.append(source)
+                continue
+            }
+            guard let data = FileManager.default.contents(atPath: source) else {
+                throw PrefetchError("SOURCE \(source) is neither an http(s) URL nor a readable file")
+            }
+            do {
+                urls += try SourceList.parse(Array(data))
+            } catch {
+                throw PrefetchError("SOURCE \(source) is not an OPML file or a list of URLs: \(error.message)")
+            }
+        }
+        var seen = Set<String>()
+        return urls.filter { seen.insert($0).inserted }
+    }
+
+    /// Seconds since the epoch for `2026-11-01` (UTC midnight) or ISO 8601.
+    private static func date(_ text: String) -> Int64? {
+        if let full = ISO8601DateFormatter().date(from: text) { return Int64(full.timeIntervalSince1970) }
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        formatter.dateFormat = "yyyy-MM-dd"
+        return formatter.date(from: text).map { Int64($0.timeIntervalSince1970) }
+    }
+
+    private static func fail(_ message: String) -> Never {
+        FileHandle.standardError.write(Data("podfs: \(message)\n".utf8))
+        Foundation.exit(1)
+    }
+}
+
+/// An extended attribute's value as text, or `nil`.
+///
+/// libc's `getxattr(2)` wrapper is not in the Glibc module map, and this
+/// executable imports no C module of its own: it is looked up once by name.
+func attribute(_ path: String, _ name: String) -> String? {
+    guard let getxattr = ExtendedAttributes.getxattr else { return nil }
+    var buffer = [UInt8](repeating: 0, count: 4096)
+    let count = buffer.withUnsafeMutableBytes { getxattr(path, name, $0.baseAddress, $0.count) }
+    guard count >= 0 else { return nil }
+    return String(decoding: buffer[0..<count], as: UTF8.self)
+}
+
+/// libc's `getxattr`, found with `dlsym`.
+private enum ExtendedAttributes {
+    typealias Function = @convention(c) (
+        UnsafePointer<CChar>, UnsafePointer<CChar>, UnsafeMutableRawPointer?, Int
+    ) -> Int
+    static let getxattr: Function? = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "getxattr")
+        .map { unsafeBitCast($0, to: Function.self) }
+}
+
+/// One episode file to read.
+struct PrefetchEpisode: Sendable {
+    var path: String
+    /// `Show/episode file name`, as shown in the progress.
+    var label: String
+    var url: String
+    var size: Int64
+    /// The publication date (the file's mtime), seconds since the epoch.
+    var published: Int64
+}
+
+/// Turns SIGINT and SIGTERM into a flag the reading loop checks, and a
+/// second Ctrl-C into an immediate exit.
+final class Stopper: Sendable {
+    private let stopped = Locked(false)
+    /// Kept alive for the process's life; never touched after init.
+    private let sources: Locked<[any DispatchSourceSignal]>
+
+    init() {
+        let queue = DispatchQueue(label: "podfs.prefetch.signals")
+        var sources: [any DispatchSourceSignal] = []
+        for number in [SIGINT, SIGTERM] {
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
+            sources.append(source)
+        }
+        for source in sources {
+            source.setEventHandler { [stopped] in
+                let again = stopped.withLock { value in
+                    defer { value = true }
+                    return value
+                }
+                if again { Foundation.exit(130) }
+            }
+            source.resume()
+        }
+        self.sources = Locked(sources)
+        // Unblock them: swift test, nohup and friends may hand us a mask.
+        var set = sigset_t()
+        sigemptyset(&set)
+        sigaddset(&set, SIGINT)
+        sigaddset(&set, SIGTERM)
+        pthread_sigmask(SIG_UNBLOCK, &set, nil)
+    }
+
+    var isStopped: Bool { stopped.withLock { $0 } }
+}
