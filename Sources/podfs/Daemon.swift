@@ -10,7 +10,15 @@ enum Daemon {
     /// - Parameter logFile: where the child's standard error goes; `nil`:
     ///   it logs to syslog, and its standard error is discarded.
     static func start(arguments: [String], cacheDirectory: String, logFile: String?, mountpoint: String) throws {
-        try FileManager.default.createDirectory(atPath: cacheDirectory, withIntermediateDirectories: true)
+        do {
+            try FileManager.default.createDirectory(atPath: cacheDirectory, withIntermediateDirectories: true)
+        } catch {
+            let reason = ((error as NSError).userInfo[NSUnderlyingErrorKey] as? NSError)
+                .map { String(cString: strerror(Int32($0.code))) } ?? error.localizedDescription
+            throw ValidationError(
+                "cannot create the cache directory \(cacheDirectory): \(reason); "
+                    + "give one you can write with --cache-dir DIR or -o cache_dir=DIR")
+        }
         let log: FileHandle
         if let logFile {
             let logDirectory = (logFile as NSString).deletingLastPathComponent

@@ -19,11 +19,8 @@ enum MountPreflight {
 
     /// Throws a `Failure` for a mount point, a device or a permission that
     /// will not do; clears a stale mount on `mountpoint`.
-    ///
-    /// `PODFS_FUSE_DEVICE` names the device to check instead of
-    /// `/dev/fuse` (for tests).
     static func check(mountpoint: String, allowNonEmpty: Bool, fuseOptions: [String]) throws {
-        try checkDevice(ProcessInfo.processInfo.environment["PODFS_FUSE_DEVICE"] ?? "/dev/fuse")
+        try checkDevice("/dev/fuse")
         try clearStaleMount(mountpoint)
         try checkMountpoint(mountpoint, allowNonEmpty: allowNonEmpty)
         if getuid() != 0 { try checkUserMount(mountpoint, fuseOptions: fuseOptions) }
@@ -39,10 +36,13 @@ enum MountPreflight {
                     + "(sudo modprobe fuse); in a container, pass the device in (e.g. docker run --device /dev/fuse "
                     + "--cap-add SYS_ADMIN).")
         }
+        // libfuse opens the device as the user before it asks fusermount3
+        // to mount; the fuse3 package makes it 0666.
         guard access(device, R_OK | W_OK) == 0 else {
             throw Failure(
-                "you may not use \(device) (\(String(cString: strerror(errno)))); ask an administrator to make it "
-                    + "readable and writable for everyone (mode 0666, the default of the fuse3 package).")
+                "you may not open \(device) (\(String(cString: strerror(errno)))), so you cannot mount FUSE file "
+                    + "systems; mount as root, or ask an administrator to make it readable and writable for everyone "
+                    + "(chmod 0666 \(device), the fuse3 package's default).")
         }
     }
 
@@ -95,8 +95,17 @@ enum MountPreflight {
     /// What `fusermount3` will refuse a user, said up front.
     private static func checkUserMount(_ mountpoint: String, fuseOptions: [String]) throws {
         let user = String(cString: getpwuid(getuid())?.pointee.pw_name ?? strdup("uid \(getuid())"))
-        guard run("/bin/sh", ["-c", "command -v fusermount3"]).status == 0 else {
+        let found = run("/bin/sh", ["-c", "command -v fusermount3"])
+        guard found.status == 0 else {
             throw Failure("fusermount3 is not installed; a user mount needs it (sudo apt-get install fuse3)")
+        }
+        // fusermount3 opens /dev/fuse and mounts as root for the user.
+        let helper = found.text.trimmingCharacters(in: .whitespacesAndNewlines)
+        var helperInfo = stat()
+        guard stat(helper, &helperInfo) == 0, helperInfo.st_uid == 0, helperInfo.st_mode & S_ISUID != 0 else {
+            throw Failure(
+                "\(helper) is not setuid root, so users may not mount FUSE file systems on this machine; "
+                    + "mount as root, or ask an administrator to run: chmod u+s \(helper)")
         }
         guard access(mountpoint, W_OK) == 0 else {
             var info = stat()

@@ -116,13 +116,16 @@ struct MountService {
             dup2(devNull, STDOUT_FILENO)
             close(devNull)
         }
-        let status = session.serve()
+        // libfuse's loop returns the number of the signal that stopped it:
+        // SIGINT, SIGTERM and SIGHUP are how a daemon is asked to stop.
+        let loopStatus = session.serve()
+        let status = [SIGINT, SIGTERM, SIGHUP].contains(loopStatus) ? 0 : loopStatus
         logger.info("unmounting: saving the cache index")
         client.shutdown()
         reader.stopFlushing()
         index.checkpoint()
         session.close()
-        logger.info("stopped")
+        logger.info("stopped", metadata: ["exit.status": "\(status == 0 ? 0 : 1)"])
         return status == 0 ? 0 : 1
     }
 
