@@ -9,7 +9,11 @@ import Foundation
 enum Daemon {
     /// - Parameter logFile: where the child's standard error goes; `nil`:
     ///   it logs to syslog, and its standard error is discarded.
-    static func start(arguments: [String], cacheDirectory: String, logFile: String?, mountpoint: String) throws {
+    /// - Parameter typedMountpoint: the mount point as given, replaced in
+    ///   the child's arguments by the absolute `mountpoint`.
+    static func start(
+        arguments: [String], cacheDirectory: String, logFile: String?, mountpoint: String, typedMountpoint: String
+    ) throws {
         do {
             try FileManager.default.createDirectory(atPath: cacheDirectory, withIntermediateDirectories: true)
         } catch {
@@ -23,14 +27,14 @@ enum Daemon {
         if let logFile {
             let logDirectory = (logFile as NSString).deletingLastPathComponent
             try? FileManager.default.createDirectory(atPath: logDirectory, withIntermediateDirectories: true)
-            if !FileManager.default.fileExists(atPath: logFile) {
-                FileManager.default.createFile(atPath: logFile, contents: nil)
+            // O_APPEND: a daemon still saving and the next one share the
+            // file; each line lands at the end, none overwrites another.
+            let descriptor = open(logFile, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o644)
+            guard descriptor >= 0 else {
+                throw ValidationError(
+                    "cannot write the log file \(logFile): \(String(cString: strerror(errno))); pass --log-file PATH")
             }
-            guard let handle = FileHandle(forWritingAtPath: logFile) else {
-                throw ValidationError("cannot write the log file \(logFile); pass --log-file PATH")
-            }
-            handle.seekToEndOfFile()
-            log = handle
+            log = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
         } else {
             log = FileHandle(forWritingAtPath: "/dev/null")!
         }
@@ -40,7 +44,11 @@ enum Daemon {
         var childArguments = Array(arguments.dropFirst())
         if childArguments.first != "mount" { childArguments.insert("mount", at: 0) }
         // The child must find the same mount point whatever its directory.
-        childArguments[childArguments.count - 1] = mountpoint
+        // It is the last positional argument, which is not the last
+        // argument in mount.fuse3's form (`podfs SOURCE MOUNTPOINT -o OPTS`).
+        if let position = childArguments.lastIndex(of: typedMountpoint) {
+            childArguments[position] = mountpoint
+        }
         childArguments.insert("--daemon-child", at: 1)
         childArguments.insert(contentsOf: ["--cache-dir", cacheDirectory], at: 1)
         process.arguments = childArguments

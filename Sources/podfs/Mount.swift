@@ -146,7 +146,8 @@ struct Mount: ParsableCommand {
         }
         try Daemon.start(
             arguments: CommandLine.arguments, cacheDirectory: cacheDirectory,
-            logFile: toSyslog ? nil : logPath.map(absolutePath) ?? (cacheDirectory + "/podfs.log"), mountpoint: mountpoint)
+            logFile: toSyslog ? nil : logPath.map(absolutePath) ?? (cacheDirectory + "/podfs.log"), mountpoint: mountpoint,
+            typedMountpoint: arguments.last!)
     }
 }
 
