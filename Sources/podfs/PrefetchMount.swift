@@ -82,7 +82,9 @@ struct PrefetchMount {
             let argv = data.split(separator: 0, omittingEmptySubsequences: false).map { String(decoding: $0, as: UTF8.self) }
             guard let first = argv.first, first.hasSuffix("podfs"), argv.contains("mount"),
                 argv.contains("--daemon-child") || argv.contains("-f") || argv.contains("-d"),
-                let mountpoint = argv.last(where: { !$0.isEmpty }), MountTable.isMounted(mountpoint)
+                // The last argument that is a podfs mount (in mount.fuse3's
+                // form the -o list follows it).
+                let mountpoint = argv.reversed().first(where: { MountTable.fileSystemType($0) == "fuse.podfs" })
             else { continue }
             let cwd = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(entry)/cwd")) ?? "/"
             if Self.cacheDirectory(argv: argv, cwd: cwd) == cacheDirectory { return mountpoint }

@@ -45,7 +45,9 @@ struct SyslogLogHandler: LogHandler {
             text += " \(key)=\(value)"
         }
         // Through "%s": the message is data, never a format string.
-        withVaList([text]) { vsyslog(Self.priority(level), "%s", $0) }
+        text.withCString { pointer in
+            withVaList([pointer]) { vsyslog(Self.priority(level), "%s", $0) }
+        }
     }
 
     // MARK: - Private methods

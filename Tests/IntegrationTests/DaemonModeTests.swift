@@ -277,3 +277,49 @@ struct DaemonModeTests {
         #expect(bad.status != 0 && bad.stderr.contains("log_level needs one of"), "\(bad.stderr)")
     }
 }
+
+/// `--syslog` through a real syslog socket.
+@Suite(.serialized)
+struct SyslogTests {
+    @Test func backgroundDaemonLogsToSyslogWhenAsked() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        try fixture.publish(Fixture.episodes(sizes: [1000]))
+        // A private /dev (a tmpfs holding the device nodes podfs needs and
+        // a datagram socket at /dev/log) in a private mount namespace: the
+        // host's /dev is left alone.
+        let dev = fixture.directory + "/dev"
+        let received = fixture.directory + "/syslog.txt"
+        let listener = """
+            import socket, sys
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+            s.bind(sys.argv[1])
+            open(sys.argv[1] + ".ready", "w").close()
+            with open(sys.argv[2], "ab", buffering=0) as out:
+                while True:
+                    out.write(s.recv(65536) + b"\\n")
+            """
+        try Data(listener.utf8).write(to: URL(fileURLWithPath: fixture.directory + "/listener.py"))
+        let feed = "\(fixture.origin.base)/feed.xml"
+        let script = """
+            mkdir -p '\(dev)' && mount -t tmpfs none '\(dev)'
+            for n in null zero full random urandom fuse; do touch '\(dev)'/$n; mount --bind /dev/$n '\(dev)'/$n; done
+            python3 '\(fixture.directory)/listener.py' '\(dev)/log' '\(received)' & L=$!
+            for i in $(seq 100); do [ -e '\(dev)/log.ready' ] && break; sleep 0.05; done
+            mount --rbind '\(dev)' /dev
+            '\(Harness.podfs)' mount --syslog --cache-dir '\(fixture.cacheDirectory)' '\(feed)' '\(fixture.mountpoint)'
+            echo "mount rc=$?"
+            ls '\(fixture.mountpoint)'
+            '\(Harness.podfs)' unmount '\(fixture.mountpoint)'; echo "unmount rc=$?"
+            sleep 0.3; kill $L
+            """
+        let output = try Harness.run("unshare", ["-m", "--propagation", "private", "sh", "-c", script], timeout: 120)
+        let messages = (try? String(contentsOfFile: received, encoding: .utf8)) ?? ""
+        let all = output.text + output.stderr + "\nsyslog:\n" + messages
+        #expect(output.text.contains("mount rc=0") && output.text.contains("unmount rc=0"), "\(all)")
+        #expect(output.text.contains("log syslog (journalctl -t podfs)"), "\(all)")
+        #expect(messages.contains("podfs[") && messages.contains("info: mounted"), "\(all)")
+        #expect(messages.contains("exit.status=0"), "\(all)")
+        #expect(!FileManager.default.fileExists(atPath: fixture.cacheDirectory + "/podfs.log"), "no log file")
+    }
+}

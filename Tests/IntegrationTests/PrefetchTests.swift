@@ -108,8 +108,11 @@ struct PrefetchTests {
         defer { fixture.cleanup() }
         let size = 3 * Self.mib
         try fixture.publish(Fixture.episodes(sizes: [size, size, size]))
-        try fixture.mount()
         let feed = "\(fixture.origin.base)/feed.xml"
+        // Mounted in mount.fuse3's form, the cache named only in -o.
+        let mounted = try Harness.run(
+            Harness.podfs, [feed, fixture.mountpoint, "-o", "cache_dir=\(fixture.cacheDirectory),noauto"], timeout: 60)
+        #expect(mounted.status == 0, "\(mounted.stderr)")
         let output = try Harness.run(
             Harness.podfs, ["prefetch", "--cache-dir", fixture.cacheDirectory, "--latest", "2", feed], timeout: 120)
         #expect(output.status == 0, "\(output.text) \(output.stderr)")
