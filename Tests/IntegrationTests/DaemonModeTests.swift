@@ -146,10 +146,22 @@ struct DaemonModeTests {
             echo "owner: $(stat -c %U '\(home)/cache/index.sqlite')"
             echo "unmounted: $(u "$P" unmount '\(home)/mnt' 2>&1; echo rc=$?)"
             echo "left: $(grep -c ' \(home)/mnt ' /proc/self/mounts)"
+            # An fstab line with `user`: the user mounts and unmounts it with
+            # mount(8) and umount(8), which find podfs in /usr/local/bin.
+            flock -w 30 '\(home)/cache/lock' true
+            mkdir '\(home)/bin' && cp "$P" '\(home)/bin/podfs' && mount --bind '\(home)/bin' /usr/local/bin
+            echo '\(feed) \(home)/mnt fuse.podfs noauto,user,cache_dir=\(home)/cache 0 0' > '\(home)/fstab'
+            mount --bind '\(home)/fstab' /etc/fstab
+            echo "fstab: $(u mount '\(home)/mnt' 2>&1; echo rc=$?)"
+            echo "fstabsum: $(u sha256sum '\(file)' 2>&1)"
+            echo "fstabumount: $(u umount '\(home)/mnt' 2>&1; echo rc=$?)"
             """
         let output = try Harness.run("unshare", ["-m", "--propagation", "private", "sh", "-c", script], timeout: 120)
         // "tag: text" lines; a line without a known tag continues the last.
-        let tags: Set = ["refused", "other", "mounted", "line", "uid", "sum", "root", "owner", "unmounted", "left"]
+        let tags: Set = [
+            "refused", "other", "mounted", "line", "uid", "sum", "root", "owner", "unmounted", "left", "fstab", "fstabsum",
+            "fstabumount",
+        ]
         var lines: [String: String] = [:]
         var last = ""
         for line in output.text.split(separator: "\n") {
@@ -174,6 +186,9 @@ struct DaemonModeTests {
         #expect((lines["owner"] ?? "").trimmingCharacters(in: .whitespaces) == user, "\(all)")
         #expect((lines["unmounted"] ?? "").contains("rc=0"), "\(all)")
         #expect((lines["left"] ?? "").trimmingCharacters(in: .whitespaces) == "0", "\(all)")
+        #expect((lines["fstab"] ?? "").contains("rc=0"), "\(all)")
+        #expect((lines["fstabsum"] ?? "").trimmingCharacters(in: .whitespaces).hasPrefix(expected), "\(all)")
+        #expect((lines["fstabumount"] ?? "").contains("rc=0"), "\(all)")
     }
 
     @Test func unmountingWithReadsInFlightEndsCleanly() throws {
