@@ -48,7 +48,7 @@ struct MountHelperTests {
             echo "hashls: $(ls '\(mnt)/\(Fixture.showTitle)' | tr '\\n' '|')"
             echo "hashumount: $(umount '\(mnt)' 2>&1; echo rc=$?)"
             gone
-            echo "left: $(grep -c fuse.podfs /proc/self/mounts)"
+            echo "left: $(grep ' \(fixture.directory)/' /proc/self/mounts | grep -c fuse.podfs)"
             """
         let output = try Harness.run("unshare", ["-m", "--propagation", "private", "sh", "-c", script], timeout: 180)
         let all = output.text + output.stderr + "\nlog:\n" + fixture.log()

@@ -20,9 +20,15 @@ struct PrefetchTests {
         return result
     }
 
+    /// Private prefetch mounts of this test run (under its TMPDIR; other
+    /// runs on the machine have their own).
     private static func prefetchMounts() -> [String] {
         let table = (try? String(contentsOfFile: "/proc/mounts", encoding: .utf8)) ?? ""
-        return table.split(separator: "\n").filter { $0.contains("podfs-prefetch-") }.map(String.init)
+        // Where prefetch makes them: $XDG_RUNTIME_DIR when set, else TMPDIR.
+        let base = ProcessInfo.processInfo.environment["XDG_RUNTIME_DIR"].flatMap { $0.hasPrefix("/") ? $0 : nil }
+            ?? NSTemporaryDirectory()
+        let prefix = (base as NSString).standardizingPath + "/podfs-prefetch-"
+        return table.split(separator: "\n").filter { $0.contains(" " + prefix) }.map(String.init)
     }
 
     @Test func ctrlCStopsAndASecondRunFetchesOnlyWhatIsMissing() throws {
