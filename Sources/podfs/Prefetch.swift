@@ -75,16 +75,10 @@ struct Prefetch: ParsableCommand {
         var status: Int32 = 0
         do {
             let episodes = try select(in: mount.mountpoint, feedURLs: feedURLs, cacheDirectory: cacheDirectory)
-            let outcome = PrefetchRun(episodes: episodes, stopper: stopper) {
-                // A private mount is stopped at once (a read in flight gets
-                // EIO); a borrowed one cannot be, so exit without waiting.
-                if mount.ownDaemon != nil {
-                    mount.stop()
-                } else {
-                    FileHandle.standardError.write(Data("podfs: prefetch stopped\n".utf8))
-                    Foundation.exit(130)
-                }
-            }.run()
+            // On Ctrl-C a private mount is stopped at once (a read in flight
+            // ends with an error); a borrowed one is left alone, and the read
+            // in flight ends with this process.
+            let outcome = PrefetchRun(episodes: episodes, stopper: stopper) { mount.stop() }.run()
             status = outcome
         } catch {
             FileHandle.standardError.write(Data("podfs: \(error)\n".utf8))

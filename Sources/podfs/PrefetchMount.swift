@@ -31,7 +31,7 @@ struct PrefetchMount {
         guard let made = mkdtemp(&template) else {
             throw PrefetchError("cannot create a temporary mount point in \(base): \(String(cString: strerror(errno)))")
         }
-        let directory = String(cString: made)
+        let directory = (String(cString: made) as NSString).standardizingPath
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = ["mount", "--cache-dir", cacheDirectory] + options.flatMap { ["-o", $0] } + sources + [directory]
@@ -58,7 +58,9 @@ struct PrefetchMount {
     /// index first. Waits for it to exit, then removes the directory.
     func stop() {
         guard let pid = ownDaemon else { return }
-        kill(pid, SIGTERM)
+        // Called again after a Ctrl-C already stopped it: nothing to do.
+        guard FileManager.default.fileExists(atPath: mountpoint) else { return }
+        if MountTable.isMounted(mountpoint) { kill(pid, SIGTERM) }
         let deadline = Date().addingTimeInterval(30)
         while Date() < deadline, kill(pid, 0) == 0, !MountTable.isZombie(pid) {
             Thread.sleep(forTimeInterval: 0.05)

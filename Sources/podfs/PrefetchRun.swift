@@ -56,7 +56,6 @@ struct PrefetchRun: Sendable {
         var fetched = Array(repeating: Int64(0), count: episodes.count)
         var reported = 0
         var episodeStarted = started
-        var stopping = false
         while true {
             let state = progress.withLock { $0 }
             if state.current < episodes.count, let now = cachedBytes(episodes[state.current]) {
@@ -73,9 +72,10 @@ struct PrefetchRun: Sendable {
             if terminal {
                 draw(state, fetched: fetchedTotal, toFetch: toFetch, elapsed: monotonicNow() - started)
             }
-            if stopper.isStopped, !stopping {
-                stopping = true
+            if stopper.isStopped {
+                // Ends reads in flight (or not: the summary does not wait).
                 onStop()
+                break
             }
             Thread.sleep(forTimeInterval: 0.1)
         }

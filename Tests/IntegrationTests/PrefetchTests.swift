@@ -71,6 +71,7 @@ struct PrefetchTests {
         let second = try Harness.run(Harness.podfs, ["prefetch", "--cache-dir", fixture.cacheDirectory, feed], timeout: 120)
         #expect(second.status == 0, "\(second.text) \(second.stderr)")
         #expect(second.text.contains("done: 2 of 2 episodes cached"), "\(second.text)")
+        #expect(Self.prefetchMounts().isEmpty, "the private mount is gone after a full run too")
         let refetched = try fixture.origin.bytesSent("ep1.mp3")
         let missing = Int64(size) - cachedBig
         // Only the missing part (plus at most the open's 1-byte probe and a
