@@ -80,6 +80,9 @@ struct Prefetch: ParsableCommand {
             // in flight ends with this process.
             let outcome = PrefetchRun(episodes: episodes, stopper: stopper) { mount.stop() }.run()
             status = outcome
+            if mount.ownDaemon == nil, outcome == 0 {
+                waitForCommit(episodes, cacheDirectory: cacheDirectory)
+            }
         } catch {
             FileHandle.standardError.write(Data("podfs: \(error)\n".utf8))
             status = 1
@@ -89,6 +92,27 @@ struct Prefetch: ParsableCommand {
     }
 
     // MARK: - Private methods
+
+    /// A borrowed mount commits what it fetched to the index within its
+    /// commit interval: wait (up to 15 s) so that `podfs status` right
+    /// after a prefetch shows it.
+    private func waitForCommit(_ episodes: [PrefetchEpisode], cacheDirectory: String) {
+        var quiet = Logger(label: "podfs")
+        quiet.logLevel = .critical
+        let wanted = Dictionary(episodes.map { ($0.url, $0.size) }, uniquingKeysWith: { first, _ in first })
+        let deadline = Date().addingTimeInterval(15)
+        while Date() < deadline {
+            let records = ((try? CacheIndex(readingDirectory: cacheDirectory, logger: quiet).snapshot()) ?? [])
+                .flatMap(\.episodes)
+            let committed = records.filter { record in
+                guard let size = wanted[record.url] else { return false }
+                // The origin's length once known (the listing may show the feed's claim).
+                return record.ranges.reduce(Int64(0)) { $0 + $1.upperBound - $1.lowerBound } >= (record.length ?? size)
+            }
+            if Set(committed.map(\.url)).count >= wanted.count { return }
+            Thread.sleep(forTimeInterval: 0.2)
+        }
+    }
 
     /// The episodes to read: per feed, the files in the mount whose
     /// enclosure URL the feed lists, newest first, filtered.

@@ -128,6 +128,10 @@ struct PrefetchTests {
         #expect(try fixture.origin.bytesSent("ep1.mp3") == 0, "the oldest is left out")
         #expect(try fixture.origin.bytesSent("ep2.mp3") == Int64(size))
         #expect(try fixture.origin.bytesSent("ep3.mp3") == Int64(size))
+        // podfs status right after shows them cached (prefetch waited for
+        // the mount's commit).
+        let cached = try Self.cached(fixture)
+        #expect(cached["\(fixture.origin.base)/ep3.mp3"] == Int64(size) && cached["\(fixture.origin.base)/ep2.mp3"] == Int64(size), "\(cached)")
         // The mount serves them from the cache: no new bytes.
         try Harness.sh("cat '\(fixture.path(2))' '\(fixture.path(1))' > /dev/null")
         #expect(try fixture.origin.bytesSent("ep3.mp3") == Int64(size))
