@@ -118,7 +118,9 @@ struct MountService {
         }
         // libfuse's loop returns the number of the signal that stopped it:
         // SIGINT, SIGTERM and SIGHUP are how a daemon is asked to stop.
-        let loopStatus = session.serve()
+        // SIGTERM (systemd, kill) detaches and serves open files for up to
+        // 10 s so their readers get their data.
+        let loopStatus = session.serve(termGrace: 10)
         let status = [SIGINT, SIGTERM, SIGHUP].contains(loopStatus) ? 0 : loopStatus
         logger.info("unmounting: saving the cache index")
         client.shutdown()

@@ -146,6 +146,13 @@ struct DaemonModeTests {
             echo "owner: $(stat -c %U '\(home)/cache/index.sqlite')"
             echo "unmounted: $(u "$P" unmount '\(home)/mnt' 2>&1; echo rc=$?)"
             echo "left: $(grep -c ' \(home)/mnt ' /proc/self/mounts)"
+            # SIGTERM to a user's daemon: it detaches through fusermount3.
+            out=$(u "$P" mount --cache-dir '\(home)/cache' '\(feed)' '\(home)/mnt' 2>&1)
+            pid=$(echo "$out" | grep -o 'pid [0-9]*' | cut -d' ' -f2)
+            echo "termpid: $pid"
+            kill -TERM "$pid"
+            for i in $(seq 100); do grep -q ' \(home)/mnt ' /proc/self/mounts || break; sleep 0.1; done
+            echo "termleft: $(grep -c ' \(home)/mnt ' /proc/self/mounts)"
             # An fstab line with `user`: the user mounts and unmounts it with
             # mount(8) and umount(8), which find podfs in /usr/local/bin.
             flock -w 30 '\(home)/cache/lock' true
@@ -160,7 +167,7 @@ struct DaemonModeTests {
         // "tag: text" lines; a line without a known tag continues the last.
         let tags: Set = [
             "refused", "other", "mounted", "line", "uid", "sum", "root", "owner", "unmounted", "left", "fstab", "fstabsum",
-            "fstabumount",
+            "fstabumount", "termleft", "termpid",
         ]
         var lines: [String: String] = [:]
         var last = ""
@@ -186,6 +193,8 @@ struct DaemonModeTests {
         #expect((lines["owner"] ?? "").trimmingCharacters(in: .whitespaces) == user, "\(all)")
         #expect((lines["unmounted"] ?? "").contains("rc=0"), "\(all)")
         #expect((lines["left"] ?? "").trimmingCharacters(in: .whitespaces) == "0", "\(all)")
+        #expect(Int((lines["termpid"] ?? "").trimmingCharacters(in: .whitespaces)) != nil, "\(all)")
+        #expect((lines["termleft"] ?? "").trimmingCharacters(in: .whitespaces) == "0", "\(all)")
         #expect((lines["fstab"] ?? "").contains("rc=0"), "\(all)")
         #expect((lines["fstabsum"] ?? "").trimmingCharacters(in: .whitespaces).hasPrefix(expected), "\(all)")
         #expect((lines["fstabumount"] ?? "").contains("rc=0"), "\(all)")
@@ -221,18 +230,25 @@ struct DaemonModeTests {
         #expect(Self.waitFor { !Harness.isAlive(pid) }, "the daemon ends once the file is closed")
         #expect(fixture.log().contains("exit.status=0"), "\(fixture.log())")
 
-        // SIGTERM with a read in flight: the reader gets data or an error,
-        // never a hang; the daemon saves its index and exits 0.
+        // SIGTERM with a read in flight: the mount is detached at once (no
+        // new opens), the open file is served to the end, then the daemon
+        // saves its index and exits 0.
         try fixture.mount()
         let second = try #require(fixture.daemonPID)
+        let copy2 = fixture.directory + "/copy2"
         let reader2 = try Harness.spawn(
-            "/bin/sh", ["-c", "cat '\(fixture.path(1))' > /dev/null"], stdout: out.handle.fileDescriptor,
+            "/bin/sh", ["-c", "cat '\(fixture.path(1))' > '\(copy2)'"], stdout: out.handle.fileDescriptor,
             stderr: out.handle.fileDescriptor)
         #expect(Self.waitFor { (try? fixture.origin.bytesSent("ep2.mp3")) ?? 0 >= 2 * Int64(Self.mib) })
         kill(second, SIGTERM)
+        #expect(try fixture.origin.bytesSent("ep2.mp3") < Int64(size), "the read was still going at SIGTERM")
+        #expect(Self.waitFor(10) { !Fixture.isMounted(fixture.mountpoint) }, "detached at once")
         _ = waitpid(reader2, &status, 0)
+        #expect(status == 0, "\(String(decoding: out.contents(), as: UTF8.self))")
+        #expect(try Harness.sha256(copy2) == Harness.sha256(fixture.originPath(1)), "the reader got all its data")
         #expect(Self.waitFor { !Harness.isAlive(second) })
         #expect(!Fixture.isMounted(fixture.mountpoint), "no stale mount left")
+        #expect(fixture.log().contains("SIGTERM: detaching the mount"), "\(fixture.log())")
         let stops = fixture.log().components(separatedBy: "exit.status=0").count - 1
         #expect(stops == 2, "\(fixture.log())")
         let check = try Harness.run(
