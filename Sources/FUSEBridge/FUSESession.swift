@@ -48,6 +48,12 @@ public final class FUSESession: KernelCacheInvalidator, Sendable {
     /// Guards sending notifications against the session's destruction.
     private let lifecycle = Locked(Lifecycle.mounted)
     private let notifications = DispatchQueue(label: "podfs.fuse.notify")
+    /// Whether `serve` is inside libfuse's loop (with its signal handlers).
+    private let loopRunning = Locked(false)
+    /// The mount was detached by SIGTERM: `close()` must not unmount again.
+    private let detached = Locked(false)
+    /// The thread that created the session and runs `serve`.
+    private let mainThread = pthread_self()
 
     // MARK: - Init
 
@@ -93,14 +99,47 @@ public final class FUSESession: KernelCacheInvalidator, Sendable {
     /// Serves requests until the file system is unmounted or a termination
     /// signal arrives. Call once, from the thread that should receive
     /// SIGINT/SIGTERM; then stop whatever may still reply and call `close()`.
+    ///
+    /// - Parameter termGrace: when set, SIGTERM does not stop the loop at
+    ///   once: it detaches the mount (as `umount -l`: no new opens), files
+    ///   already open are served until they are closed, and the loop ends
+    ///   then, or after `termGrace` seconds, whichever comes first. Readers
+    ///   of an open file get their data rather than "connection aborted".
     @discardableResult
-    public func serve(maxThreads: UInt32 = 16) -> Int32 {
+    public func serve(maxThreads: UInt32 = 16, termGrace: Double? = nil) -> Int32 {
         prepareSignals()
         let se = session.raw
         fuse_set_signal_handlers(se)
+        loopRunning.withLock { $0 = true }
+        if let termGrace { TermWatcher.start(session: self, grace: termGrace) }
         let result = podfs_fuse_session_loop_mt(se, maxThreads, 4)
+        loopRunning.withLock { $0 = false }
         fuse_remove_signal_handlers(se)
         return result
+    }
+
+    /// SIGTERM with a grace period: detach, then stop the loop if files are
+    /// still open after `grace` seconds. Runs on the watcher thread.
+    func detachThenStop(grace: Double) {
+        guard loopRunning.withLock({ $0 }) else { return }
+        logger.notice(
+            "SIGTERM: detaching the mount; files still open are served until closed",
+            metadata: ["grace.seconds": "\(grace)"])
+        detachLazily()
+        let deadline = monotonicNow() + grace
+        while monotonicNow() < deadline {
+            if !loopRunning.withLock({ $0 }) { return }
+            usleep(50_000)
+        }
+        loopRunning.withLock { running in
+            guard running else { return }
+            logger.notice("grace period over: stopping with files still open (their reads fail)")
+            fuse_session_exit(session.raw)
+            // Wakes the loop's main thread (libfuse's handler is installed
+            // while `running` is true, and `serve` clears it under this lock
+            // before removing the handler).
+            pthread_kill(mainThread, SIGINT)
+        }
     }
 
     /// Unmounts (if still mounted) and frees the session. Replies sent after
@@ -109,7 +148,8 @@ public final class FUSESession: KernelCacheInvalidator, Sendable {
         notifications.sync {
             lifecycle.withLock { $0 = .stopped }
         }
-        fuse_session_unmount(session.raw)
+        if !detached.withLock({ $0 }) { fuse_session_unmount(session.raw) }
+        // Closes the device descriptor (ending any file left open).
         fuse_session_destroy(session.raw)
     }
 
@@ -182,6 +222,31 @@ public final class FUSESession: KernelCacheInvalidator, Sendable {
     }
 
     // MARK: - Private methods
+
+    /// `umount -l` on the mount point: root directly, a user through
+    /// fusermount3 (which needs the path, not the session's descriptor:
+    /// libfuse's own unmount closes it, which would abort open files).
+    private func detachLazily() {
+        if geteuid() == 0 {
+            if umount2(mountpoint, Int32(MNT_DETACH)) != 0 {
+                logger.warning("lazy unmount failed", metadata: ["errno": "\(errno)"])
+                return
+            }
+            detached.withLock { $0 = true }
+            return
+        }
+        var pid: pid_t = 0
+        let arguments = ["fusermount3", "-u", "-z", "-q", mountpoint]
+        var cArguments: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
+        defer { for pointer in cArguments { free(pointer) } }
+        guard posix_spawnp(&pid, "fusermount3", nil, nil, &cArguments, environ) == 0 else {
+            logger.warning("could not run fusermount3 -u -z")
+            return
+        }
+        var status: Int32 = 0
+        waitpid(pid, &status, 0)
+        if status == 0 { detached.withLock { $0 = true } }
+    }
 
     /// `major:minor` of the file system mounted on `mountpoint`, from
     /// /proc/self/mountinfo (the last matching line: the newest mount).

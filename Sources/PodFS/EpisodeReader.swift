@@ -411,7 +411,10 @@ public final class EpisodeReader: Sendable {
         let ahead = window >= tuning.maximumWindow ? 2 * window : window
         guard frontier < length, frontier - end < window else { return }
         while frontier < length, frontier - end < ahead {
-            let gapEnd = min(length, frontier + window)
+            // Up to the next bytes already here or on their way: a window
+            // never fetches again what is cached further on.
+            let nextCovered = covered.ranges.first { $0.lowerBound > frontier }?.lowerBound ?? length
+            let gapEnd = min(length, frontier + window, nextCovered)
             let (fetch, range) = planFetch(&state, episode: episode, from: frontier..<gapEnd, window: window, length: length)
             starts.append((fetch, range))
             covered.insert(range)

@@ -16,6 +16,8 @@ public final class PodFileSystem: FileSystem {
     private let catalog: Catalog
     private let reader: EpisodeReader
     private let logger: Logger
+    /// The hidden `.podfs` directory (`nil`: none).
+    private let control: ControlFiles?
     /// How long the kernel may cache names and confirmed attributes.
     private let cacheTimeout: Double = 30
     /// The playlist version each open playlist file reads (a refresh may
@@ -26,15 +28,19 @@ public final class PodFileSystem: FileSystem {
 
     // MARK: - Init
 
-    public init(catalog: Catalog, reader: EpisodeReader, logger: Logger) {
+    public init(catalog: Catalog, reader: EpisodeReader, logger: Logger, control: ControlFiles? = nil) {
         self.catalog = catalog
         self.reader = reader
         self.logger = logger
+        self.control = control
     }
 
     // MARK: - FileSystem
 
     public func lookup(parent: UInt64, name: String, reply: EntryReply) {
+        if let control, let attributes = control.lookup(parent: parent, name: name) {
+            return reply.entry(attributes, entryTimeout: cacheTimeout, attributesTimeout: 0)
+        }
         guard let node = catalog.lookup(parent: parent, name: name) else {
             reply.notFound(timeout: 1)
             return
@@ -44,6 +50,7 @@ public final class PodFileSystem: FileSystem {
     }
 
     public func getattr(inode: UInt64, reply: AttributesReply) {
+        if let control, let attributes = control.attributes(inode) { return reply.attributes(attributes, timeout: 0) }
         guard let node = catalog.node(inode) else {
             reply.fail(.notFound)
             return
@@ -53,6 +60,7 @@ public final class PodFileSystem: FileSystem {
     }
 
     public func readdir(inode: UInt64) throws(FileSystemError) -> [DirectoryEntry] {
+        if let entries = control?.children(of: inode) { return entries }
         guard let entries = catalog.children(of: inode) else { throw .notDirectory }
         return entries.map { entry in
             guard let node = catalog.node(entry.inode) else { return entry }
@@ -66,6 +74,10 @@ public final class PodFileSystem: FileSystem {
     }
 
     public func open(inode: UInt64, flags: Int32, reply: OpenReply) {
+        if let control, control.owns(inode) {
+            do throws(FileSystemError) { reply.opened(try control.open(inode, flags: flags)) } catch { reply.fail(error) }
+            return
+        }
         switch catalog.node(inode) {
         case .episode(let episode): reader.open(episode, reply: reply)
         case .playlist(let playlist):
@@ -78,6 +90,7 @@ public final class PodFileSystem: FileSystem {
     }
 
     public func read(inode: UInt64, handle: UInt64, offset: Int64, size: Int, reply: DataReply) {
+        if let control, control.owns(inode) { return control.read(handle: handle, offset: offset, size: size, reply: reply) }
         switch catalog.node(inode) {
         case .episode(let episode):
             reader.read(episode, handle: handle, offset: offset, size: size, reply: reply)
@@ -96,6 +109,7 @@ public final class PodFileSystem: FileSystem {
     }
 
     public func release(inode: UInt64, handle: UInt64) {
+        if let control, control.owns(inode) { return control.release(handle: handle) }
         switch catalog.node(inode) {
         case .episode(let episode): reader.release(episode, handle: handle)
         case .playlist: openPlaylists.withLock { _ = $0.removeValue(forKey: handle) }

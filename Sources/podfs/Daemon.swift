@@ -7,23 +7,48 @@ import Foundation
 /// standard output, a pipe: `ready`, or `error: <message>`. Its standard
 /// error (the log) goes to the log file.
 enum Daemon {
-    static func start(arguments: [String], cacheDirectory: String, logFile: String, mountpoint: String) throws {
-        try FileManager.default.createDirectory(atPath: cacheDirectory, withIntermediateDirectories: true)
-        let logDirectory = (logFile as NSString).deletingLastPathComponent
-        try? FileManager.default.createDirectory(atPath: logDirectory, withIntermediateDirectories: true)
-        if !FileManager.default.fileExists(atPath: logFile) {
-            FileManager.default.createFile(atPath: logFile, contents: nil)
+    /// - Parameter logFile: where the child's standard error goes; `nil`:
+    ///   it logs to syslog, and its standard error is discarded.
+    /// - Parameter typedMountpoint: the mount point as given, replaced in
+    ///   the child's arguments by the absolute `mountpoint`.
+    static func start(
+        arguments: [String], cacheDirectory: String, logFile: String?, mountpoint: String, typedMountpoint: String
+    ) throws {
+        do {
+            try FileManager.default.createDirectory(atPath: cacheDirectory, withIntermediateDirectories: true)
+        } catch {
+            let reason = ((error as NSError).userInfo[NSUnderlyingErrorKey] as? NSError)
+                .map { String(cString: strerror(Int32($0.code))) } ?? error.localizedDescription
+            throw ValidationError(
+                "cannot create the cache directory \(cacheDirectory): \(reason); "
+                    + "give one you can write with --cache-dir DIR or -o cache_dir=DIR")
         }
-        guard let log = FileHandle(forWritingAtPath: logFile) else {
-            throw ValidationError("cannot write the log file \(logFile); pass --log-file PATH")
+        let log: FileHandle
+        if let logFile {
+            let logDirectory = (logFile as NSString).deletingLastPathComponent
+            try? FileManager.default.createDirectory(atPath: logDirectory, withIntermediateDirectories: true)
+            // O_APPEND: a daemon still saving and the next one share the
+            // file; each line lands at the end, none overwrites another.
+            let descriptor = open(logFile, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o644)
+            guard descriptor >= 0 else {
+                throw ValidationError(
+                    "cannot write the log file \(logFile): \(String(cString: strerror(errno))); pass --log-file PATH")
+            }
+            log = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
+        } else {
+            log = FileHandle(forWritingAtPath: "/dev/null")!
         }
-        log.seekToEndOfFile()
+        let logName = logFile ?? "syslog (journalctl -t podfs)"
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
         var childArguments = Array(arguments.dropFirst())
         if childArguments.first != "mount" { childArguments.insert("mount", at: 0) }
         // The child must find the same mount point whatever its directory.
-        childArguments[childArguments.count - 1] = mountpoint
+        // It is the last positional argument, which is not the last
+        // argument in mount.fuse3's form (`podfs SOURCE MOUNTPOINT -o OPTS`).
+        if let position = childArguments.lastIndex(of: typedMountpoint) {
+            childArguments[position] = mountpoint
+        }
         childArguments.insert("--daemon-child", at: 1)
         childArguments.insert(contentsOf: ["--cache-dir", cacheDirectory], at: 1)
         process.arguments = childArguments
@@ -55,11 +80,11 @@ enum Daemon {
         }
         let line = verdict
         if line == "ready" {
-            print("podfs: mounted on \(mountpoint) (pid \(process.processIdentifier), log \(logFile))")
+            print("podfs: mounted on \(mountpoint) (pid \(process.processIdentifier), log \(logName))")
             return
         }
         process.waitUntilExit()
-        let message = line.hasPrefix("error: ") ? String(line.dropFirst(7)) : "the daemon exited (status \(process.terminationStatus)); see \(logFile)"
+        let message = line.hasPrefix("error: ") ? String(line.dropFirst(7)) : "the daemon exited (status \(process.terminationStatus)); see \(logName)"
         FileHandle.standardError.write(Data("podfs: \(message)\n".utf8))
         throw ExitCode(1)
     }

@@ -23,10 +23,26 @@ struct Mount: ParsableCommand {
     var debug = false
 
     @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "How much to log: trace, debug, info (the default), notice, warning or error.",
+            discussion: "Also -o log_level=LEVEL. -d and -o debug mean debug."))
+    var logLevel: String?
+
+    @Flag(
+        name: .long,
+        help: ArgumentHelp(
+            "In the background, log to syslog (journald: journalctl -t podfs) instead of a file.",
+            discussion: "Also -o syslog or --log-file syslog."))
+    var syslog = false
+
+    @Option(
         name: .short,
         help: ArgumentHelp(
             "Mount options, comma separated: cache_dir=DIR, cache_size=SIZE, max_feed_size=SIZE, refresh=INTERVAL, "
-                + "allow_private, allow_other, allow_root."))
+                + "allow_private, allow_other, allow_root, " + DaemonOptions.summary + ".",
+            discussion: "Each is the -o twin of the long option of the same name (a long option wins); "
+                + "fstab-only options (auto, noauto, user, users, _netdev, nofail, x-systemd.*) are ignored."))
     var o: [String] = []
 
     @Option(name: .long, help: "Where the background daemon logs (default: <cache-dir>/podfs.log).")
@@ -54,14 +70,14 @@ struct Mount: ParsableCommand {
             discussion: "Each commit first flushes the cached bytes to disk (fdatasync). Shorter: less "
                 + "to refetch after a crash; longer: faster downloads (fewer forced flushes). 0 commits after "
                 + "every chunk received (slow; for measuring what batching saves)."))
-    var commitInterval: Double = 1
+    var commitInterval: Double?
 
     @Option(
         name: .long,
         help: ArgumentHelp(
             "Seconds after which opening an episode asks the origin again whether it changed.",
             discussion: "The first open in a mount always asks. Offline, the cached version is served."))
-    var revalidateAfter: Double = 3600
+    var revalidateAfter: Double?
 
     @Option(
         name: .long,
@@ -99,10 +115,13 @@ struct Mount: ParsableCommand {
             }
         }
         if let refresh { _ = try RefreshInterval(refresh) }
-        guard revalidateAfter >= 0 else {
+        if let logLevel, DaemonOptions.level(logLevel) == nil {
+            throw ValidationError("--log-level takes \(DaemonOptions.levelNames), not '\(logLevel)'")
+        }
+        guard (revalidateAfter ?? 0) >= 0 else {
             throw ValidationError("--revalidate-after must be 0 or more seconds")
         }
-        guard commitInterval >= 0, commitInterval <= 3600 else {
+        guard (commitInterval ?? 1) >= 0, (commitInterval ?? 1) <= 3600 else {
             throw ValidationError("--commit-interval must be between 0 and 3600 seconds")
         }
         if let maxFeedSize {
@@ -117,25 +136,37 @@ struct Mount: ParsableCommand {
         let mountpoint = absolutePath(arguments.last!)
         let sources = Array(arguments.dropLast())
         let cacheDirectory = absolutePath(cacheDir ?? options.cacheDirectory ?? defaultCacheDirectory())
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: mountpoint, isDirectory: &isDirectory), isDirectory.boolValue else {
-            throw ValidationError("the mount point \(mountpoint) is not a directory; create it first (mkdir -p \(mountpoint))")
+        let daemonOptions = options.daemon
+        if !daemonChild {
+            do {
+                try MountPreflight.check(
+                    mountpoint: mountpoint, allowNonEmpty: daemonOptions.nonempty, fuseOptions: options.fuseOptions)
+            } catch {
+                FileHandle.standardError.write(Data("podfs: \(error)\n".utf8))
+                throw ExitCode(1)
+            }
         }
+        let level = debug || daemonOptions.debug ? .debug : logLevel.flatMap(DaemonOptions.level) ?? daemonOptions.logLevel ?? .info
+        let logPath = logFile ?? daemonOptions.logFile
+        let toSyslog = syslog || daemonOptions.syslog || logPath == "syslog"
         if foreground || debug || daemonChild {
             let service = MountService(
                 sources: sources, mountpoint: mountpoint, cacheDirectory: cacheDirectory,
                 fuseOptions: options.fuseOptions,
                 feedLimit: Int(try (maxFeedSize ?? options.maxFeedSize).map { try CacheSize($0).bytes ?? 0 } ?? 64 << 20),
                 allowPrivate: allowPrivate || options.allowPrivate,
-                commitInterval: commitInterval, revalidateAfter: revalidateAfter,
+                commitInterval: commitInterval ?? daemonOptions.commitInterval ?? 1,
+                revalidateAfter: revalidateAfter ?? daemonOptions.revalidateAfter ?? 3600,
                 refreshInterval: try (refresh ?? options.refresh).map { try RefreshInterval($0).seconds }
                     ?? RefreshInterval.defaultSeconds,
-                cacheSize: try (cacheSize ?? options.cacheSize).map { try CacheSize($0) }, logLevel: debug ? .debug : .info, readiness: daemonChild ? .pipe : .none)
+                cacheSize: try (cacheSize ?? options.cacheSize).map { try CacheSize($0) }, logLevel: level, readiness: daemonChild ? .pipe : .none,
+                logToSyslog: daemonChild && toSyslog, readAheadKiB: daemonOptions.readAheadKiB ?? 1024)
             throw ExitCode(service.run())
         }
         try Daemon.start(
             arguments: CommandLine.arguments, cacheDirectory: cacheDirectory,
-            logFile: logFile.map(absolutePath) ?? (cacheDirectory + "/podfs.log"), mountpoint: mountpoint)
+            logFile: toSyslog ? nil : logPath.map(absolutePath) ?? (cacheDirectory + "/podfs.log"), mountpoint: mountpoint,
+            typedMountpoint: arguments.last!)
     }
 }
 

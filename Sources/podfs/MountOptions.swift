@@ -15,6 +15,9 @@ struct MountOptions {
     var allowPrivate = false
     /// `-o refresh=INTERVAL`, as typed.
     var refresh: String?
+    /// The rest of the CLI's options (`log_file=`, `log_level=`, `syslog`,
+    /// `commit_interval=`, `revalidate_after=`, `debug`, `nonempty`).
+    var daemon = DaemonOptions()
 
     /// fstab and mount(8) options that mean nothing to podfs.
     private static let ignored: Set<String> = [
@@ -58,9 +61,10 @@ struct MountOptions {
                 case _ where Self.ignored.contains(name) || name.hasPrefix("x-systemd.") || name.hasPrefix("comment="):
                     continue
                 default:
+                    if try daemon.parse(name: name, value: value) { continue }
                     throw ValidationError(
                         "unknown mount option '\(option)'. podfs takes -o cache_dir=DIR, cache_size=SIZE, max_feed_size=SIZE, "
-                            + "refresh=INTERVAL, allow_private, allow_other, allow_root "
+                            + "refresh=INTERVAL, allow_private, allow_other, allow_root, " + DaemonOptions.summary + " "
                             + "(and ignores fstab's auto, noauto, user, _netdev, nofail, x-systemd.*).")
                 }
             }

@@ -30,6 +30,10 @@ struct MountService {
     let cacheSize: CacheSize?
     let logLevel: Logger.Level
     let readiness: Readiness
+    /// Log to syslog (journald) instead of standard error.
+    var logToSyslog = false
+    /// The kernel's read-ahead for the mount, in KiB (root only).
+    var readAheadKiB = 1024
 
     /// Mounts and serves until unmounted; returns the exit status.
     func run() -> Int32 {
@@ -44,7 +48,8 @@ struct MountService {
         // Past a file size limit (ulimit -f) a write should fail with EFBIG,
         // which the reader survives, not kill the daemon.
         signal(SIGXFSZ, SIG_IGN)
-        LoggingSystem.bootstrap { label in
+        LoggingSystem.bootstrap { [logToSyslog] label in
+            if logToSyslog { return SyslogLogHandler(label: label, level: logLevel) }
             var handler = StreamLogHandler.standardError(label: label)
             handler.logLevel = logLevel
             return handler
@@ -110,13 +115,14 @@ struct MountService {
         let reader = EpisodeReader(index: index, source: source, logger: logger, tuning: tuning)
         reader.adopt(catalog.shows.flatMap { $0.episodes + $0.extras })
         reader.evictIfOverLimit()
-        let fileSystem = PodFileSystem(catalog: catalog, reader: reader, logger: logger)
+        let fileSystem = PodFileSystem(
+            catalog: catalog, reader: reader, logger: logger,
+            control: StatusFiles.make(cacheDirectory: cacheDirectory, mountpoint: mountpoint, logger: logger))
         let session = try FUSESession(
             mountpoint: mountpoint, fileSystemName: "podfs", options: fuseOptions,
             fileSystem: fileSystem, logger: logger)
         reader.attach(invalidator: session)
-        let readAhead = ProcessInfo.processInfo.environment["PODFS_READ_AHEAD_KIB"].flatMap { Int($0) } ?? 1024
-        session.setReadAhead(kib: readAhead)
+        session.setReadAhead(kib: readAheadKiB)
         reader.startFlushing(interval: commitInterval)
         reader.warmUp()
         let zones = source.zones
@@ -137,7 +143,12 @@ struct MountService {
             dup2(devNull, STDOUT_FILENO)
             close(devNull)
         }
-        let status = session.serve()
+        // libfuse's loop returns the number of the signal that stopped it:
+        // SIGINT, SIGTERM and SIGHUP are how a daemon is asked to stop.
+        // SIGTERM (systemd, kill) detaches and serves open files for up to
+        // 10 s so their readers get their data.
+        let loopStatus = session.serve(termGrace: 10)
+        let status = [SIGINT, SIGTERM, SIGHUP].contains(loopStatus) ? 0 : loopStatus
         logger.info("unmounting: saving the cache index")
         // Stop refreshing first: shutting the client down cuts a refresh's
         // fetch short, and nothing invalidates after the session closes.
@@ -147,7 +158,7 @@ struct MountService {
         reader.stopFlushing()
         index.checkpoint()
         session.close()
-        logger.info("stopped")
+        logger.info("stopped", metadata: ["exit.status": "\(status == 0 ? 0 : 1)"])
         return status == 0 ? 0 : 1
     }
 

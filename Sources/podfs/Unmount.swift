@@ -10,6 +10,13 @@ struct Unmount: ParsableCommand {
     @Argument(help: "The mount point.")
     var mountpoint: String
 
+    @Flag(
+        name: [.customShort("z"), .long],
+        help: ArgumentHelp(
+            "Detach now even if files are open; the daemon serves them until closed, then saves and exits.",
+            discussion: "Without it, unmounting a mount with open files fails and says which programs to close."))
+    var lazy = false
+
     func run() throws {
         let path = absolutePath(mountpoint)
         let daemons = MountTable.daemonPIDs(mountpoint: path)
@@ -19,7 +26,8 @@ struct Unmount: ParsableCommand {
         }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", "fusermount3 -u \"$1\" 2>&1 || umount \"$1\" 2>&1", "sh", path]
+        let flag = lazy ? "-z" : ""
+        process.arguments = ["-c", "fusermount3 -u \(flag) \"$1\" 2>&1 || umount \(lazy ? "-l" : "") \"$1\" 2>&1", "sh", path]
         let pipe = Pipe()
         process.standardOutput = pipe
         process.standardError = pipe
@@ -29,10 +37,19 @@ struct Unmount: ParsableCommand {
         guard process.terminationStatus == 0 else {
             var message = "could not unmount \(path): \(output.trimmingCharacters(in: .whitespacesAndNewlines))"
             if output.contains("busy") {
-                message += "\nA program still has a file open there; close it (see: fuser -vm \(path)) and try again."
+                message += "\nA program still has a file open there; close it (see: fuser -vm \(path)) and try again, "
+                    + "or detach now with podfs unmount --lazy \(path) (open files keep working until closed)."
             }
             FileHandle.standardError.write(Data("podfs: \(message)\n".utf8))
             throw ExitCode(1)
+        }
+        if lazy {
+            // The daemon ends when the last open file closes; not waited for.
+            let open = daemons.filter { kill($0, 0) == 0 && !MountTable.isZombie($0) }
+            if !open.isEmpty {
+                print("podfs: detached \(path); its daemon saves and exits once the files still open there are closed")
+            }
+            return
         }
         // The daemon commits its index on the way out; a remount right after
         // must see it, so wait for the daemon to end.
@@ -80,6 +97,16 @@ enum MountTable {
                 .replacingOccurrences(of: "\\134", with: "\\")
             return decoded == path
         }
+    }
+
+    /// The file system type of the mount on `path` (`fuse.podfs`), or `nil`.
+    static func fileSystemType(_ path: String) -> String? {
+        let table = (try? String(contentsOfFile: "/proc/mounts", encoding: .utf8)) ?? ""
+        let line = table.split(separator: "\n").last { line in
+            let fields = line.split(separator: " ")
+            return fields.count > 2 && fields[1].replacingOccurrences(of: "\\040", with: " ") == path
+        }
+        return line.map { String($0.split(separator: " ")[2]) }
     }
 
     static func isZombie(_ pid: pid_t) -> Bool {

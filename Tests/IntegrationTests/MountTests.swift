@@ -157,6 +157,29 @@ struct MountTests {
         try fixture.unmount()
     }
 
+    @Test func readAheadNeverFetchesACachedIslandAgain() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        let size = 48 * Self.mib
+        try fixture.publish(Fixture.episodes(sizes: [size]))
+        try fixture.mount()
+        // Cache 256 KiB in the middle of where read-ahead windows will run.
+        try Harness.sh(
+            "dd if='\(fixture.path(0))' of=/dev/null bs=256k count=1 skip=120 iflag=direct status=none")
+        try fixture.unmount()
+        let island = try fixture.origin.bytesSent("ep1.mp3")
+        try fixture.origin.reset()
+        try fixture.mount()
+        let copy = fixture.directory + "/copy"
+        try Harness.sh("cat '\(fixture.path(0))' > '\(copy)'")
+        #expect(try Harness.sha256(copy) == Harness.sha256(fixture.originPath(0)))
+        // Every byte crosses the network once: the second mount fetched
+        // exactly what the first did not.
+        let sent = try fixture.origin.bytesSent("ep1.mp3")
+        #expect(sent + island == Int64(size), "first mount \(island), second \(sent), size \(size)")
+        try fixture.unmount()
+    }
+
     @Test func offlineRemountServesCachedEpisodesAndFailsUncachedOnes() throws {
         let fixture = try Fixture()
         defer { fixture.cleanup() }

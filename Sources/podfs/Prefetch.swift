@@ -1,0 +1,199 @@
+import ArgumentParser
+import Feeds
+import Foundation
+import Locking
+import Logging
+import RangeCache
+
+/// `podfs prefetch SOURCE... [--latest N] [--since DATE]`: fills the cache
+/// for offline listening by reading episodes through a mount (the one that
+/// uses the cache, else a private one), with progress.
+struct Prefetch: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Fill the cache with episodes for offline listening, with progress.",
+        discussion: """
+            Reads the chosen episodes through a mount, so only the bytes not yet cached are \
+            fetched: a run stopped with Ctrl-C resumes where it stopped. If a podfs mount uses \
+            the same cache directory, prefetch reads through that mount (its feeds must include \
+            the SOURCEs); otherwise it mounts the feeds on a private temporary directory and \
+            unmounts it when done. On a terminal each episode gets a progress bar and the total \
+            shows bytes, rate and time left; otherwise one line per episode.
+            """)
+
+    @Option(name: .long, help: "The cache directory (default: $XDG_CACHE_HOME/podfs, else ~/.cache/podfs).")
+    var cacheDir: String?
+
+    @Option(name: .long, help: "Only the N newest episodes of each feed.")
+    var latest: Int?
+
+    @Option(name: .long, help: "Only episodes published on or after DATE (YYYY-MM-DD, UTC, or ISO 8601).")
+    var since: String?
+
+    @Option(
+        name: .short,
+        help: ArgumentHelp(
+            "Mount options for the private mount (as for podfs mount), e.g. -o allow_private,max_feed_size=200M."))
+    var o: [String] = []
+
+    @Argument(help: "Feed URLs, OPML files or URL list files.")
+    var sources: [String] = []
+
+    mutating func validate() throws {
+        guard !sources.isEmpty else {
+            throw ValidationError("give at least one SOURCE, e.g. podfs prefetch --latest 3 https://example.org/feed.xml")
+        }
+        if let latest, latest < 1 { throw ValidationError("--latest needs a number of episodes, 1 or more") }
+        if let since, Self.date(since) == nil {
+            throw ValidationError("--since needs a date such as 2026-11-01 (or 2026-11-01T18:00:00Z), not '\(since)'")
+        }
+        _ = try MountOptions(o)
+    }
+
+    func run() throws {
+        let options = try MountOptions(o)
+        let cacheDirectory = absolutePath(cacheDir ?? options.cacheDirectory ?? defaultCacheDirectory())
+        let feedURLs: [String]
+        do {
+            feedURLs = try Self.feedURLs(sources)
+        } catch {
+            Self.fail("\(error)")
+        }
+        let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
+        let mount: PrefetchMount
+        do {
+            mount = try PrefetchMount(
+                cacheDirectory: cacheDirectory, sources: sources.map { $0.contains("://") ? $0 : absolutePath($0) },
+                options: o, executable: executable)
+        } catch {
+            Self.fail("\(error)")
+        }
+        if mount.ownDaemon == nil {
+            FileHandle.standardError.write(Data(
+                "podfs: the cache \(cacheDirectory) is mounted on \(mount.mountpoint); prefetching through that mount\n".utf8))
+        }
+        let stopper = Stopper()
+        var status: Int32 = 0
+        do {
+            let episodes = try select(in: mount.mountpoint, feedURLs: feedURLs, cacheDirectory: cacheDirectory)
+            // On Ctrl-C a private mount is stopped at once (a read in flight
+            // ends with an error); a borrowed one is left alone, and the read
+            // in flight ends with this process.
+            let outcome = PrefetchRun(episodes: episodes, stopper: stopper) { mount.stop() }.run()
+            status = outcome
+            if mount.ownDaemon == nil, outcome == 0 {
+                waitForCommit(episodes, cacheDirectory: cacheDirectory)
+            }
+        } catch {
+            FileHandle.standardError.write(Data("podfs: \(error)\n".utf8))
+            status = 1
+        }
+        mount.stop()
+        throw ExitCode(status)
+    }
+
+    // MARK: - Private methods
+
+    /// A borrowed mount commits what it fetched to the index within its
+    /// commit interval: wait (up to 15 s) so that `podfs status` right
+    /// after a prefetch shows it.
+    private func waitForCommit(_ episodes: [PrefetchEpisode], cacheDirectory: String) {
+        var quiet = Logger(label: "podfs")
+        quiet.logLevel = .critical
+        let wanted = Dictionary(episodes.map { ($0.url, $0.size) }, uniquingKeysWith: { first, _ in first })
+        let deadline = Date().addingTimeInterval(15)
+        while Date() < deadline {
+            let records = ((try? CacheIndex(readingDirectory: cacheDirectory, logger: quiet).snapshot()) ?? [])
+                .flatMap(\.episodes)
+            let committed = records.filter { record in
+                guard let size = wanted[record.url] else { return false }
+                // The origin's length once known (the listing may show the feed's claim).
+                return record.ranges.reduce(Int64(0)) { $0 + $1.upperBound - $1.lowerBound } >= (record.length ?? size)
+            }
+            if Set(committed.map(\.url)).count >= wanted.count { return }
+            Thread.sleep(forTimeInterval: 0.2)
+        }
+    }
+
+    /// The episodes to read: per feed, the files in the mount whose
+    /// enclosure URL the feed lists, newest first, filtered.
+    private func select(in mountpoint: String, feedURLs: [String], cacheDirectory: String) throws -> [PrefetchEpisode] {
+        var quiet = Logger(label: "podfs")
+        quiet.logLevel = .error
+        let snapshot = try CacheIndex(readingDirectory: cacheDirectory, logger: quiet).snapshot()
+        let files = Self.episodeFiles(in: mountpoint)
+        let cutoff = since.flatMap(Self.date)
+        var chosen: [PrefetchEpisode] = []
+        for url in feedURLs {
+            let urls = Set(snapshot.first { $0.url == url }?.episodes.map(\.url) ?? [])
+            var found = files.filter { urls.contains($0.url) }
+            guard !found.isEmpty else {
+                throw PrefetchError(
+                    "the feed \(url) is not in the mount on \(mountpoint) that uses this cache; add it to that mount, "
+                        + "or unmount it (podfs unmount \(mountpoint)) and run prefetch again")
+            }
+            found.sort { $0.published > $1.published }
+            if let cutoff { found = found.filter { $0.published >= cutoff } }
+            if let latest { found = Array(found.prefix(latest)) }
+            chosen += found
+        }
+        return chosen
+    }
+
+    /// Every episode file of the mount (two levels: show, episode) with its
+    /// enclosure URL (`user.podfs.url`).
+    private static func episodeFiles(in mountpoint: String) -> [PrefetchEpisode] {
+        var files: [PrefetchEpisode] = []
+        let manager = FileManager.default
+        for show in ((try? manager.contentsOfDirectory(atPath: mountpoint)) ?? []).sorted() where !show.hasPrefix(".") {
+            let directory = mountpoint + "/" + show
+            for name in ((try? manager.contentsOfDirectory(atPath: directory)) ?? []).sorted() {
+                let path = directory + "/" + name
+                var info = stat()
+                guard stat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG,
+                    let url = attribute(path, "user.podfs.url")
+                else { continue }
+                files.append(PrefetchEpisode(
+                    path: path, label: show + "/" + name, url: url, size: Int64(info.st_size),
+                    published: Int64(info.st_mtim.tv_sec)))
+            }
+        }
+        return files
+    }
+
+    /// Feed URLs from SOURCE arguments (URLs, OPML files, URL lists).
+    private static func feedURLs(_ sources: [String]) throws -> [String] {
+        var urls: [String] = []
+        for source in sources {
+            let lowered = source.lowercased()
+            if lowered.hasPrefix("http://") || lowered.hasPrefix("https://") {
+                urls.append(source)
+                continue
+            }
+            guard let data = FileManager.default.contents(atPath: source) else {
+                throw PrefetchError("SOURCE \(source) is neither an http(s) URL nor a readable file")
+            }
+            do {
+                urls += try SourceList.parse(Array(data))
+            } catch {
+                throw PrefetchError("SOURCE \(source) is not an OPML file or a list of URLs: \(error.message)")
+            }
+        }
+        var seen = Set<String>()
+        return urls.filter { seen.insert($0).inserted }
+    }
+
+    /// Seconds since the epoch for `2026-11-01` (UTC midnight) or ISO 8601.
+    private static func date(_ text: String) -> Int64? {
+        if let full = ISO8601DateFormatter().date(from: text) { return Int64(full.timeIntervalSince1970) }
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        formatter.dateFormat = "yyyy-MM-dd"
+        return formatter.date(from: text).map { Int64($0.timeIntervalSince1970) }
+    }
+
+    private static func fail(_ message: String) -> Never {
+        FileHandle.standardError.write(Data("podfs: \(message)\n".utf8))
+        Foundation.exit(1)
+    }
+}

@@ -1,0 +1,360 @@
+import Foundation
+import Testing
+
+/// `podfs mount` as a daemon: the checks before it starts, a stale mount,
+/// a user mount through fusermount3, unmounting with reads in flight, the
+/// `.podfs/status` control file and the log options.
+@Suite(.serialized)
+struct DaemonModeTests {
+    private static let mib = 1024 * 1024
+
+    /// `podfs mount` with these arguments (the fixture's cache and feed).
+    private static func mount(_ fixture: Fixture, _ extra: [String], on mountpoint: String) throws -> Harness.Output {
+        try Harness.run(
+            Harness.podfs,
+            ["mount", "--cache-dir", fixture.cacheDirectory] + extra + ["\(fixture.origin.base)/feed.xml", mountpoint],
+            timeout: 60)
+    }
+
+    /// Waits (up to `timeout` s) for `condition`.
+    private static func waitFor(_ timeout: Double = 30, _ condition: () throws -> Bool) rethrows -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if try condition() { return true }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        return try condition()
+    }
+
+    @Test func mountsThatCannotWorkFailAtOnceWithAMessage() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        try fixture.publish(Fixture.episodes(sizes: [100_000]))
+        let missing = try Self.mount(fixture, [], on: fixture.directory + "/missing")
+        #expect(missing.status == 1 && missing.stderr.contains("does not exist; create it first"), "\(missing.stderr)")
+        let file = fixture.directory + "/a-file"
+        FileManager.default.createFile(atPath: file, contents: Data("x".utf8))
+        let notDirectory = try Self.mount(fixture, [], on: file)
+        #expect(notDirectory.status == 1 && notDirectory.stderr.contains("is not a directory"), "\(notDirectory.stderr)")
+        let full = fixture.directory + "/full"
+        try FileManager.default.createDirectory(atPath: full, withIntermediateDirectories: true)
+        FileManager.default.createFile(atPath: full + "/notes.txt", contents: Data("keep".utf8))
+        let notEmpty = try Self.mount(fixture, [], on: full)
+        #expect(notEmpty.status == 1 && notEmpty.stderr.contains("is not empty"), "\(notEmpty.stderr)")
+        #expect(notEmpty.stderr.contains("-o nonempty"))
+        #expect(!Fixture.isMounted(full), "nothing was mounted over the files")
+        // -o nonempty mounts over them (and they are back after unmounting).
+        let over = try Self.mount(fixture, ["-o", "nonempty"], on: full)
+        #expect(over.status == 0, "\(over.stderr)")
+        _ = try Harness.run(Harness.podfs, ["unmount", full])
+        #expect(FileManager.default.fileExists(atPath: full + "/notes.txt"))
+        // Already mounted: the second mount is refused, the first keeps working.
+        try fixture.mount()
+        let twice = try Self.mount(fixture, [], on: fixture.mountpoint)
+        #expect(twice.status == 1 && twice.stderr.contains("is already a podfs mount"), "\(twice.stderr)")
+        #expect(FileManager.default.fileExists(atPath: fixture.path(0)))
+        try fixture.unmount()
+        // Feed unreachable and nothing cached: a fresh cache, the origin down.
+        fixture.origin.stop()
+        let offline = try Harness.run(
+            Harness.podfs,
+            ["mount", "--cache-dir", fixture.directory + "/empty-cache", "\(fixture.origin.base)/feed.xml",
+             fixture.mountpoint], timeout: 60)
+        #expect(offline.status == 1, "\(offline.stderr)")
+        #expect(offline.stderr.contains("no feed could be loaded and none is cached"), "\(offline.stderr)")
+        #expect(!Fixture.isMounted(fixture.mountpoint))
+    }
+
+    @Test func withoutDevFuseTheMountSaysHowToGetIt() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        try fixture.publish(Fixture.episodes(sizes: [1000]))
+        // In a private mount namespace, a plain file hides the device node.
+        let fake = fixture.directory + "/not-a-device"
+        FileManager.default.createFile(atPath: fake, contents: Data())
+        let script = """
+            mount --bind '\(fake)' /dev/fuse && \
+            '\(Harness.podfs)' mount --cache-dir '\(fixture.cacheDirectory)' '\(fixture.origin.base)/feed.xml' \
+            '\(fixture.mountpoint)'
+            """
+        let output = try Harness.run("unshare", ["-m", "--propagation", "private", "sh", "-c", script])
+        #expect(output.status == 1, "\(output.stderr)")
+        #expect(output.stderr.contains("/dev/fuse is missing") && output.stderr.contains("modprobe fuse"), "\(output.stderr)")
+    }
+
+    @Test func aStaleMountFromAKilledDaemonIsClearedWithAMessage() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        try fixture.publish(Fixture.episodes(sizes: [200_000]))
+        try fixture.mount()
+        let pid = try #require(fixture.daemonPID)
+        kill(pid, SIGKILL)
+        #expect(Self.waitFor { !Harness.isAlive(pid) })
+        let stale = try Harness.run("ls", [fixture.mountpoint])
+        // ENOTCONN, or ECONNABORTED when the kernel counts the dead
+        // daemon's closed device as an abort.
+        #expect(
+            stale.stderr.contains("Transport endpoint is not connected")
+                || stale.stderr.contains("Software caused connection abort"), "\(stale.stderr)")
+        let again = try Self.mount(fixture, [], on: fixture.mountpoint)
+        #expect(again.status == 0, "\(again.stderr)")
+        #expect(again.stderr.contains("was a stale mount") && again.stderr.contains("cleared it"), "\(again.stderr)")
+        if let range = again.text.range(of: "pid "), let newPID = Int32(again.text[range.upperBound...].prefix { $0.isNumber }) {
+            defer { kill(newPID, SIGKILL) }
+            let copy = fixture.directory + "/copy"
+            try Harness.sh("cat '\(fixture.path(0))' > '\(copy)'")
+            #expect(try Harness.sha256(copy) == Harness.sha256(fixture.originPath(0)))
+            try fixture.unmount()
+        }
+        let mounts = try String(contentsOfFile: "/proc/mounts", encoding: .utf8)
+        #expect(!mounts.contains(fixture.mountpoint), "one mount, no stale one left below it")
+    }
+
+    @Test func aUserMountsThroughFusermountWithoutRoot() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        try fixture.publish(Fixture.episodes(sizes: [300_000]))
+        let user = "podfsit\(getpid() % 100000)"
+        // A folder the user can reach (the test's own is root-only).
+        let home = try Harness.sh("mktemp -d /tmp/podfs-user-XXXXXX").trimmingCharacters(in: .whitespacesAndNewlines)
+        try Harness.sh("useradd -M -d '\(home)' -s /bin/sh '\(user)'")
+        defer {
+            _ = try? Harness.run("pkill", ["-KILL", "-u", user])
+            _ = try? Harness.run("userdel", [user])
+            _ = try? Harness.run("rm", ["-rf", home])
+        }
+        try Harness.sh(
+            "chmod 755 '\(home)' && cp '\(Harness.podfs)' '\(home)/podfs' && chmod 755 '\(home)/podfs' && "
+                + "mkdir '\(home)/mnt' '\(home)/root-owned' && chown '\(user)' '\(home)' '\(home)/mnt' && "
+                + "cp /dev/null '\(home)/empty-conf'")
+        let expected = try Harness.sha256(fixture.originPath(0))
+        let feed = "\(fixture.origin.base)/feed.xml"
+        let file = "\(home)/mnt/\(Fixture.showTitle)/2026-11-01 Episode 1.mp3"
+        // Some machines (containers) make /dev/fuse root-only; the fuse3
+        // package makes it 0666. In a private mount namespace, a 0666 node
+        // of the same device stands in for it, and an empty fuse.conf for
+        // /etc/fuse.conf (no user_allow_other), without touching the host.
+        // Each step prints a tagged line for the checks below.
+        let script = """
+            mknod -m 666 '\(home)/fuse' c 10 229 && mount --bind '\(home)/fuse' /dev/fuse
+            mount --bind '\(home)/empty-conf' /etc/fuse.conf
+            u() { runuser -u '\(user)' -- "$@"; }
+            P='\(home)/podfs'
+            echo "refused: $(u "$P" mount --cache-dir '\(home)/cache' '\(feed)' '\(home)/root-owned' 2>&1; echo rc=$?)"
+            echo "other: $(u "$P" mount --cache-dir '\(home)/cache' -o allow_other '\(feed)' '\(home)/mnt' 2>&1; echo rc=$?)"
+            echo "mounted: $(u "$P" mount --cache-dir '\(home)/cache' '\(feed)' '\(home)/mnt' 2>&1; echo rc=$?)"
+            echo "line: $(grep ' \(home)/mnt ' /proc/self/mounts)"
+            echo "uid: $(id -u '\(user)')"
+            echo "sum: $(u sha256sum '\(file)' 2>&1)"
+            echo "root: $(cat '\(file)' 2>&1 >/dev/null; echo rc=$?)"
+            echo "owner: $(stat -c %U '\(home)/cache/index.sqlite')"
+            echo "unmounted: $(u "$P" unmount '\(home)/mnt' 2>&1; echo rc=$?)"
+            echo "left: $(grep -c ' \(home)/mnt ' /proc/self/mounts)"
+            # SIGTERM to a user's daemon: it detaches through fusermount3.
+            out=$(u "$P" mount --cache-dir '\(home)/cache' '\(feed)' '\(home)/mnt' 2>&1)
+            pid=$(echo "$out" | grep -o 'pid [0-9]*' | cut -d' ' -f2)
+            echo "termpid: $pid"
+            kill -TERM "$pid"
+            for i in $(seq 100); do grep -q ' \(home)/mnt ' /proc/self/mounts || break; sleep 0.1; done
+            echo "termleft: $(grep -c ' \(home)/mnt ' /proc/self/mounts)"
+            # An fstab line with `user`: the user mounts and unmounts it with
+            # mount(8) and umount(8), which find podfs in /usr/local/bin.
+            flock -w 30 '\(home)/cache/lock' true
+            mkdir '\(home)/bin' && cp "$P" '\(home)/bin/podfs' && mount --bind '\(home)/bin' /usr/local/bin
+            echo '\(feed) \(home)/mnt fuse.podfs noauto,user,cache_dir=\(home)/cache 0 0' > '\(home)/fstab'
+            mount --bind '\(home)/fstab' /etc/fstab
+            echo "fstab: $(u mount '\(home)/mnt' 2>&1; echo rc=$?)"
+            echo "fstabsum: $(u sha256sum '\(file)' 2>&1)"
+            echo "fstabumount: $(u umount '\(home)/mnt' 2>&1; echo rc=$?)"
+            """
+        let output = try Harness.run("unshare", ["-m", "--propagation", "private", "sh", "-c", script], timeout: 120)
+        // "tag: text" lines; a line without a known tag continues the last.
+        let tags: Set = [
+            "refused", "other", "mounted", "line", "uid", "sum", "root", "owner", "unmounted", "left", "fstab", "fstabsum",
+            "fstabumount", "termleft", "termpid",
+        ]
+        var lines: [String: String] = [:]
+        var last = ""
+        for line in output.text.split(separator: "\n") {
+            if let colon = line.firstIndex(of: ":"), tags.contains(String(line[..<colon])) {
+                last = String(line[..<colon])
+                lines[last] = String(line[line.index(after: colon)...])
+            } else {
+                lines[last, default: ""] += " " + line
+            }
+        }
+        let all = output.text + output.stderr
+        // Not permitted: a directory the user does not own.
+        #expect((lines["refused"] ?? "").contains("may not mount on") && (lines["refused"] ?? "").contains("rc=1"), "\(all)")
+        // allow_other needs user_allow_other in /etc/fuse.conf.
+        #expect((lines["other"] ?? "").contains("user_allow_other") && (lines["other"] ?? "").contains("rc=1"), "\(all)")
+        #expect((lines["mounted"] ?? "").contains("rc=0"), "\(all)")
+        let uid = (lines["uid"] ?? "").trimmingCharacters(in: .whitespaces)
+        #expect((lines["line"] ?? "").contains("fuse.podfs") && (lines["line"] ?? "").contains("user_id=\(uid)"), "\(all)")
+        #expect((lines["sum"] ?? "").trimmingCharacters(in: .whitespaces).hasPrefix(expected), "\(all)")
+        // Without allow_other, not even root may read the user's mount.
+        #expect((lines["root"] ?? "").contains("Permission denied"), "\(all)")
+        #expect((lines["owner"] ?? "").trimmingCharacters(in: .whitespaces) == user, "\(all)")
+        #expect((lines["unmounted"] ?? "").contains("rc=0"), "\(all)")
+        #expect((lines["left"] ?? "").trimmingCharacters(in: .whitespaces) == "0", "\(all)")
+        #expect(Int((lines["termpid"] ?? "").trimmingCharacters(in: .whitespaces)) != nil, "\(all)")
+        #expect((lines["termleft"] ?? "").trimmingCharacters(in: .whitespaces) == "0", "\(all)")
+        #expect((lines["fstab"] ?? "").contains("rc=0"), "\(all)")
+        #expect((lines["fstabsum"] ?? "").trimmingCharacters(in: .whitespaces).hasPrefix(expected), "\(all)")
+        #expect((lines["fstabumount"] ?? "").contains("rc=0"), "\(all)")
+    }
+
+    @Test func unmountingWithReadsInFlightEndsCleanly() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        let size = 24 * Self.mib
+        try fixture.publish(Fixture.episodes(sizes: [size, size]))
+        // Every response pauses 1.5 s after 2 MiB: reads are in flight.
+        try fixture.origin.configure(
+            #"{"stall": {"path": "*", "after_bytes": 2097152, "seconds": 1.5, "count": -1}}"#)
+        try fixture.mount()
+        let pid = try #require(fixture.daemonPID)
+        let copy = fixture.directory + "/copy"
+        let out = try TempFile()
+        let reader = try Harness.spawn(
+            "/bin/sh", ["-c", "cat '\(fixture.path(0))' > '\(copy)'"], stdout: out.handle.fileDescriptor,
+            stderr: out.handle.fileDescriptor)
+        #expect(Self.waitFor { (try? fixture.origin.bytesSent("ep1.mp3")) ?? 0 >= 2 * Int64(Self.mib) })
+        // A plain unmount refuses while a file is open, and says what to do.
+        let busy = try Harness.run(Harness.podfs, ["unmount", fixture.mountpoint])
+        #expect(busy.status == 1 && busy.stderr.contains("--lazy"), "\(busy.stderr)")
+        // --lazy detaches now; the reader gets all its data.
+        let lazy = try Harness.run(Harness.podfs, ["unmount", "--lazy", fixture.mountpoint])
+        #expect(lazy.status == 0, "\(lazy.stderr)")
+        #expect(!Fixture.isMounted(fixture.mountpoint))
+        var status: Int32 = 0
+        _ = waitpid(reader, &status, 0)
+        #expect(status == 0, "\(String(decoding: out.contents(), as: UTF8.self))")
+        #expect(try Harness.sha256(copy) == Harness.sha256(fixture.originPath(0)))
+        #expect(Self.waitFor { !Harness.isAlive(pid) }, "the daemon ends once the file is closed")
+        #expect(fixture.log().contains("exit.status=0"), "\(fixture.log())")
+
+        // SIGTERM with a read in flight: the mount is detached at once (no
+        // new opens), the open file is served to the end, then the daemon
+        // saves its index and exits 0.
+        try fixture.mount()
+        let second = try #require(fixture.daemonPID)
+        let copy2 = fixture.directory + "/copy2"
+        let reader2 = try Harness.spawn(
+            "/bin/sh", ["-c", "cat '\(fixture.path(1))' > '\(copy2)'"], stdout: out.handle.fileDescriptor,
+            stderr: out.handle.fileDescriptor)
+        #expect(Self.waitFor { (try? fixture.origin.bytesSent("ep2.mp3")) ?? 0 >= 2 * Int64(Self.mib) })
+        kill(second, SIGTERM)
+        #expect(try fixture.origin.bytesSent("ep2.mp3") < Int64(size), "the read was still going at SIGTERM")
+        #expect(Self.waitFor(10) { !Fixture.isMounted(fixture.mountpoint) }, "detached at once")
+        _ = waitpid(reader2, &status, 0)
+        #expect(status == 0, "\(String(decoding: out.contents(), as: UTF8.self))")
+        #expect(try Harness.sha256(copy2) == Harness.sha256(fixture.originPath(1)), "the reader got all its data")
+        #expect(Self.waitFor { !Harness.isAlive(second) })
+        #expect(!Fixture.isMounted(fixture.mountpoint), "no stale mount left")
+        #expect(fixture.log().contains("SIGTERM: detaching the mount"), "\(fixture.log())")
+        let stops = fixture.log().components(separatedBy: "exit.status=0").count - 1
+        #expect(stops == 2, "\(fixture.log())")
+        let check = try Harness.run(
+            "python3",
+            [Harness.root + "/Tests/Origin/check_index.py", fixture.cacheDirectory, fixture.originPath(1),
+             "--key-url", "\(fixture.origin.base)/ep2.mp3"])
+        #expect(check.status == 0, "index check: \(check.text) \(check.stderr)")
+    }
+
+    @Test func controlFileShowsTheMountsStatus() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        try fixture.publish(Fixture.episodes(sizes: [Self.mib, 200_000]))
+        try fixture.mount()
+        try Harness.sh("cat '\(fixture.path(0))' > /dev/null")
+        let status = fixture.mountpoint + "/.podfs/status"
+        #expect(Self.waitFor {
+            ((try? Harness.sh("cat '\(status)'")) ?? "").split(separator: "\n")
+                .contains { $0.contains("2026-11-01 Episode 1.mp3") && $0.contains("100%") }
+        })
+        let text = try Harness.sh("cat '\(status)'")
+        #expect(text.hasPrefix("podfs on \(fixture.mountpoint) (pid \(fixture.daemonPID ?? 0)"), "\(text)")
+        #expect(text.contains("Cache \(fixture.cacheDirectory):"), "\(text)")
+        // Same table as podfs status (after the mount's own first line).
+        let command = try Harness.run(Harness.podfs, ["status", "--cache-dir", fixture.cacheDirectory])
+        let body = text.split(separator: "\n", omittingEmptySubsequences: false).dropFirst().joined(separator: "\n")
+        #expect(body == command.text, "control file:\n\(body)\npodfs status:\n\(command.text)")
+        // The size stat reports is the size cat reads.
+        let sizes = try Harness.sh("stat -c %s '\(status)'; wc -c < '\(status)'").split(separator: "\n")
+        #expect(sizes.count == 2 && sizes[0] == sizes[1], "\(sizes)")
+        let json = try Harness.sh("cat '\(status).json'")
+        let object = try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any]
+        #expect((object?["cachedBytes"] as? NSNumber)?.intValue ?? 0 >= Self.mib)
+        // Hidden from listings, read-only.
+        #expect(!(try Harness.sh("ls -a '\(fixture.mountpoint)'")).contains(".podfs"))
+        let write = try Harness.run("/bin/sh", ["-c", "echo x > '\(status)'"])
+        #expect(write.status != 0)
+        try fixture.unmount()
+    }
+
+    @Test func logLevelAndOptionTwinsReachTheDaemon() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        try fixture.publish(Fixture.episodes(sizes: [1000]))
+        let quiet = fixture.directory + "/quiet.log"
+        try fixture.mount(extra: ["--log-level", "warning", "--log-file", quiet])
+        try fixture.unmount()
+        let quietText = (try? String(contentsOfFile: quiet, encoding: .utf8)) ?? ""
+        #expect(!quietText.contains(" info ") && !quietText.contains("mounted"), "\(quietText)")
+        let loud = fixture.directory + "/loud.log"
+        try fixture.mount(extra: ["-o", "log_level=debug,log_file=\(loud),commit_interval=2,revalidate_after=60"])
+        try Harness.sh("cat '\(fixture.path(0))' > /dev/null")
+        try fixture.unmount()
+        let loudText = (try? String(contentsOfFile: loud, encoding: .utf8)) ?? ""
+        #expect(loudText.contains(" debug ") && loudText.contains("mounted"), "\(loudText)")
+        let bad = try Self.mount(fixture, ["-o", "log_level=chatty"], on: fixture.mountpoint)
+        #expect(bad.status != 0 && bad.stderr.contains("log_level needs one of"), "\(bad.stderr)")
+    }
+}
+
+/// `--syslog` through a real syslog socket.
+@Suite(.serialized)
+struct SyslogTests {
+    @Test func backgroundDaemonLogsToSyslogWhenAsked() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        try fixture.publish(Fixture.episodes(sizes: [1000]))
+        // A private /dev (a tmpfs holding the device nodes podfs needs and
+        // a datagram socket at /dev/log) in a private mount namespace: the
+        // host's /dev is left alone.
+        let dev = fixture.directory + "/dev"
+        let received = fixture.directory + "/syslog.txt"
+        let listener = """
+            import socket, sys
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+            s.bind(sys.argv[1])
+            open(sys.argv[1] + ".ready", "w").close()
+            with open(sys.argv[2], "ab", buffering=0) as out:
+                while True:
+                    out.write(s.recv(65536) + b"\\n")
+            """
+        try Data(listener.utf8).write(to: URL(fileURLWithPath: fixture.directory + "/listener.py"))
+        let feed = "\(fixture.origin.base)/feed.xml"
+        let script = """
+            mkdir -p '\(dev)' && mount -t tmpfs none '\(dev)'
+            for n in null zero full random urandom fuse; do touch '\(dev)'/$n; mount --bind /dev/$n '\(dev)'/$n; done
+            python3 '\(fixture.directory)/listener.py' '\(dev)/log' '\(received)' & L=$!
+            for i in $(seq 100); do [ -e '\(dev)/log.ready' ] && break; sleep 0.05; done
+            mount --rbind '\(dev)' /dev
+            '\(Harness.podfs)' mount --syslog --cache-dir '\(fixture.cacheDirectory)' '\(feed)' '\(fixture.mountpoint)'
+            echo "mount rc=$?"
+            ls '\(fixture.mountpoint)'
+            '\(Harness.podfs)' unmount '\(fixture.mountpoint)'; echo "unmount rc=$?"
+            sleep 0.3; kill $L
+            """
+        let output = try Harness.run("unshare", ["-m", "--propagation", "private", "sh", "-c", script], timeout: 120)
+        let messages = (try? String(contentsOfFile: received, encoding: .utf8)) ?? ""
+        let all = output.text + output.stderr + "\nsyslog:\n" + messages
+        #expect(output.text.contains("mount rc=0") && output.text.contains("unmount rc=0"), "\(all)")
+        #expect(output.text.contains("log syslog (journalctl -t podfs)"), "\(all)")
+        #expect(messages.contains("podfs[") && messages.contains("info: mounted"), "\(all)")
+        #expect(messages.contains("exit.status=0"), "\(all)")
+        #expect(!FileManager.default.fileExists(atPath: fixture.cacheDirectory + "/podfs.log"), "no log file")
+    }
+}
