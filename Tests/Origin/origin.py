@@ -36,6 +36,8 @@ Fault config keys:
   fail_all: true                close every non-control connection without answering
   no_length: ["/x"|"*"]         send a 200 without Content-Length, ending the body by
                                 closing the connection (a client cannot know the size)
+  endless: ["/x"|"*"]           answer GETs with a 200 without Content-Length whose body of
+                                0xEE bytes never ends (until the client hangs up)
   gzip_encoded: ["/x"]          the file is already gzip data: send it as is with
                                 "Content-Encoding: gzip" (e.g. a decompression bomb)
   gzip: true                    templates go gzip-compressed to clients that accept it
@@ -180,6 +182,13 @@ class Origin:
     def no_length(self, path):
         with self.lock:
             paths = self.config.get("no_length") or []
+            if isinstance(paths, str):
+                paths = [paths]
+            return "*" in paths or path in paths
+
+    def endless(self, path):
+        with self.lock:
+            paths = self.config.get("endless") or []
             if isinstance(paths, str):
                 paths = [paths]
             return "*" in paths or path in paths
@@ -582,6 +591,9 @@ class Handler(BaseHTTPRequestHandler):
             return 405, self._simple(405, "method not allowed\n",
                                      headers={"Allow": "GET, HEAD"}, path=path)
 
+        if self.command == "GET" and o.endless(path):
+            return 200, self._send_endless(path)
+
         fs = self._fs_path(path)
         fd = None
         try:
@@ -716,6 +728,24 @@ class Handler(BaseHTTPRequestHandler):
             except OSError:
                 self.close_connection = True
         return code, sent
+
+    def _send_endless(self, path):
+        """A 200 of unknown length whose body never ends."""
+        self.close_connection = True
+        self.send_response(200)
+        self.send_header("Content-Type", "audio/mpeg")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.origin.count_status(path, 200)
+        chunk = b"\xee" * CHUNK
+        sent = 0
+        try:
+            while True:
+                self.connection.sendall(chunk)
+                sent += len(chunk)
+                self.origin.count_bytes(path, len(chunk))
+        except OSError:
+            return sent
 
     def _send_body(self, path, fd, body, start, length, drop, stall):
         o = self.origin

@@ -227,6 +227,18 @@ class OriginTest(unittest.TestCase):
         r, data = self.request("GET", "/ep.mp3")
         self.assertEqual((r.status, data), (200, BIG))
 
+    def test_endless(self):
+        self.control("/_origin/config", {"endless": ["/ep.mp3"]})
+        c = self.conn()
+        try:
+            c.request("GET", "/ep.mp3", headers={"Range": "bytes=0-9"})
+            r = c.getresponse()
+            self.assertEqual(r.status, 200)
+            self.assertIsNone(r.getheader("Content-Length"))
+            self.assertEqual(r.read(3 * 1024 * 1024), b"\xee" * (3 * 1024 * 1024))
+        finally:
+            c.close()
+
     def test_length_mismatch_longer(self):
         self.control("/_origin/config", {"length_mismatch": {"path": "/ep.mp3", "delta": 7, "count": 1}})
         r, data = self.request("GET", "/ep.mp3", {"Range": "bytes=10-99"})
