@@ -6,7 +6,7 @@ Python 3 standard library only. Used by Tests/IntegrationTests/StressTests.swift
 
     python3 Tests/Stress/stress.py --duration SECONDS --seed N --readers N
         --file MOUNTED_PATH ORIGIN_FILE URL_PATH [--file ...]
-        [--origin http://127.0.0.1:PORT] [--drop-every SECONDS]
+        [--origin http://127.0.0.1:PORT] [--drop-every SECONDS] [--direct SHARE]
 
 Each reader thread, until the deadline, opens a random episode (a third of the
 time with O_DIRECT, so podfs and not the kernel's page cache answers) and
@@ -103,9 +103,9 @@ def read_at(fd, buffer, offset, length, direct):
     return os.pread(fd, length, offset)
 
 
-def session(rng, totals, episode, buffer):
+def session(rng, totals, episode, buffer, direct_share):
     """One open of one episode: random preads or a sequential run."""
-    direct = rng.random() < 1 / 3
+    direct = rng.random() < direct_share
     flags = os.O_RDONLY | (os.O_DIRECT if direct else 0)
     try:
         fd = os.open(episode.mounted, flags)
@@ -113,6 +113,7 @@ def session(rng, totals, episode, buffer):
         totals.problem("error", "open %s: %s" % (episode.mounted, e))
         return
     reads = nbytes = 0
+    where = "first read"
     try:
         size = episode.size
         if rng.random() < 0.5:
@@ -124,6 +125,7 @@ def session(rng, totals, episode, buffer):
                     offset -= offset % PAGE
                     length = max(PAGE, length - length % PAGE)
                 length = min(length, len(buffer))
+                where = "pread of %d at %d" % (length, offset)
                 got = read_at(fd, buffer, offset, length, direct)
                 expected = max(0, min(length, size - offset))
                 reads += 1
@@ -142,6 +144,7 @@ def session(rng, totals, episode, buffer):
                 offset -= offset % PAGE
             end = min(size, offset + rng.choice((1, 4, 8, 16)) * MIB)
             while offset < end:
+                where = "sequential read of %d at %d" % (block, offset)
                 got = read_at(fd, buffer, offset, min(block, len(buffer)), direct)
                 reads += 1
                 nbytes += len(got)
@@ -152,18 +155,22 @@ def session(rng, totals, episode, buffer):
                     return
                 offset += len(got)
     except OSError as e:
-        totals.problem("error", "%s: %s (errno %s)" % (episode.mounted, e, errno.errorcode.get(e.errno, e.errno)))
+        totals.problem("error", "%s: %s (%s): %s (errno %s)" % (
+            episode.mounted, where, "O_DIRECT" if direct else "buffered", e, errno.errorcode.get(e.errno, e.errno)))
     finally:
         totals.add(reads, nbytes, direct)
-        os.close(fd)
+        try:
+            os.close(fd)
+        except OSError as e:
+            totals.problem("error", "close %s: %s" % (episode.mounted, e))
 
 
-def reader(seed, deadline, episodes, totals):
+def reader(seed, deadline, episodes, totals, direct_share):
     rng = random.Random(seed)
     buffer = mmap.mmap(-1, 1 * MIB)  # page-aligned, for O_DIRECT
     try:
         while time.monotonic() < deadline:
-            session(rng, totals, rng.choice(episodes), buffer)
+            session(rng, totals, rng.choice(episodes), buffer, direct_share)
     finally:
         buffer.close()
 
@@ -204,6 +211,7 @@ def main(argv=None):
     ap.add_argument("--file", nargs=3, action="append", required=True,
                     metavar=("MOUNTED", "ORIGIN_FILE", "URL_PATH"))
     ap.add_argument("--origin", help="the origin's base URL, to inject drops and read its stats")
+    ap.add_argument("--direct", type=float, default=1 / 3, help="share of opens with O_DIRECT")
     ap.add_argument("--drop-every", type=float, default=0.5, help="seconds between drop faults")
     args = ap.parse_args(argv)
 
@@ -221,7 +229,7 @@ def main(argv=None):
             target=fault_injector,
             args=(random.Random(args.seed ^ 0x5EED), args.origin, episodes, deadline, args.drop_every, stop, armed))
         injector.start()
-    threads = [threading.Thread(target=reader, args=(args.seed * 1000 + i, deadline, episodes, totals))
+    threads = [threading.Thread(target=reader, args=(args.seed * 1000 + i, deadline, episodes, totals, args.direct))
                for i in range(args.readers)]
     for t in threads:
         t.start()
