@@ -212,6 +212,7 @@ def main(argv=None):
                     metavar=("MOUNTED", "ORIGIN_FILE", "URL_PATH"))
     ap.add_argument("--origin", help="the origin's base URL, to inject drops and read its stats")
     ap.add_argument("--direct", type=float, default=1 / 3, help="share of opens with O_DIRECT")
+    ap.add_argument("--no-drops", action="store_true", help="read the origin's stats but inject no fault")
     ap.add_argument("--drop-every", type=float, default=0.5, help="seconds between drop faults")
     args = ap.parse_args(argv)
 
@@ -223,7 +224,7 @@ def main(argv=None):
     armed = [0]
     before = origin_call(args.origin, "/_origin/stats") if args.origin else None
     injector = None
-    if args.origin:
+    if args.origin and not args.no_drops:
         arm_first_drops(random.Random(args.seed), args.origin, episodes, armed)
         injector = threading.Thread(
             target=fault_injector,
@@ -239,6 +240,7 @@ def main(argv=None):
     requests = obytes = fired = -1
     if injector is not None:
         injector.join()
+    if args.origin:
         origin_call(args.origin, "/_origin/config", {"drop": None})
         after = origin_call(args.origin, "/_origin/stats")
         requests = after["requests"] - before["requests"]
