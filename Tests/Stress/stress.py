@@ -50,6 +50,7 @@ class Totals:
         self.errors = 0
         self.mismatches = 0
         self.details = []
+        self.start = time.monotonic()
 
     def add(self, reads, nbytes, direct):
         with self.lock:
@@ -65,7 +66,7 @@ class Totals:
             else:
                 self.mismatches += 1
             if len(self.details) < 20:
-                self.details.append("%s: %s" % (kind, text))
+                self.details.append("%s: %.1fs: %s" % (kind, time.monotonic() - self.start, text))
 
 
 class Episode:
