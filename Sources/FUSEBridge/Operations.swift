@@ -75,6 +75,11 @@ final class Operations: Sendable {
                 var parameter = fuse_entry_param()
                 if let attributes = entry.attributes, entry.name != ".", entry.name != ".." {
                     parameter.ino = fuse_ino_t(entry.inode)
+                    // The same generation as a lookup's: when the entry
+                    // expires, the kernel's lookup would otherwise see
+                    // another generation, take the inode for a reused one
+                    // and fail every read and close on its open files (EIO).
+                    parameter.generation = 1
                     parameter.attr = makeStat(attributes)
                     parameter.attr_timeout = entry.attributesTimeout
                     parameter.entry_timeout = entry.entryTimeout

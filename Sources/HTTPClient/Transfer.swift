@@ -57,6 +57,15 @@ final class Transfer {
 
     // MARK: - Configuration
 
+    /// Seconds without a byte before a transfer fails as stalled: 30, or the
+    /// hidden `PODFS_LOW_SPEED_TIME` (1-30) that lets tests meet a stall quickly.
+    static let lowSpeedTime: Int = {
+        guard let text = getenv("PODFS_LOW_SPEED_TIME"), let value = Int(String(cString: text)),
+            (1...30).contains(value)
+        else { return 30 }
+        return value
+    }()
+
     /// Sets every option; the `userdata` pointer is this object, kept alive
     /// by the client until the transfer completes.
     func configure(userdata: UnsafeMutableRawPointer, userAgent: String) {
@@ -70,7 +79,7 @@ final class Transfer {
         podfs_curl_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT, 15)
         // A stalled body (less than 1 byte/s for 30 s) fails instead of hanging.
         podfs_curl_easy_setopt_long(easy, CURLOPT_LOW_SPEED_LIMIT, 1)
-        podfs_curl_easy_setopt_long(easy, CURLOPT_LOW_SPEED_TIME, 30)
+        podfs_curl_easy_setopt_long(easy, CURLOPT_LOW_SPEED_TIME, Self.lowSpeedTime)
         podfs_curl_easy_setopt_long(easy, CURLOPT_TCP_KEEPALIVE, 1)
         podfs_curl_easy_setopt_long(easy, CURLOPT_BUFFERSIZE, 512 * 1024)
         podfs_curl_easy_setopt_str(easy, CURLOPT_USERAGENT, userAgent)

@@ -96,9 +96,26 @@ final class TestOrigin {
         return (entry?["requests"] as? NSNumber)?.intValue ?? 0
     }
 
+    /// The status of every answer for one path since the last reset, in order.
+    func statuses(_ name: String) throws -> [Int] {
+        let stats = try stats()
+        let paths = stats["paths"] as? [String: Any]
+        let entry = paths?["/" + name] as? [String: Any]
+        return (entry?["statuses"] as? [NSNumber])?.map(\.intValue) ?? []
+    }
+
     func stats() throws -> [String: Any] {
         let text = try Harness.sh("curl -sf \(base)/_origin/stats")
         return (try JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] ?? [:]
+    }
+
+    /// How many more requests a counted body fault (`drop`, `stall`,
+    /// `length_mismatch`) applies to: its first entry's remaining count.
+    func usesLeft(_ fault: String) throws -> Int {
+        let text = try Harness.sh("curl -sf \(base)/_origin/config")
+        let config = (try JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any]
+        let entries = config?[fault] as? [[String: Any]]
+        return (entries?.first?["count"] as? NSNumber)?.intValue ?? -1
     }
 
     func reset() throws { try control("reset") }

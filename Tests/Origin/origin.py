@@ -28,9 +28,16 @@ Fault config keys:
   redirects: {"/a": "/b"}       302 to the target (relative or absolute)
   status: {"/x": {"code", "count", "retry_after"}}  answer that status
   stall: {"path", "after_bytes", "seconds", "count"}  pause mid-body (list allowed)
+  length_mismatch: {"path", "delta", "count"}  a 206 whose Content-Length is the
+                                range's length + delta: delta > 0 sends the range and then
+                                delta bytes of 0xEE (a body longer than its Content-Range),
+                                delta < 0 ends the body |delta| bytes early, cleanly framed
+                                (shorter than its Content-Range) (list allowed)
   fail_all: true                close every non-control connection without answering
   no_length: ["/x"|"*"]         send a 200 without Content-Length, ending the body by
                                 closing the connection (a client cannot know the size)
+  endless: ["/x"|"*"]           answer GETs with a 200 without Content-Length whose body of
+                                0xEE bytes never ends (until the client hangs up)
   gzip_encoded: ["/x"]          the file is already gzip data: send it as is with
                                 "Content-Encoding: gzip" (e.g. a decompression bomb)
   gzip: true                    templates go gzip-compressed to clients that accept it
@@ -92,6 +99,7 @@ class Origin:
             self.requests = 0
             self.bytes = 0
             self.connections = 0
+            self.drops = 0
             self.paths = {}
 
     def _path_stats(self, path):
@@ -128,6 +136,7 @@ class Origin:
                 "requests": self.requests,
                 "bytes": self.bytes,
                 "connections": self.connections,
+                "drops": self.drops,
                 "paths": json.loads(json.dumps(self.paths)),
             }
 
@@ -147,7 +156,7 @@ class Origin:
                         else:
                             cur[p] = v
                     self.config[key] = cur
-                elif key in ("drop", "stall"):
+                elif key in ("drop", "stall", "length_mismatch"):
                     items = value if isinstance(value, list) else [value]
                     self.config[key] = [dict(i) for i in items if isinstance(i, dict)]
                 else:
@@ -173,6 +182,13 @@ class Origin:
     def no_length(self, path):
         with self.lock:
             paths = self.config.get("no_length") or []
+            if isinstance(paths, str):
+                paths = [paths]
+            return "*" in paths or path in paths
+
+    def endless(self, path):
+        with self.lock:
+            paths = self.config.get("endless") or []
             if isinstance(paths, str):
                 paths = [paths]
             return "*" in paths or path in paths
@@ -236,6 +252,15 @@ class Origin:
             if entry.get("path") in (path, "*") and self._take(entry):
                 return dict(entry)
         return None
+
+    def count_drop(self):
+        with self.lock:
+            self.drops += 1
+
+    def length_mismatch(self, path):
+        """The length_mismatch entry applying to this 206 of path, consuming a count."""
+        with self.lock:
+            return self._body_fault("length_mismatch", path)
 
     def body_faults(self, path):
         """(drop, stall) entries applying to this GET of path, consuming counts."""
@@ -566,6 +591,9 @@ class Handler(BaseHTTPRequestHandler):
             return 405, self._simple(405, "method not allowed\n",
                                      headers={"Allow": "GET, HEAD"}, path=path)
 
+        if self.command == "GET" and o.endless(path):
+            return 200, self._send_endless(path)
+
         fs = self._fs_path(path)
         fd = None
         try:
@@ -656,6 +684,9 @@ class Handler(BaseHTTPRequestHandler):
         else:
             code, start, length = 206, r[0], r[1] - r[0] + 1
         unknown_length = code == 200 and o.no_length(path)
+        mismatch = o.length_mismatch(path) if code == 206 and not head else None
+        delta = int(mismatch.get("delta", 0)) if mismatch else 0
+        delta = max(delta, 1 - length)  # at least one byte of body
 
         self.send_response(code)
         self.send_header("Content-Type", ctype)
@@ -666,7 +697,7 @@ class Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             self.send_header("Connection", "close")
         else:
-            self.send_header("Content-Length", str(length))
+            self.send_header("Content-Length", str(length + delta))
         if code == 206:
             self.send_header("Content-Range", "bytes %d-%d/%d" % (start, start + length - 1, size))
         else:
@@ -686,7 +717,35 @@ class Handler(BaseHTTPRequestHandler):
             return code, 0
 
         drop, stall = o.body_faults(path)
-        return code, self._send_body(path, fd, body, start, length, drop, stall)
+        if delta < 0:
+            return code, self._send_body(path, fd, body, start, length + delta, drop, stall)
+        sent = self._send_body(path, fd, body, start, length, drop, stall)
+        if delta > 0 and sent == length:
+            try:
+                self.connection.sendall(b"\xee" * delta)
+                o.count_bytes(path, delta)
+                sent += delta
+            except OSError:
+                self.close_connection = True
+        return code, sent
+
+    def _send_endless(self, path):
+        """A 200 of unknown length whose body never ends."""
+        self.close_connection = True
+        self.send_response(200)
+        self.send_header("Content-Type", "audio/mpeg")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.origin.count_status(path, 200)
+        chunk = b"\xee" * CHUNK
+        sent = 0
+        try:
+            while True:
+                self.connection.sendall(chunk)
+                sent += len(chunk)
+                self.origin.count_bytes(path, len(chunk))
+        except OSError:
+            return sent
 
     def _send_body(self, path, fd, body, start, length, drop, stall):
         o = self.origin
@@ -733,6 +792,7 @@ class Handler(BaseHTTPRequestHandler):
                     time.sleep(stall_secs)
                     stall_after = None
                 if drop_after is not None and sent >= drop_after:
+                    o.count_drop()
                     self._abort()
                     return sent
                 limit = length

@@ -222,7 +222,40 @@ class OriginTest(unittest.TestCase):
             c.close()
         s = self.control("/_origin/stats", method="GET")
         self.assertEqual(s["paths"]["/ep.mp3"]["bytes"], 1000)
+        self.assertEqual(s["drops"], 1)
         # count exhausted: the next GET is whole
+        r, data = self.request("GET", "/ep.mp3")
+        self.assertEqual((r.status, data), (200, BIG))
+
+    def test_endless(self):
+        self.control("/_origin/config", {"endless": ["/ep.mp3"]})
+        c = self.conn()
+        try:
+            c.request("GET", "/ep.mp3", headers={"Range": "bytes=0-9"})
+            r = c.getresponse()
+            self.assertEqual(r.status, 200)
+            self.assertIsNone(r.getheader("Content-Length"))
+            self.assertEqual(r.read(3 * 1024 * 1024), b"\xee" * (3 * 1024 * 1024))
+        finally:
+            c.close()
+
+    def test_length_mismatch_longer(self):
+        self.control("/_origin/config", {"length_mismatch": {"path": "/ep.mp3", "delta": 7, "count": 1}})
+        r, data = self.request("GET", "/ep.mp3", {"Range": "bytes=10-99"})
+        self.assertEqual(r.status, 206)
+        self.assertEqual(r.getheader("Content-Range"), "bytes 10-99/%d" % len(BIG))
+        self.assertEqual(data, BIG[10:100] + b"\xee" * 7)
+        r, data = self.request("GET", "/ep.mp3", {"Range": "bytes=10-99"})
+        self.assertEqual((r.status, data), (206, BIG[10:100]))
+
+    def test_length_mismatch_shorter(self):
+        self.control("/_origin/config", {"length_mismatch": {"path": "/ep.mp3", "delta": -40, "count": 1}})
+        r, data = self.request("GET", "/ep.mp3", {"Range": "bytes=10-99"})
+        self.assertEqual(r.status, 206)
+        self.assertEqual(r.getheader("Content-Range"), "bytes 10-99/%d" % len(BIG))
+        self.assertEqual(data, BIG[10:60])
+        # a whole-body GET (200) is never affected
+        self.control("/_origin/config", {"length_mismatch": {"path": "/ep.mp3", "delta": -40}})
         r, data = self.request("GET", "/ep.mp3")
         self.assertEqual((r.status, data), (200, BIG))
 

@@ -1,0 +1,192 @@
+import Foundation
+import Testing
+
+/// The origin answers with errors, loops, wrong framing or silence: each read
+/// ends within a bounded time, with exactly the origin's bytes or EIO, after a
+/// bounded number of requests, and the daemon keeps serving.
+@Suite(.serialized)
+struct OriginFaultTests {
+    private static let mib = 1024 * 1024
+    /// The most requests a read that cannot succeed may cost: the reader's
+    /// attempts times curl's redirect limit, with room to spare.
+    private static let requestBound = 80
+
+    // MARK: - Helpers
+
+    /// Reads the first 256 KiB with O_DIRECT (podfs, not the page cache, answers).
+    private func readStart(_ fixture: Fixture, _ index: Int = 0) throws -> Harness.Output {
+        try Harness.run(
+            "dd", ["if=\(fixture.path(index))", "of=/dev/null", "bs=64k", "count=4", "iflag=direct", "status=none"],
+            timeout: 90)
+    }
+
+    /// Expects the read to fail with EIO, the origin to have seen at least
+    /// one and at most `bound` requests for the path, and the daemon alive.
+    private func expectEIO(_ fixture: Fixture, path: String = "ep1.mp3", bound: Int = requestBound) throws {
+        let output = try readStart(fixture)
+        #expect(output.status != 0, "the read succeeded")
+        #expect(output.stderr.contains("Input/output error"), "\(output.stderr)")
+        let requests = try fixture.origin.requests(path)
+        print("OriginFaultTests: EIO after \(requests) request(s) for \(path)")
+        #expect(requests >= 1 && requests <= bound, "\(requests) requests for \(path)")
+        #expect(Harness.isAlive(try #require(fixture.daemonPID)), "the daemon is still running")
+    }
+
+    /// Copies the whole episode through the mount and compares it.
+    private func expectExactCopy(_ fixture: Fixture, _ index: Int = 0) throws {
+        let copy = fixture.directory + "/copy"
+        try Harness.sh("cat '\(fixture.path(index))' > '\(copy)'", timeout: 120)
+        #expect(try Harness.sha256(copy) == Harness.sha256(fixture.originPath(index)))
+    }
+
+    // MARK: - Final answers
+
+    @Test(arguments: [404, 410])
+    func aMissingEpisodeIsEIOAfterFewRequests(code: Int) throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        try fixture.publish(Fixture.episodes(sizes: [2 * Self.mib]))
+        try fixture.mount()
+        try fixture.origin.configure(#"{"status": {"/ep1.mp3": {"code": \#(code)}}}"#)
+        try fixture.origin.reset()
+        try expectEIO(fixture, bound: 4)
+        // Once the origin has the file again, it is served.
+        try fixture.origin.clearFaults()
+        try expectExactCopy(fixture)
+        try fixture.unmount()
+    }
+
+    @Test func a416WithoutALengthIsEIO() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        try fixture.publish(Fixture.episodes(sizes: [2 * Self.mib]))
+        try fixture.mount()
+        try fixture.origin.configure(#"{"status": {"/ep1.mp3": {"code": 416}}}"#)
+        try fixture.origin.reset()
+        try expectEIO(fixture)
+        try fixture.origin.clearFaults()
+        try expectExactCopy(fixture)
+        try fixture.unmount()
+    }
+
+    @Test func aRedirectLoopIsEIO() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        try fixture.publish(Fixture.episodes(sizes: [2 * Self.mib]))
+        try fixture.origin.configure(#"{"redirects": {"/ep1.mp3": "/loop/a", "/loop/a": "/loop/b", "/loop/b": "/loop/a"}}"#)
+        try fixture.mount()
+        try fixture.origin.reset()
+        try expectEIO(fixture, bound: 1)
+        let hops = try fixture.origin.requests("loop/a") + fixture.origin.requests("loop/b")
+        #expect(hops <= Self.requestBound, "\(hops) requests went round the loop")
+        try fixture.unmount()
+    }
+
+    @Test(arguments: ["ftp://127.0.0.1/ep1.mp3", "file:///etc/passwd"])
+    func aRedirectToAnotherSchemeIsEIO(target: String) throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        try fixture.publish(Fixture.episodes(sizes: [2 * Self.mib]))
+        try fixture.origin.configure(#"{"redirects": {"/ep1.mp3": "\#(target)"}}"#)
+        try fixture.mount()
+        try fixture.origin.reset()
+        try expectEIO(fixture, bound: 8)
+        try fixture.unmount()
+    }
+
+    // MARK: - Busy origins
+
+    @Test func a500WithRetryAfterIsRetried() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        try fixture.publish(Fixture.episodes(sizes: [3 * Self.mib]))
+        try fixture.mount()
+        try fixture.origin.reset()
+        try fixture.origin.configure(#"{"status": {"/ep1.mp3": {"code": 500, "count": 2, "retry_after": 1}}}"#)
+        try expectExactCopy(fixture)
+        let statuses = try fixture.origin.statuses("ep1.mp3")
+        #expect(statuses.prefix(2) == [500, 500] && statuses.count >= 3, "\(statuses)")
+        try fixture.unmount()
+    }
+
+    @Test func anOriginThatStaysBrokenGivesEIO() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        try fixture.publish(Fixture.episodes(sizes: [2 * Self.mib]))
+        try fixture.mount()
+        try fixture.origin.configure(#"{"status": {"/ep1.mp3": {"code": 503, "retry_after": 1}}}"#)
+        try fixture.origin.reset()
+        try expectEIO(fixture, bound: 20)
+        try fixture.origin.clearFaults()
+        try expectExactCopy(fixture)
+        try fixture.unmount()
+    }
+
+    // MARK: - Wrong framing and silence
+
+    @Test func aBodyShorterThanItsContentRangeIsResumed() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        try fixture.publish(Fixture.episodes(sizes: [6 * Self.mib + 11]))
+        try fixture.mount()
+        try fixture.origin.configure(#"{"length_mismatch": {"path": "/ep1.mp3", "delta": -100000, "count": 3}}"#)
+        try expectExactCopy(fixture)
+        #expect(try fixture.origin.usesLeft("length_mismatch") == 0, "every short body was sent")
+        try fixture.unmount()
+    }
+
+    @Test func aBodyLongerThanItsContentRangeIsCutToTheRange() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        let size = 6 * Self.mib + 11
+        try fixture.publish(Fixture.episodes(sizes: [size]))
+        try fixture.mount()
+        try fixture.origin.configure(#"{"length_mismatch": {"path": "/ep1.mp3", "delta": 70000, "count": 4}}"#)
+        // Reads in the middle first: bytes past a range must not land on
+        // (or be marked present for) what follows it.
+        let original = try Data(contentsOf: URL(fileURLWithPath: fixture.originPath(0)))
+        for offset in [2 * Self.mib, 4 * Self.mib + 5, 100] {
+            let got = try Harness.run(
+                "dd", ["if=\(fixture.path(0))", "bs=4096", "skip=\(offset)", "count=8192", "status=none",
+                       "iflag=skip_bytes,count_bytes,direct"], timeout: 60)
+            #expect(got.status == 0, "\(got.stderr)")
+            #expect(got.stdout == original[offset..<(offset + 8192)], "bytes at \(offset)")
+        }
+        try expectExactCopy(fixture)
+        #expect(try fixture.origin.usesLeft("length_mismatch") < 4, "a long body was sent")
+        try fixture.unmount()
+    }
+
+    @Test func anEndlessBodyIsEIOAndHungUpOn() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        try fixture.publish(Fixture.episodes(sizes: [2 * Self.mib]))
+        try fixture.mount()
+        try fixture.origin.configure(#"{"endless": ["/ep1.mp3"]}"#)
+        try fixture.origin.reset()
+        try expectEIO(fixture)
+        // podfs hung up: the origin stops sending (a stream still read
+        // would grow by hundreds of MiB a second on loopback).
+        let sent = try fixture.origin.bytesSent("ep1.mp3")
+        Thread.sleep(forTimeInterval: 1)
+        let later = try fixture.origin.bytesSent("ep1.mp3")
+        #expect(later - sent < 1 << 20, "the endless body is still being read: \(sent) then \(later) bytes")
+        try fixture.origin.clearFaults()
+        try expectExactCopy(fixture)
+        try fixture.unmount()
+    }
+
+    @Test func aStalledConnectionTimesOutAndIsResumed() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        try fixture.publish(Fixture.episodes(sizes: [3 * Self.mib]))
+        // The low-speed timeout (30 s) shortened to 2 s for the test.
+        try fixture.mount(launcher: ["env", "PODFS_LOW_SPEED_TIME=2"])
+        try fixture.origin.configure(
+            #"{"stall": {"path": "/ep1.mp3", "after_bytes": 100000, "seconds": 120, "count": 1}}"#)
+        try expectExactCopy(fixture)
+        #expect(try fixture.origin.usesLeft("stall") == 0, "the stall happened")
+        #expect(try fixture.origin.requests("ep1.mp3") >= 2, "the stalled request was given up and resumed")
+        try fixture.unmount()
+    }
+}
