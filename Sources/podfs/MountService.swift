@@ -71,7 +71,12 @@ struct MountService {
         let policy = addressPolicy(logger: logger)
         let client = HTTPClient(logger: logger, policy: policy)
         let source = CurlSource(client: client, feedLimit: feedLimit, zones: FeedZones(policy: policy))
-        let feedURLs = try resolveSources()
+        let feedURLs: [String]
+        do {
+            feedURLs = try FeedSources.urls(sources)
+        } catch {
+            throw MountError(error.message)
+        }
         let loader = FeedLoader(source: source, index: index, logger: logger)
         let feedStatus = FeedStatusStore(directory: cacheDirectory)
         var feeds: [(url: String, feed: ParsedFeed)] = []
@@ -195,28 +200,6 @@ struct MountService {
         let limit = (free + held) / 2
         logger.info("cache size cap", metadata: ["cap.bytes": "\(limit)", "rule": "half of free space plus cached"])
         return limit
-    }
-
-    /// Feed URLs from the SOURCE arguments (URLs, OPML files, URL lists).
-    private func resolveSources() throws -> [String] {
-        var urls: [String] = []
-        for source in sources {
-            let lowered = source.lowercased()
-            if lowered.hasPrefix("http://") || lowered.hasPrefix("https://") {
-                urls.append(source)
-                continue
-            }
-            guard let data = FileManager.default.contents(atPath: source) else {
-                throw MountError("SOURCE \(source) is neither an http(s) URL nor a readable file")
-            }
-            do {
-                urls.append(contentsOf: try SourceList.parse(Array(data)))
-            } catch {
-                throw MountError("SOURCE \(source) is not an OPML file or a list of URLs: \(error.message)")
-            }
-        }
-        var seen = Set<String>()
-        return urls.filter { seen.insert($0).inserted }
     }
 
     private func report(_ line: String) {

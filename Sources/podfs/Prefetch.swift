@@ -54,9 +54,9 @@ struct Prefetch: ParsableCommand {
         let cacheDirectory = absolutePath(cacheDir ?? options.cacheDirectory ?? defaultCacheDirectory())
         let feedURLs: [String]
         do {
-            feedURLs = try Self.feedURLs(sources)
+            feedURLs = try FeedSources.urls(sources)
         } catch {
-            Self.fail("\(error)")
+            Self.fail(error.message)
         }
         let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
         let mount: PrefetchMount
@@ -158,28 +158,6 @@ struct Prefetch: ParsableCommand {
             }
         }
         return files
-    }
-
-    /// Feed URLs from SOURCE arguments (URLs, OPML files, URL lists).
-    private static func feedURLs(_ sources: [String]) throws -> [String] {
-        var urls: [String] = []
-        for source in sources {
-            let lowered = source.lowercased()
-            if lowered.hasPrefix("http://") || lowered.hasPrefix("https://") {
-                urls.append(source)
-                continue
-            }
-            guard let data = FileManager.default.contents(atPath: source) else {
-                throw PrefetchError("SOURCE \(source) is neither an http(s) URL nor a readable file")
-            }
-            do {
-                urls += try SourceList.parse(Array(data))
-            } catch {
-                throw PrefetchError("SOURCE \(source) is not an OPML file or a list of URLs: \(error.message)")
-            }
-        }
-        var seen = Set<String>()
-        return urls.filter { seen.insert($0).inserted }
     }
 
     /// Seconds since the epoch for `2026-11-01` (UTC midnight) or ISO 8601.

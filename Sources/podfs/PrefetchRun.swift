@@ -1,5 +1,6 @@
 import Foundation
 import Locking
+import RangeCache
 
 /// Reads episodes through a mount to the end, one after another, and shows
 /// the progress: on a terminal a live bar for the current episode and a
@@ -47,8 +48,8 @@ struct PrefetchRun: Sendable {
         let total = episodes.reduce(Int64(0)) { $0 + $1.size }
         let toFetch = zip(episodes, initial).reduce(Int64(0)) { $0 + max(0, $1.0.size - $1.1) }
         say(
-            "prefetch: \(episodes.count) episode\(episodes.count == 1 ? "" : "s"), \(Self.bytes(total)), "
-                + "\(Self.bytes(toFetch)) to fetch")
+            "prefetch: \(episodes.count) episode\(episodes.count == 1 ? "" : "s"), \(CacheMaintenance.bytes(total)), "
+                + "\(CacheMaintenance.bytes(toFetch)) to fetch")
         let started = monotonicNow()
         let thread = Thread { [self] in readAll() }
         thread.stackSize = 1 << 20
@@ -85,13 +86,13 @@ struct PrefetchRun: Sendable {
         let rate = elapsed > 0 ? Double(fetchedTotal) / elapsed : 0
         if stopper.isStopped {
             say(
-                "prefetch: stopped after \(state.current) of \(episodes.count) episodes, \(Self.bytes(fetchedTotal)) "
+                "prefetch: stopped after \(state.current) of \(episodes.count) episodes, \(CacheMaintenance.bytes(fetchedTotal)) "
                     + "fetched; what was fetched stays cached: run the same command again to resume")
             return 130
         }
         say(
             "prefetch: done: \(episodes.count - state.failures.count) of \(episodes.count) episodes cached, "
-                + "\(Self.bytes(fetchedTotal)) fetched in \(Self.duration(elapsed)) (\(Self.bytes(Int64(rate)))/s)")
+                + "\(CacheMaintenance.bytes(fetchedTotal)) fetched in \(Self.duration(elapsed)) (\(CacheMaintenance.bytes(Int64(rate)))/s)")
         for failure in state.failures { FileHandle.standardError.write(Data("podfs: \(failure)\n".utf8)) }
         return state.failures.isEmpty ? 0 : 1
     }
@@ -148,8 +149,8 @@ struct PrefetchRun: Sendable {
             return
         }
         let detail = fetched > 0
-            ? "\(Self.bytes(fetched)) fetched in \(Self.duration(seconds))" : "already cached"
-        say("  done    \(episode.label)  \(Self.bytes(episode.size))  (\(detail))")
+            ? "\(CacheMaintenance.bytes(fetched)) fetched in \(Self.duration(seconds))" : "already cached"
+        say("  done    \(episode.label)  \(CacheMaintenance.bytes(episode.size))  (\(detail))")
     }
 
     /// The two live lines: the current episode's bar and the total.
@@ -163,9 +164,9 @@ struct PrefetchRun: Sendable {
         let width = Self.columns()
         let label = Self.fit(episode.label, max(10, width - 52))
         let line1 = "  \(label)  \(Self.bar(fraction, 20)) \(Self.leftPad("\(Int(fraction * 100))%", 4))  "
-            + "\(Self.bytes(state.position)) of \(Self.bytes(episode.size))"
-        let line2 = "  total: episode \(state.current + 1) of \(episodes.count), \(Self.bytes(fetched)) of "
-            + "\(Self.bytes(toFetch)) fetched, \(Self.bytes(Int64(rate)))/s, ETA \(eta)"
+            + "\(CacheMaintenance.bytes(state.position)) of \(CacheMaintenance.bytes(episode.size))"
+        let line2 = "  total: episode \(state.current + 1) of \(episodes.count), \(CacheMaintenance.bytes(fetched)) of "
+            + "\(CacheMaintenance.bytes(toFetch)) fetched, \(CacheMaintenance.bytes(Int64(rate)))/s, ETA \(eta)"
         let out = "\r\u{1b}[K" + Self.fit(line1, width - 1) + "\n\u{1b}[K" + Self.fit(line2, width - 1) + "\u{1b}[1A\r"
         FileHandle.standardOutput.write(Data(out.utf8))
     }
@@ -200,17 +201,6 @@ struct PrefetchRun: Sendable {
 
     private static func leftPad(_ text: String, _ width: Int) -> String {
         text.count >= width ? text : String(repeating: " ", count: width - text.count) + text
-    }
-
-    static func bytes(_ count: Int64) -> String {
-        let units = ["B", "KiB", "MiB", "GiB", "TiB"]
-        var value = Double(count)
-        var unit = 0
-        while value >= 1024, unit < units.count - 1 {
-            value /= 1024
-            unit += 1
-        }
-        return unit == 0 ? "\(count) B" : String(format: "%.1f %@", value, units[unit])
     }
 
     static func duration(_ seconds: Double) -> String {

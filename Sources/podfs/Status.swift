@@ -115,10 +115,10 @@ struct CacheReport: Encodable {
     /// The human-readable table.
     func text() -> String {
         let episodeCount = feeds.reduce(0) { $0 + $1.episodes.count }
-        var out = "Cache \(cacheDirectory): \(episodeCount) episodes, \(Self.bytes(cachedBytes)) cached "
-        out += "of \(Self.bytes(totalBytes))\(Self.percent(cachedBytes, of: totalBytes))"
+        var out = "Cache \(cacheDirectory): \(episodeCount) episodes, \(CacheMaintenance.bytes(cachedBytes)) cached "
+        out += "of \(CacheMaintenance.bytes(totalBytes))\(Self.percent(cachedBytes, of: totalBytes))"
         if let cap = sizeCap {
-            out += "; \(Self.bytes(cachedBytes)) of the \(Self.bytes(cap)) cap used\(Self.percent(cachedBytes, of: cap))\n"
+            out += "; \(CacheMaintenance.bytes(cachedBytes)) of the \(CacheMaintenance.bytes(cap)) cap used\(Self.percent(cachedBytes, of: cap))\n"
         } else {
             out += "; no size cap\n"
         }
@@ -134,7 +134,7 @@ struct CacheReport: Encodable {
             for episode in feed.episodes {
                 let name = episode.name ?? "(no longer in the feed) \(episode.key)"
                 let padded = name.count >= width ? name : name + String(repeating: " ", count: width - name.count)
-                let size = Self.bytes(episode.size) + (episode.sizeConfirmed ? "" : "?")
+                let size = CacheMaintenance.bytes(episode.size) + (episode.sizeConfirmed ? "" : "?")
                 out += "  \(padded)  \(Self.leftPad(size, 11))  \(Self.leftPad(Self.percent(episode.cachedBytes, of: episode.size, bare: true), 4))"
                 out += "  [\(Self.map(episode))]"
                 if let lastRead = episode.lastRead { out += "  read \(Self.date(lastRead))" }
@@ -192,17 +192,6 @@ struct CacheReport: Encodable {
             cells += covered >= upper - lower ? "█" : covered > 0 ? "▒" : "░"
         }
         return cells
-    }
-
-    private static func bytes(_ count: Int64) -> String {
-        let units = ["B", "KiB", "MiB", "GiB", "TiB"]
-        var value = Double(count)
-        var unit = 0
-        while value >= 1024, unit < units.count - 1 {
-            value /= 1024
-            unit += 1
-        }
-        return unit == 0 ? "\(count) B" : String(format: "%.1f %@", value, units[unit])
     }
 
     private static func percent(_ part: Int64, of whole: Int64, bare: Bool = false) -> String {
