@@ -198,18 +198,6 @@ public final class FUSESession: KernelCacheInvalidator, Sendable {
         invalidate(inode: inode, pagesFrom: -1)
     }
 
-    private func invalidate(inode: UInt64, pagesFrom offset: Int64) {
-        notifications.async { [self] in
-            lifecycle.withLock { state in
-                guard state == .mounted else { return }
-                let rc = fuse_lowlevel_notify_inval_inode(session.raw, inode, off_t(offset), 0)
-                if rc != 0 && rc != -ENOENT {
-                    logger.debug("inode invalidation failed", metadata: ["inode": "\(inode)", "errno": "\(-rc)"])
-                }
-            }
-        }
-    }
-
     public func invalidate(parent: UInt64, name: String) {
         notifications.async { [self] in
             lifecycle.withLock { state in
@@ -222,6 +210,18 @@ public final class FUSESession: KernelCacheInvalidator, Sendable {
     }
 
     // MARK: - Private methods
+
+    private func invalidate(inode: UInt64, pagesFrom offset: Int64) {
+        notifications.async { [self] in
+            lifecycle.withLock { state in
+                guard state == .mounted else { return }
+                let rc = fuse_lowlevel_notify_inval_inode(session.raw, inode, off_t(offset), 0)
+                if rc != 0 && rc != -ENOENT {
+                    logger.debug("inode invalidation failed", metadata: ["inode": "\(inode)", "errno": "\(-rc)"])
+                }
+            }
+        }
+    }
 
     /// `umount -l` on the mount point: root directly, a user through
     /// fusermount3 (which needs the path, not the session's descriptor:
