@@ -24,7 +24,8 @@ public protocol KernelCacheInvalidator: Sendable {
     func invalidate(parent: UInt64, name: String)
 }
 
-/// One mounted libfuse low-level session, served by a multi-threaded loop.
+/// One mounted libfuse low-level session, served by worker threads of our
+/// own (`WorkerLoop`).
 ///
 /// Lifecycle: `init` creates the session and mounts; `serve()` serves until
 /// unmounted (`fusermount3 -u`, SIGINT, SIGTERM, SIGHUP or `exit()`);
@@ -48,12 +49,10 @@ public final class FUSESession: KernelCacheInvalidator, Sendable {
     /// Guards sending notifications against the session's destruction.
     private let lifecycle = Locked(Lifecycle.mounted)
     private let notifications = DispatchQueue(label: "podfs.fuse.notify")
-    /// Whether `serve` is inside libfuse's loop (with its signal handlers).
-    private let loopRunning = Locked(false)
+    /// The loop while `serve` runs it.
+    private let loop = Locked<WorkerLoop?>(nil)
     /// The mount was detached by SIGTERM: `close()` must not unmount again.
     private let detached = Locked(false)
-    /// The thread that created the session and runs `serve`.
-    private let mainThread = pthread_self()
 
     // MARK: - Init
 
@@ -105,40 +104,37 @@ public final class FUSESession: KernelCacheInvalidator, Sendable {
     ///   already open are served until they are closed, and the loop ends
     ///   then, or after `termGrace` seconds, whichever comes first. Readers
     ///   of an open file get their data rather than "connection aborted".
+    ///
+    /// - Returns: the number of the signal that stopped the loop, 0 after an
+    ///   unmount or `exit()`, or a negative errno if the device failed.
     @discardableResult
-    public func serve(maxThreads: UInt32 = 16, termGrace: Double? = nil) -> Int32 {
+    public func serve(threads: Int = 16, termGrace: Double? = nil) -> Int32 {
         prepareSignals()
-        let se = session.raw
-        fuse_set_signal_handlers(se)
-        loopRunning.withLock { $0 = true }
+        let worker = WorkerLoop(session: session, workers: threads)
+        loop.withLock { $0 = worker }
         if let termGrace { TermWatcher.start(session: self, grace: termGrace) }
-        let result = podfs_fuse_session_loop_mt(se, maxThreads, 4)
-        loopRunning.withLock { $0 = false }
-        fuse_remove_signal_handlers(se)
+        let result = worker.run()
+        loop.withLock { $0 = nil }
         return result
     }
 
     /// SIGTERM with a grace period: detach, then stop the loop if files are
     /// still open after `grace` seconds. Runs on the watcher thread.
     func detachThenStop(grace: Double) {
-        guard loopRunning.withLock({ $0 }) else { return }
+        guard loop.withLock({ $0 }) != nil else { return }
         logger.notice(
             "SIGTERM: detaching the mount; files still open are served until closed",
             metadata: ["grace.seconds": "\(grace)"])
         detachLazily()
         let deadline = monotonicNow() + grace
         while monotonicNow() < deadline {
-            if !loopRunning.withLock({ $0 }) { return }
+            if loop.withLock({ $0 }) == nil { return }
             usleep(50_000)
         }
-        loopRunning.withLock { running in
-            guard running else { return }
+        loop.withLock { running in
+            guard let running else { return }
             logger.notice("grace period over: stopping with files still open (their reads fail)")
-            fuse_session_exit(session.raw)
-            // Wakes the loop's main thread (libfuse's handler is installed
-            // while `running` is true, and `serve` clears it under this lock
-            // before removing the handler).
-            pthread_kill(mainThread, SIGINT)
+            running.requestStop()
         }
     }
 
@@ -181,12 +177,13 @@ public final class FUSESession: KernelCacheInvalidator, Sendable {
         }
     }
 
-    /// Asks the loop to stop (as SIGTERM does).
+    /// Asks the loop to stop (as SIGINT does).
     public func exit() {
         lifecycle.withLock { state in
             guard state == .mounted else { return }
             fuse_session_exit(session.raw)
         }
+        loop.withLock { $0?.requestStop() }
     }
 
     public func invalidate(inode: UInt64) {
@@ -275,7 +272,7 @@ public final class FUSESession: KernelCacheInvalidator, Sendable {
     }
 
     /// A parent (a shell, `swift test`) may have blocked or ignored the
-    /// signals the loop waits for; restore them before libfuse installs its
+    /// signals the loop waits for; restore them before the loop installs its
     /// handlers (FUSE-SWIFT-NOTES.md, "Signals").
     private func prepareSignals() {
         var set = sigset_t()

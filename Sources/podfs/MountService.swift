@@ -148,7 +148,7 @@ struct MountService {
             dup2(devNull, STDOUT_FILENO)
             close(devNull)
         }
-        // libfuse's loop returns the number of the signal that stopped it:
+        // The loop returns the number of the signal that stopped it:
         // SIGINT, SIGTERM and SIGHUP are how a daemon is asked to stop.
         // SIGTERM (systemd, kill) detaches and serves open files for up to
         // 10 s so their readers get their data.
