@@ -1,4 +1,5 @@
 import Dispatch
+import Foundation
 public import FUSEBridge
 public import Logging
 public import RangeCache
@@ -44,7 +45,8 @@ extension EpisodeReader {
             }
             fetch.refuse(FetchError(
                 isTransient: transient, isUnreachable: false,
-                message: "the origin answered HTTP \(head.status) for \(head.effectiveURL)"))
+                message: "the origin answered HTTP \(head.status) for \(head.effectiveURL)",
+                retryAfter: FetchHead.retryDelay(retryAfter: head.retryAfter, now: Date().timeIntervalSince1970)))
             return false
         }
         guard let total else {
@@ -383,7 +385,7 @@ extension EpisodeReader {
     /// fails the readers nothing else will serve.
     private func fetch(_ fetch: Fetch, completedWith error: FetchError?) {
         let episode = fetch.episode
-        enum Next { case done, retry(Range<Int64>, String?, String, Int) }
+        enum Next { case done, retry(Range<Int64>, String?, String, Int, Double) }
         var failure = error
         let next: Next = episode.state.withLock { state in
             guard let progress = state.fetches[fetch.id] else { return .done }
@@ -392,23 +394,35 @@ extension EpisodeReader {
                     isTransient: true, isUnreachable: false,
                     message: "the origin closed the response \(progress.upper - progress.cursor) bytes early")
             }
+            if let asked = failure?.retryAfter, asked > tuning.longestRetryAfter {
+                // Waiting that long would hold the reader for minutes, and
+                // asking sooner ignores the origin: give up now, saying so.
+                failure?.message += "; it asks to be asked again in \(Int(asked.rounded(.up))) s, longer than "
+                    + "podfs holds a read (\(Int(tuning.longestRetryAfter)) s): read again later"
+                failure?.isTransient = false
+            }
             if let failure, failure.isTransient, progress.generation == state.generation {
                 let attempt = fetch.nextAttempt()
                 if attempt < tuning.attempts && !(failure.isUnreachable && !state.validated && state.length != nil) {
                     state.fetches[fetch.id]?.retrying = true
+                    // A growing backoff, or as long as the origin asked.
+                    let delay = max(0.1 * Double(1 << min(attempt, 5)), failure.retryAfter ?? 0)
                     return .retry(
-                        progress.cursor..<progress.upper, validator(state), state.effectiveURL ?? episode.url, attempt)
+                        progress.cursor..<progress.upper, validator(state), state.effectiveURL ?? episode.url, attempt,
+                        delay)
                 }
             }
             state.fetches[fetch.id] = nil
             return .done
         }
         switch next {
-        case .retry(let range, let validator, let url, let attempt):
-            let delay = 0.1 * Double(1 << min(attempt, 5))
+        case .retry(let range, let validator, let url, let attempt, let delay):
             logger.info(
                 "retrying a fetch",
-                metadata: ["episode.url": "\(url)", "range.lower": "\(range.lowerBound)", "error": "\(failure?.message ?? "")"])
+                metadata: [
+                    "episode.url": "\(url)", "range.lower": "\(range.lowerBound)", "attempt": "\(attempt)",
+                    "delay.seconds": "\(delay)", "error": "\(failure?.message ?? "")",
+                ])
             pendingRetries.withLock { $0 += 1 }
             DispatchQueue.global().asyncAfter(deadline: .now() + delay) { [self] in
                 episode.state.withLock { $0.fetches[fetch.id]?.retrying = false }

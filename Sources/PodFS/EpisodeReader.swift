@@ -27,6 +27,9 @@ public final class EpisodeReader: Sendable {
         public var maximumWindow: Int64 = 16 * 1024 * 1024
         /// Attempts per fetch before readers get EIO.
         public var attempts: Int = 4
+        /// The longest `Retry-After` a retry waits for; an origin asking
+        /// for more gets no retry (the read fails at once with EIO).
+        public var longestRetryAfter: Double = 5
         /// Seconds after which an open asks the origin again whether the
         /// episode changed (the first open in a mount always asks).
         public var revalidateAfter: Double = 3600

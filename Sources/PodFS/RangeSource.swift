@@ -1,3 +1,6 @@
+import Feeds
+import Foundation
+
 /// The response head of a byte-range fetch, reduced to what the reader uses.
 public struct FetchHead: Sendable {
     public var status: Int
@@ -10,10 +13,12 @@ public struct FetchHead: Sendable {
     public var lastModified: String?
     /// The URL that answered, after redirects.
     public var effectiveURL: String
+    /// `Retry-After` as sent (seconds or an HTTP date), on a busy answer.
+    public var retryAfter: String?
 
     public init(
         status: Int, rangeFirst: Int64?, rangeLast: Int64?, total: Int64?, contentLength: Int64?,
-        etag: String?, lastModified: String?, effectiveURL: String
+        etag: String?, lastModified: String?, effectiveURL: String, retryAfter: String? = nil
     ) {
         self.status = status
         self.rangeFirst = rangeFirst
@@ -23,6 +28,19 @@ public struct FetchHead: Sendable {
         self.etag = etag
         self.lastModified = lastModified
         self.effectiveURL = effectiveURL
+        self.retryAfter = retryAfter
+    }
+
+    /// Seconds the origin asks to wait before asking again: `Retry-After`
+    /// as delta-seconds or as an HTTP date (`now`: seconds since the epoch).
+    /// `nil` without the header or when it cannot be read; never negative.
+    public static func retryDelay(retryAfter value: String?, now: Double) -> Double? {
+        guard let value = value?.trimmingCharacters(in: .whitespaces), !value.isEmpty else { return nil }
+        if value.utf8.allSatisfy({ (0x30...0x39).contains($0) }) {
+            return value.utf8.count > 9 ? Double(Int32.max) : Double(value)
+        }
+        guard let date = FeedDate.parse(value) else { return nil }
+        return max(0, Double(date) - now)
     }
 }
 
@@ -33,11 +51,14 @@ public struct FetchError: Error, Sendable, CustomStringConvertible {
     /// Whether the origin could not be reached at all (offline).
     public var isUnreachable: Bool
     public var message: String
+    /// Seconds the origin asked to wait before trying again (`Retry-After`).
+    public var retryAfter: Double?
 
-    public init(isTransient: Bool, isUnreachable: Bool, message: String) {
+    public init(isTransient: Bool, isUnreachable: Bool, message: String, retryAfter: Double? = nil) {
         self.isTransient = isTransient
         self.isUnreachable = isUnreachable
         self.message = message
+        self.retryAfter = retryAfter
     }
 
     public var description: String { message }

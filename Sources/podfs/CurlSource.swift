@@ -85,7 +85,7 @@ private final class SinkAdapter: HTTPTransferDelegate {
             status: head.status, rangeFirst: range.flatMap { $0.first >= 0 ? $0.first : nil },
             rangeLast: range.flatMap { $0.last >= 0 ? $0.last : nil }, total: range?.total,
             contentLength: head.contentLength, etag: head.etag, lastModified: head.lastModified,
-            effectiveURL: head.effectiveURL)
+            effectiveURL: head.effectiveURL, retryAfter: head.header("retry-after"))
         return sink.receive(head: fetchHead)
     }
 

@@ -102,10 +102,50 @@ struct OriginFaultTests {
         try fixture.publish(Fixture.episodes(sizes: [3 * Self.mib]))
         try fixture.mount()
         try fixture.origin.reset()
-        try fixture.origin.configure(#"{"status": {"/ep1.mp3": {"code": 500, "count": 2, "retry_after": 1}}}"#)
+        try fixture.origin.configure(#"{"status": {"/ep1.mp3": {"code": 500, "count": 2, "retry_after": 2}}}"#)
         try expectExactCopy(fixture)
         let statuses = try fixture.origin.statuses("ep1.mp3")
         #expect(statuses.prefix(2) == [500, 500] && statuses.count >= 3, "\(statuses)")
+        // Each retry waited as long as the origin asked (podfs's own
+        // backoff alone would have asked again after 0.2 and 0.4 s).
+        let times = try fixture.origin.statusTimes("ep1.mp3")
+        try #require(times.count >= 3)
+        #expect(times[1] - times[0] >= 1.9 && times[2] - times[1] >= 1.9, "\(times)")
+        try fixture.unmount()
+    }
+
+    @Test func aRetryAfterGivenAsADateIsHonoured() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        try fixture.publish(Fixture.episodes(sizes: [2 * Self.mib]))
+        try fixture.mount()
+        try fixture.origin.reset()
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        let date = formatter.string(from: Date().addingTimeInterval(3))
+        try fixture.origin.configure(#"{"status": {"/ep1.mp3": {"code": 503, "count": 1, "retry_after": "\#(date)"}}}"#)
+        try expectExactCopy(fixture)
+        let times = try fixture.origin.statusTimes("ep1.mp3")
+        try #require(times.count >= 2)
+        // The date has whole seconds: at least 2 of the 3 remain.
+        #expect(times[1] - times[0] >= 1.5, "\(times)")
+        try fixture.unmount()
+    }
+
+    @Test func aRetryAfterLongerThanAReadWaitsIsEIOAtOnce() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        try fixture.publish(Fixture.episodes(sizes: [2 * Self.mib]))
+        try fixture.mount()
+        try fixture.origin.configure(#"{"status": {"/ep1.mp3": {"code": 503, "retry_after": 3600}}}"#)
+        try fixture.origin.reset()
+        // One request, no retry: the origin asked for an hour's peace.
+        try expectEIO(fixture, bound: 1)
+        #expect(fixture.log().contains("asks to be asked again in 3600 s"), "the log says why")
+        try fixture.origin.clearFaults()
+        try expectExactCopy(fixture)
         try fixture.unmount()
     }
 

@@ -104,6 +104,14 @@ final class TestOrigin {
         return (entry?["statuses"] as? [NSNumber])?.map(\.intValue) ?? []
     }
 
+    /// When the origin answered each status for the path (monotonic seconds).
+    func statusTimes(_ name: String) throws -> [Double] {
+        let stats = try stats()
+        let paths = stats["paths"] as? [String: Any]
+        let entry = paths?["/" + name] as? [String: Any]
+        return (entry?["status_times"] as? [NSNumber])?.map(\.doubleValue) ?? []
+    }
+
     func stats() throws -> [String: Any] {
         let text = try Harness.sh("curl -sf \(base)/_origin/stats")
         return (try JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] ?? [:]

@@ -105,7 +105,7 @@ class Origin:
     def _path_stats(self, path):
         st = self.paths.get(path)
         if st is None:
-            st = {"requests": 0, "bytes": 0, "ranges": [], "statuses": []}
+            st = {"requests": 0, "bytes": 0, "ranges": [], "statuses": [], "status_times": []}
             self.paths[path] = st
         return st
 
@@ -121,7 +121,10 @@ class Origin:
 
     def count_status(self, path, status):
         with self.lock:
-            self._path_stats(path)["statuses"].append(status)
+            st = self._path_stats(path)
+            st["statuses"].append(status)
+            # Monotonic seconds, for checking how long a client waited.
+            st["status_times"].append(round(time.monotonic(), 3))
 
     def count_bytes(self, path, n):
         if n <= 0:
