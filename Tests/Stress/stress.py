@@ -7,6 +7,7 @@ Python 3 standard library only. Used by Tests/IntegrationTests/StressTests.swift
     python3 Tests/Stress/stress.py --duration SECONDS --seed N --readers N
         --file MOUNTED_PATH ORIGIN_FILE URL_PATH [--file ...]
         [--origin http://127.0.0.1:PORT] [--drop-every SECONDS] [--direct SHARE]
+        [--kill-every SECONDS --pid-file PATH --remount COMMAND]
 
 Each reader thread, until the deadline, opens a random episode (a third of the
 time with O_DIRECT, so podfs and not the kernel's page cache answers) and
@@ -16,10 +17,17 @@ arming the origin's "drop" fault (a connection closed after a random number
 of body bytes, for a few requests) on random episodes, so reads cross
 dropped connections that podfs has to resume.
 
+With --kill-every, a killer thread SIGKILLs the daemon (its PID is in
+--pid-file) at random moments about that often, runs --remount (a shell
+command that mounts again and prints "pid N"), and writes the new PID back.
+A read or open that fails while the daemon is dead or being remounted, or on
+a file opened before a kill, is counted as "interrupted", not as an error;
+a wrong byte is a mismatch whenever it happens.
+
 Prints one line (and exits 0 when mismatches == 0 and errors == 0):
   stress: seconds=S readers=N episodes=E reads=R bytes=B direct_reads=D
           errors=X mismatches=M drops_armed=A drops_fired=F
-          origin_requests=Q origin_bytes=OB
+          origin_requests=Q origin_bytes=OB kills=K interrupted=I
 followed by detail lines ("error: ...", "mismatch: ...") for the first few.
 """
 
@@ -29,6 +37,9 @@ import json
 import mmap
 import os
 import random
+import re
+import signal
+import subprocess
 import sys
 import threading
 import time
@@ -51,6 +62,25 @@ class Totals:
         self.mismatches = 0
         self.details = []
         self.start = time.monotonic()
+        self.interrupted = 0
+        # Kills so far, and whether the daemon is dead or being remounted
+        # (with the time the last remount finished).
+        self.kills = 0
+        self.down = False
+        self.up_since = 0.0
+
+    def epoch(self):
+        with self.lock:
+            return self.kills
+
+    def excused(self, opened_epoch):
+        """Whether a failure now may be a kill's doing: the daemon is down,
+        came back less than a second ago, or died since the file was opened."""
+        with self.lock:
+            if self.down or self.kills != opened_epoch or time.monotonic() - self.up_since < 1.0:
+                self.interrupted += 1
+                return True
+            return False
 
     def add(self, reads, nbytes, direct):
         with self.lock:
@@ -108,10 +138,14 @@ def session(rng, totals, episode, buffer, direct_share):
     """One open of one episode: random preads or a sequential run."""
     direct = rng.random() < direct_share
     flags = os.O_RDONLY | (os.O_DIRECT if direct else 0)
+    opened_epoch = totals.epoch()
     try:
         fd = os.open(episode.mounted, flags)
     except OSError as e:
-        totals.problem("error", "open %s: %s" % (episode.mounted, e))
+        if not totals.excused(opened_epoch):
+            totals.problem("error", "open %s: %s" % (episode.mounted, e))
+        else:
+            time.sleep(0.05)
         return
     reads = nbytes = 0
     where = "first read"
@@ -156,14 +190,17 @@ def session(rng, totals, episode, buffer, direct_share):
                     return
                 offset += len(got)
     except OSError as e:
-        totals.problem("error", "%s: %s (%s): %s (errno %s)" % (
-            episode.mounted, where, "O_DIRECT" if direct else "buffered", e, errno.errorcode.get(e.errno, e.errno)))
+        if not totals.excused(opened_epoch):
+            totals.problem("error", "%s: %s (%s): %s (errno %s)" % (
+                episode.mounted, where, "O_DIRECT" if direct else "buffered", e,
+                errno.errorcode.get(e.errno, e.errno)))
     finally:
         totals.add(reads, nbytes, direct)
         try:
             os.close(fd)
         except OSError as e:
-            totals.problem("error", "close %s: %s" % (episode.mounted, e))
+            if not totals.excused(opened_epoch):
+                totals.problem("error", "close %s: %s" % (episode.mounted, e))
 
 
 def reader(seed, deadline, episodes, totals, direct_share):
@@ -204,6 +241,41 @@ def fault_injector(rng, base, episodes, deadline, every, stop, armed):
             print("stress: cannot arm a drop at the origin: %s" % e, file=sys.stderr)
 
 
+def killer(rng, totals, deadline, every, pid_file, remount, stop):
+    """SIGKILLs the daemon at random moments and mounts again."""
+    while not stop.wait(rng.uniform(0.5, 1.5) * every) and time.monotonic() < deadline - 1:
+        with open(pid_file) as f:
+            pid = int(f.read().strip())
+        with totals.lock:
+            totals.down = True
+            totals.kills += 1
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        # Wait until it is gone (its cache lock is released with it).
+        for _ in range(500):
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.01)
+        out = subprocess.run(remount, shell=True, capture_output=True, text=True, timeout=60)
+        match = re.search(r"pid (\d+)", out.stdout + out.stderr)
+        if out.returncode != 0 or not match:
+            with totals.lock:
+                totals.down = False
+            totals.problem("error", "remount after kill %d failed (%d): %s" % (
+                totals.kills, out.returncode, (out.stdout + out.stderr).strip()[-400:]))
+            stop.set()
+            return
+        with open(pid_file, "w") as f:
+            f.write(match.group(1) + "\n")
+        with totals.lock:
+            totals.down = False
+            totals.up_since = time.monotonic()
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description="podfs stress reader")
     ap.add_argument("--duration", type=float, required=True, help="seconds of reading")
@@ -215,7 +287,12 @@ def main(argv=None):
     ap.add_argument("--direct", type=float, default=1 / 3, help="share of opens with O_DIRECT")
     ap.add_argument("--no-drops", action="store_true", help="read the origin's stats but inject no fault")
     ap.add_argument("--drop-every", type=float, default=0.5, help="seconds between drop faults")
+    ap.add_argument("--kill-every", type=float, help="SIGKILL the daemon about this often (seconds)")
+    ap.add_argument("--pid-file", help="with --kill-every: holds the daemon's PID (rewritten on remount)")
+    ap.add_argument("--remount", help="with --kill-every: shell command that mounts again, printing 'pid N'")
     args = ap.parse_args(argv)
+    if args.kill_every and not (args.pid_file and args.remount):
+        ap.error("--kill-every needs --pid-file and --remount")
 
     episodes = [Episode(*f) for f in args.file]
     totals = Totals()
@@ -235,9 +312,17 @@ def main(argv=None):
                for i in range(args.readers)]
     for t in threads:
         t.start()
+    kill_thread = None
+    if args.kill_every:
+        kill_thread = threading.Thread(
+            target=killer, args=(random.Random(args.seed ^ 0xD1E), totals, deadline, args.kill_every,
+                                 args.pid_file, args.remount, stop))
+        kill_thread.start()
     for t in threads:
         t.join()
     stop.set()
+    if kill_thread is not None:
+        kill_thread.join()
     requests = obytes = fired = -1
     if injector is not None:
         injector.join()
@@ -249,9 +334,11 @@ def main(argv=None):
         fired = after.get("drops", 0) - before.get("drops", 0)
     elapsed = time.monotonic() - start
     print("stress: seconds=%.1f readers=%d episodes=%d reads=%d bytes=%d direct_reads=%d errors=%d "
-          "mismatches=%d drops_armed=%d drops_fired=%d origin_requests=%d origin_bytes=%d" % (
+          "mismatches=%d drops_armed=%d drops_fired=%d origin_requests=%d origin_bytes=%d kills=%d "
+          "interrupted=%d" % (
               elapsed, args.readers, len(episodes), totals.reads, totals.bytes, totals.direct_reads,
-              totals.errors, totals.mismatches, armed[0], fired, requests, obytes))
+              totals.errors, totals.mismatches, armed[0], fired, requests, obytes, totals.kills,
+              totals.interrupted))
     for line in totals.details:
         print(line)
     sys.stdout.flush()
