@@ -80,7 +80,11 @@ public final class FUSESession: KernelCacheInvalidator, Sendable {
         var ops = makeLowLevelOperations()
         let userdata = Unmanaged.passUnretained(operations).toOpaque()
         let created = podfs_fuse_session_new(&args, &ops, userdata)
+        // libfuse keeps copies of what it needs; a copy of the list it made
+        // (allocated) is freed here, ours below.
         fuse_opt_free_args(&args)
+        for pointer in cStrings { free(pointer) }
+        argv.deallocate()
         guard let created else {
             throw MountError("could not create the FUSE session (bad -o option? see the message above)")
         }
