@@ -78,10 +78,8 @@ struct PrefetchMount {
     static func mountUsing(cacheDirectory: String) -> String? {
         let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
         for entry in entries {
-            guard let pid = pid_t(entry), pid != getpid(),
-                let data = FileManager.default.contents(atPath: "/proc/\(entry)/cmdline")
+            guard let pid = pid_t(entry), pid != getpid(), let argv = ProcessCommandLine.arguments(pid: entry)
             else { continue }
-            let argv = data.split(separator: 0, omittingEmptySubsequences: false).map { String(decoding: $0, as: UTF8.self) }
             guard let first = argv.first, first.hasSuffix("podfs"), argv.contains("mount"),
                 argv.contains("--daemon-child") || argv.contains("-f") || argv.contains("-d"),
                 // The last argument that is a podfs mount (in mount.fuse3's

@@ -74,9 +74,8 @@ enum MountTable {
         let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
         return entries.compactMap { entry -> pid_t? in
             guard let pid = pid_t(entry), pid != getpid(),
-                let data = FileManager.default.contents(atPath: "/proc/\(entry)/cmdline")
+                let argv = ProcessCommandLine.arguments(pid: entry)?.filter({ !$0.isEmpty })
             else { return nil }
-            let argv = data.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
             guard let first = argv.first, first.hasSuffix("podfs"), argv.contains("--daemon-child") || argv.contains("-f"),
                 argv.last == mountpoint
             else { return nil }
