@@ -92,6 +92,12 @@ final class Fixture {
 
     var daemonPID: pid_t? { daemonPIDs.last }
 
+    /// A daemon started for this fixture by someone else (a remount by a
+    /// helper script): `cleanup()` kills it too.
+    func adopt(daemonPID pid: pid_t) {
+        daemonPIDs.append(pid)
+    }
+
     /// Whether `path` is a mount point now (per /proc/mounts).
     static func isMounted(_ path: String) -> Bool {
         let mounts = (try? String(contentsOfFile: "/proc/mounts", encoding: .utf8)) ?? ""

@@ -53,6 +53,50 @@ struct StressTests {
         try fixture.unmount()
     }
 
+    /// The daemon is SIGKILLed at random moments while readers go on, and
+    /// mounted again each time: reads fail while it is down (counted as
+    /// interrupted), but no read ever returns a wrong byte, and the index
+    /// it leaves claims only bytes that are on disk.
+    @Test func readersNeverSeeAWrongByteWhileTheDaemonIsKilledAndRemounted() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        let sizes = [9 * Self.mib + 1, 12 * Self.mib + 4097, 7 * Self.mib + 333]
+        try fixture.publish(Fixture.episodes(sizes: sizes))
+        try fixture.mount()
+        let pidFile = fixture.directory + "/daemon.pid"
+        try "\(try #require(fixture.daemonPID))\n".write(toFile: pidFile, atomically: true, encoding: .utf8)
+        let remount = [Harness.podfs, "mount", "--cache-dir", fixture.cacheDirectory, "\(fixture.origin.base)/feed.xml",
+                       fixture.mountpoint]
+            .map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }.joined(separator: " ")
+        let seed = UInt32.random(in: 1...1_000_000)
+        var arguments = [
+            Harness.root + "/Tests/Stress/stress.py", "--duration", "12", "--seed", String(seed),
+            "--readers", "8", "--origin", fixture.origin.base, "--kill-every", "2", "--pid-file", pidFile,
+            "--remount", remount,
+        ]
+        for index in sizes.indices {
+            arguments += ["--file", fixture.path(index), fixture.originPath(index), "/" + fixture.episodes[index].file]
+        }
+        let output = try Harness.run("python3", arguments, timeout: 240)
+        if let text = try? String(contentsOfFile: pidFile, encoding: .utf8), let pid = pid_t(text.trimmingCharacters(in: .whitespacesAndNewlines)) {
+            fixture.adopt(daemonPID: pid)
+        }
+        let summary = try Summary(output.text)
+        print("StressTests kills, seed \(seed): \(output.text)")
+        #expect(summary["mismatches"] == 0, "seed \(seed): \(output.text)")
+        #expect(summary["errors"] == 0, "seed \(seed): \(output.text)\nlog: \(fixture.log().suffix(3000))")
+        #expect(summary["kills"] >= 1, "\(output.text)")
+        #expect(summary["reads"] > 0, "\(output.text)")
+        #expect(output.status == 0, "\(output.stderr)")
+        try fixture.unmount()
+        let verify = try Harness.run(Harness.podfs, ["cache", "verify", "--cache-dir", fixture.cacheDirectory], timeout: 60)
+        let problems = verify.text.split(separator: "\n").filter {
+            $0.hasPrefix("problem:") && !$0.contains("no episode in the index owns")
+        }
+        #expect(problems.isEmpty, "\(verify.text)")
+        #expect(verify.status != 2, "\(verify.text)\(verify.stderr)")
+    }
+
     /// A file manager lists the folder (READDIRPLUS), a player opens an
     /// episode, and after the kernel's entry expired (30 s) another program
     /// opens it too: the lookup that revalidates it must name the same inode
