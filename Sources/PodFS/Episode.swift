@@ -1,6 +1,6 @@
-public import RangeCache
+import RangeCache
 import Locking
-public import FUSEBridge
+import FUSEBridge
 
 /// One episode file: what the catalogue knows of it (immutable) and what the
 /// reader knows of its bytes (behind one lock).

@@ -1,6 +1,6 @@
 import Foundation
-public import Logging
-public import RangeCache
+import Logging
+import RangeCache
 import Locking
 
 /// The flush thread's lifecycle.

@@ -1,5 +1,5 @@
 import Foundation
-public import RangeCache
+import RangeCache
 
 /// Keeps the cache under its size cap: least recently read episodes go
 /// first, never one that is open or downloading. Whole episodes are

@@ -1,8 +1,8 @@
 import Dispatch
 import Foundation
-public import FUSEBridge
-public import Logging
-public import RangeCache
+import FUSEBridge
+import Logging
+import RangeCache
 
 /// The network side of the reader: response heads, body chunks and the end
 /// of each fetch, all on the network thread.

@@ -1,4 +1,4 @@
-public import FUSEBridge
+import FUSEBridge
 
 /// A show's `<Show>.m3u`, made in memory from the listing it belongs to.
 ///

@@ -1,7 +1,7 @@
 public import FUSEBridge
 import Locking
 public import Logging
-public import RangeCache
+import RangeCache
 import Synchronization
 
 /// The `FileSystem` a mount serves: the catalogue's tree, episodes (and

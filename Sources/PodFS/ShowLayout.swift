@@ -1,6 +1,6 @@
 public import Feeds
 public import Logging
-public import RangeCache
+import RangeCache
 
 /// What one show folder holds, worked out from its parsed feed: the episode
 /// files, the files podfs adds next to them (cover, transcripts, chapters)
