@@ -1,3 +1,4 @@
+import Foundation
 import HTTPClient
 import PodFS
 
@@ -47,9 +48,15 @@ struct CurlSource: RangeSource, FeedSource {
         }
         if response.head.status == 304, validators != nil { return .notModified }
         guard (200..<300).contains(response.head.status) else {
+            let retryAfter = FetchHead.retryDelay(
+                retryAfter: response.head.header("retry-after"), now: Date().timeIntervalSince1970)
+            var message = "the origin answered HTTP \(response.head.status) for \(url)"
+            if let retryAfter {
+                message += " and asks to be asked again in \(Int(retryAfter.rounded(.up))) s"
+            }
             throw FetchError(
-                isTransient: response.head.status >= 500, isUnreachable: false,
-                message: "the origin answered HTTP \(response.head.status) for \(url)")
+                isTransient: response.head.status >= 500, isUnreachable: false, message: message,
+                retryAfter: retryAfter)
         }
         return .body(response.body, etag: response.head.etag, lastModified: response.head.lastModified)
     }

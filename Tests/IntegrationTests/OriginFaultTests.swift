@@ -149,6 +149,23 @@ struct OriginFaultTests {
         try fixture.unmount()
     }
 
+    @Test func aBusyFeedSaysWhenToComeBack() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        try fixture.publish(Fixture.episodes(sizes: [10_000]))
+        try fixture.origin.configure(#"{"status": {"/feed.xml": {"code": 503, "retry_after": 120}}}"#)
+        let output = try Harness.run(
+            Harness.podfs,
+            ["mount", "--cache-dir", fixture.cacheDirectory, "\(fixture.origin.base)/feed.xml", fixture.mountpoint],
+            timeout: 60)
+        if let range = output.text.range(of: "pid "), let pid = pid_t(output.text[range.upperBound...].prefix { $0.isNumber }) {
+            fixture.adopt(daemonPID: pid)
+        }
+        #expect(output.status != 0, "a mount with no usable feed fails")
+        #expect(output.stderr.contains("HTTP 503") && output.stderr.contains("asks to be asked again in 120 s"),
+                "\(output.stderr)")
+    }
+
     @Test func anOriginThatStaysBrokenGivesEIO() throws {
         let fixture = try Fixture()
         defer { fixture.cleanup() }
