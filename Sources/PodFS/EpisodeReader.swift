@@ -107,6 +107,12 @@ public final class EpisodeReader: Sendable {
         self.invalidator.withLock { $0 = invalidator }
     }
 
+    /// Forgets the session (after it closed): nothing is left to tell, and
+    /// the session refers back to the reader through the file system.
+    public func detachInvalidator() {
+        invalidator.withLock { $0 = nil }
+    }
+
     /// Opens an episode. The first open in a mount, and the first after
     /// `revalidateAfter`, asks the origin (with `If-Range`) so the size is
     /// real and a changed episode is noticed; the

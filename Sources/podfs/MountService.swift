@@ -163,6 +163,7 @@ struct MountService {
         reader.stopFlushing()
         index.checkpoint()
         session.close()
+        reader.detachInvalidator()
         logger.info("stopped", metadata: ["exit.status": "\(status == 0 ? 0 : 1)"])
         return status == 0 ? 0 : 1
     }
