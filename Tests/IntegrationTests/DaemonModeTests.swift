@@ -101,9 +101,7 @@ struct DaemonModeTests {
         #expect(again.stderr.contains("was a stale mount") && again.stderr.contains("cleared it"), "\(again.stderr)")
         if let range = again.text.range(of: "pid "), let newPID = Int32(again.text[range.upperBound...].prefix { $0.isNumber }) {
             defer { kill(newPID, SIGKILL) }
-            let copy = fixture.directory + "/copy"
-            try Harness.sh("cat '\(fixture.path(0))' > '\(copy)'")
-            #expect(try Harness.sha256(copy) == Harness.sha256(fixture.originPath(0)))
+            #expect(try fixture.hashOfCopy() == fixture.originHash())
             try fixture.unmount()
         }
         let mounts = try String(contentsOfFile: "/proc/mounts", encoding: .utf8)

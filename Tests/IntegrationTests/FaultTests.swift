@@ -14,9 +14,7 @@ struct FaultTests {
         try fixture.publish(Fixture.episodes(sizes: [8 * Self.mib + 5]))
         try fixture.mount()
         try fixture.origin.configure(#"{"drop": {"path": "/ep1.mp3", "after_bytes": 700000, "count": 3}}"#)
-        let copy = fixture.directory + "/copy"
-        try Harness.sh("cat '\(fixture.path(0))' > '\(copy)'", timeout: 120)
-        #expect(try Harness.sha256(copy) == Harness.sha256(fixture.originPath(0)))
+        #expect(try fixture.hashOfCopy(0, timeout: 120) == fixture.originHash())
         try fixture.unmount()
     }
 
@@ -35,9 +33,7 @@ struct FaultTests {
             #expect(got.status == 0, "\(got.stderr)")
             #expect(got.stdout == original[offset..<min(size, offset + 100)], "bytes at \(offset)")
         }
-        let copy = fixture.directory + "/copy"
-        try Harness.sh("cat '\(fixture.path(0))' > '\(copy)'", timeout: 120)
-        #expect(try Harness.sha256(copy) == Harness.sha256(fixture.originPath(0)))
+        #expect(try fixture.hashOfCopy(0, timeout: 120) == fixture.originHash())
         try fixture.unmount()
     }
 
@@ -49,9 +45,7 @@ struct FaultTests {
         try fixture.origin.put("cdn/ep1.mp3", episodes[0].data)
         try fixture.origin.configure(#"{"redirects": {"/ep1.mp3": "/cdn/ep1.mp3"}}"#)
         try fixture.mount()
-        let copy = fixture.directory + "/copy"
-        try Harness.sh("cat '\(fixture.path(0))' > '\(copy)'", timeout: 60)
-        #expect(try Harness.sha256(copy) == Harness.sha256(fixture.originPath(0)))
+        #expect(try fixture.hashOfCopy(0, timeout: 60) == fixture.originHash())
         #expect(try fixture.origin.bytesSent("cdn/ep1.mp3") >= Int64(episodes[0].data.count))
         try fixture.unmount()
     }
@@ -89,9 +83,7 @@ struct FaultTests {
         try fixture.publish(Fixture.episodes(sizes: [3 * Self.mib]))
         try fixture.mount()
         try fixture.origin.configure(#"{"status": {"/ep1.mp3": {"code": 503, "count": 2}}}"#)
-        let copy = fixture.directory + "/copy"
-        try Harness.sh("cat '\(fixture.path(0))' > '\(copy)'", timeout: 60)
-        #expect(try Harness.sha256(copy) == Harness.sha256(fixture.originPath(0)))
+        #expect(try fixture.hashOfCopy(0, timeout: 60) == fixture.originHash())
         try fixture.unmount()
     }
 
@@ -112,9 +104,7 @@ struct FaultTests {
         #expect(!Harness.isAlive(pid), "SIGTERM stops the daemon")
         try fixture.origin.reset()
         try fixture.mount()
-        let copy = fixture.directory + "/copy"
-        try Harness.sh("cat '\(fixture.path(0))' > '\(copy)'")
-        #expect(try Harness.sha256(copy) == Harness.sha256(fixture.originPath(0)))
+        #expect(try fixture.hashOfCopy() == fixture.originHash())
         let sent = try fixture.origin.bytesSent("ep1.mp3")
         #expect(sent <= 4096, "after SIGTERM and a remount the origin sent \(sent) bytes for a cached episode")
         try fixture.unmount()

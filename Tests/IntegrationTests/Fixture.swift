@@ -109,6 +109,19 @@ final class Fixture {
         guard output.status == 0 else { throw HarnessError("podfs unmount failed: \(output.stderr)") }
     }
 
+    /// Copies episode `index` through the mount with `cat` and returns the
+    /// copy's SHA-256 (compare with `originHash`).
+    func hashOfCopy(_ index: Int = 0, timeout: Double = 120) throws -> String {
+        let copy = directory + "/copy"
+        try Harness.sh("cat '\(path(index))' > '\(copy)'", timeout: timeout)
+        return try Harness.sha256(copy)
+    }
+
+    /// The SHA-256 of episode `index` as the origin serves it.
+    func originHash(_ index: Int = 0) throws -> String {
+        try Harness.sha256(originPath(index))
+    }
+
     func log() -> String {
         (try? String(contentsOfFile: cacheDirectory + "/podfs.log", encoding: .utf8)) ?? ""
     }

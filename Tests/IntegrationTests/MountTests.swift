@@ -149,9 +149,7 @@ struct MountTests {
         try fixture.unmount()
         try fixture.origin.reset()
         try fixture.mount()
-        let copy = fixture.directory + "/copy"
-        try Harness.sh("cat '\(fixture.path(0))' > '\(copy)'")
-        #expect(try Harness.sha256(copy) == Harness.sha256(fixture.originPath(0)))
+        #expect(try fixture.hashOfCopy() == fixture.originHash())
         let sent = try fixture.origin.bytesSent("ep1.mp3")
         #expect(sent <= Int64(size - Self.mib), "after remount the origin sent \(sent) bytes")
         try fixture.unmount()
@@ -170,9 +168,7 @@ struct MountTests {
         let island = try fixture.origin.bytesSent("ep1.mp3")
         try fixture.origin.reset()
         try fixture.mount()
-        let copy = fixture.directory + "/copy"
-        try Harness.sh("cat '\(fixture.path(0))' > '\(copy)'")
-        #expect(try Harness.sha256(copy) == Harness.sha256(fixture.originPath(0)))
+        #expect(try fixture.hashOfCopy() == fixture.originHash())
         // Every byte crosses the network once: the second mount fetched
         // exactly what the first did not.
         let sent = try fixture.origin.bytesSent("ep1.mp3")
@@ -191,9 +187,7 @@ struct MountTests {
         try fixture.mount()
         let listing = try Harness.sh("ls '\(fixture.mountpoint)/\(Fixture.showTitle)'")
         #expect(listing.contains("2026-11-02 Episode 2.mp3"))
-        let copy = fixture.directory + "/copy"
-        try Harness.sh("cat '\(fixture.path(0))' > '\(copy)'", timeout: 30)
-        #expect(try Harness.sha256(copy) == Harness.sha256(fixture.originPath(0)))
+        #expect(try fixture.hashOfCopy(0, timeout: 30) == fixture.originHash())
         let started = Date()
         let uncached = try Harness.run("cat", [fixture.path(1)], timeout: 30)
         #expect(uncached.status != 0)
