@@ -209,6 +209,11 @@ func makeLowLevelOperations() -> fuse_lowlevel_ops {
         guard let connection else { return }
         // Reads wait on the network; let the kernel send several at once.
         connection.pointee.want |= UInt32(FUSE_CAP_ASYNC_READ)
+        // Reads answered from a cache file are spliced from its page cache
+        // (`DataReply.file`): one copy less per byte.
+        if connection.pointee.capable & UInt32(FUSE_CAP_SPLICE_WRITE) != 0 {
+            connection.pointee.want |= UInt32(FUSE_CAP_SPLICE_WRITE)
+        }
         // Listings carry attributes (READDIRPLUS), always, not only when the
         // kernel guesses a stat will follow: `ls -l` then costs no lookups.
         if connection.pointee.capable & UInt32(FUSE_CAP_READDIRPLUS) != 0 {

@@ -121,6 +121,17 @@ public final class DataReply: Sendable {
         fuse_reply_buf(request, bytes.baseAddress?.assumingMemoryBound(to: CChar.self), bytes.count)
     }
 
+    /// Answers with `count` bytes of the open file `descriptor` at
+    /// `offset`, spliced from its page cache into the device: the bytes
+    /// never pass through a buffer of ours. Fewer bytes are sent if the
+    /// file ends sooner; a failed read answers `EIO` (libfuse does).
+    /// Returns whether the data went out.
+    @discardableResult
+    public func file(descriptor: Int32, offset: Int64, count: Int) -> Bool {
+        guard let request = pending.take() else { return false }
+        return podfs_fuse_reply_fd(request, descriptor, off_t(offset), count) == 0
+    }
+
     public func fail(_ error: FileSystemError) { pending.fail(error) }
 }
 

@@ -289,6 +289,15 @@ public final class EpisodeReader: Sendable {
             return
         }
         let count = Int(range.count)
+        if spilled.isEmpty, let scratch {
+            // Straight from the file's page cache into the kernel's reply.
+            if !reply.file(descriptor: scratch.fileDescriptor, offset: range.lowerBound, count: count) {
+                logger.error(
+                    "could not read the cache file; the read failed with EIO",
+                    metadata: ["episode.key": "\(episode.key)", "path": "\(scratch.path)"])
+            }
+            return
+        }
         let whole = readBuffers.take(atLeast: count)
         defer { readBuffers.give(whole) }
         let buffer = UnsafeMutableRawBufferPointer(rebasing: whole[0..<count])
