@@ -209,6 +209,11 @@ func makeLowLevelOperations() -> fuse_lowlevel_ops {
         guard let connection else { return }
         // Reads wait on the network; let the kernel send several at once.
         connection.pointee.want |= UInt32(FUSE_CAP_ASYNC_READ)
+        // The file system tells the kernel itself when an episode's bytes
+        // change (inode invalidation); libfuse's default "auto_inval_data"
+        // would also make every read of a file whose attributes expired (an
+        // episode whose size is unconfirmed: always) wait for a GETATTR.
+        connection.pointee.want &= ~UInt32(FUSE_CAP_AUTO_INVAL_DATA)
         // Reads answered from a cache file are spliced from its page cache
         // (`DataReply.file`): one copy less per byte.
         if connection.pointee.capable & UInt32(FUSE_CAP_SPLICE_WRITE) != 0 {

@@ -56,6 +56,20 @@ public final class Episode: Sendable {
         var generation: UInt64
         var nextOffset: Int64 = 0
         var streak: Int = 0
+        /// Opened before the first response of the mount arrived (nothing
+        /// of the episode was cached, so nothing could be served stale):
+        /// its reads wait for that response, and it reads the version the
+        /// response tells.
+        var provisional = false
+    }
+
+    /// A read of a provisional handle, made again once the first response
+    /// told the episode's length and version.
+    struct EarlyRead {
+        var handle: UInt64
+        var offset: Int64
+        var size: Int
+        var reply: DataReply
     }
 
     /// Everything mutable about an episode. Guarded by `Episode.state`.
@@ -90,6 +104,12 @@ public final class Episode: Sendable {
         var waiters: [Waiter] = []
         var openWaiters: [OpenWaiter] = []
         var handles: [UInt64: HandleState] = [:]
+        /// Reads of provisional handles, waiting for the first response.
+        var earlyReads: [EarlyRead] = []
+        /// Attribute requests waiting for the first response while
+        /// provisional handles are open (`stat` of an open file shows the
+        /// origin's size, not the feed's claim).
+        var sizeWaiters: [@Sendable () -> Void] = []
         var scratch: ScratchFile?
         var lastRead: Int64 = 0
         /// Whether the "origin ignores Range" warning was logged.

@@ -71,6 +71,7 @@ extension EpisodeReader {
         /// after the index forgot them (it must never list a punched byte).
         var reshape: (scratch: ScratchFile, old: Int64, new: Int64)?
         var needsIndexLock = false
+        var early: (reads: [Episode.EarlyRead], sized: [@Sendable () -> Void]) = ([], [])
         func applyHead(holdingIndexLock: Bool) -> Bool {
             let outcome = episode.state.withLock { state -> Bool in
                 guard var progress = state.fetches[fetch.id], progress.generation == state.generation else {
@@ -139,9 +140,11 @@ extension EpisodeReader {
                 }
                 if !state.openWaiters.isEmpty { state.kernelPagesStale = false }
                 state.openWaiters.removeAll()
-                if state.scratch == nil, total > 0 {
-                    _ = try? ensureScratch(&state, episode: episode, length: total)
-                }
+                early = settleProvisionalHandles(&state)
+                // The scratch file of a new episode is created by its writer,
+                // before the first chunk is written: creating an inode costs
+                // a few hundred microseconds the first reader need not wait
+                // for (it is answered from the chunk in memory).
                 return true
             }
             if outcome {
@@ -185,6 +188,7 @@ extension EpisodeReader {
         }
         for waiter in dropped { waiter.reply.fail(.ioError) }
         for (reply, options) in opens { reply.opened(options) }
+        resume(early, of: episode)
         if accepted { answerWaitersAtEnd(episode) }
         return accepted
     }
@@ -263,6 +267,11 @@ extension EpisodeReader {
             guard state.generation == generation, var progress = state.fetches[fetch.id],
                 progress.generation == generation
             else { return nil }
+            if state.scratch == nil, let length = state.length, length > 0, !disk.isFull {
+                // A failure is logged and the bytes go to memory (see
+                // EpisodeReader+DiskFull).
+                _ = try? ensureScratch(&state, episode: episode, length: length)
+            }
             // Long fetches allocate their blocks 8 MiB at a time, ahead of
             // the writes (see `ScratchFile.allocate`).
             var allocation: Range<Int64>?
@@ -487,6 +496,7 @@ extension EpisodeReader {
     private func settleAfterFetch(_ episode: Episode, fetchID: UInt64, failure: FetchError?) {
         var failedReads: [DataReply] = []
         var opens: [(OpenReply, OpenOptions?)] = []
+        var early: (reads: [Episode.EarlyRead], sized: [@Sendable () -> Void]) = ([], [])
         episode.state.withLock { state in
             let stillPending = state.fetches.values.contains { $0.generation == state.generation }
             // The opens wait for the probe; if it ended without a usable head,
@@ -505,6 +515,9 @@ extension EpisodeReader {
                 }
                 if usable && !state.openWaiters.isEmpty { state.kernelPagesStale = false }
                 state.openWaiters.removeAll()
+                // Their reads are made again: from the cache offline, else
+                // they fail as the open would have.
+                early = settleProvisionalHandles(&state)
             }
             var pending = RangeSet()
             for progress in state.fetches.values where progress.generation == state.generation {
@@ -522,6 +535,7 @@ extension EpisodeReader {
             if let options { reply.opened(options) } else { reply.fail(.ioError) }
         }
         for reply in failedReads { reply.fail(.ioError) }
+        resume(early, of: episode)
         answerWaitersAtEnd(episode)
     }
 }

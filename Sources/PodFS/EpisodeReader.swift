@@ -118,9 +118,17 @@ public final class EpisodeReader: Sendable {
     /// real and a changed episode is noticed; the
     /// answer comes when the response head arrives, or at once when already
     /// validated. Offline, a cached episode opens from the cache.
+    ///
+    /// An episode with nothing cached opens at once, while its probe is on
+    /// its way: no byte could be served stale, so its reads (and `stat`s)
+    /// just wait for the response, and the first byte comes one round trip
+    /// sooner.
     public func open(_ episode: Episode, reply: OpenReply) {
         let handle = makeID()
-        enum Next { case answer(OpenOptions), probe(Fetch, Range<Int64>, String?, String), wait }
+        enum Next {
+            case answer(OpenOptions), probe(Fetch, Range<Int64>, String?, String), wait
+            case answerAndProbe(OpenOptions, Fetch, Range<Int64>, String?, String)
+        }
         let next: Next = episode.state.withLock { state in
             if state.validated, let at = state.validatedAt, monotonicSeconds() - at < tuning.revalidateAfter {
                 state.handles[handle] = Episode.HandleState(generation: state.generation)
@@ -131,6 +139,25 @@ public final class EpisodeReader: Sendable {
             // again with a probe of its own (a fetch already streaming has
             // had its head and would not answer this open).
             let revalidating = state.validatedAt != nil
+            if !revalidating, state.present.isEmpty, state.spill.isEmpty, state.openWaiters.isEmpty,
+                state.fetches.isEmpty || state.probeID != nil, (episode.feedLength ?? 0) > 0
+            {
+                // Nothing cached: open now. The kernel has no pages of this
+                // episode that could be kept (keep_cache off all the same).
+                // Only with a size from the feed: a file the kernel thinks
+                // empty would read as empty, not fail, if the probe failed.
+                state.handles[handle] = Episode.HandleState(generation: state.generation, provisional: true)
+                let options = OpenOptions(handle: handle, keepCache: false)
+                if state.probeID != nil { return .answer(options) }
+                state.validated = false
+                let range = probeRange(state)
+                let fetch = Fetch(id: makeID(), episode: episode, reader: self)
+                state.fetches[fetch.id] = Episode.FetchProgress(
+                    cursor: range.lowerBound, upper: range.upperBound, generation: state.generation,
+                    answersOnArrival: true)
+                state.probeID = fetch.id
+                return .answerAndProbe(options, fetch, range, validator(state), state.effectiveURL ?? episode.url)
+            }
             state.validated = false
             state.openWaiters.append(Episode.OpenWaiter(reply: reply, handle: handle))
             if state.openWaiters.count > 1 || (!revalidating && !state.fetches.isEmpty) {
@@ -151,9 +178,26 @@ public final class EpisodeReader: Sendable {
         case .probe(let fetch, let range, let validator, let url):
             _ = fetch.nextAttempt()
             source.fetch(url: url, range: range, validator: validator, sink: fetch)
+        case .answerAndProbe(let options, let fetch, let range, let validator, let url):
+            // The request first: the network thread sends it while the
+            // kernel hears about the open and asks for the first bytes.
+            _ = fetch.nextAttempt()
+            source.fetch(url: url, range: range, validator: validator, sink: fetch)
+            reply.opened(options)
         case .wait:
             break
         }
+    }
+
+    /// Runs `answer` once the episode's size is the origin's, if an open
+    /// file waits for that (see `open`), else at once.
+    public func whenSized(_ episode: Episode, answer: @escaping @Sendable () -> Void) {
+        let waits = episode.state.withLock { state -> Bool in
+            guard state.handles.values.contains(where: \.provisional) else { return false }
+            state.sizeWaiters.append(answer)
+            return true
+        }
+        if !waits { answer() }
     }
 
     /// Reads `size` bytes at `offset`; answers with fewer only at the end.
@@ -161,6 +205,11 @@ public final class EpisodeReader: Sendable {
         var starts: [(Fetch, Range<Int64>)] = []
         let outcome: ReadOutcome = episode.state.withLock { state in
             guard var handleState = state.handles[handle] else { return .fail }
+            if handleState.provisional {
+                // Opened before the first response: wait for it.
+                state.earlyReads.append(Episode.EarlyRead(handle: handle, offset: offset, size: size, reply: reply))
+                return .wait
+            }
             guard handleState.generation == state.generation else {
                 // The origin changed since this file was opened: serving the
                 // rest from the new version would mix two versions.
@@ -339,6 +388,32 @@ public final class EpisodeReader: Sendable {
             // Reads then come from memory (see EpisodeReader+DiskFull).
             cacheWriteFailed(error, episode: episode, state: &state)
             throw error
+        }
+    }
+
+    /// The first response arrived (or the probe ended without one):
+    /// provisional handles read the current version from now on. Returns
+    /// the reads and `stat`s that waited for it, to be made again and
+    /// answered outside the lock.
+    func settleProvisionalHandles(
+        _ state: inout Episode.State
+    ) -> (reads: [Episode.EarlyRead], sized: [@Sendable () -> Void]) {
+        for (handle, handleState) in state.handles where handleState.provisional {
+            state.handles[handle] = Episode.HandleState(generation: state.generation)
+        }
+        defer {
+            state.earlyReads.removeAll()
+            state.sizeWaiters.removeAll()
+        }
+        return (state.earlyReads, state.sizeWaiters)
+    }
+
+    /// Answers what waited for the first response (see
+    /// `settleProvisionalHandles`).
+    func resume(_ waiting: (reads: [Episode.EarlyRead], sized: [@Sendable () -> Void]), of episode: Episode) {
+        for answer in waiting.sized { answer() }
+        for early in waiting.reads {
+            read(episode, handle: early.handle, offset: early.offset, size: early.size, reply: early.reply)
         }
     }
 

@@ -55,6 +55,14 @@ public final class PodFileSystem: FileSystem {
             reply.fail(.notFound)
             return
         }
+        if case .episode(let episode) = node {
+            // An episode opened before its first response shows the
+            // origin's size once that arrives, not the feed's claim.
+            return reader.whenSized(episode) { [self] in
+                let (known, timeout) = self.attributes(of: node)
+                reply.attributes(known, timeout: timeout)
+            }
+        }
         let (attributes, timeout) = attributes(of: node)
         reply.attributes(attributes, timeout: timeout)
     }

@@ -197,6 +197,49 @@ struct MountTests {
         try fixture.unmount()
     }
 
+    @Test func anUncachedEpisodeOpensWithoutWaitingForTheOrigin() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        var episodes = Fixture.episodes(sizes: [300_001, 50_000])
+        episodes[0].feedLength = 5_000  // the feed's claim is wrong
+        try fixture.publish(episodes)
+        try fixture.mount()
+        // Every request (and new connection) now takes 1.5 s: an open that
+        // waited for the origin would take that long.
+        try fixture.origin.configure(#"{"latency_ms": 1500, "status": {"/ep2.mp3": {"code": 404}}}"#)
+        let script = """
+            import json, os, sys, time
+            path = sys.argv[1]
+            t0 = time.monotonic(); fd = os.open(path, os.O_RDONLY); opened = time.monotonic() - t0
+            size = os.fstat(fd).st_size
+            data = b""
+            while True:
+                piece = os.read(fd, 1 << 20)
+                if not piece: break
+                data += piece
+            os.close(fd)
+            t0 = time.monotonic(); fd = os.open(sys.argv[2], os.O_RDONLY); opened404 = time.monotonic() - t0
+            try:
+                os.read(fd, 4096); failed = ""
+            except OSError as error:
+                failed = error.strerror
+            print(json.dumps({"opened": opened, "size": size, "read": len(data), "opened404": opened404, "failed": failed}))
+            open(sys.argv[3], "wb").write(data)
+            """
+        let copy = fixture.directory + "/copy"
+        let run = try Harness.run("python3", ["-c", script, fixture.path(0), fixture.path(1), copy], timeout: 60)
+        #expect(run.status == 0, "\(run.stderr)")
+        let result = try JSONSerialization.jsonObject(with: Data(run.text.utf8)) as? [String: Any] ?? [:]
+        #expect((result["opened"] as? Double ?? 99) < 1.0, "the open answered before the origin did: \(result)")
+        #expect(result["size"] as? Int == 300_001, "fstat after the open shows the origin's size: \(result)")
+        #expect(result["read"] as? Int == 300_001)
+        #expect(try Harness.sha256(copy) == Harness.sha256(fixture.originPath(0)))
+        #expect((result["opened404"] as? Double ?? 99) < 1.0, "\(result)")
+        #expect(result["failed"] as? String == "Input/output error", "a missing episode fails its read: \(result)")
+        #expect(fixture.log().contains("HTTP 404"), "the log says why")
+        try fixture.unmount()
+    }
+
     @Test func wrongFeedLengthsShowTheTrueSizeAfterOpen() throws {
         let fixture = try Fixture()
         defer { fixture.cleanup() }
