@@ -437,7 +437,7 @@ extension EpisodeReader {
                 episode.state.withLock { $0.fetches[fetch.id]?.retrying = false }
                 // After shutdown the source refuses at once, and the
                 // completion fails the readers before the session goes.
-                source.fetch(url: url, range: range, validator: validator, sink: fetch)
+                launch(fetch, url: url, range: range, validator: validator)
                 pendingRetries.withLock { $0 -= 1 }
             }
         case .done:

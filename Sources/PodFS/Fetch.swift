@@ -25,6 +25,10 @@ final class Fetch: FetchSink {
     private let refusal = Locked<FetchError?>(nil)
     /// Body bytes gathered on the network thread and not yet handed over.
     private let gathered = Locked<BodyChunk?>(nil)
+    /// When the current attempt's request went out and its head came
+    /// (`monotonicSeconds()`), and the body bytes since: what the reader's
+    /// `LinkEstimate` learns from.
+    private let timing = Locked<(sent: Double, head: Double?, bytes: Int64)>((0, nil, 0))
 
     // MARK: - Init
 
@@ -37,10 +41,18 @@ final class Fetch: FetchSink {
     // MARK: - FetchSink
 
     func receive(head: FetchHead) -> Bool {
-        reader.fetch(self, receivedHead: head)
+        let now = monotonicSeconds()
+        let sent = timing.withLock { timing in
+            timing.head = now
+            timing.bytes = 0
+            return timing.sent
+        }
+        reader.observe(latency: now - sent)
+        return reader.fetch(self, receivedHead: head)
     }
 
     func receive(body: UnsafeRawBufferPointer) -> Bool {
+        timing.withLock { $0.bytes += Int64(body.count) }
         var remaining = body
         while !remaining.isEmpty {
             let full: BodyChunk? = gathered.withLock { chunk in
@@ -63,6 +75,8 @@ final class Fetch: FetchSink {
         // The last bytes go to the writer first; the completion follows
         // them through the same queue, so it sees every byte written.
         handOffGathered()
+        let (head, bytes) = timing.withLock { ($0.head, $0.bytes) }
+        if error == nil, let head { reader.observe(bytes: bytes, in: monotonicSeconds() - head) }
         let refused = refusal.withLock { reason in
             defer { reason = nil }
             return reason
@@ -91,6 +105,11 @@ final class Fetch: FetchSink {
     /// Records why the current attempt's response was refused.
     func refuse(_ reason: FetchError) {
         refusal.withLock { $0 = reason }
+    }
+
+    /// The request of an attempt is about to go out.
+    func markSent() {
+        timing.withLock { $0 = (monotonicSeconds(), nil, 0) }
     }
 
     // MARK: - Retries

@@ -1,0 +1,52 @@
+/// What the reader has seen of the way to the origin: how long a request
+/// waits for its response head, and how fast a body then flows. Their
+/// product (the bytes "in the pipe") is how much a sequential reader must
+/// keep on its way to never wait for a round trip.
+///
+/// Pure value; `EpisodeReader` keeps one per mount behind a lock and feeds
+/// it from the network thread.
+struct LinkEstimate: Sendable {
+    // MARK: - Properties
+
+    /// Seconds from sending a request to its response head (smoothed).
+    private(set) var latency: Double?
+    /// Body bytes per second of a response (smoothed).
+    private(set) var throughput: Double?
+
+    // MARK: - Methods
+
+    /// A response head arrived `seconds` after its request went out.
+    mutating func observe(latency seconds: Double) {
+        guard seconds.isFinite, seconds >= 0 else { return }
+        latency = Self.smooth(latency, seconds)
+    }
+
+    /// `bytes` of body arrived in `seconds` after the head. Bodies too short
+    /// to tell a rate (one packet train) are ignored.
+    mutating func observe(bytes: Int64, in seconds: Double) {
+        guard bytes >= Self.shortestBody, seconds.isFinite, seconds > 0 else { return }
+        throughput = Self.smooth(throughput, Double(bytes) / seconds)
+    }
+
+    /// The read-ahead a sequential reader needs so the next request's round
+    /// trip is paid while bytes still flow: twice the bandwidth-delay
+    /// product, within `bounds`; `nil` until both were measured.
+    func readAhead(within bounds: ClosedRange<Int64>) -> Int64? {
+        guard let latency, let throughput else { return nil }
+        let wanted = 2 * throughput * latency
+        guard wanted.isFinite else { return bounds.upperBound }
+        return min(bounds.upperBound, max(bounds.lowerBound, Int64(wanted)))
+    }
+
+    // MARK: - Private
+
+    /// Bodies shorter than this say little about the rate.
+    private static let shortestBody: Int64 = 128 * 1024
+
+    /// An even mix of the old and the new value: one odd response moves it
+    /// halfway, a changed link is followed within a few.
+    private static func smooth(_ old: Double?, _ new: Double) -> Double {
+        guard let old else { return new }
+        return (old + new) / 2
+    }
+}

@@ -1,0 +1,53 @@
+@testable import PodFS
+import Testing
+
+/// The read-ahead a sequential reader gets from what the link showed.
+struct LinkEstimateTests {
+    private let bounds: ClosedRange<Int64> = 256 * 1024...16 * 1024 * 1024
+
+    @Test func nothingMeasuredGivesNoOpinion() {
+        var link = LinkEstimate()
+        #expect(link.readAhead(within: bounds) == nil)
+        link.observe(latency: 0.02)
+        #expect(link.readAhead(within: bounds) == nil, "a round trip alone does not tell the bytes in flight")
+    }
+
+    @Test func aFarFastOriginGetsTheLargestWindow() {
+        var link = LinkEstimate()
+        link.observe(latency: 0.02)
+        link.observe(bytes: 16 << 20, in: 0.016)  // ~1 GB/s
+        #expect(link.readAhead(within: bounds) == bounds.upperBound)
+    }
+
+    @Test func aSlowLinkKeepsTwiceItsBandwidthDelayProduct() {
+        var link = LinkEstimate()
+        link.observe(latency: 0.03)
+        link.observe(bytes: 1 << 20, in: 0.1)  // ~10 MB/s
+        let expected = Int64(2 * Double(1 << 20) / 0.1 * 0.03)
+        #expect(link.readAhead(within: bounds) == expected)
+    }
+
+    @Test func aNearOriginStaysAtTheSmallestWindow() {
+        var link = LinkEstimate()
+        link.observe(latency: 0.0001)  // loopback
+        link.observe(bytes: 256 * 1024, in: 0.0005)  // ~0.5 GB/s: 0.1 MB in flight
+        #expect(link.readAhead(within: bounds) == bounds.lowerBound)
+    }
+
+    @Test func shortBodiesAndNonsenseAreIgnored() {
+        var link = LinkEstimate()
+        link.observe(latency: -1)
+        link.observe(latency: .nan)
+        #expect(link.latency == nil)
+        link.observe(bytes: 4096, in: 0.001)
+        link.observe(bytes: 1 << 20, in: 0)
+        #expect(link.throughput == nil)
+    }
+
+    @Test func oneOddResponseMovesTheEstimateHalfway() {
+        var link = LinkEstimate()
+        link.observe(latency: 0.01)
+        link.observe(latency: 0.03)
+        #expect(link.latency == 0.02)
+    }
+}
