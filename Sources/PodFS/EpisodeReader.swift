@@ -128,8 +128,10 @@ public final class EpisodeReader: Sendable {
     public func open(_ episode: Episode, reply: OpenReply) {
         let handle = makeID()
         enum Next {
-            case answer(OpenOptions), probe(Fetch, Range<Int64>, String?, String), wait
-            case answerAndProbe(OpenOptions, Fetch, Range<Int64>, String?, String)
+            case answer(OpenOptions), wait
+            /// Send the probe, then answer the open if `answer` is set (else
+            /// the probe's head answers it).
+            case probe(Probe, answer: OpenOptions?)
         }
         let next: Next = episode.state.withLock { state in
             if state.validated, let at = state.validatedAt, monotonicSeconds() - at < tuning.revalidateAfter {
@@ -151,44 +153,50 @@ public final class EpisodeReader: Sendable {
                 state.handles[handle] = Episode.HandleState(generation: state.generation, provisional: true)
                 let options = OpenOptions(handle: handle, keepCache: false)
                 if state.probeID != nil { return .answer(options) }
-                state.validated = false
-                let range = probeRange(state)
-                let fetch = Fetch(id: makeID(), episode: episode, reader: self)
-                state.fetches[fetch.id] = Episode.FetchProgress(
-                    cursor: range.lowerBound, upper: range.upperBound, generation: state.generation,
-                    answersOnArrival: true)
-                state.probeID = fetch.id
-                return .answerAndProbe(options, fetch, range, validator(state), state.effectiveURL ?? episode.url)
+                return .probe(startProbe(&state, episode: episode), answer: options)
             }
-            state.validated = false
             state.openWaiters.append(Episode.OpenWaiter(reply: reply, handle: handle))
             if state.openWaiters.count > 1 || (!revalidating && !state.fetches.isEmpty) {
                 // A probe is already on its way; its head answers this open.
+                state.validated = false
                 return .wait
             }
-            let range = probeRange(state)
-            let fetch = Fetch(id: makeID(), episode: episode, reader: self)
-            state.fetches[fetch.id] = Episode.FetchProgress(
-                cursor: range.lowerBound, upper: range.upperBound, generation: state.generation,
-                answersOnArrival: true)
-            state.probeID = fetch.id
-            return .probe(fetch, range, validator(state), state.effectiveURL ?? episode.url)
+            return .probe(startProbe(&state, episode: episode), answer: nil)
         }
         switch next {
         case .answer(let options):
             reply.opened(options)
-        case .probe(let fetch, let range, let validator, let url):
-            _ = fetch.nextAttempt()
-            launch(fetch, url: url, range: range, validator: validator)
-        case .answerAndProbe(let options, let fetch, let range, let validator, let url):
+        case .probe(let probe, let options):
             // The request first: the network thread sends it while the
             // kernel hears about the open and asks for the first bytes.
-            _ = fetch.nextAttempt()
-            launch(fetch, url: url, range: range, validator: validator)
-            reply.opened(options)
+            _ = probe.fetch.nextAttempt()
+            launch(probe.fetch, url: probe.url, range: probe.range, validator: probe.validator)
+            if let options { reply.opened(options) }
         case .wait:
             break
         }
+    }
+
+    /// The request that validates an episode at its first open in a mount.
+    struct Probe {
+        let fetch: Fetch
+        let range: Range<Int64>
+        let validator: String?
+        let url: String
+    }
+
+    /// Registers the open's probe: the first missing bytes (or one byte),
+    /// whose head confirms the size and version and whose body answers
+    /// readers as it arrives.
+    private func startProbe(_ state: inout Episode.State, episode: Episode) -> Probe {
+        state.validated = false
+        let range = probeRange(state)
+        let fetch = Fetch(id: makeID(), episode: episode, reader: self)
+        state.fetches[fetch.id] = Episode.FetchProgress(
+            cursor: range.lowerBound, upper: range.upperBound, generation: state.generation,
+            answersOnArrival: true)
+        state.probeID = fetch.id
+        return Probe(fetch: fetch, range: range, validator: validator(state), url: state.effectiveURL ?? episode.url)
     }
 
     /// Runs `answer` once the episode's size is the origin's, if an open
