@@ -153,32 +153,58 @@ public final class FUSESession: KernelCacheInvalidator, Sendable {
         fuse_session_destroy(session.raw)
     }
 
-    /// Sets the kernel's read-ahead for this mount to `kib` KiB, so
-    /// sequential readers get reads of up to 1 MiB (the kernel's default of
-    /// 128 KiB caps every FUSE read at that, whatever `max_pages` says).
+    /// Sets the kernel's read-ahead for this mount to `kib` KiB (at most
+    /// `spliceableReadKiB()`), which is also the size of its reads of a
+    /// file read in order: at the default 128 KiB a 256 MiB file takes 2,048
+    /// requests, at 768 KiB 342.
     ///
-    /// The knob is the mount's backing device in sysfs, writable by root
-    /// only: for anyone else the default stays and this says so in the
-    /// debug log. Call after `init`, before `serve()`; it does not touch
-    /// the mount itself (a `stat` of it would wait for the loop).
-    public func setReadAhead(kib: Int) {
+    /// Two parts: the mount's backing device in sysfs (root only; for
+    /// anyone else the default stays and the debug log says so), and the
+    /// answer to the kernel's hello, which would otherwise lower it back to
+    /// 128 KiB. Call after `init`, before `serve()`; it does not touch the
+    /// mount itself (a `stat` of it would wait for the loop). Returns the
+    /// KiB it asked for.
+    @discardableResult
+    public func setReadAhead(kib: Int) -> Int {
+        let limit = Self.spliceableReadKiB()
+        let kib = min(kib, limit)
         guard let device = Self.deviceNumber(ofMountpoint: mountpoint) else {
             logger.debug("could not find the mount in /proc/self/mountinfo; read-ahead left as is")
-            return
+            return kib
         }
         let path = "/sys/class/bdi/\(device)/read_ahead_kb"
         let fd = open(path, O_WRONLY | O_CLOEXEC)
         guard fd >= 0 else {
             logger.debug("read-ahead left at the kernel's default", metadata: ["path": "\(path)", "errno": "\(errno)"])
-            return
+            return kib
         }
         defer { Glibc.close(fd) }
         let text = Array("\(kib)\n".utf8)
         if write(fd, text, text.count) != text.count {
             logger.debug("read-ahead left at the kernel's default", metadata: ["path": "\(path)", "errno": "\(errno)"])
         } else {
-            logger.debug("read-ahead set", metadata: ["path": "\(path)", "kib": "\(kib)"])
+            operations.readAhead.withLock { $0 = UInt32(kib * 1024) }
+            logger.debug("read-ahead set", metadata: ["path": "\(path)", "kib": "\(kib)", "limit": "\(limit)"])
         }
+        return kib
+    }
+
+    /// The largest read (KiB) whose answer libfuse can splice from a cache
+    /// file: the answer and its header go through a pipe, which can grow to
+    /// `fs.pipe-max-size` (1 MiB unless raised) and must hold 3 pages
+    /// more. A larger read is answered by copying through a buffer, which
+    /// measured 2-3 times the CPU and slower reads (README, "Read size").
+    public static func spliceableReadKiB() -> Int {
+        var pipeMax = 1_048_576
+        let fd = open("/proc/sys/fs/pipe-max-size", O_RDONLY | O_CLOEXEC)
+        if fd >= 0 {
+            var bytes = [UInt8](repeating: 0, count: 32)
+            let count = read(fd, &bytes, bytes.count)
+            Glibc.close(fd)
+            let digits = bytes.prefix(max(0, count)).prefix { $0 >= 48 && $0 <= 57 }
+            if let value = Int(String(decoding: digits, as: UTF8.self)), value > 0 { pipeMax = value }
+        }
+        return max(128, (pipeMax - 16 * 1024) / 1024)
     }
 
     /// Asks the loop to stop (as SIGINT does).

@@ -15,6 +15,9 @@ final class Operations: Sendable {
     /// and costs one listing per `ls`, not one per page.
     private let listings = Locked<[UInt64: [DirectoryEntry]]>([:])
     private let nextListing = Locked<UInt64>(1)
+    /// The read-ahead (bytes) to ask for when the kernel says hello, if
+    /// set before the session serves (`FUSESession.setReadAhead`).
+    let readAhead = Locked<UInt32?>(nil)
 
     // MARK: - Init
 
@@ -205,8 +208,16 @@ func makeLowLevelOperations() -> fuse_lowlevel_ops {
         sv.f_namemax = 255
         fuse_reply_statfs(request, &sv)
     }
-    ops.`init` = { _, connection in
+    ops.`init` = { userdata, connection in
         guard let connection else { return }
+        // The kernel keeps the smaller of the mount's read-ahead and this
+        // answer (which libfuse would leave at the 128 KiB it was offered),
+        // and sizes its reads by it.
+        if let userdata,
+            let bytes = Unmanaged<Operations>.fromOpaque(userdata).takeUnretainedValue().readAhead.withLock({ $0 })
+        {
+            connection.pointee.max_readahead = bytes
+        }
         // Reads wait on the network; let the kernel send several at once.
         connection.pointee.want |= UInt32(FUSE_CAP_ASYNC_READ)
         // The file system tells the kernel itself when an episode's bytes

@@ -62,7 +62,7 @@ struct DaemonOptions {
             revalidateAfter = seconds
         case "readahead_kb":
             guard let value, let kib = Int(value), (4...65_536).contains(kib) else {
-                throw ValidationError("-o readahead_kb needs KiB between 4 and 65536, e.g. -o readahead_kb=1024")
+                throw ValidationError("-o readahead_kb needs KiB between 4 and 65536, e.g. -o readahead_kb=768")
             }
             readAheadKiB = kib
         case "nonempty":

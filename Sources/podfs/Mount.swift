@@ -160,7 +160,7 @@ struct Mount: ParsableCommand {
                 refreshInterval: try (refresh ?? options.refresh).map { try RefreshInterval($0).seconds }
                     ?? RefreshInterval.defaultSeconds,
                 cacheSize: try (cacheSize ?? options.cacheSize).map { try CacheSize($0) }, logLevel: level, readiness: daemonChild ? .pipe : .none,
-                logToSyslog: daemonChild && toSyslog, readAheadKiB: daemonOptions.readAheadKiB ?? 1024)
+                logToSyslog: daemonChild && toSyslog, readAheadKiB: daemonOptions.readAheadKiB ?? 768)
             throw ExitCode(service.run())
         }
         try Daemon.start(

@@ -33,7 +33,7 @@ struct MountService {
     /// Log to syslog (journald) instead of standard error.
     var logToSyslog = false
     /// The kernel's read-ahead for the mount, in KiB (root only).
-    var readAheadKiB = 1024
+    var readAheadKiB = 768
 
     /// Mounts and serves until unmounted; returns the exit status.
     func run() -> Int32 {
@@ -127,7 +127,11 @@ struct MountService {
             mountpoint: mountpoint, fileSystemName: "podfs", options: fuseOptions,
             fileSystem: fileSystem, logger: logger)
         reader.attach(invalidator: session)
-        session.setReadAhead(kib: readAheadKiB)
+        let readAhead = session.setReadAhead(kib: readAheadKiB)
+        if readAhead < readAheadKiB {
+            logger.notice(
+                "readahead_kb=\(readAheadKiB) lowered to \(readAhead): larger reads could not be answered from the cache by splicing (fs.pipe-max-size) and were measured slower")
+        }
         reader.startFlushing(interval: commitInterval)
         reader.warmUp()
         let zones = source.zones

@@ -197,6 +197,42 @@ struct MountTests {
         try fixture.unmount()
     }
 
+    /// The kernel sizes its reads of a file read in order by the mount's
+    /// read-ahead, and lowers that to what the daemon answers to its hello:
+    /// podfs must answer with its own, else reads stay at 128 KiB. Larger
+    /// than a splice pipe can hold, it is lowered (with a notice).
+    @Test func theKernelKeepsTheReadAheadAndReadsInLargeRequests() throws {
+        guard getuid() == 0 else { return }  // the knob is root's
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        try fixture.publish(Fixture.episodes(sizes: [24 * Self.mib]))
+        try fixture.mount(extra: ["-o", "log_level=debug"])
+        func readAheadKiB() throws -> String {
+            let device = try Harness.sh("mountpoint -d '\(fixture.mountpoint)'").trimmingCharacters(in: .whitespacesAndNewlines)
+            return try String(contentsOfFile: "/sys/class/bdi/\(device)/read_ahead_kb", encoding: .utf8)
+                .trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        // After the mount answered requests (its hello came first).
+        _ = try Harness.sh("ls '\(fixture.mountpoint)'")
+        #expect(try readAheadKiB() == "768")
+        try Harness.sh("dd if='\(fixture.path(0))' of=/dev/null bs=1M status=none")
+        let sizes = fixture.log().split(separator: "\n").filter { $0.contains("fetching") }.compactMap { line in
+            line.range(of: "read.size=").map { Int(line[$0.upperBound...].prefix { $0.isNumber }) ?? 0 }
+        }
+        #expect(sizes.contains { $0 > 128 * 1024 && $0 <= 768 * 1024 }, "read sizes that started fetches: \(sizes)")
+        try fixture.unmount()
+
+        let pipeMax = Int(try String(contentsOfFile: "/proc/sys/fs/pipe-max-size", encoding: .utf8)
+            .trimmingCharacters(in: .whitespacesAndNewlines)) ?? 1_048_576
+        let limit = (pipeMax - 16 * 1024) / 1024
+        try fixture.mount(extra: ["-o", "readahead_kb=\(limit + 1024)"])
+        _ = try Harness.sh("ls '\(fixture.mountpoint)'")
+        #expect(try readAheadKiB() == "\(limit)")
+        #expect(fixture.log().contains("readahead_kb=\(limit + 1024) lowered to \(limit)"))
+        #expect(try fixture.hashOfCopy(0) == fixture.originHash(0))
+        try fixture.unmount()
+    }
+
     @Test func anUncachedEpisodeOpensWithoutWaitingForTheOrigin() throws {
         let fixture = try Fixture()
         defer { fixture.cleanup() }
