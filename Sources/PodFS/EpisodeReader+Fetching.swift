@@ -441,7 +441,11 @@ extension EpisodeReader {
                 pendingRetries.withLock { $0 -= 1 }
             }
         case .done:
-            if let failure {
+            if let failure, fetch.isBackground {
+                logger.info(
+                    "could not check a recently read episode with its origin; its first open will ask again",
+                    metadata: ["episode.url": "\(episode.url)", "error": "\(failure.message)"])
+            } else if let failure {
                 logger.error(
                     "could not fetch episode bytes",
                     metadata: ["episode.url": "\(episode.url)", "error": "\(failure.message)"])

@@ -187,11 +187,14 @@ public final class EpisodeReader: Sendable {
 
     /// Registers the open's probe: the first missing bytes (or one byte),
     /// whose head confirms the size and version and whose body answers
-    /// readers as it arrives.
-    private func startProbe(_ state: inout Episode.State, episode: Episode) -> Probe {
+    /// readers as it arrives. A background probe (see
+    /// `revalidateRecentlyRead`) asks for `range` and fails quietly.
+    func startProbe(
+        _ state: inout Episode.State, episode: Episode, range: Range<Int64>? = nil, background: Bool = false
+    ) -> Probe {
         state.validated = false
-        let range = probeRange(state)
-        let fetch = Fetch(id: makeID(), episode: episode, reader: self)
+        let range = range ?? probeRange(state)
+        let fetch = Fetch(id: makeID(), episode: episode, reader: self, isBackground: background)
         state.fetches[fetch.id] = Episode.FetchProgress(
             cursor: range.lowerBound, upper: range.upperBound, generation: state.generation,
             answersOnArrival: true)

@@ -17,6 +17,9 @@ final class Fetch: FetchSink {
     let id: UInt64
     let episode: Episode
     unowned let reader: EpisodeReader
+    /// Asked for by nobody waiting (a check ahead of an open): a failure
+    /// is not an error worth a log line of that level.
+    let isBackground: Bool
     /// Attempts made so far, touched on the network thread and the retry
     /// timer only, one after the other.
     private let attempts = Locked(0)
@@ -32,10 +35,11 @@ final class Fetch: FetchSink {
 
     // MARK: - Init
 
-    init(id: UInt64, episode: Episode, reader: EpisodeReader) {
+    init(id: UInt64, episode: Episode, reader: EpisodeReader, isBackground: Bool = false) {
         self.id = id
         self.episode = episode
         self.reader = reader
+        self.isBackground = isBackground
     }
 
     // MARK: - FetchSink

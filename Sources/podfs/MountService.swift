@@ -81,9 +81,11 @@ struct MountService {
         let feedStatus = FeedStatusStore(directory: cacheDirectory)
         var feeds: [(url: String, feed: ParsedFeed)] = []
         var failures: [String] = []
+        var anyFresh = false
         for url in feedURLs {
             switch loader.load(url: url) {
             case .fresh(let feed):
+                anyFresh = true
                 feeds.append((url: url, feed: feed))
                 feedStatus.record(url: url, ok: true, detail: "loaded")
             case .cached(let feed, let reason):
@@ -134,6 +136,10 @@ struct MountService {
         }
         reader.startFlushing(interval: commitInterval)
         reader.warmUp()
+        // The episodes read last are the likeliest to be reopened: check
+        // them with the origin now, not at their first open. Not when no
+        // feed could be fetched: offline, the checks would only fail.
+        if anyFresh { reader.revalidateRecentlyRead() }
         let zones = source.zones
         let refresher = refreshInterval.map { interval in
             FeedRefresher(

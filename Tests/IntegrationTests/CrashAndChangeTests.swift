@@ -142,6 +142,42 @@ struct CrashAndChangeTests {
         try fixture.unmount()
     }
 
+    /// A remount checks the episodes read last with the origin before
+    /// anyone opens them: their first open is answered without a round
+    /// trip, and a change found by that check is never served as the old.
+    @Test func aRemountChecksTheEpisodesReadLastBeforeTheyAreOpened() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        try fixture.publish(Fixture.episodes(sizes: [Self.mib + 5, 300_000, 200_000]))
+        try fixture.mount()
+        #expect(try fixture.hashOfCopy(0) == fixture.originHash(0))
+        #expect(try fixture.hashOfCopy(1) == fixture.originHash(1))
+        try fixture.unmount()
+
+        try fixture.origin.reset()
+        try fixture.mount()
+        // One byte each, asked with the stored validator, and nothing of
+        // the episode never read.
+        #expect(Harness.eventually(10) { (try? fixture.origin.requests("ep1.mp3")) == 1 })
+        #expect(Harness.eventually(10) { (try? fixture.origin.requests("ep2.mp3")) == 1 })
+        #expect(try fixture.origin.bytesSent("ep1.mp3") == 1)
+        #expect(try fixture.origin.requests("ep3.mp3") == 0)
+        #expect(try fixture.hashOfCopy(0) == fixture.originHash(0))
+        #expect(try fixture.origin.requests("ep1.mp3") == 1, "the open was answered by the check")
+        try fixture.unmount()
+
+        // Changed at the origin while unmounted: the check finds it.
+        let newBytes = Harness.bytes(count: Self.mib + 5, seed: 99)
+        try fixture.origin.replace("ep1.mp3", newBytes)
+        try fixture.origin.reset()
+        try fixture.mount()
+        #expect(Harness.eventually(10) { fixture.log().contains("the episode changed at the origin") })
+        let copy = fixture.directory + "/copy-new"
+        try Harness.sh("cat '\(fixture.path(0))' > '\(copy)'")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: copy)) == newBytes)
+        try fixture.unmount()
+    }
+
     @Test func aChangedOriginNeverMixesOldAndNewBytes() throws {
         let fixture = try Fixture()
         defer { fixture.cleanup() }

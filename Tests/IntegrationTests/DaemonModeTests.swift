@@ -16,16 +16,6 @@ struct DaemonModeTests {
             timeout: 60)
     }
 
-    /// Waits (up to `timeout` s) for `condition`.
-    private static func waitFor(_ timeout: Double = 30, _ condition: () throws -> Bool) rethrows -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if try condition() { return true }
-            Thread.sleep(forTimeInterval: 0.05)
-        }
-        return try condition()
-    }
-
     @Test func mountsThatCannotWorkFailAtOnceWithAMessage() throws {
         let fixture = try Fixture()
         defer { fixture.cleanup() }
@@ -89,7 +79,7 @@ struct DaemonModeTests {
         try fixture.mount()
         let pid = try #require(fixture.daemonPID)
         kill(pid, SIGKILL)
-        #expect(Self.waitFor { !Harness.isAlive(pid) })
+        #expect(Harness.eventually { !Harness.isAlive(pid) })
         let stale = try Harness.run("ls", [fixture.mountpoint])
         // ENOTCONN, or ECONNABORTED when the kernel counts the dead
         // daemon's closed device as an abort.
@@ -217,7 +207,7 @@ struct DaemonModeTests {
         let reader = try Harness.spawn(
             "/bin/sh", ["-c", "cat '\(fixture.path(0))' > '\(copy)'"], stdout: out.handle.fileDescriptor,
             stderr: out.handle.fileDescriptor)
-        #expect(Self.waitFor { (try? fixture.origin.bytesSent("ep1.mp3")) ?? 0 >= 2 * Int64(Self.mib) })
+        #expect(Harness.eventually { (try? fixture.origin.bytesSent("ep1.mp3")) ?? 0 >= 2 * Int64(Self.mib) })
         // A plain unmount refuses while a file is open, and says what to do.
         let busy = try Harness.run(Harness.podfs, ["unmount", fixture.mountpoint])
         #expect(busy.status == 1 && busy.stderr.contains("--lazy"), "\(busy.stderr)")
@@ -229,7 +219,7 @@ struct DaemonModeTests {
         _ = waitpid(reader, &status, 0)
         #expect(status == 0, "\(String(decoding: out.contents(), as: UTF8.self))")
         #expect(try Harness.sha256(copy) == Harness.sha256(fixture.originPath(0)))
-        #expect(Self.waitFor { !Harness.isAlive(pid) }, "the daemon ends once the file is closed")
+        #expect(Harness.eventually { !Harness.isAlive(pid) }, "the daemon ends once the file is closed")
         #expect(fixture.log().contains("exit.status=0"), "\(fixture.log())")
 
         // SIGTERM with a read in flight: the mount is detached at once (no
@@ -241,14 +231,14 @@ struct DaemonModeTests {
         let reader2 = try Harness.spawn(
             "/bin/sh", ["-c", "cat '\(fixture.path(1))' > '\(copy2)'"], stdout: out.handle.fileDescriptor,
             stderr: out.handle.fileDescriptor)
-        #expect(Self.waitFor { (try? fixture.origin.bytesSent("ep2.mp3")) ?? 0 >= 2 * Int64(Self.mib) })
+        #expect(Harness.eventually { (try? fixture.origin.bytesSent("ep2.mp3")) ?? 0 >= 2 * Int64(Self.mib) })
         kill(second, SIGTERM)
         #expect(try fixture.origin.bytesSent("ep2.mp3") < Int64(size), "the read was still going at SIGTERM")
-        #expect(Self.waitFor(10) { !Fixture.isMounted(fixture.mountpoint) }, "detached at once")
+        #expect(Harness.eventually(10) { !Fixture.isMounted(fixture.mountpoint) }, "detached at once")
         _ = waitpid(reader2, &status, 0)
         #expect(status == 0, "\(String(decoding: out.contents(), as: UTF8.self))")
         #expect(try Harness.sha256(copy2) == Harness.sha256(fixture.originPath(1)), "the reader got all its data")
-        #expect(Self.waitFor { !Harness.isAlive(second) })
+        #expect(Harness.eventually { !Harness.isAlive(second) })
         #expect(!Fixture.isMounted(fixture.mountpoint), "no stale mount left")
         #expect(fixture.log().contains("SIGTERM: detaching the mount"), "\(fixture.log())")
         let stops = fixture.log().components(separatedBy: "exit.status=0").count - 1
@@ -267,7 +257,7 @@ struct DaemonModeTests {
         try fixture.mount()
         try Harness.sh("cat '\(fixture.path(0))' > /dev/null")
         let status = fixture.mountpoint + "/.podfs/status"
-        #expect(Self.waitFor {
+        #expect(Harness.eventually {
             ((try? Harness.sh("cat '\(status)'")) ?? "").split(separator: "\n")
                 .contains { $0.contains("2026-11-01 Episode 1.mp3") && $0.contains("100%") }
         })

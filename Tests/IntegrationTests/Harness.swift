@@ -103,6 +103,16 @@ enum Harness {
 
     /// Runs a shell command line; throws when it fails.
     @discardableResult
+    /// Polls `condition` every 0.05 s for up to `seconds`; whether it held.
+    static func eventually(_ seconds: Double = 30, _ condition: () throws -> Bool) rethrows -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if try condition() { return true }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        return try condition()
+    }
+
     static func sh(_ command: String, timeout: Double = 120) throws -> String {
         let output = try run("/bin/sh", ["-c", command], timeout: timeout)
         guard output.status == 0 else {

@@ -40,16 +40,6 @@ struct RefreshTests {
             """.utf8)
     }
 
-    /// Polls `condition` every 0.2 s for up to `seconds`; whether it held.
-    private static func eventually(_ seconds: Double = 30, _ condition: () throws -> Bool) rethrows -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if try condition() { return true }
-            Thread.sleep(forTimeInterval: 0.2)
-        }
-        return try condition()
-    }
-
     private static func listing(_ fixture: Fixture) throws -> [String] {
         try Harness.sh("ls -1 '\(fixture.mountpoint)/\(show)'").split(separator: "\n").map(String.init).sorted()
     }
@@ -136,7 +126,7 @@ struct RefreshTests {
                 """)
 
         // Refreshes are conditional (304) and ask for gzip.
-        #expect(try Self.eventually { try Self.statuses(fixture, "/feed.xml").contains(304) })
+        #expect(try Harness.eventually { try Self.statuses(fixture, "/feed.xml").contains(304) })
         #expect(try Self.encodings(fixture, "/feed.xml").contains("gzip"))
 
         // Keep one episode open that the next feed drops (its name is now
@@ -154,7 +144,7 @@ struct RefreshTests {
         let second = [Item(guid: "g3", title: "Same", day: 1, file: "e3.mp3")] + first.dropLast()
         try fixture.origin.replace("feed.xml", Self.feed(second))
         #expect(
-            try Self.eventually { try Self.listing(fixture).contains("2026-11-01 Same (3).mp3") },
+            try Harness.eventually { try Self.listing(fixture).contains("2026-11-01 Same (3).mp3") },
             "the new episode appears without a remount; log: \(fixture.log())")
         let after = try Self.listing(fixture)
         #expect(after.contains("2026-11-01 Same.mp3") && after.contains("2026-11-01 Same (2).mp3"))
@@ -162,7 +152,7 @@ struct RefreshTests {
         #expect(!after.contains("2026-11-01 Start.mp3"), "a removed episode leaves the listing")
         // The kernel was told to forget the name (it would keep it 30 s).
         #expect(
-            Self.eventually(5) { (try? Harness.sh("stat '\(show)/2026-11-01 Start.mp3'")) == nil },
+            Harness.eventually(5) { (try? Harness.sh("stat '\(show)/2026-11-01 Start.mp3'")) == nil },
             "a removed name is gone from the kernel's cache too")
         let newCopy = fixture.directory + "/new.mp3"
         try Harness.sh("cat '\(show)/2026-11-01 Same (3).mp3' > '\(newCopy)'")
@@ -198,7 +188,7 @@ struct RefreshTests {
         try fixture.origin.replace("feed.xml", Data("this is not a feed at all\n".utf8))
         var status = ""
         #expect(
-            try Self.eventually {
+            try Harness.eventually {
                 status = try Harness.run(Harness.podfs, ["status", "--cache-dir", fixture.cacheDirectory]).text
                 return status.contains("last refresh: failed: the feed does not parse")
             }, "\(status)")
@@ -220,7 +210,7 @@ struct RefreshTests {
         // Once it loads, it gets its folder without a remount.
         try fixture.origin.put("missing.xml", Self.feed([Item(guid: "late", title: "Late", day: 3, file: "ep1.mp3")]))
         #expect(
-            try Self.eventually { (try? Harness.sh("ls '\(fixture.mountpoint)'"))?.contains(Self.show) == true },
+            try Harness.eventually { (try? Harness.sh("ls '\(fixture.mountpoint)'"))?.contains(Self.show) == true },
             "a SOURCE that failed at mount time appears at its first good refresh")
         #expect(try Harness.sh("ls -1 '\(fixture.mountpoint)/\(Self.show)'").contains("2026-11-03 Late.mp3"))
 
@@ -236,7 +226,7 @@ struct RefreshTests {
         try fixture.publish(fixture.episodes)
         try fixture.mount(extra: ["--refresh", "1"])
         #expect(
-            try Self.eventually {
+            try Harness.eventually {
                 status = try Harness.run(Harness.podfs, ["status", "--cache-dir", fixture.cacheDirectory]).text
                 return status.contains("last refresh: ok")
             }, "\(status)")

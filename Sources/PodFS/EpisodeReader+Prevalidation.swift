@@ -1,0 +1,47 @@
+import Foundation
+import RangeCache
+
+/// The first open of a cached episode in a mount waits for the origin to
+/// confirm the cached bytes are still its bytes (a request with
+/// `If-Range`): one round trip, more if the URL redirects, before a byte
+/// is served. The episodes a listener is most likely to reopen after a
+/// remount or a reboot are the ones read last; they are checked as the
+/// mount starts, so their first open is answered at once.
+extension EpisodeReader {
+    /// Sends the first open's check (one cached byte, `If-Range`) for up to
+    /// `limit` episodes with cached bytes, most recently read first, read
+    /// within the last `window` seconds. An open that comes while a check
+    /// is on its way waits for that one; a failed check leaves the episode
+    /// as it was (its first open asks again, or serves the cache offline).
+    /// Returns how many were sent.
+    @discardableResult
+    public func revalidateRecentlyRead(limit: Int = 4, within window: Double = 30 * 86_400) -> Int {
+        let usage: [(key: String, bytes: Int64, lastRead: Int64?)]
+        do {
+            usage = try index.usage()
+        } catch {
+            logger.warning("could not list the cached episodes to check them", metadata: ["error": "\(error)"])
+            return 0
+        }
+        let since = Int64(Date().timeIntervalSince1970 - window)
+        let recent = usage.filter { $0.bytes > 0 && ($0.lastRead ?? 0) >= since }
+            .sorted { ($0.lastRead ?? 0) > ($1.lastRead ?? 0) }
+        let known = episodesByKey.withLock { known in recent.compactMap { known[$0.key] } }
+        var sent = 0
+        for episode in known where sent < limit {
+            let probe: Probe? = episode.state.withLock { state in
+                guard !state.validated, state.probeID == nil, state.fetches.isEmpty, state.openWaiters.isEmpty,
+                    state.length != nil, let first = state.present.ranges.first
+                else { return nil }
+                return startProbe(
+                    &state, episode: episode, range: first.lowerBound..<first.lowerBound + 1, background: true)
+            }
+            guard let probe else { continue }
+            _ = probe.fetch.nextAttempt()
+            launch(probe.fetch, url: probe.url, range: probe.range, validator: probe.validator)
+            sent += 1
+        }
+        if sent > 0 { logger.debug("checking recently read episodes with their origin", metadata: ["episodes": "\(sent)"]) }
+        return sent
+    }
+}
