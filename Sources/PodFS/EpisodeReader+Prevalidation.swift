@@ -8,7 +8,7 @@ import RangeCache
 /// remount or a reboot are the ones read last; they are checked as the
 /// mount starts, so their first open is answered at once.
 extension EpisodeReader {
-    /// Sends the first open's check (one cached byte, `If-Range`) for up to
+    /// Sends the first open's check (one byte, `If-Range`) for up to
     /// `limit` episodes with cached bytes, most recently read first, read
     /// within the last `window` seconds. An open that comes while a check
     /// is on its way waits for that one; a failed check leaves the episode
@@ -31,10 +31,12 @@ extension EpisodeReader {
         for episode in known where sent < limit {
             let probe: Probe? = episode.state.withLock { state in
                 guard !state.validated, state.probeID == nil, state.fetches.isEmpty, state.openWaiters.isEmpty,
-                    state.length != nil, let first = state.present.ranges.first
+                    let length = state.length, length > 0
                 else { return nil }
-                return startProbe(
-                    &state, episode: episode, range: first.lowerBound..<first.lowerBound + 1, background: true)
+                // The first byte not cached, so no byte crosses the network
+                // twice; of a whole episode, its first (as an open asks).
+                let first = state.present.gaps(in: 0..<length).first?.lowerBound ?? 0
+                return startProbe(&state, episode: episode, range: first..<first + 1, background: true)
             }
             guard let probe else { continue }
             _ = probe.fetch.nextAttempt()
