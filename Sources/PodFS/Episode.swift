@@ -106,6 +106,9 @@ public final class Episode: Sendable {
         var handles: [UInt64: HandleState] = [:]
         /// Reads of provisional handles, waiting for the first response.
         var earlyReads: [EarlyRead] = []
+        /// Early reads that need more than the first response brings, made
+        /// again when that fetch ends (see `fetch(_:receivedHead:)`).
+        var readsAfterProbe: (fetchID: UInt64, reads: [EarlyRead])?
         /// Attribute requests waiting for the first response while
         /// provisional handles are open (`stat` of an open file shows the
         /// origin's size, not the feed's claim).

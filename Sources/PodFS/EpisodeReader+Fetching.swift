@@ -141,6 +141,16 @@ extension EpisodeReader {
                 if !state.openWaiters.isEmpty { state.kernelPagesStale = false }
                 state.openWaiters.removeAll()
                 early = settleProvisionalHandles(&state)
+                // A read that needs more than this response brings is made
+                // again when the response ends, not now: its own request
+                // then finds this connection free (a new one costs a round
+                // trip more), and the window it opens is sized by the rate
+                // this body showed. It could not be answered sooner anyway.
+                let beyond = early.reads.filter { $0.offset + Int64($0.size) > progress.upper }
+                if !beyond.isEmpty {
+                    early.reads.removeAll { $0.offset + Int64($0.size) > progress.upper }
+                    state.readsAfterProbe = (fetch.id, beyond)
+                }
                 // The scratch file of a new episode is created by its writer,
                 // before the first chunk is written: creating an inode costs
                 // a few hundred microseconds the first reader need not wait
@@ -502,6 +512,10 @@ extension EpisodeReader {
         var opens: [(OpenReply, OpenOptions?)] = []
         var early: (reads: [Episode.EarlyRead], sized: [@Sendable () -> Void]) = ([], [])
         episode.state.withLock { state in
+            if let after = state.readsAfterProbe, after.fetchID == fetchID {
+                early.reads = after.reads
+                state.readsAfterProbe = nil
+            }
             let stillPending = state.fetches.values.contains { $0.generation == state.generation }
             // The opens wait for the probe; if it ended without a usable head,
             // or every fetch ended, answer them now.
@@ -521,7 +535,9 @@ extension EpisodeReader {
                 state.openWaiters.removeAll()
                 // Their reads are made again: from the cache offline, else
                 // they fail as the open would have.
-                early = settleProvisionalHandles(&state)
+                let settled = settleProvisionalHandles(&state)
+                early.reads += settled.reads
+                early.sized = settled.sized
             }
             var pending = RangeSet()
             for progress in state.fetches.values where progress.generation == state.generation {
