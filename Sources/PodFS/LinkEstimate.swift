@@ -38,6 +38,14 @@ struct LinkEstimate: Sendable {
         return min(bounds.upperBound, max(bounds.lowerBound, Int64(wanted)))
     }
 
+    /// Whether one window of `bytes` on its way is less than twice the
+    /// bandwidth-delay product, so a reader would wait for the next one's
+    /// round trip; `false` until both were measured.
+    func outruns(window bytes: Int64) -> Bool {
+        guard let latency, let throughput else { return false }
+        return 2 * throughput * latency > Double(bytes)
+    }
+
     // MARK: - Private
 
     /// Bodies shorter than this say little about the rate.

@@ -27,6 +27,19 @@ struct LinkEstimateTests {
         #expect(link.readAhead(within: bounds) == expected)
     }
 
+    @Test func aWindowOutrunsTheLinkOnlyWhenItHoldsLessThanTwiceItsBytesInFlight() {
+        var link = LinkEstimate()
+        #expect(!link.outruns(window: 16 << 20), "nothing measured")
+        link.observe(latency: 0.02)
+        link.observe(bytes: 16 << 20, in: 0.016)  // ~1 GB/s at 20 ms: ~21 MB in flight
+        #expect(link.outruns(window: 16 << 20))
+        #expect(!link.outruns(window: 64 << 20))
+        var near = LinkEstimate()
+        near.observe(latency: 0.0003)
+        near.observe(bytes: 16 << 20, in: 0.008)  // ~2 GB/s on loopback: ~0.6 MB in flight
+        #expect(!near.outruns(window: 16 << 20))
+    }
+
     @Test func aNearOriginStaysAtTheSmallestWindow() {
         var link = LinkEstimate()
         link.observe(latency: 0.0001)  // loopback
