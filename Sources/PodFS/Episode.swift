@@ -169,6 +169,7 @@ public final class Episode: Sendable {
             initial.etag = record.etag
             initial.lastModified = record.lastModified
             initial.present = RangeSet(record.ranges)
+            initial.lastRead = record.lastRead ?? 0
         }
         self.state = Locked(initial)
     }

@@ -86,7 +86,9 @@ extension EpisodeReader {
                 do {
                     try scratch.synchronize()
                     batch.append((key: episode.key, ranges: present.ranges))
-                    touched.append((episode.key, lastRead))
+                    // Fetched but not read in this mount (a check, a probe):
+                    // the time it was last read stays as it was.
+                    if lastRead > 0 { touched.append((episode.key, lastRead)) }
                 } catch {
                     // Not durable: keep it dirty so the next flush tries again.
                     episode.state.withLock { $0.dirty = true }

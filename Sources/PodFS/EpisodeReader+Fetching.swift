@@ -200,6 +200,18 @@ extension EpisodeReader {
         for (reply, options) in opens { reply.opened(options) }
         resume(early, of: episode)
         if accepted { answerWaitersAtEnd(episode) }
+        if accepted, fetch.isBackground, head.status == 200 {
+            // A check asked for one byte and got the whole episode (a new
+            // version, or an origin that ignores Range): its head said what
+            // was needed, and nobody asked for the body.
+            episode.state.withLock { state in
+                guard var progress = state.fetches[fetch.id] else { return }
+                progress.upper = progress.cursor
+                state.fetches[fetch.id] = progress
+            }
+            fetch.endAfterHead()
+            return false
+        }
         return accepted
     }
 
@@ -312,8 +324,12 @@ extension EpisodeReader {
                 state.generation == generation
             else { return false }
             if written {
-                state.present.insert(offset..<end)
-                state.dirty = true
+                // Bytes written again (a check of a cached byte) change
+                // nothing the index must hear of.
+                if !state.present.contains(offset..<end) {
+                    state.present.insert(offset..<end)
+                    state.dirty = true
+                }
             } else if !state.handles.isEmpty {
                 state.spill.add(bytes, at: offset, limit: tuning.spillLimit, needed: state.waiters.map(\.range))
             }
@@ -395,7 +411,9 @@ extension EpisodeReader {
     /// Called on the network thread when a transfer ended; the completion
     /// runs on the episode's writer, after every chunk queued before it.
     func fetchCompleted(_ fetch: Fetch, error: FetchError?) {
+        pendingCompletions.withLock { $0 += 1 }
         writer(for: fetch.episode).async { [self] in
+            defer { pendingCompletions.withLock { $0 -= 1 } }
             self.fetch(fetch, completedWith: error)
         }
     }

@@ -66,6 +66,10 @@ public final class EpisodeReader: Sendable {
     let episodesByKey = Locked<[String: Episode]>([:])
     /// Retries waiting for their delay to pass (see `drainWriters`).
     let pendingRetries = Locked(0)
+    /// Fetch completions queued for the writers and not yet run: one may
+    /// make reads again that start (and, after shutdown, fail) new fetches,
+    /// whose completions queue behind the writers' `sync` (`drainWriters`).
+    let pendingCompletions = Locked(0)
     /// Body bytes queued for the writers, at most 4 MiB.
     let writeBudget = ByteBudget(limit: 4 * 1024 * 1024)
     /// Memory for body chunks: 512 KiB each, big enough that a `pwrite` and
@@ -322,7 +326,7 @@ public final class EpisodeReader: Sendable {
         repeat {
             while pendingRetries.withLock({ $0 }) > 0 { Thread.sleep(forTimeInterval: 0.01) }
             for writer in writers { writer.sync {} }
-        } while pendingRetries.withLock({ $0 }) > 0
+        } while pendingRetries.withLock({ $0 }) > 0 || pendingCompletions.withLock({ $0 }) > 0
     }
 
     /// The serial queue that writes `episode`'s bytes and ends its fetches.
@@ -544,11 +548,11 @@ public final class EpisodeReader: Sendable {
         // way ahead of the reader, so a far origin's round trip is paid
         // while bytes still flow; a reader that has streamed long enough to
         // reach the largest window keeps two on their way. Where one window
-        // is less than the link holds (16 MiB is 16 ms at 1 GB/s, under a
-        // 20 ms round trip), the second is topped up as soon as a window's
-        // worth was read, not when only one is left.
+        // is less than twice the bytes the link holds in flight (16 MiB is
+        // 16 ms at 1 GB/s, under a 20 ms round trip), the next goes out
+        // while one and a half are still ahead, not one.
         let ahead = window >= tuning.maximumWindow ? 2 * window : window
-        let refill = ahead > window && link.withLock { $0.outruns(window: window) } ? ahead : window
+        let refill = ahead > window && link.withLock { $0.outruns(window: window) } ? window + window / 2 : window
         guard frontier < length, frontier - end < refill else { return }
         while frontier < length, frontier - end < ahead {
             // Up to the next bytes already here or on their way: a window

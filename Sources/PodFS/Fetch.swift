@@ -26,6 +26,8 @@ final class Fetch: FetchSink {
     /// Why the response head was refused, if it was: the completion reports
     /// this instead of the transport's "aborted".
     private let refusal = Locked<FetchError?>(nil)
+    /// Set by `endAfterHead`.
+    private let endedAfterHead = Locked(false)
     /// Body bytes gathered on the network thread and not yet handed over.
     private let gathered = Locked<BodyChunk?>(nil)
     /// When the current attempt's request went out and its head came
@@ -85,7 +87,8 @@ final class Fetch: FetchSink {
             defer { reason = nil }
             return reason
         }
-        reader.fetchCompleted(self, error: refused ?? error)
+        let intended = endedAfterHead.withLock { $0 }
+        reader.fetchCompleted(self, error: refused ?? (intended ? nil : error))
     }
 
     /// Bytes arrived: only failures in a row count against the retry limit,
@@ -109,6 +112,12 @@ final class Fetch: FetchSink {
     /// Records why the current attempt's response was refused.
     func refuse(_ reason: FetchError) {
         refusal.withLock { $0 = reason }
+    }
+
+    /// The response is stopped after its head on purpose: the transfer's
+    /// "aborted" is then no failure.
+    func endAfterHead() {
+        endedAfterHead.withLock { $0 = true }
     }
 
     /// The request of an attempt is about to go out.

@@ -6,6 +6,8 @@ struct CacheStatus {
         var key: String
         var feedTitle: String
         var cachedBytes: Int
+        /// When it was last read (seconds since the epoch), if ever.
+        var lastRead: Int?
     }
 
     let entries: [String: Entry]
@@ -21,7 +23,8 @@ struct CacheStatus {
             for episode in feed["episodes"] as? [[String: Any]] ?? [] {
                 guard let name = episode["name"] as? String, let key = episode["key"] as? String else { continue }
                 entries[name] = Entry(
-                    key: key, feedTitle: title, cachedBytes: (episode["cachedBytes"] as? NSNumber)?.intValue ?? -1)
+                    key: key, feedTitle: title, cachedBytes: (episode["cachedBytes"] as? NSNumber)?.intValue ?? -1,
+                    lastRead: (episode["lastRead"] as? NSNumber)?.intValue)
             }
         }
         self.entries = entries

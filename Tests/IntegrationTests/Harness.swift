@@ -101,8 +101,6 @@ enum Harness {
         return state != "Z" && state != "X"
     }
 
-    /// Runs a shell command line; throws when it fails.
-    @discardableResult
     /// Polls `condition` every 0.05 s for up to `seconds`; whether it held.
     static func eventually(_ seconds: Double = 30, _ condition: () throws -> Bool) rethrows -> Bool {
         let deadline = Date().addingTimeInterval(seconds)
@@ -113,6 +111,8 @@ enum Harness {
         return try condition()
     }
 
+    /// Runs a shell command line; throws when it fails.
+    @discardableResult
     static func sh(_ command: String, timeout: Double = 120) throws -> String {
         let output = try run("/bin/sh", ["-c", command], timeout: timeout)
         guard output.status == 0 else {
