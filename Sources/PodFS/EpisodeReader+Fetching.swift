@@ -478,7 +478,7 @@ extension EpisodeReader {
                     "could not fetch episode bytes",
                     metadata: ["episode.url": "\(episode.url)", "error": "\(failure.message)"])
             }
-            settleAfterFetch(episode, fetchID: fetch.id, failure: failure)
+            settleAfterFetch(episode, fetch: fetch, failure: failure)
         }
     }
 
@@ -525,9 +525,11 @@ extension EpisodeReader {
 
     /// After a fetch ended: answers opens still waiting (offline: from the
     /// cache if it has a length) and fails reads no fetch will serve.
-    private func settleAfterFetch(_ episode: Episode, fetchID: UInt64, failure: FetchError?) {
+    private func settleAfterFetch(_ episode: Episode, fetch: Fetch, failure: FetchError?) {
+        let fetchID = fetch.id
         var failedReads: [DataReply] = []
         var opens: [(OpenReply, OpenOptions?)] = []
+        var freshProbe: Probe?
         var early: (reads: [Episode.EarlyRead], sized: [@Sendable () -> Void]) = ([], [])
         episode.state.withLock { state in
             if let after = state.readsAfterProbe, after.fetchID == fetchID {
@@ -541,21 +543,28 @@ extension EpisodeReader {
             if !state.validated && (!stillPending || probeEnded) {
                 state.probeID = nil
                 let usable = state.length != nil && failure?.isUnreachable == true
-                for waiter in state.openWaiters {
-                    if usable {
-                        state.handles[waiter.handle] = Episode.HandleState(generation: state.generation)
-                        opens.append((waiter.reply, OpenOptions(handle: waiter.handle, keepCache: !state.kernelPagesStale)))
-                    } else {
-                        opens.append((waiter.reply, nil))
+                if fetch.isBackground, !usable, !state.openWaiters.isEmpty {
+                    // Opens joined a mount's check that failed, maybe after
+                    // most of its attempts: they get a probe of their own,
+                    // with all of them, rather than the check's failure.
+                    freshProbe = startProbe(&state, episode: episode)
+                } else {
+                    for waiter in state.openWaiters {
+                        if usable {
+                            state.handles[waiter.handle] = Episode.HandleState(generation: state.generation)
+                            opens.append((waiter.reply, OpenOptions(handle: waiter.handle, keepCache: !state.kernelPagesStale)))
+                        } else {
+                            opens.append((waiter.reply, nil))
+                        }
                     }
+                    if usable && !state.openWaiters.isEmpty { state.kernelPagesStale = false }
+                    state.openWaiters.removeAll()
+                    // Their reads are made again: from the cache offline, else
+                    // they fail as the open would have.
+                    let settled = settleProvisionalHandles(&state)
+                    early.reads += settled.reads
+                    early.sized = settled.sized
                 }
-                if usable && !state.openWaiters.isEmpty { state.kernelPagesStale = false }
-                state.openWaiters.removeAll()
-                // Their reads are made again: from the cache offline, else
-                // they fail as the open would have.
-                let settled = settleProvisionalHandles(&state)
-                early.reads += settled.reads
-                early.sized = settled.sized
             }
             var pending = RangeSet()
             for progress in state.fetches.values where progress.generation == state.generation {
@@ -573,6 +582,10 @@ extension EpisodeReader {
             if let options { reply.opened(options) } else { reply.fail(.ioError) }
         }
         for reply in failedReads { reply.fail(.ioError) }
+        if let freshProbe {
+            _ = freshProbe.fetch.nextAttempt()
+            launch(freshProbe.fetch, url: freshProbe.url, range: freshProbe.range, validator: freshProbe.validator)
+        }
         resume(early, of: episode)
         answerWaitersAtEnd(episode)
     }

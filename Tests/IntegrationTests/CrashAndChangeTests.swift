@@ -189,6 +189,28 @@ struct CrashAndChangeTests {
         #expect(try CacheStatus(fixture.cacheDirectory)[fixture.name(1)]?.lastRead == readAt)
     }
 
+    /// An open that joins a mount's check which then fails (the origin
+    /// busy for all of the check's attempts) gets a request of its own, not
+    /// the check's failure.
+    @Test func anOpenThatJoinedAFailedCheckAsksAgain() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        try fixture.publish(Fixture.episodes(sizes: [400_000]))
+        try fixture.mount()
+        #expect(try fixture.hashOfCopy(0) == fixture.originHash(0))
+        try fixture.unmount()
+
+        // Each of the check's 4 attempts gets a 503 asking to wait 1 s: the
+        // open below comes while it is still trying.
+        try fixture.origin.reset()
+        try fixture.origin.configure(#"{"status": {"/ep1.mp3": {"code": 503, "count": 4, "retry_after": 1}}}"#)
+        try fixture.mount()
+        #expect(try fixture.hashOfCopy(0, timeout: 60) == fixture.originHash(0))
+        #expect(fixture.log().contains("could not check a recently read episode"), "\(fixture.log())")
+        #expect(try fixture.origin.statuses("ep1.mp3") == [503, 503, 503, 503, 206])
+        try fixture.unmount()
+    }
+
     @Test func aChangedOriginNeverMixesOldAndNewBytes() throws {
         let fixture = try Fixture()
         defer { fixture.cleanup() }
