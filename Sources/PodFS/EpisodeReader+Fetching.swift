@@ -94,6 +94,16 @@ extension EpisodeReader {
                     dropped = state.waiters
                     state.waiters.removeAll()
                     for (id, _) in state.fetches where id != fetch.id { state.fetches[id] = nil }
+                    // The old bytes are freed on disk too, also when the file
+                    // was not open in this mount (a mount's check finds the
+                    // change before anyone opened it): the index forgets
+                    // them, and they would hold disk space it no longer counts.
+                    let path = index.dataPath(forKey: episode.key)
+                    if state.scratch == nil, let old = state.length, access(path, F_OK) == 0,
+                        let existing = try? ScratchFile(path: path, length: old)
+                    {
+                        state.scratch = existing
+                    }
                     if let scratch = state.scratch, let old = state.length, old > 0 {
                         reshape = (scratch, old, total)
                     }

@@ -178,6 +178,10 @@ struct CrashAndChangeTests {
         // it stops at the head instead of caching 1 MiB nobody asked for.
         Thread.sleep(forTimeInterval: 1)
         #expect(try CacheStatus(fixture.cacheDirectory)[fixture.name(0)]?.cachedBytes == 0)
+        // Nor do the old version's bytes keep disk space the index no
+        // longer counts (ep2's 300,000 bytes are the rest).
+        let onDisk = try Harness.sh("du -sk '\(fixture.cacheDirectory)/data'").split(separator: "\t").first.flatMap { Int($0) }
+        #expect((onDisk ?? .max) < 700, "KiB on disk: \(String(describing: onDisk))")
         #expect(!fixture.log().contains("could not"), "\(fixture.log())")
         let copy = fixture.directory + "/copy-new"
         try Harness.sh("cat '\(fixture.path(0))' > '\(copy)'")
