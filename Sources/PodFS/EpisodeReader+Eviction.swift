@@ -6,19 +6,24 @@ import RangeCache
 /// evicted, in the durable order: the index forgets the ranges, then the
 /// scratch file is deleted, so the index never claims a deleted byte.
 extension EpisodeReader {
+    /// Each cached episode's bytes and last read, least recently read
+    /// first (`CacheIndex.usage`); `nil`, logged, when the index cannot say.
+    func cachedUsage() -> [(key: String, bytes: Int64, lastRead: Int64?)]? {
+        do {
+            return try index.usage()
+        } catch {
+            logger.error("could not measure the cache", metadata: ["error": "\(error)"])
+            return nil
+        }
+    }
+
     /// Evicts until the committed bytes are at most 90 % of the cap (some
     /// room, so eviction does not run on every commit). Returns the number
     /// of bytes freed.
     @discardableResult
     public func evictIfOverLimit() -> Int64 {
         guard let limit = tuning.cacheLimit else { return 0 }
-        let usage: [(key: String, bytes: Int64, lastRead: Int64?)]
-        do {
-            usage = try index.usage()
-        } catch {
-            logger.error("could not measure the cache", metadata: ["error": "\(error)"])
-            return 0
-        }
+        guard let usage = cachedUsage() else { return 0 }
         var total = usage.reduce(Int64(0)) { $0 + $1.bytes }
         guard total > limit else { return 0 }
         let target = limit / 10 * 9
@@ -49,13 +54,7 @@ extension EpisodeReader {
     func evictForSpace(until free: Int64) -> Int64 {
         var available = disk.measure()?.free ?? 0
         guard available < free else { return available }
-        let usage: [(key: String, bytes: Int64, lastRead: Int64?)]
-        do {
-            usage = try index.usage()
-        } catch {
-            logger.error("could not measure the cache", metadata: ["error": "\(error)"])
-            return available
-        }
+        guard let usage = cachedUsage() else { return available }
         var freed: Int64 = 0
         var evicted = 0
         for entry in usage where entry.bytes > 0 {

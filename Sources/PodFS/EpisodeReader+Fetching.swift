@@ -139,7 +139,12 @@ extension EpisodeReader {
                 progress.generation = state.generation
                 progress.cursor = bodyStart
                 progress.received = bodyStart
-                progress.upper = head.status == 416 ? bodyStart : (head.status == 200 ? total : min(total, (head.rangeLast ?? 0) + 1))
+                // A mount's check answered with the whole episode (a new
+                // version, or an origin that ignores Range) wants its head
+                // only: nobody asked for the body.
+                let bodyWanted = !(fetch.isBackground && head.status == 200)
+                progress.upper = head.status == 416 || !bodyWanted
+                    ? bodyStart : (head.status == 200 ? total : min(total, (head.rangeLast ?? 0) + 1))
                 state.fetches[fetch.id] = progress
                 for waiter in state.openWaiters {
                     state.handles[waiter.handle] = Episode.HandleState(generation: state.generation)
@@ -211,14 +216,7 @@ extension EpisodeReader {
         resume(early, of: episode)
         if accepted { answerWaitersAtEnd(episode) }
         if accepted, fetch.isBackground, head.status == 200 {
-            // A check asked for one byte and got the whole episode (a new
-            // version, or an origin that ignores Range): its head said what
-            // was needed, and nobody asked for the body.
-            episode.state.withLock { state in
-                guard var progress = state.fetches[fetch.id] else { return }
-                progress.upper = progress.cursor
-                state.fetches[fetch.id] = progress
-            }
+            // Its range is empty (see above): stop the transfer here.
             fetch.endAfterHead()
             return false
         }
@@ -592,10 +590,7 @@ extension EpisodeReader {
             if let options { reply.opened(options) } else { reply.fail(.ioError) }
         }
         for reply in failedReads { reply.fail(.ioError) }
-        if let freshProbe {
-            _ = freshProbe.fetch.nextAttempt()
-            launch(freshProbe.fetch, url: freshProbe.url, range: freshProbe.range, validator: freshProbe.validator)
-        }
+        if let freshProbe { send(freshProbe) }
         resume(early, of: episode)
         answerWaitersAtEnd(episode)
     }

@@ -16,13 +16,7 @@ extension EpisodeReader {
     /// Returns how many were sent.
     @discardableResult
     public func revalidateRecentlyRead(limit: Int = 4, within window: Double = 30 * 86_400) -> Int {
-        let usage: [(key: String, bytes: Int64, lastRead: Int64?)]
-        do {
-            usage = try index.usage()
-        } catch {
-            logger.warning("could not list the cached episodes to check them", metadata: ["error": "\(error)"])
-            return 0
-        }
+        guard let usage = cachedUsage() else { return 0 }
         let since = Int64(Date().timeIntervalSince1970 - window)
         let recent = usage.filter { $0.bytes > 0 && ($0.lastRead ?? 0) >= since }
             .sorted { ($0.lastRead ?? 0) > ($1.lastRead ?? 0) }
@@ -39,8 +33,7 @@ extension EpisodeReader {
                 return startProbe(&state, episode: episode, range: first..<first + 1, background: true)
             }
             guard let probe else { continue }
-            _ = probe.fetch.nextAttempt()
-            launch(probe.fetch, url: probe.url, range: probe.range, validator: probe.validator)
+            send(probe)
             sent += 1
         }
         if sent > 0 { logger.debug("checking recently read episodes with their origin", metadata: ["episodes": "\(sent)"]) }

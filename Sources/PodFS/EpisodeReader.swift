@@ -173,8 +173,7 @@ public final class EpisodeReader: Sendable {
         case .probe(let probe, let options):
             // The request first: the network thread sends it while the
             // kernel hears about the open and asks for the first bytes.
-            _ = probe.fetch.nextAttempt()
-            launch(probe.fetch, url: probe.url, range: probe.range, validator: probe.validator)
+            send(probe)
             if let options { reply.opened(options) }
         case .wait:
             break
@@ -204,6 +203,12 @@ public final class EpisodeReader: Sendable {
             answersOnArrival: true)
         state.probeID = fetch.id
         return Probe(fetch: fetch, range: range, validator: validator(state), url: state.effectiveURL ?? episode.url)
+    }
+
+    /// Sends a probe's first attempt (outside the episode's lock).
+    func send(_ probe: Probe) {
+        _ = probe.fetch.nextAttempt()
+        launch(probe.fetch, url: probe.url, range: probe.range, validator: probe.validator)
     }
 
     /// Runs `answer` once the episode's size is the origin's, if an open
