@@ -95,6 +95,7 @@ public final class FUSESession: KernelCacheInvalidator, Sendable {
                     + "that /dev/fuse exists and that fusermount3 is installed (see the message above)")
         }
         self.session = SessionPointer(raw: created)
+        operations.session.withLock { $0 = SessionPointer(raw: created) }
     }
 
     // MARK: - Public methods

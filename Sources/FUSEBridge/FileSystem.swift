@@ -78,11 +78,18 @@ public struct OpenOptions: Sendable {
     public var keepCache: Bool
     /// Bypass the page cache.
     public var directIO: Bool
+    /// The kernel may hold attributes of the file that this open found out
+    /// of date (a size it was told before the true one was known): they are
+    /// dropped before the open returns, so a read past the old size asks
+    /// for the new one. An asynchronous invalidation could arrive after the
+    /// first read.
+    public var dropAttributes: Bool
 
-    public init(handle: UInt64, keepCache: Bool = false, directIO: Bool = false) {
+    public init(handle: UInt64, keepCache: Bool = false, directIO: Bool = false, dropAttributes: Bool = false) {
         self.handle = handle
         self.keepCache = keepCache
         self.directIO = directIO
+        self.dropAttributes = dropAttributes
     }
 }
 

@@ -18,6 +18,9 @@ final class Operations: Sendable {
     /// The read-ahead (bytes) to ask for when the kernel says hello, if
     /// set before the session serves (`FUSESession.setReadAhead`).
     let readAhead = Locked<UInt32?>(nil)
+    /// The session, once created: an open's answer may first drop the
+    /// kernel's attributes of the file (`OpenOptions.dropAttributes`).
+    let session = Locked<SessionPointer?>(nil)
 
     // MARK: - Init
 
@@ -163,7 +166,9 @@ func makeLowLevelOperations() -> fuse_lowlevel_ops {
             fuse_reply_err(request, EROFS)
             return
         }
-        Operations.from(request: request).fileSystem.open(inode: inode, flags: flags, reply: OpenReply(request!))
+        let operations = Operations.from(request: request)
+        let reply = OpenReply(request!, inode: inode, session: operations.session.withLock { $0 })
+        operations.fileSystem.open(inode: inode, flags: flags, reply: reply)
     }
     ops.read = { request, inode, size, offset, info in
         let handle = info!.pointee.fh

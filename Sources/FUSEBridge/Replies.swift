@@ -95,11 +95,23 @@ public final class AttributesReply: Sendable {
 /// Answers an open.
 public final class OpenReply: Sendable {
     let pending: PendingRequest
+    let inode: UInt64
+    /// For `dropAttributes`; alive as long as replies may be sent.
+    let session: SessionPointer?
 
-    init(_ request: OpaquePointer) { pending = PendingRequest(request) }
+    init(_ request: OpaquePointer, inode: UInt64, session: SessionPointer?) {
+        pending = PendingRequest(request)
+        self.inode = inode
+        self.session = session
+    }
 
     public func opened(_ options: OpenOptions) {
         guard let request = pending.take() else { return }
+        if options.dropAttributes, let session {
+            // Only the attributes (offset -1): no page lock is taken, so this
+            // is safe while the kernel waits for this open's answer.
+            _ = fuse_lowlevel_notify_inval_inode(session.raw, inode, -1, 0)
+        }
         var info = fuse_file_info()
         info.fh = options.handle
         info.keep_cache = options.keepCache ? 1 : 0

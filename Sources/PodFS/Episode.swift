@@ -23,6 +23,8 @@ public final class Episode: Sendable {
     struct OpenWaiter {
         var reply: OpenReply
         var handle: UInt64
+        /// The kernel keeps a claimed size to drop (`Episode.markOpened`).
+        var dropAttributes: Bool
     }
 
     /// How far an in-flight fetch has come: bytes `[cursor, upper)` are
@@ -91,6 +93,14 @@ public final class Episode: Sendable {
         /// The kernel may hold pages of a version the origin replaced: the
         /// next open clears them (keep_cache off) before anything reads.
         var kernelPagesStale = false
+        /// The kernel was given the feed's claimed size to keep for a while
+        /// (`ls -l` of a big show then costs no round trip per file); the
+        /// next open drops it before it answers (`OpenOptions.dropAttributes`).
+        var claimShown = false
+        /// Opened in this mount: until the origin's size is known, the
+        /// claim is shown with a timeout of 0, so every read past it and
+        /// every `stat` asks again.
+        var opened = false
         /// Bumped when the origin's bytes changed; older handles read EIO.
         var generation: UInt64 = 0
         /// Bytes written to the scratch file for this generation.
@@ -181,17 +191,37 @@ public final class Episode: Sendable {
         state.withLock { $0.length } ?? feedLength ?? 0
     }
 
-    /// Whether the size is the origin's, not just the feed's claim.
-    var sizeIsConfirmed: Bool {
-        state.withLock { $0.length != nil }
-    }
-
     /// Bytes of this episode on disk now.
     public var cachedBytes: Int64 {
         state.withLock { $0.present.count }
     }
 
     var attributes: Attributes {
+        attributes(size: size)
+    }
+
+    /// The attributes for the kernel and how long it may keep them: the
+    /// origin's size for `timeout`; the feed's claim for `timeout` too until
+    /// the episode is opened (nothing can contradict it before), then for 0 s.
+    func attributes(timeout: Double) -> (Attributes, Double) {
+        state.withLock { state in
+            if let length = state.length { return (attributes(size: length), timeout) }
+            let claimed = attributes(size: feedLength ?? 0)
+            if state.opened { return (claimed, 0) }
+            state.claimShown = true
+            return (claimed, timeout)
+        }
+    }
+
+    /// Marks an open (under the state lock): whether it must first drop
+    /// the attributes the kernel keeps, a claim shown before.
+    static func markOpened(_ state: inout State) -> Bool {
+        state.opened = true
+        defer { state.claimShown = false }
+        return state.claimShown
+    }
+
+    private func attributes(size: Int64) -> Attributes {
         Attributes(
             inode: inode, kind: .regularFile, permissions: 0o444, size: size,
             modificationTime: modificationTime)

@@ -150,8 +150,12 @@ extension EpisodeReader {
                     state.handles[waiter.handle] = Episode.HandleState(generation: state.generation)
                     // After a change the kernel must drop its pages of the old
                     // version before this open reads: keep_cache off does that
-                    // at the open (the inode invalidation is only queued).
-                    opens.append((waiter.reply, OpenOptions(handle: waiter.handle, keepCache: !state.kernelPagesStale)))
+                    // at the open (the inode invalidation is only queued), and
+                    // the attributes it showed are dropped before it returns.
+                    let options = OpenOptions(
+                        handle: waiter.handle, keepCache: !state.kernelPagesStale,
+                        dropAttributes: waiter.dropAttributes || invalidate)
+                    opens.append((waiter.reply, options))
                 }
                 if !state.openWaiters.isEmpty { state.kernelPagesStale = false }
                 state.openWaiters.removeAll()
@@ -560,7 +564,10 @@ extension EpisodeReader {
                     for waiter in state.openWaiters {
                         if usable {
                             state.handles[waiter.handle] = Episode.HandleState(generation: state.generation)
-                            opens.append((waiter.reply, OpenOptions(handle: waiter.handle, keepCache: !state.kernelPagesStale)))
+                            let options = OpenOptions(
+                                handle: waiter.handle, keepCache: !state.kernelPagesStale,
+                                dropAttributes: waiter.dropAttributes)
+                            opens.append((waiter.reply, options))
                         } else {
                             opens.append((waiter.reply, nil))
                         }

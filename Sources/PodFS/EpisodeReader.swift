@@ -138,10 +138,12 @@ public final class EpisodeReader: Sendable {
             case probe(Probe, answer: OpenOptions?)
         }
         let next: Next = episode.state.withLock { state in
+            let dropAttributes = Episode.markOpened(&state)
             if state.validated, let at = state.validatedAt, monotonicSeconds() - at < tuning.revalidateAfter {
                 state.handles[handle] = Episode.HandleState(generation: state.generation)
                 defer { state.kernelPagesStale = false }
-                return .answer(OpenOptions(handle: handle, keepCache: !state.kernelPagesStale))
+                return .answer(
+                    OpenOptions(handle: handle, keepCache: !state.kernelPagesStale, dropAttributes: dropAttributes))
             }
             // Confirmed before in this mount, but longer ago than the TTL: ask
             // again with a probe of its own (a fetch already streaming has
@@ -155,11 +157,11 @@ public final class EpisodeReader: Sendable {
                 // Only with a size from the feed: a file the kernel thinks
                 // empty would read as empty, not fail, if the probe failed.
                 state.handles[handle] = Episode.HandleState(generation: state.generation, provisional: true)
-                let options = OpenOptions(handle: handle, keepCache: false)
+                let options = OpenOptions(handle: handle, keepCache: false, dropAttributes: dropAttributes)
                 if state.probeID != nil { return .answer(options) }
                 return .probe(startProbe(&state, episode: episode), answer: options)
             }
-            state.openWaiters.append(Episode.OpenWaiter(reply: reply, handle: handle))
+            state.openWaiters.append(Episode.OpenWaiter(reply: reply, handle: handle, dropAttributes: dropAttributes))
             if state.openWaiters.count > 1 || (!revalidating && !state.fetches.isEmpty) {
                 // A probe is already on its way; its head answers this open.
                 state.validated = false

@@ -126,6 +126,11 @@ public final class PodFileSystem: FileSystem {
     }
 
     public func getxattr(inode: UInt64, name: String) throws(FileSystemError) -> [UInt8] {
+        // podfs has no security labels and no ACLs. Saying so (ENOTSUP, not
+        // ENODATA) lets `ls -l` stop asking for them after the first file:
+        // GNU ls remembers a file system that does not support them, which
+        // saves two round trips per file of a listing.
+        guard name.hasPrefix("user.") else { throw .notSupported }
         guard case .episode(let episode) = catalog.node(inode) else { throw .noAttribute }
         switch name {
         case "user.podfs.url": return Array(episode.url.utf8)
@@ -154,9 +159,9 @@ public final class PodFileSystem: FileSystem {
 
     // MARK: - Private methods
 
-    /// Attributes and how long the kernel may keep them: an episode whose
-    /// size is only the feed's claim is asked again each time, so the true
-    /// size shows as soon as an open learned it.
+    /// Attributes and how long the kernel may keep them. An episode's size
+    /// is the feed's claim until an open or a check asks the origin: once
+    /// opened, the claim is asked again each time (`Episode.attributes(timeout:)`).
     private func attributes(of node: Catalog.Node) -> (Attributes, Double) {
         switch node {
         case .root:
@@ -172,7 +177,7 @@ public final class PodFileSystem: FileSystem {
                 modificationTime: show.modificationTime, linkCount: 2)
             return (attributes, cacheTimeout)
         case .episode(let episode):
-            return (episode.attributes, episode.sizeIsConfirmed ? cacheTimeout : 0)
+            return episode.attributes(timeout: cacheTimeout)
         case .playlist(let playlist):
             // A refresh that changes it invalidates the kernel's copy.
             return (playlist.attributes, cacheTimeout)

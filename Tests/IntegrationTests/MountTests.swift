@@ -26,6 +26,14 @@ struct MountTests {
         }
         let xattr = try Harness.sh("getfattr --only-values -n user.podfs.url '\(fixture.path(0))'")
         #expect(xattr == "\(fixture.origin.base)/ep1.mp3")
+        // No security labels or ACLs: "not supported" (which `ls -l` remembers
+        // for the whole mount), not "no such attribute" (asked for each file).
+        let label = try Harness.run("getfattr", ["-n", "security.selinux", fixture.path(0)])
+        #expect(label.status != 0 && label.stderr.contains("Operation not supported"), "\(label.stderr)")
+        let acl = try Harness.run("getfattr", ["-n", "system.posix_acl_access", fixture.path(0)])
+        #expect(acl.status != 0 && acl.stderr.contains("Operation not supported"), "\(acl.stderr)")
+        let unknown = try Harness.run("getfattr", ["-n", "user.podfs.nothing", fixture.path(0)])
+        #expect(unknown.status != 0 && unknown.stderr.contains("No such attribute"), "\(unknown.stderr)")
         try fixture.unmount()
     }
 
@@ -242,6 +250,11 @@ struct MountTests {
         episodes[0].feedLength = 5_000  // the feed's claim is wrong
         try fixture.publish(episodes)
         try fixture.mount()
+        // Before an open, `stat` shows the claim, and the kernel may keep it:
+        // the open must drop it before the first read, or that read would
+        // end at 5,000 bytes.
+        let claimed = try Harness.sh("ls -l '\(fixture.path(0))' >/dev/null; stat -c %s '\(fixture.path(0))'")
+        #expect(claimed.trimmingCharacters(in: .whitespacesAndNewlines) == "5000")
         // Every request (and new connection) now takes 1.5 s: an open that
         // waited for the origin would take that long.
         try fixture.origin.configure(#"{"latency_ms": 1500, "status": {"/ep2.mp3": {"code": 404}}}"#)
@@ -289,6 +302,8 @@ struct MountTests {
         for index in 0..<2 {
             let path = fixture.path(index)
             let size = episodes[index].data.count
+            // Listed first: the kernel keeps the claimed size until the open.
+            _ = try Harness.sh("ls -l \"$(dirname '\(path)')\" >/dev/null")
             // stat while the file is open (exec 3<): the size is the origin's.
             let statSize = try Harness.sh("exec 3<'\(path)'; stat -c %s '\(path)'; exec 3<&-")
             #expect(statSize.trimmingCharacters(in: .whitespacesAndNewlines) == String(size))
