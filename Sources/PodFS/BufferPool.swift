@@ -41,6 +41,12 @@ final class BufferPool: Sendable {
         return Self.map(max(count, capacity))
     }
 
+    /// Maps up to `count` spare buffers with their pages already in memory.
+    func prefill(_ count: Int) {
+        let missing = spare.withLock { max(0, min(count, limit) - $0.count) }
+        for _ in 0..<missing { give(Self.map(capacity, populate: true)) }
+    }
+
     /// Gives back a buffer from `take`.
     func give(_ buffer: UnsafeMutableRawBufferPointer) {
         let kept = buffer.count == capacity && spare.withLock { buffers -> Bool in
@@ -53,8 +59,9 @@ final class BufferPool: Sendable {
 
     // MARK: - Private methods
 
-    private static func map(_ count: Int) -> UnsafeMutableRawBufferPointer {
-        let address = mmap(nil, count, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+    private static func map(_ count: Int, populate: Bool = false) -> UnsafeMutableRawBufferPointer {
+        let flags = MAP_PRIVATE | MAP_ANONYMOUS | (populate ? MAP_POPULATE : 0)
+        let address = mmap(nil, count, PROT_READ | PROT_WRITE, flags, -1, 0)
         guard let address, address != MAP_FAILED else {
             // Out of address space or memory: nothing sensible is left to do.
             fatalError("podfs: could not map \(count) bytes of memory (errno \(errno))")
