@@ -53,6 +53,13 @@ public final class FUSESession: KernelCacheInvalidator, Sendable {
     private let loop = Locked<WorkerLoop?>(nil)
     /// The mount was detached by SIGTERM: `close()` must not unmount again.
     private let detached = Locked(false)
+    /// The mount point with symbolic links resolved, taken before mounting:
+    /// resolving it later would touch the mount (and hang or fail on a dead
+    /// one).
+    private let resolvedMountpoint: String
+    /// `major:minor` of this mount, from /proc/self/mountinfo right after
+    /// mounting; nil if it could not be read.
+    private let device: String?
 
     // MARK: - Init
 
@@ -88,6 +95,13 @@ public final class FUSESession: KernelCacheInvalidator, Sendable {
         guard let created else {
             throw MountError("could not create the FUSE session (bad -o option? see the message above)")
         }
+        let resolved: String
+        if let pointer = realpath(mountpoint, nil) {
+            resolved = String(cString: pointer)
+            free(pointer)
+        } else {
+            resolved = mountpoint
+        }
         guard fuse_session_mount(created, mountpoint) == 0 else {
             fuse_session_destroy(created)
             throw MountError(
@@ -95,6 +109,8 @@ public final class FUSESession: KernelCacheInvalidator, Sendable {
                     + "that /dev/fuse exists and that fusermount3 is installed (see the message above)")
         }
         self.session = SessionPointer(raw: created)
+        self.resolvedMountpoint = resolved
+        self.device = Self.deviceNumber(atResolvedPath: resolved)
         operations.session.withLock { $0 = SessionPointer(raw: created) }
     }
 
@@ -149,7 +165,17 @@ public final class FUSESession: KernelCacheInvalidator, Sendable {
         notifications.sync {
             lifecycle.withLock { $0 = .stopped }
         }
-        if !detached.withLock({ $0 }) { fuse_session_unmount(session.raw) }
+        if !detached.withLock({ $0 }) {
+            fuse_session_unmount(session.raw)
+            // libfuse leaves the mount alone when the kernel has aborted the
+            // connection (a write to /sys/fs/fuse/connections/N/abort):
+            // without this, a dead mount ("Transport endpoint is not
+            // connected") would stay behind.
+            if let device, Self.deviceNumber(atResolvedPath: resolvedMountpoint) == device {
+                logger.notice("the FUSE connection was aborted while mounted; detaching the dead mount")
+                detachLazily()
+            }
+        }
         // Closes the device descriptor (ending any file left open).
         fuse_session_destroy(session.raw)
     }
@@ -169,7 +195,7 @@ public final class FUSESession: KernelCacheInvalidator, Sendable {
     public func setReadAhead(kib: Int) -> Int {
         let limit = Self.spliceableReadKiB()
         let kib = min(kib, limit)
-        guard let device = Self.deviceNumber(ofMountpoint: mountpoint) else {
+        guard let device else {
             logger.debug("could not find the mount in /proc/self/mountinfo; read-ahead left as is")
             return kib
         }
@@ -276,14 +302,13 @@ public final class FUSESession: KernelCacheInvalidator, Sendable {
         if status == 0 { detached.withLock { $0 = true } }
     }
 
-    /// `major:minor` of the file system mounted on `mountpoint`, from
-    /// /proc/self/mountinfo (the last matching line: the newest mount).
-    private static func deviceNumber(ofMountpoint mountpoint: String) -> String? {
-        guard let resolved = realpath(mountpoint, nil) else { return nil }
-        defer { free(resolved) }
+    /// `major:minor` of the file system mounted on `path` (symbolic links
+    /// resolved), from /proc/self/mountinfo (the last matching line: the
+    /// newest mount). Reads no file inside the mount.
+    private static func deviceNumber(atResolvedPath path: String) -> String? {
         // mountinfo escapes space, tab, newline and backslash as octal.
         var escaped: [UInt8] = []
-        for byte in String(cString: resolved).utf8 {
+        for byte in path.utf8 {
             switch byte {
             case 0x20, 0x09, 0x0A, 0x5C: escaped += Array("\\0\(String(byte, radix: 8))".utf8)
             default: escaped.append(byte)

@@ -16,7 +16,11 @@ private let stopSignal = Atomic<Int32>(0)
 /// final index commit. Here a worker leaves its loop by itself: on unmount
 /// the kernel answers its read with ENODEV (libfuse then marks the session
 /// exited), and on a stop request it is woken from its read by a no-op
-/// SIGUSR2 (EINTR) and sees the session exited.
+/// SIGUSR2 (EINTR) and sees the session exited. A read answered with
+/// ECONNABORTED ends the loop as an unmount does: the kernel has ended the
+/// connection (a write to `/sys/fs/fuse/connections/N/abort`, or, seen on
+/// kernel 6.18, the last file of a lazily detached mount closing), and no
+/// request can come any more.
 ///
 /// Stop signals (SIGINT, SIGHUP, and SIGTERM unless a watcher takes it) are
 /// taken by the thread that calls `run()`: the workers block them.
@@ -119,6 +123,10 @@ final class WorkerLoop: Sendable {
         while fuse_session_exited(se) == 0 {
             let received = fuse_session_receive_buf(se, &buffer)
             if received == -EINTR || received == -EAGAIN { continue }
+            if received == -ECONNABORTED {
+                fuse_session_exit(se)
+                break
+            }
             if received <= 0 {
                 // 0: unmounted (libfuse has marked the session exited).
                 if received < 0 {

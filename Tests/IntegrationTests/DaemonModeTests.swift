@@ -250,6 +250,40 @@ struct DaemonModeTests {
         #expect(check.status == 0, "index check: \(check.text) \(check.stderr)")
     }
 
+    /// An aborted FUSE connection (what `echo 1 >
+    /// /sys/fs/fuse/connections/N/abort` does, and what the kernel reports
+    /// as ECONNABORTED) ends the daemon cleanly: index saved, exit status 0,
+    /// and no dead mount ("Transport endpoint is not connected") left behind,
+    /// which libfuse's own unmount skips for an aborted connection.
+    @Test func anAbortedConnectionEndsCleanlyAndLeavesNoDeadMount() throws {
+        guard geteuid() == 0 else { return }
+        let control = "/sys/fs/fuse/connections"
+        let hadControl = (try? Harness.sh("mountpoint -q \(control) && echo yes")) == "yes\n"
+        if !hadControl { try Harness.sh("mount -t fusectl none \(control)") }
+        defer { if !hadControl { _ = try? Harness.sh("umount \(control)") } }
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        try fixture.publish(Fixture.episodes(sizes: [3 * Self.mib]))
+        try fixture.mount()
+        let pid = try #require(fixture.daemonPID)
+        #expect(try fixture.hashOfCopy() == fixture.originHash())
+        // The connection's number is the mount's minor device number.
+        let device = try Harness.sh("awk '$5 == \"\(fixture.mountpoint)\" {print $3}' /proc/self/mountinfo")
+        let minor = try #require(device.split(separator: "\n").last?.split(separator: ":").last)
+        try Harness.sh("echo 1 > \(control)/\(minor)/abort")
+        #expect(Harness.eventually { !Harness.isAlive(pid) }, "the daemon ends")
+        #expect(!Fixture.isMounted(fixture.mountpoint), "no dead mount left: \(fixture.log())")
+        #expect(fixture.log().contains("aborted while mounted"), "\(fixture.log())")
+        #expect(fixture.log().contains("exit.status=0"), "\(fixture.log())")
+        // The cache survived: a remount serves the episode from it (the
+        // origin sends only the one byte of the check whether it changed).
+        try fixture.origin.reset()
+        try fixture.mount()
+        #expect(try fixture.hashOfCopy() == fixture.originHash())
+        #expect(try fixture.origin.bytesSent("ep1.mp3") <= 1)
+        try fixture.unmount()
+    }
+
     @Test func controlFileShowsTheMountsStatus() throws {
         let fixture = try Fixture()
         defer { fixture.cleanup() }
