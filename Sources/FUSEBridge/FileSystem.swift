@@ -9,6 +9,12 @@ public protocol FileSystem: AnyObject, Sendable {
     func getattr(inode: UInt64, reply: AttributesReply)
     /// All entries of a directory (without `.` and `..`), in a stable order.
     func readdir(inode: UInt64) throws(FileSystemError) -> [DirectoryEntry]
+    /// The attributes of a listed node as they are now, and how long the
+    /// kernel may keep them, for a readdirplus page built after the listing
+    /// was taken; nil keeps the listing's own. A listing's pages can come
+    /// long after it was taken (`ls` of a big directory), and attributes
+    /// from then could undo what an open since has told the kernel.
+    func listedAttributes(inode: UInt64) -> (Attributes, Double)?
     func open(inode: UInt64, flags: Int32, reply: OpenReply)
     func read(inode: UInt64, handle: UInt64, offset: Int64, size: Int, reply: DataReply)
     func release(inode: UInt64, handle: UInt64)
@@ -17,6 +23,10 @@ public protocol FileSystem: AnyObject, Sendable {
     /// The names of the extended attributes of a node.
     func listxattr(inode: UInt64) throws(FileSystemError) -> [String]
     func statfs() -> FileSystemStatistics
+}
+
+extension FileSystem {
+    public func listedAttributes(inode: UInt64) -> (Attributes, Double)? { nil }
 }
 
 /// The attributes of a node, as `stat` shows them.

@@ -79,7 +79,10 @@ final class Operations: Sendable {
             if plus {
                 // `.` and `..` carry no entry: the kernel does not link them.
                 var parameter = fuse_entry_param()
-                if let attributes = entry.attributes, entry.name != ".", entry.name != ".." {
+                let current = entry.name == "." || entry.name == ".." ? nil : fileSystem.listedAttributes(inode: entry.inode)
+                if let (attributes, timeout) = current ?? entry.attributes.map({ ($0, entry.attributesTimeout) }),
+                    entry.name != ".", entry.name != ".."
+                {
                     parameter.ino = fuse_ino_t(entry.inode)
                     // The same generation as a lookup's: when the entry
                     // expires, the kernel's lookup would otherwise see
@@ -87,7 +90,7 @@ final class Operations: Sendable {
                     // and fail every read and close on its open files (EIO).
                     parameter.generation = 1
                     parameter.attr = makeStat(attributes)
-                    parameter.attr_timeout = entry.attributesTimeout
+                    parameter.attr_timeout = timeout
                     parameter.entry_timeout = entry.entryTimeout
                 } else {
                     parameter.attr.st_ino = UInt(entry.inode)

@@ -93,10 +93,12 @@ public final class Episode: Sendable {
         /// The kernel may hold pages of a version the origin replaced: the
         /// next open clears them (keep_cache off) before anything reads.
         var kernelPagesStale = false
-        /// The kernel was given the feed's claimed size to keep for a while
-        /// (`ls -l` of a big show then costs no round trip per file); the
-        /// next open drops it before it answers (`OpenOptions.dropAttributes`).
-        var claimShown = false
+        /// Until when (monotonic seconds) the kernel may keep the feed's
+        /// claimed size it was given (`ls -l` of a big show then costs no
+        /// round trip per file). Every open before then drops it before it
+        /// answers (`OpenOptions.dropAttributes`): not only the first, since
+        /// a second open may be answered before the first one's drop is sent.
+        var claimKeptUntil: Double = 0
         /// Opened in this mount: until the origin's size is known, the
         /// claim is shown with a timeout of 0, so every read past it and
         /// every `stat` asks again.
@@ -208,7 +210,9 @@ public final class Episode: Sendable {
             if let length = state.length { return (attributes(size: length), timeout) }
             let claimed = attributes(size: feedLength ?? 0)
             if state.opened { return (claimed, 0) }
-            state.claimShown = true
+            // A second more: the kernel starts its clock when the answer
+            // reaches it, a little after this.
+            state.claimKeptUntil = max(state.claimKeptUntil, monotonicSeconds() + timeout + 1)
             return (claimed, timeout)
         }
     }
@@ -217,8 +221,7 @@ public final class Episode: Sendable {
     /// the attributes the kernel keeps, a claim shown before.
     static func markOpened(_ state: inout State) -> Bool {
         state.opened = true
-        defer { state.claimShown = false }
-        return state.claimShown
+        return monotonicSeconds() < state.claimKeptUntil
     }
 
     private func attributes(size: Int64) -> Attributes {

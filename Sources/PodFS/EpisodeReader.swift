@@ -25,11 +25,13 @@ public final class EpisodeReader: Sendable {
         /// (its first step), and the open's probe.
         public var minimumFetch: Int64 = 256 * 1024
         /// The smallest fetch for a read that jumped (a scrub, a random
-        /// read): the kernel's request, at least this. The reader waits for
-        /// what it asked for, not for 256 KiB it may never read; on loopback
-        /// a 4 KiB random read took 0.37-0.58 ms at 256 KiB and 0.23-0.28 ms
-        /// at 16 KiB. A reader that reads on grows its window from the next
-        /// read, as before.
+        /// read) from a near origin (`LinkEstimate.isNear`): the kernel's
+        /// request, at least this. The reader waits for what it asked for,
+        /// not for 256 KiB it may never read; on loopback a 4 KiB random
+        /// read took 0.37-0.58 ms at 256 KiB and 0.23-0.28 ms at 16 KiB. A
+        /// reader that reads on grows its window from the next read, as
+        /// before. From a far origin a jump fetches `minimumFetch`: the
+        /// next read would otherwise wait a round trip more.
         public var jumpFetch: Int64 = 16 * 1024
         /// The largest read-ahead window for a sequential reader.
         public var maximumWindow: Int64 = 16 * 1024 * 1024
@@ -472,9 +474,12 @@ public final class EpisodeReader: Sendable {
     /// link holds more than that in flight (a far, fast origin: 20 ms at
     /// 1 GB/s is 20 MB), a sequential reader starts with what it holds
     /// instead of paying a round trip per step. A read that jumped (streak
-    /// 0) fetches `jumpFetch`, the next one `minimumFetch`.
+    /// 0) from a near origin fetches `jumpFetch`, the next one
+    /// `minimumFetch`.
     private func windowSize(streak: Int) -> Int64 {
-        guard streak >= 2 else { return streak == 0 ? tuning.jumpFetch : tuning.minimumFetch }
+        guard streak >= 2 else {
+            return streak == 0 && link.withLock({ $0.isNear }) ? tuning.jumpFetch : tuning.minimumFetch
+        }
         let shift = min(2 * (streak - 1), 20)
         let ramp = min(tuning.maximumWindow, tuning.minimumFetch << shift)
         let bounds = tuning.minimumFetch...max(tuning.minimumFetch, tuning.maximumWindow)

@@ -46,7 +46,20 @@ struct LinkEstimate: Sendable {
         return 2 * throughput * latency > Double(bytes)
     }
 
+    /// Whether the origin answers within `nearLatency`: a round trip then
+    /// costs less than receiving a few hundred KiB more, so a read that
+    /// jumped may ask for just what it needs; from a far origin the reader
+    /// that reads on after a jump would wait a round trip more for that.
+    /// `false` until measured.
+    var isNear: Bool {
+        guard let latency else { return false }
+        return latency < Self.nearLatency
+    }
+
     // MARK: - Private
+
+    /// A response head sooner than this (seconds) is a near origin.
+    private static let nearLatency = 0.001
 
     /// Bodies shorter than this say little about the rate.
     private static let shortestBody: Int64 = 128 * 1024

@@ -70,15 +70,19 @@ public final class PodFileSystem: FileSystem {
     public func readdir(inode: UInt64) throws(FileSystemError) -> [DirectoryEntry] {
         if let entries = control?.children(of: inode) { return entries }
         guard let entries = catalog.children(of: inode) else { throw .notDirectory }
+        // Attributes come with each readdirplus page (`listedAttributes`),
+        // as they are when the page is built.
         return entries.map { entry in
-            guard let node = catalog.node(entry.inode) else { return entry }
-            let (attributes, timeout) = attributes(of: node)
             var entry = entry
-            entry.attributes = attributes
             entry.entryTimeout = cacheTimeout
-            entry.attributesTimeout = timeout
             return entry
         }
+    }
+
+    public func listedAttributes(inode: UInt64) -> (Attributes, Double)? {
+        if let control, control.owns(inode) { return nil }
+        guard let node = catalog.node(inode) else { return nil }
+        return attributes(of: node)
     }
 
     public func open(inode: UInt64, flags: Int32, reply: OpenReply) {

@@ -291,6 +291,27 @@ struct MountTests {
         try fixture.unmount()
     }
 
+    /// After `ls -l` the kernel keeps each episode's claimed size; every
+    /// open drops it before it answers, not only the first: a second open
+    /// answered while the first one's drop was still on its way would read
+    /// only as far as the claim.
+    @Test func concurrentFirstOpensAfterAListingAllReadTheTrueSize() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        var episodes = Fixture.episodes(sizes: Array(repeating: 300_001, count: 6))
+        for index in episodes.indices { episodes[index].feedLength = 5_000 }
+        try fixture.publish(episodes)
+        try fixture.mount()
+        _ = try Harness.sh("ls -l \"$(dirname '\(fixture.path(0))')\" >/dev/null")
+        for index in episodes.indices {
+            let out = fixture.directory + "/count\(index)"
+            let counts = try Harness.sh(
+                "for i in 1 2 3 4; do (cat '\(fixture.path(index))' | wc -c > '\(out).'$i) & done; wait; cat '\(out)'.*")
+            #expect(counts.split(separator: "\n") == Array(repeating: "300001", count: 4), "episode \(index): \(counts)")
+        }
+        try fixture.unmount()
+    }
+
     @Test func wrongFeedLengthsShowTheTrueSizeAfterOpen() throws {
         let fixture = try Fixture()
         defer { fixture.cleanup() }

@@ -63,4 +63,14 @@ struct LinkEstimateTests {
         link.observe(latency: 0.03)
         #expect(link.latency == 0.02)
     }
+
+    @Test func onlyAnOriginThatAnswersWithinAMillisecondIsNear() {
+        var link = LinkEstimate()
+        #expect(!link.isNear, "nothing measured")
+        link.observe(latency: 0.0003)
+        #expect(link.isNear)
+        var far = LinkEstimate()
+        far.observe(latency: 0.02)
+        #expect(!far.isNear)
+    }
 }
