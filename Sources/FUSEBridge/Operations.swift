@@ -79,10 +79,12 @@ final class Operations: Sendable {
             if plus {
                 // `.` and `..` carry no entry: the kernel does not link them.
                 var parameter = fuse_entry_param()
-                let current = entry.name == "." || entry.name == ".." ? nil : fileSystem.listedAttributes(inode: entry.inode)
-                if let (attributes, timeout) = current ?? entry.attributes.map({ ($0, entry.attributesTimeout) }),
-                    entry.name != ".", entry.name != ".."
-                {
+                let isDot = entry.name == "." || entry.name == ".."
+                let attributes = isDot
+                    ? nil
+                    : fileSystem.listedAttributes(inode: entry.inode)
+                        ?? entry.attributes.map { ($0, entry.attributesTimeout) }
+                if let (attributes, timeout) = attributes {
                     parameter.ino = fuse_ino_t(entry.inode)
                     // The same generation as a lookup's: when the entry
                     // expires, the kernel's lookup would otherwise see
