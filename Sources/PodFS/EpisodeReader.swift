@@ -183,10 +183,14 @@ public final class EpisodeReader: Sendable {
         case .answer(let options):
             reply.opened(options)
         case .probe(let probe, let options):
-            // The request first: the network thread sends it while the
-            // kernel hears about the open and asks for the first bytes.
-            send(probe)
+            // The open's answer first: waking the network thread for the
+            // request can preempt this thread on a busy machine, and the
+            // open then waits for the whole request to go out (p50 0.48 ms
+            // request-first, 0.29 ms answer-first on loopback, 20 fresh
+            // mounts each; the first byte comes no later: the read waits
+            // for the response either way).
             if let options { reply.opened(options) }
+            send(probe)
         case .wait:
             break
         }
