@@ -37,14 +37,16 @@ public final class EpisodeReader: Sendable {
         /// to (1, 4, 16 MiB).
         public var maximumWindow: Int64 = 16 * 1024 * 1024
         /// The largest window sized by the link instead (twice the bytes it
-        /// holds in flight, `LinkEstimate.readAhead`): only a far and fast
+        /// holds in flight at its shortest round trip,
+        /// `LinkEstimate.readAheadAtShortestLatency`): only a far and fast
         /// origin needs more than `maximumWindow` (20 ms at 1.3 GB/s holds
         /// 26 MB), and there windows capped at 16 MiB each went out on a
         /// connection of their own, every new one a round trip more. At +20
-        /// ms on loopback a 64 MiB cold read took 546-583 MB/s with the cap
-        /// at 16 MiB and 662-731 with it at 64 (curl 783-834; 5 rounds
-        /// each, interleaved). It is a window of time, not of bytes: a link
-        /// slow enough to need less gets less.
+        /// ms on loopback a 64 MiB cold read took 546-604 MB/s with the cap
+        /// at 16 MiB and 612-710 with it at 64 (curl 725-837; 5 rounds
+        /// each, interleaved, twice). It is a window of time, not of bytes:
+        /// a link slow enough to need less gets less, and a near origin
+        /// keeps the ramp's 16 MiB.
         public var maximumLinkWindow: Int64 = 64 * 1024 * 1024
         /// Attempts per fetch before readers get EIO.
         public var attempts: Int = 4
@@ -487,9 +489,9 @@ public final class EpisodeReader: Sendable {
     /// that reads on costs a handful of requests, each round trip hidden
     /// behind the bytes still to arrive, even from a far origin. Where the
     /// link holds more than that in flight (a far, fast origin: 20 ms at
-    /// 1 GB/s is 20 MB), a sequential reader starts with what it holds,
-    /// up to `maximumLinkWindow`,
-    /// instead of paying a round trip per step. A read that jumped (streak
+    /// 1 GB/s is 20 MB), a sequential reader starts with what it holds
+    /// instead of paying a round trip per step: up to `maximumWindow` by
+    /// the smoothed round trip, up to `maximumLinkWindow` by the shortest. A read that jumped (streak
     /// 0) from a near origin fetches `jumpFetch`, the next one
     /// `minimumFetch`.
     private func windowSize(streak: Int) -> Int64 {
@@ -498,8 +500,10 @@ public final class EpisodeReader: Sendable {
         }
         let shift = min(2 * (streak - 1), 20)
         let ramp = min(tuning.maximumWindow, tuning.minimumFetch << shift)
-        let bounds = tuning.minimumFetch...max(tuning.minimumFetch, tuning.maximumWindow, tuning.maximumLinkWindow)
-        return max(ramp, link.withLock { $0.readAhead(within: bounds) } ?? ramp)
+        let bounds = tuning.minimumFetch...max(tuning.minimumFetch, tuning.maximumWindow)
+        let farBounds = tuning.minimumFetch...max(tuning.minimumFetch, tuning.maximumWindow, tuning.maximumLinkWindow)
+        let (usual, far) = link.withLock { ($0.readAhead(within: bounds), $0.readAheadAtShortestLatency(within: farBounds)) }
+        return max(ramp, usual ?? ramp, far ?? ramp)
     }
 
     /// Sends an attempt of `fetch`, noting when (see `LinkEstimate`).

@@ -10,6 +10,10 @@ struct LinkEstimate: Sendable {
 
     /// Seconds from sending a request to its response head (smoothed).
     private(set) var latency: Double?
+    /// The shortest of those seen: the round trip itself, without the
+    /// waits a busy daemon or origin add (on loopback under a cold read the
+    /// smoothed figure reads 2-9 ms, the shortest 0.1-0.4 ms).
+    private(set) var shortestLatency: Double?
     /// Body bytes per second of a response (smoothed).
     private(set) var throughput: Double?
 
@@ -19,6 +23,7 @@ struct LinkEstimate: Sendable {
     mutating func observe(latency seconds: Double) {
         guard seconds.isFinite, seconds >= 0 else { return }
         latency = Self.smooth(latency, seconds)
+        shortestLatency = min(shortestLatency ?? seconds, seconds)
     }
 
     /// `bytes` of body arrived in `seconds` after the head. Bodies too short
@@ -32,7 +37,22 @@ struct LinkEstimate: Sendable {
     /// trip is paid while bytes still flow: twice the bandwidth-delay
     /// product, within `bounds`; `nil` until both were measured.
     func readAhead(within bounds: ClosedRange<Int64>) -> Int64? {
-        guard let latency, let throughput else { return nil }
+        guard let latency else { return nil }
+        return readAhead(within: bounds, latency: latency)
+    }
+
+    /// The same at the shortest round trip seen: what a window beyond the
+    /// usual largest may grow to. Only a truly far origin gets it, not a
+    /// near one whose responses queued behind a busy moment, and a mount
+    /// with a near and a far origin stays with the near one's (the
+    /// estimate is the mount's, not each host's).
+    func readAheadAtShortestLatency(within bounds: ClosedRange<Int64>) -> Int64? {
+        guard let shortestLatency else { return nil }
+        return readAhead(within: bounds, latency: shortestLatency)
+    }
+
+    private func readAhead(within bounds: ClosedRange<Int64>, latency: Double) -> Int64? {
+        guard let throughput else { return nil }
         let wanted = 2 * throughput * latency
         guard wanted.isFinite else { return bounds.upperBound }
         return min(bounds.upperBound, max(bounds.lowerBound, Int64(wanted)))

@@ -40,6 +40,25 @@ struct LinkEstimateTests {
         #expect(!near.outruns(window: 16 << 20))
     }
 
+    /// Beyond the usual largest window only the shortest round trip counts:
+    /// a near origin whose heads queued behind a busy moment is not far.
+    @Test func onlyAFarOriginGrowsPastTheUsualLargestWindow() {
+        let far: ClosedRange<Int64> = 256 * 1024...64 * 1024 * 1024
+        var link = LinkEstimate()
+        #expect(link.readAheadAtShortestLatency(within: far) == nil)
+        link.observe(latency: 0.02)
+        link.observe(latency: 0.03)
+        link.observe(bytes: 16 << 20, in: 0.016)  // ~1 GB/s
+        let atTwenty = Int64(2 * Double(16 << 20) / 0.016 * 0.02)
+        #expect(link.readAheadAtShortestLatency(within: far) == atTwenty, "twice the bytes in flight at 20 ms")
+        var busy = LinkEstimate()
+        busy.observe(latency: 0.0002)  // loopback, idle
+        busy.observe(latency: 0.009)  // then a head that queued
+        busy.observe(bytes: 16 << 20, in: 0.011)  // ~1.5 GB/s
+        #expect(busy.readAhead(within: far)! > 8 << 20, "the smoothed round trip makes it look far")
+        #expect(busy.readAheadAtShortestLatency(within: far)! < 1 << 20, "the shortest does not")
+    }
+
     @Test func aNearOriginStaysAtTheSmallestWindow() {
         var link = LinkEstimate()
         link.observe(latency: 0.0001)  // loopback
