@@ -491,9 +491,10 @@ public final class EpisodeReader: Sendable {
     /// link holds more than that in flight (a far, fast origin: 20 ms at
     /// 1 GB/s is 20 MB), a sequential reader starts with what it holds
     /// instead of paying a round trip per step: up to `maximumWindow` by
-    /// the smoothed round trip, up to `maximumLinkWindow` by the shortest. A read that jumped (streak
-    /// 0) from a near origin fetches `jumpFetch`, the next one
-    /// `minimumFetch`.
+    /// the smoothed round trip, up to `maximumLinkWindow` by the shortest
+    /// (which is no longer, so it only matters past `maximumWindow`). A
+    /// read that jumped (streak 0) from a near origin fetches `jumpFetch`,
+    /// the next one `minimumFetch`.
     private func windowSize(streak: Int) -> Int64 {
         guard streak >= 2 else {
             return streak == 0 && link.withLock({ $0.isNear }) ? tuning.jumpFetch : tuning.minimumFetch
@@ -501,8 +502,10 @@ public final class EpisodeReader: Sendable {
         let shift = min(2 * (streak - 1), 20)
         let ramp = min(tuning.maximumWindow, tuning.minimumFetch << shift)
         let bounds = tuning.minimumFetch...max(tuning.minimumFetch, tuning.maximumWindow)
-        let farBounds = tuning.minimumFetch...max(tuning.minimumFetch, tuning.maximumWindow, tuning.maximumLinkWindow)
-        let (usual, far) = link.withLock { ($0.readAhead(within: bounds), $0.readAheadAtShortestLatency(within: farBounds)) }
+        let farBounds = tuning.minimumFetch...max(bounds.upperBound, tuning.maximumLinkWindow)
+        let (usual, far) = link.withLock {
+            ($0.readAhead(within: bounds), $0.readAheadAtShortestLatency(within: farBounds))
+        }
         return max(ramp, usual ?? ramp, far ?? ramp)
     }
 
