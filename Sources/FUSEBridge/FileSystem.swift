@@ -53,6 +53,14 @@ public struct Attributes: Sendable, Equatable {
         self.modificationTime = modificationTime
         self.linkCount = linkCount
     }
+
+    /// 512-byte blocks for `st_blocks`, rounded up, for every size: no
+    /// `size + 511` that overflows near `Int64.max`; a negative size has
+    /// none.
+    public var blockCount: Int64 {
+        guard size > 0 else { return 0 }
+        return size / 512 + (size % 512 == 0 ? 0 : 1)
+    }
 }
 
 /// A name in a directory, with the node's attributes when the file system

@@ -177,8 +177,12 @@ func makeLowLevelOperations() -> fuse_lowlevel_ops {
     }
     ops.read = { request, inode, size, offset, info in
         let handle = info!.pointee.fh
+        // The kernel never sends a read whose end passes `Int64.max`; held
+        // to that here, `offset + size` is safe in every file system.
+        let offset = max(Int64(offset), 0)
+        let size = Int(min(Int64(clamping: size), Int64.max - offset))
         Operations.from(request: request).fileSystem.read(
-            inode: inode, handle: handle, offset: Int64(offset), size: size, reply: DataReply(request!))
+            inode: inode, handle: handle, offset: offset, size: size, reply: DataReply(request!))
     }
     ops.release = { request, inode, info in
         let handle = info!.pointee.fh

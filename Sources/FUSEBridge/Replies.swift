@@ -158,7 +158,7 @@ func makeStat(_ attributes: Attributes) -> stat {
     st.st_nlink = UInt(attributes.linkCount)
     st.st_size = Int(attributes.size)
     st.st_blksize = 4096
-    st.st_blocks = Int((attributes.size + 511) / 512)
+    st.st_blocks = Int(attributes.blockCount)
     st.st_uid = getuid()
     st.st_gid = getgid()
     let time = timespec(tv_sec: Int(attributes.modificationTime), tv_nsec: 0)

@@ -8,8 +8,20 @@
 public enum FeedDate {
     // MARK: - Public methods
 
-    /// Parses `text` as an ISO 8601 or RFC 822 date; `nil` when neither fits.
+    /// The dates a file may show: from 1970-01-01 to the end of 9999 (UTC).
+    /// A podcast is never older than the Unix epoch, and a time before it
+    /// is negative, which some programs that copy files refuse; a date
+    /// outside this range is no date (the episode gets the fallback time).
+    public static let plausibleRange: ClosedRange<Int64> = 0...253_402_300_799
+
+    /// Parses `text` as an ISO 8601 or RFC 822 date; `nil` when neither fits
+    /// or the date is outside `plausibleRange`.
     public static func parse(_ text: String) -> Int64? {
+        guard let seconds = parseAnyDate(text), plausibleRange.contains(seconds) else { return nil }
+        return seconds
+    }
+
+    private static func parseAnyDate(_ text: String) -> Int64? {
         let bytes = Array(text.utf8)
         var start = 0
         var end = bytes.count

@@ -308,8 +308,14 @@ public enum FeedParser {
         return firstUsable
     }
 
+    /// A declared length of plain decimal digits in `ParsedEpisode.lengthRange`;
+    /// anything else (signs, exponents, hex, more than a file can be) is
+    /// no length at all, as if the feed had left it out.
     private static func length(_ text: String?) -> Int64? {
-        guard let text = nonEmpty(text), let value = Int64(text), value > 0 else { return nil }
+        guard let text = nonEmpty(text), !text.isEmpty, text.utf8.count <= 19,
+            text.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }),
+            let value = Int64(text), ParsedEpisode.lengthRange.contains(value)
+        else { return nil }
         return value
     }
 

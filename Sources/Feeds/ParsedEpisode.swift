@@ -1,5 +1,13 @@
 /// One item of a feed that carries a downloadable enclosure.
 public struct ParsedEpisode: Sendable, Equatable {
+    // MARK: - Constants
+
+    /// The lengths an episode may have: 1 byte to 1 TiB. Hours of lossless
+    /// video stay far below the top; sums and offsets built from lengths in
+    /// this range cannot overflow 64 bits, however many episodes a mount
+    /// lists.
+    public static let lengthRange: ClosedRange<Int64> = 1...(1 << 40)
+
     // MARK: - Properties
 
     /// The `<guid>` (RSS), `<id>` (Atom) or `rdf:about` (RSS 1.0); `nil` when
@@ -18,8 +26,9 @@ public struct ParsedEpisode: Sendable, Equatable {
     /// contains no white space, control characters or backslashes.
     public var enclosureURL: String
 
-    /// Declared size in bytes; `nil` when missing, zero, negative or not a
-    /// number. Often wrong in real feeds: never trust it as the file size.
+    /// Declared size in bytes, within `lengthRange`; `nil` when missing,
+    /// zero, negative, not a plain decimal number or larger than the range.
+    /// Often wrong in real feeds: never trust it as the file size.
     public var enclosureLength: Int64?
 
     /// MIME type as declared, lowercased and trimmed; `nil` when missing.

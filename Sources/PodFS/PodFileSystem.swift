@@ -153,12 +153,16 @@ public final class PodFileSystem: FileSystem {
 
     public func statfs() -> FileSystemStatistics {
         let shows = catalog.shows
+        // Sizes are bounded where they enter, but a sum over every file of
+        // every show is held at the top rather than trusted not to trap.
         let total = shows.reduce(Int64(0)) { sum, show in
-            (show.episodes + show.extras).reduce(sum) { $0 + $1.size } + Int64(show.playlist.content.count)
+            (show.episodes + show.extras).reduce(sum) { $0.saturatingAdding($1.size) }
+                .saturatingAdding(Int64(show.playlist.content.count))
         }
         let files = shows.reduce(0) { $0 + $1.episodes.count + $1.extras.count + 1 }
         return FileSystemStatistics(
-            blockSize: 4096, totalBlocks: UInt64((total + 4095) / 4096), freeBlocks: 0, files: UInt64(files))
+            blockSize: 4096, totalBlocks: UInt64(total / 4096 + (total % 4096 == 0 ? 0 : 1)), freeBlocks: 0,
+            files: UInt64(files))
     }
 
     // MARK: - Private methods

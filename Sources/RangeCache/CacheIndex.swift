@@ -10,6 +10,10 @@ internal import Locking
 /// What the index knows about one episode: its row, its validator, and the
 /// byte ranges that are durably on disk in its scratch file.
 public struct EpisodeRecord: Sendable, Equatable {
+    /// The byte positions an episode may have, 0 to 1 TiB: a length or a
+    /// range outside them is not read back from the index.
+    public static let positions: ClosedRange<Int64> = 0...(1 << 40)
+
     public let id: Int64
     public let key: String
     public let url: String
@@ -460,14 +464,20 @@ public final class CacheIndex: Sendable {
         let id = query.int64(0)
         let ranges = try db.prepare("SELECT lower, upper FROM ranges WHERE episode_id = ? ORDER BY lower")
         try ranges.bind(1, id)
+        // A damaged or hand-edited index may hold any integer: values no
+        // episode can have are left out, so a length or range read back is
+        // one the read path can compute with (`EpisodeRecord.positions`).
         var found: [Range<Int64>] = []
         while try ranges.step() {
             let lower = ranges.int64(0)
             let upper = ranges.int64(1)
-            if lower < upper { found.append(lower..<upper) }
+            if lower < upper, lower >= 0, upper <= EpisodeRecord.positions.upperBound {
+                found.append(lower..<upper)
+            }
         }
+        let length = query.optionalInt64(2).flatMap { EpisodeRecord.positions.contains($0) ? $0 : nil }
         return EpisodeRecord(
-            id: id, key: key, url: query.text(1) ?? "", length: query.optionalInt64(2),
+            id: id, key: key, url: query.text(1) ?? "", length: length,
             etag: query.text(3), lastModified: query.text(4), ranges: found)
     }
 
