@@ -15,6 +15,39 @@ import Testing
         Fixtures.rss(items, channel: channel)
     }
 
+    // MARK: - Numbers from outside
+
+    @Test func enclosureLengthsOutsideWhatAFileCanBeAreUnknown() throws {
+        let cases: [(String, Int64?)] = [
+            ("0", nil), ("1", 1), ("2147483648", 2_147_483_648), ("4294967296", 4_294_967_296),
+            ("1099511627776", 1 << 40), ("1099511627777", nil), ("9007199254740992", nil),
+            ("9223372036854775807", nil), ("9223372036854775808", nil), ("18446744073709551616", nil),
+            ("9999999999999999999999", nil), ("-5", nil), ("-0", nil), ("+17", nil), ("1e30", nil),
+            ("0x10", nil), ("", nil), (" 42 ", 42), ("4 2", nil), ("١٢", nil), ("00000000000000000000012", nil),
+        ]
+        for (text, expected) in cases {
+            let feed = try parse(rss(#"<item><enclosure url="https://x.example/a.mp3" length="\#(text)"/></item>"#))
+            #expect(feed.episodes.first?.enclosureLength == expected, "length=\(text)")
+        }
+    }
+
+    @Test func datesOutsideWhatAFileCanShowAreNoDate() throws {
+        let cases: [(String, Int64?)] = [
+            ("Mon, 01 Jan 0001 00:00:00 GMT", nil), ("0001-01-01T00:00:00Z", nil),
+            ("Wed, 31 Dec 1969 23:59:59 GMT", nil), ("Thu, 01 Jan 1970 00:00:00 GMT", 0),
+            ("Tue, 19 Jan 2038 03:14:08 GMT", 2_147_483_648), ("Sun, 07 Feb 2106 06:28:16 GMT", 4_294_967_296),
+            ("Fri, 31 Dec 9999 23:59:59 GMT", 253_402_300_799), ("9999-12-31T23:59:59-01:00", nil),
+            ("99999999999", nil), ("-1", nil), ("", nil),
+        ]
+        for (text, expected) in cases {
+            let feed = try parse(
+                rss(#"<item><pubDate>\#(text)</pubDate><enclosure url="https://x.example/a.mp3"/></item>"#,
+                    channel: "<title>Show</title><lastBuildDate>\(text)</lastBuildDate>"))
+            #expect(feed.episodes.first?.published == expected, "pubDate \(text)")
+            #expect(feed.lastBuildDate == expected, "lastBuildDate \(text)")
+        }
+    }
+
     // MARK: - RSS 2.0
 
     @Test func readsChannelAndItemFields() throws {

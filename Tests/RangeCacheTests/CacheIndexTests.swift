@@ -115,13 +115,13 @@ import Testing
                     feedURL: feedURL,
                     episodes: [(key: a, url: "https://x.example/a"), (key: b, url: "https://x.example/b")])
                 try index.commitRanges([
-                    (key: a, ranges: [500..<1_000, 0..<100, 2_000..<Int64.max]),
+                    (key: a, ranges: [500..<1_000, 0..<100, 2_000..<(1 << 40)]),
                     (key: b, ranges: [10..<20, 30..<30]),
                 ])
             }
             do {
                 let index = try CacheIndex(directory: directory, logger: logger)
-                #expect(try index.episode(key: a)?.ranges == [0..<100, 500..<1_000, 2_000..<Int64.max])
+                #expect(try index.episode(key: a)?.ranges == [0..<100, 500..<1_000, 2_000..<(1 << 40)])
                 // Empty ranges are never stored.
                 #expect(try index.episode(key: b)?.ranges == [10..<20])
             }
@@ -197,6 +197,28 @@ import Testing
                 #expect(cleared.etag == nil)
                 #expect(cleared.lastModified == nil)
             }
+        }
+    }
+
+    @Test func lengthsAndRangesNoEpisodeCanHaveAreNotReadBack() throws {
+        try withCacheDirectory { directory in
+            let a = key("a")
+            let b = key("b")
+            let index = try CacheIndex(directory: directory, logger: logger)
+            _ = try index.register(
+                feedURL: feedURL, episodes: [(key: a, url: "https://x.example/a"), (key: b, url: "https://x.example/b")])
+            // What a damaged or hand-edited index could hold.
+            try index.commitRanges([
+                (key: a, ranges: [0..<100, 200..<Int64.max, (1 << 40)..<((1 << 40) + 1)]),
+            ])
+            try index.setValidator(key: a, length: Int64.max, etag: nil, lastModified: nil)
+            try index.setValidator(key: b, length: -1, etag: nil, lastModified: nil)
+            let record = try #require(try index.episode(key: a))
+            #expect(record.ranges == [0..<100])
+            #expect(record.length == nil)
+            #expect(try index.episode(key: b)?.length == nil)
+            try index.setValidator(key: b, length: 1 << 40, etag: nil, lastModified: nil)
+            #expect(try index.episode(key: b)?.length == 1 << 40)
         }
     }
 
