@@ -24,7 +24,7 @@ extension EpisodeReader {
     public func evictIfOverLimit() -> Int64 {
         guard let limit = tuning.cacheLimit else { return 0 }
         guard let usage = cachedUsage() else { return 0 }
-        var total = usage.reduce(Int64(0)) { $0 + $1.bytes }
+        var total = usage.reduce(Int64(0)) { $0.saturatingAdding($1.bytes) }
         guard total > limit else { return 0 }
         let target = limit / 10 * 9
         var freed: Int64 = 0

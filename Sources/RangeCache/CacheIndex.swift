@@ -332,12 +332,17 @@ public final class CacheIndex: Sendable {
     }
 
     /// Committed bytes per episode with its last-read time, least recently
-    /// read first (never-read first of all): the eviction order.
+    /// read first (never-read first of all): the eviction order. As in
+    /// `episode(key:)`, ranges past 1 TiB count for nothing, and no episode
+    /// counts for more than 1 TiB, so the sums cannot overflow.
     public func usage() throws(IndexError) -> [(key: String, bytes: Int64, lastRead: Int64?)] {
         try connection.withLock { db throws(IndexError) -> [(key: String, bytes: Int64, lastRead: Int64?)] in
             let query = try db.prepare(
                 """
-                SELECT e.key, COALESCE(SUM(r.upper - r.lower), 0), e.last_read
+                SELECT e.key,
+                    MIN(COALESCE(SUM(CASE WHEN r.upper <= 1099511627776 THEN r.upper - r.lower ELSE 0 END), 0),
+                        1099511627776),
+                    e.last_read
                 FROM episodes e LEFT JOIN ranges r ON r.episode_id = e.id
                 GROUP BY e.id ORDER BY COALESCE(e.last_read, 0), e.id
                 """)

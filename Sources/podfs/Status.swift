@@ -196,7 +196,8 @@ struct CacheReport: Encodable {
 
     private static func percent(_ part: Int64, of whole: Int64, bare: Bool = false) -> String {
         guard whole > 0 else { return bare ? "-" : "" }
-        let value = Int((Double(part) / Double(whole) * 100).rounded(.down))
+        // A cap file edited by hand may make the share any number.
+        let value = Int(min(max(Double(part) / Double(whole) * 100, 0), 1e6).rounded(.down))
         return bare ? "\(value)%" : " (\(value)%)"
     }
 

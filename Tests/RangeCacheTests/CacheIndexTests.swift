@@ -216,6 +216,7 @@ import Testing
             let record = try #require(try index.episode(key: a))
             #expect(record.ranges == [0..<100])
             #expect(record.length == nil)
+            #expect(try index.usage().first { $0.key == a }?.bytes == 100)
             #expect(try index.episode(key: b)?.length == nil)
             try index.setValidator(key: b, length: 1 << 40, etag: nil, lastModified: nil)
             #expect(try index.episode(key: b)?.length == 1 << 40)
