@@ -195,6 +195,18 @@ public final class Catalog: Sendable {
 
     // MARK: - Private methods
 
+    /// The kinds of node whose inode numbers come from index ids.
+    private enum InodeKind: UInt64 {
+        case show = 1, episode = 2, playlist = 3
+    }
+
+    /// The inode of an index id: the kind in the bits from 40 up, the id's
+    /// low 40 bits below. A damaged index may hold any id; a negative or
+    /// huge one gives a wrong number, never a trap.
+    private static func inode(_ kind: InodeKind, id: Int64) -> UInt64 {
+        (kind.rawValue << 40) | (UInt64(truncatingIfNeeded: id) & ((1 << 40) - 1))
+    }
+
     /// A show directory for `feed`: reuses the `Episode` of every file
     /// the tree already has, registers the others.
     private static func makeShow(
@@ -207,7 +219,7 @@ public final class Catalog: Sendable {
         let missing = files.filter { tree.filesByKey[$0.key] == nil }
         let registered = try index.register(feedURL: url, episodes: missing.map { (key: $0.key, url: $0.url) })
         let records = Dictionary(zip(missing.map(\.key), registered.records), uniquingKeysWith: { first, _ in first })
-        let showInode = (UInt64(1) << 40) | UInt64(registered.feedID)
+        let showInode = Self.inode(.show, id: registered.feedID)
         let newest = feed.episodes.compactMap(\.published).max()
         let showTime = feed.lastBuildDate ?? newest ?? 0
         var newFiles: [Episode] = []
@@ -221,7 +233,7 @@ public final class Catalog: Sendable {
                 let record = records[item.key]
                 let time = item.kind == .cover ? showTime : item.episode?.published ?? feed.lastBuildDate ?? 0
                 episode = Episode(
-                    inode: (UInt64(2) << 40) | UInt64(record?.id ?? 0), parent: showInode, key: item.key,
+                    inode: Self.inode(.episode, id: record?.id ?? 0), parent: showInode, key: item.key,
                     url: item.url, guid: item.kind == .episode ? item.episode?.guid : nil, name: item.name,
                     modificationTime: time,
                     feedLength: item.kind == .episode ? item.episode?.enclosureLength : nil, record: record)
@@ -235,7 +247,7 @@ public final class Catalog: Sendable {
             playlist = old
         } else {
             playlist = Playlist(
-                inode: (UInt64(3) << 40) | UInt64(registered.feedID), name: layout.playlistName, content: content,
+                inode: Self.inode(.playlist, id: registered.feedID), name: layout.playlistName, content: content,
                 modificationTime: showTime)
         }
         // Names come from the layout: a file reused from before keeps the

@@ -144,8 +144,9 @@ public final class ControlFiles: Sendable {
     }
 
     private func fileIndex(_ inode: UInt64) -> Int? {
-        guard inode > Self.directoryInode else { return nil }
-        let position = Int(inode - Self.directoryInode - 1)
+        guard inode > Self.directoryInode, let position = Int(exactly: inode - Self.directoryInode - 1) else {
+            return nil
+        }
         return position < files.count ? position : nil
     }
 }
