@@ -16,8 +16,9 @@ final class Transfer {
     private let policy: AddressPolicy
     private var headerList: UnsafeMutablePointer<curl_slist>?
     private var pendingHeaders: [(name: String, value: String)] = []
-    /// The status of the response whose headers are arriving.
-    private var pendingStatus = 0
+    /// The status of the response whose headers are arriving (`nil` when
+    /// its status line could not be read).
+    private var pendingStatus: Int?
     private var headDelivered = false
     private var aborted = false
     /// Whether body bytes arrived since the last `endBodyBatch()`.
@@ -188,15 +189,16 @@ final class Transfer {
         if line.hasPrefix("HTTP/") {
             // A new response in a redirect chain (or after 100-continue).
             pendingHeaders.removeAll(keepingCapacity: true)
-            pendingStatus = line.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0
+            pendingStatus = HTTPResponseHead.status(ofStatusLine: line)
             return true
         }
         guard let colon = line.firstIndex(of: ":") else { return true }
         let name = line[..<colon].lowercased()
         var value = line[line.index(after: colon)...]
+        // A field value has no white space at either end (RFC 9110, 5.5).
         while value.first == " " || value.first == "\t" { value = value.dropFirst() }
-        // The statuses libcurl follows; a Location on any other is ignored.
-        if name == "location", [301, 302, 303, 307, 308].contains(pendingStatus),
+        while value.last == " " || value.last == "\t" { value = value.dropLast() }
+        if name == "location", RedirectRule.isFollowed(status: pendingStatus),
             let problem = RedirectRule.problem(location: String(value))
         {
             refusal = "podfs does not follow this redirect: \(problem) (Location: \(value.prefix(200).debugDescription))"
