@@ -36,6 +36,22 @@ static inline CURLMcode podfs_curl_multi_setopt_long(CURLM *m, CURLMoption o, lo
     return curl_multi_setopt(m, o, v);
 }
 
+/* The host a transfer of `url` connects to, read by libcurl's own URL
+   parser with the flags a transfer uses (so userinfo, percent-encoding and
+   IPv4 notations are read exactly as libcurl reads them); NULL when libcurl
+   refuses the URL. Free the result with curl_free. */
+static inline char *podfs_curl_url_host(const char *url) {
+    CURLU *handle = curl_url();
+    char *host = NULL;
+    if (handle == NULL) return NULL;
+    if (curl_url_set(handle, CURLUPART_URL, url, CURLU_GUESS_SCHEME | CURLU_NON_SUPPORT_SCHEME) != CURLUE_OK
+        || curl_url_get(handle, CURLUPART_HOST, &host, 0) != CURLUE_OK) {
+        host = NULL;
+    }
+    curl_url_cleanup(handle);
+    return host;
+}
+
 /* The address-zone rule (HTTPClient's AddressPolicy) is applied where
    libcurl opens a socket and again before each request goes out on a new
    or reused connection. */

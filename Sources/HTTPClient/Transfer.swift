@@ -158,7 +158,7 @@ final class Transfer {
     /// Checks the address a request is about to go out on (new or reused
     /// connection); the server there issues the next hop's URL.
     private func admitRequest(primaryIP: String) -> Bool {
-        guard let ip = IPAddress(host: primaryIP) else {
+        guard let ip = IPAddress(numeric: primaryIP) else {
             if policy.allowPrivate { return true }
             refusal = "podfs could not tell which address it is connected to (\(primaryIP))"
             return false

@@ -189,7 +189,7 @@ struct MountService {
     private func addressPolicy(logger: Logger) -> AddressPolicy {
         var policy = AddressPolicy(allowPrivate: allowPrivate)
         if let list = ProcessInfo.processInfo.environment["PODFS_TEST_TREAT_AS_PUBLIC"], !list.isEmpty {
-            policy.treatedAsPublic = Set(list.split(separator: ",").compactMap { IPAddress(host: String($0)) })
+            policy.treatedAsPublic = Set(list.split(separator: ",").compactMap { IPAddress(numeric: String($0)) })
             logger.warning(
                 "PODFS_TEST_TREAT_AS_PUBLIC is set (for tests only): these addresses count as public",
                 metadata: ["addresses": "\(policy.treatedAsPublic.map(\.description).sorted())"])
