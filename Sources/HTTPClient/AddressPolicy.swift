@@ -104,9 +104,7 @@ public struct AddressPolicy: Sendable {
     /// without its zone, one trailing dot dropped (libcurl drops it before
     /// resolving). `nil` when libcurl refuses the URL.
     public static func host(of url: String) -> String? {
-        guard let pointer = podfs_curl_url_host(url) else { return nil }
-        defer { curl_free(pointer) }
-        var host = String(cString: pointer)
+        guard var host = CurlURL.part(CURLUPART_HOST, of: url) else { return nil }
         if host.hasSuffix("."), host.count > 1, !host.hasPrefix("[") { host.removeLast() }
         return host.isEmpty ? nil : host
     }

@@ -69,7 +69,7 @@ final class Transfer {
 
     /// Sets every option; the `userdata` pointer is this object, kept alive
     /// by the client until the transfer completes.
-    func configure(userdata: UnsafeMutableRawPointer, userAgent: String) {
+    func configure(userdata: UnsafeMutableRawPointer, userAgent: String, proxy: HTTPProxy?) {
         podfs_curl_easy_setopt_str(easy, CURLOPT_URL, request.url)
         podfs_curl_easy_setopt_ptr(easy, CURLOPT_PRIVATE, userdata)
         podfs_curl_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
@@ -84,6 +84,13 @@ final class Transfer {
         podfs_curl_easy_setopt_long(easy, CURLOPT_TCP_KEEPALIVE, 1)
         podfs_curl_easy_setopt_long(easy, CURLOPT_BUFFERSIZE, 512 * 1024)
         podfs_curl_easy_setopt_str(easy, CURLOPT_USERAGENT, userAgent)
+        // The proxy the user asked for, else none: "" also makes libcurl
+        // ignore http_proxy, https_proxy and ALL_PROXY, which would void the
+        // address-zone rule (it would see only the proxy's address). An
+        // empty no-proxy list likewise ignores NO_PROXY: with a proxy, every
+        // request goes through it.
+        podfs_curl_easy_setopt_str(easy, CURLOPT_PROXY, proxy?.url ?? "")
+        podfs_curl_easy_setopt_str(easy, CURLOPT_NOPROXY, "")
         podfs_curl_easy_setopt_ptr(easy, CURLOPT_ERRORBUFFER, UnsafeMutableRawPointer(errorBuffer))
         if let range = request.range {
             podfs_curl_easy_setopt_str(easy, CURLOPT_RANGE, "\(range.lowerBound)-\(range.upperBound - 1)")

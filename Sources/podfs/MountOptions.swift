@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import HTTPClient
 import RangeCache
 
 /// The `-o` options: podfs's own, libfuse's, and fstab's (ignored).
@@ -13,6 +14,8 @@ struct MountOptions {
     var maxFeedSize: String?
     /// `-o allow_private`: feeds may send podfs to any address.
     var allowPrivate = false
+    /// `-o proxy=URL`: the only proxy podfs uses (none without it).
+    var proxy: HTTPProxy?
     /// `-o refresh=INTERVAL`, as typed.
     var refresh: String?
     /// The rest of the CLI's options (`log_file=`, `log_level=`, `syslog`,
@@ -51,6 +54,13 @@ struct MountOptions {
                     maxFeedSize = value
                 case "allow_private":
                     allowPrivate = true
+                case "proxy":
+                    guard let value, let parsed = HTTPProxy(value) else {
+                        throw ValidationError(
+                            "-o proxy needs a proxy URL (\(HTTPProxy.schemes.joined(separator: ", "))), "
+                                + "e.g. -o proxy=http://proxy.example:3128")
+                    }
+                    proxy = parsed
                 case "refresh":
                     guard let value, (try? RefreshInterval(value)) != nil else {
                         throw ValidationError("-o refresh needs an interval, e.g. -o refresh=30m, refresh=3600 or refresh=off")
@@ -64,7 +74,7 @@ struct MountOptions {
                     if try daemon.parse(name: name, value: value) { continue }
                     throw ValidationError(
                         "unknown mount option '\(option)'. podfs takes -o cache_dir=DIR, cache_size=SIZE, max_feed_size=SIZE, "
-                            + "refresh=INTERVAL, allow_private, allow_other, allow_root, " + DaemonOptions.summary + " "
+                            + "refresh=INTERVAL, allow_private, proxy=URL, allow_other, allow_root, " + DaemonOptions.summary + " "
                             + "(and ignores fstab's auto, noauto, user, _netdev, nofail, x-systemd.*).")
                 }
             }
