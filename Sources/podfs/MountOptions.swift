@@ -32,7 +32,7 @@ struct MountOptions {
     /// Parses `-o a,b=c` lists; throws a `ValidationError` naming what to type instead.
     init(_ lists: [String]) throws {
         for list in lists {
-            for option in list.split(separator: ",").map(String.init) where !option.isEmpty {
+            for option in Self.split(list) where !option.isEmpty {
                 let parts = option.split(separator: "=", maxSplits: 1).map(String.init)
                 let name = parts[0]
                 let value = parts.count > 1 ? parts[1] : nil
@@ -79,6 +79,32 @@ struct MountOptions {
                 }
             }
         }
+    }
+}
+
+extension MountOptions {
+    /// The options of one `-o` list, split at commas as libfuse splits
+    /// them: a backslash takes the next character as it is, so `\,` is a
+    /// comma inside a value (`cache_dir=/srv/a\,b`) and `\\` a backslash.
+    /// A backslash at the very end stays. (libfuse's `\ooo` octal escapes are
+    /// not read: they could write a NUL into a path.)
+    static func split(_ list: String) -> [String] {
+        var options: [String] = []
+        var current = ""
+        var characters = list.makeIterator()
+        while let character = characters.next() {
+            switch character {
+            case "\\":
+                current.append(characters.next() ?? "\\")
+            case ",":
+                options.append(current)
+                current = ""
+            default:
+                current.append(character)
+            }
+        }
+        options.append(current)
+        return options
     }
 }
 

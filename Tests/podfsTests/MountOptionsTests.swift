@@ -20,3 +20,21 @@ import Testing
     }
 }
 
+/// `\,` and `\\` in `-o` values, as libfuse's option parser reads them.
+@Suite struct MountOptionEscapeTests {
+    @Test(arguments: [
+        ("a,b=c", ["a", "b=c"]), ("cache_dir=/srv/a\\,b,allow_other", ["cache_dir=/srv/a,b", "allow_other"]),
+        ("cache_dir=/srv/a\\\\,allow_other", ["cache_dir=/srv/a\\", "allow_other"]),
+        ("cache_dir=/srv/a\\\\\\,b", ["cache_dir=/srv/a\\,b"]), ("x=\\q", ["x=q"]), ("x=end\\", ["x=end\\"]),
+        ("", [""]), (",", ["", ""]), ("\\,", [","]),
+    ])
+    func listsSplitAtUnescapedCommas(_ list: String, _ expected: [String]) {
+        #expect(MountOptions.split(list) == expected, "\(list)")
+    }
+
+    @Test func aCacheDirectoryMayHoldACommaAndABackslash() throws {
+        #expect(try MountOptions(["cache_dir=/srv/pod\\,casts,allow_private"]).cacheDirectory == "/srv/pod,casts")
+        #expect(try MountOptions(["cache_dir=/srv/a\\\\b"]).cacheDirectory == "/srv/a\\b")
+        #expect(try MountOptions(["cache_dir=/srv/pod\\,casts,allow_private"]).allowPrivate)
+    }
+}
