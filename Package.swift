@@ -75,6 +75,8 @@ let package = Package(
             ],
             swiftSettings: swiftSettings),
         .testTarget(
+            name: "podfsTests", dependencies: ["podfs", "HTTPClient"], swiftSettings: swiftSettings),
+        .testTarget(
             name: "IntegrationTests", dependencies: [], swiftSettings: swiftSettings),
     ]
 )

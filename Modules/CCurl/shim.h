@@ -36,6 +36,23 @@ static inline CURLMcode podfs_curl_multi_setopt_long(CURLM *m, CURLMoption o, lo
     return curl_multi_setopt(m, o, v);
 }
 
+/* One part of `url` (CURLUPART_HOST: the host a transfer connects to),
+   read by libcurl's own URL parser with the flags a transfer uses (so
+   userinfo, percent-encoding and IPv4 notations are read exactly as
+   libcurl reads them); NULL when libcurl refuses the URL or it has no such
+   part. Free the result with curl_free. */
+static inline char *podfs_curl_url_part(const char *url, CURLUPart part) {
+    CURLU *handle = curl_url();
+    char *value = NULL;
+    if (handle == NULL) return NULL;
+    if (curl_url_set(handle, CURLUPART_URL, url, CURLU_GUESS_SCHEME | CURLU_NON_SUPPORT_SCHEME) != CURLUE_OK
+        || curl_url_get(handle, part, &value, 0) != CURLUE_OK) {
+        value = NULL;
+    }
+    curl_url_cleanup(handle);
+    return value;
+}
+
 /* The address-zone rule (HTTPClient's AddressPolicy) is applied where
    libcurl opens a socket and again before each request goes out on a new
    or reused connection. */

@@ -1,3 +1,5 @@
+internal import CCurl
+
 /// The address-zone rule (DESIGN.md, guarantee 6): a URL written by a
 /// server may only make podfs connect where that server could send you
 /// anyway.
@@ -22,7 +24,9 @@
 /// judged by the zone of the server that issued it; the rule is transitive,
 /// so a chain never reaches what a direct hop could not. `check(url:from:)`
 /// gives the same answer for literal URLs without a socket (unit tests, and
-/// the zone of a feed URL that was not fetched).
+/// the zone of a feed URL that was not fetched). It reads the URL's host
+/// with libcurl's own parser, so it judges the host libcurl connects to,
+/// never a second reading of the URL.
 public struct AddressPolicy: Sendable {
     // MARK: - Nested types
 
@@ -86,36 +90,23 @@ public struct AddressPolicy: Sendable {
     }
 
     /// The decision for a URL whose host is an address literal in any
-    /// notation; names are left to the connect-time check.
+    /// notation libcurl reads; names are left to the connect-time check,
+    /// and a URL libcurl refuses is `unparsable` (it connects nowhere).
     public func check(url: String, from issuer: URLIssuer) -> Verdict {
         guard let host = Self.host(of: url) else { return .unparsable }
-        guard let address = IPAddress(host: host) else { return .atConnect }
-        let target = zone(of: address)
-        guard allows(target, from: issuer) else {
-            let shown = host == "\(address)" ? host : "\(host) (\(address))"
-            return .refused(target, refusal(address: shown, zone: target, issuer: issuer))
-        }
-        return .allowed(target)
+        guard let address = IPAddress(numeric: host) else { return .atConnect }
+        return check(address, from: issuer)
     }
 
-    /// The host part of an absolute URL, percent-decoded, brackets kept for
-    /// IPv6; `nil` when there is none.
+    /// The host libcurl connects to for `url`, as libcurl's URL parser
+    /// reads it (`curl_url_get(CURLUPART_HOST)`): percent-decoded, an IPv4
+    /// literal in any notation turned into a dotted quad, IPv6 in brackets
+    /// without its zone, one trailing dot dropped (libcurl drops it before
+    /// resolving). `nil` when libcurl refuses the URL.
     public static func host(of url: String) -> String? {
-        guard let schemeEnd = url.range(of: "://") else { return nil }
-        let rest = url[schemeEnd.upperBound...]
-        // WHATWG and libcurl both end the authority at `\` too.
-        let authority = rest.prefix { !"/?#\\".contains($0) }
-        let hostAndPort = authority.lastIndex(of: "@").map { authority[authority.index(after: $0)...] } ?? authority
-        var host: Substring
-        if hostAndPort.first == "[" {
-            guard let close = hostAndPort.firstIndex(of: "]") else { return nil }
-            host = hostAndPort[...close]
-        } else {
-            host = hostAndPort.prefix { $0 != ":" }
-        }
-        guard !host.isEmpty else { return nil }
-        if host.contains("%"), host.first != "[" { host = Substring(percentDecoded(host)) }
-        return String(host)
+        guard var host = CurlURL.part(CURLUPART_HOST, of: url) else { return nil }
+        if host.hasSuffix("."), host.count > 1, !host.hasPrefix("[") { host.removeLast() }
+        return host.isEmpty ? nil : host
     }
 
     // MARK: - Private methods
@@ -126,21 +117,5 @@ public struct AddressPolicy: Sendable {
         let list = reachable.count == 1 ? reachable[0] : reachable.dropLast().joined(separator: ", ") + " and " + reachable.last!
         return "podfs refuses to connect to \(address), \(zone.phrase), for a URL from \(issuer): such URLs may only "
             + "lead to \(list) addresses (README, Safety). If you trust this feed, mount with -o allow_private"
-    }
-
-    private static func percentDecoded(_ text: Substring) -> String {
-        var bytes: [UInt8] = []
-        var utf8 = Array(text.utf8)[...]
-        while let byte = utf8.popFirst() {
-            if byte == UInt8(ascii: "%"), utf8.count >= 2,
-                let value = UInt8(String(decoding: utf8.prefix(2), as: UTF8.self), radix: 16)
-            {
-                bytes.append(value)
-                utf8 = utf8.dropFirst(2)
-            } else {
-                bytes.append(byte)
-            }
-        }
-        return String(decoding: bytes, as: UTF8.self)
     }
 }

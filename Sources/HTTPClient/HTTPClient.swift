@@ -44,17 +44,23 @@ public final class HTTPClient: Sendable {
     private let userAgent: String
     /// The address-zone rule every transfer is held to.
     private let policy: AddressPolicy
+    /// The proxy every transfer goes through (`-o proxy=`); `nil`: none,
+    /// whatever the environment says.
+    private let proxy: HTTPProxy?
     private let finished = DispatchSemaphore(value: 0)
 
     // MARK: - Init and deinit
 
     /// Starts the network thread.
-    public init(logger: Logger, userAgent: String = "podfs/0.1", policy: AddressPolicy = AddressPolicy()) {
+    public init(
+        logger: Logger, userAgent: String = "podfs/0.1", policy: AddressPolicy = AddressPolicy(), proxy: HTTPProxy? = nil
+    ) {
         curl_global_init(Int(CURL_GLOBAL_ALL))
         self.multi = MultiHandle()
         self.logger = logger
         self.userAgent = userAgent
         self.policy = policy
+        self.proxy = proxy
         let thread = Thread { [self] in
             blockTerminationSignals()
             self.runLoop()
@@ -119,7 +125,7 @@ public final class HTTPClient: Sendable {
                 switch command {
                 case .start(let transfer):
                     let userdata = Unmanaged.passUnretained(transfer).toOpaque()
-                    transfer.configure(userdata: userdata, userAgent: userAgent)
+                    transfer.configure(userdata: userdata, userAgent: userAgent, proxy: proxy)
                     loop.active[transfer.id] = transfer
                     curl_multi_add_handle(multi.handle, transfer.easy)
                 case .cancel(let id):

@@ -1,5 +1,10 @@
 /// The status and headers of the final response of a request (after
 /// redirects), with the fields podfs reads parsed out.
+///
+/// Every number read from a header is checked here, where it enters: a
+/// length or byte position is plain decimal digits (no sign, no exponent, no
+/// `0x`) no larger than `largestPosition`, else the field counts as absent.
+/// So arithmetic on what these accessors return cannot overflow.
 public struct HTTPResponseHead: Sendable {
     /// The byte positions of a `206` body and the resource's full length.
     public struct ContentRange: Sendable, Equatable {
@@ -10,6 +15,11 @@ public struct HTTPResponseHead: Sendable {
         /// The total length of the resource, `nil` for `*`.
         public var total: Int64?
     }
+
+    /// The largest length or byte position read from a header: 1 TiB. An
+    /// episode is never that large; a larger number is a broken or hostile
+    /// origin, and the field is treated as malformed.
+    public static let largestPosition: Int64 = 1 << 40
 
     /// The HTTP status code of the final response.
     public var status: Int
@@ -46,7 +56,11 @@ public struct HTTPResponseHead: Sendable {
 
     public var lastModified: String? { header("last-modified") }
 
-    public var contentLength: Int64? { header("content-length").flatMap { Int64($0) } }
+    /// `Content-Length`: `nil` when absent, malformed or above
+    /// `largestPosition`.
+    public var contentLength: Int64? {
+        header("content-length").flatMap { Self.decimal($0.trimmingCharacters(in: " \t")) }
+    }
 
     /// `Content-Range: bytes a-b/total` (or `bytes */total` on a 416).
     public var contentRange: ContentRange? {
@@ -55,30 +69,57 @@ public struct HTTPResponseHead: Sendable {
     }
 
     /// Parses `bytes a-b/total`, `bytes a-b/*` and `bytes */total`; anything
-    /// malformed or inconsistent (b < a, b >= total) is `nil`.
+    /// malformed or inconsistent (b < a, b >= total, a number above
+    /// `largestPosition`) is `nil`.
     public static func parseContentRange(_ value: String) -> ContentRange? {
         let trimmed = value.trimmingCharacters(in: " \t")
-        guard trimmed.lowercased().hasPrefix("bytes") else { return nil }
-        let spec = trimmed.dropFirst(5).trimmingCharacters(in: " \t")
-        let parts = spec.split(separator: "/", maxSplits: 1)
+        // The range unit is case-insensitive and followed by one space
+        // (RFC 9110, 14.4).
+        guard trimmed.utf8.count > 6, trimmed.prefix(6).lowercased() == "bytes " else { return nil }
+        let spec = trimmed.dropFirst(6)
+        let parts = spec.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
         guard parts.count == 2 else { return nil }
         let total: Int64?
         if parts[1] == "*" {
             total = nil
         } else {
-            guard let t = Int64(parts[1]), t >= 0 else { return nil }
+            guard let t = decimal(parts[1]) else { return nil }
             total = t
         }
         if parts[0] == "*" {
             guard let total else { return nil }
             return ContentRange(first: -1, last: -1, total: total)
         }
-        let bounds = parts[0].split(separator: "-", maxSplits: 1)
-        guard bounds.count == 2, let first = Int64(bounds[0]), let last = Int64(bounds[1]),
-            first >= 0, last >= first
+        let bounds = parts[0].split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
+        guard bounds.count == 2, let first = decimal(bounds[0]), let last = decimal(bounds[1]), last >= first
         else { return nil }
         if let total, last >= total { return nil }
         return ContentRange(first: first, last: last, total: total)
+    }
+
+    /// The status code of a status line (`HTTP/1.1 302 Found`, `HTTP/2 200`):
+    /// exactly three digits after the version, else `nil`.
+    public static func status(ofStatusLine line: String) -> Int? {
+        let fields = line.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: false)
+        guard fields.count >= 2, fields[0].hasPrefix("HTTP/"), fields[1].utf8.count == 3,
+            let code = decimal(fields[1])
+        else { return nil }
+        return Int(code)
+    }
+
+    /// A length or position as HTTP writes it (`1*DIGIT`), from 0 to
+    /// `largestPosition`; anything else (a sign, white space, an exponent,
+    /// hex, too many digits) is `nil`.
+    public static func decimal<S: StringProtocol>(_ text: S) -> Int64? {
+        guard !text.isEmpty else { return nil }
+        var value: Int64 = 0
+        for byte in text.utf8 {
+            guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return nil }
+            // value <= largestPosition here, so this cannot overflow.
+            value = value * 10 + Int64(byte - UInt8(ascii: "0"))
+            guard value <= largestPosition else { return nil }
+        }
+        return value
     }
 }
 

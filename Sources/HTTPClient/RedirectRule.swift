@@ -4,6 +4,15 @@
 /// backslash its own way; a server that sends either is not trusted with
 /// the choice, and the transfer stops before following it.
 public enum RedirectRule {
+    /// Whether libcurl follows the `Location` of a response with this
+    /// status: any 3xx (CURLOPT_FOLLOWLOCATION), not only 301, 302, 303,
+    /// 307 and 308. A status line podfs could not read counts as one, so
+    /// the rule errs towards checking.
+    public static func isFollowed(status: Int?) -> Bool {
+        guard let status else { return true }
+        return (300...399).contains(status)
+    }
+
     /// Why `location` must not be followed, or `nil` when it may.
     public static func problem(location: String) -> String? {
         var value = Substring(location)

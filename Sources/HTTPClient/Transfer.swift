@@ -16,8 +16,9 @@ final class Transfer {
     private let policy: AddressPolicy
     private var headerList: UnsafeMutablePointer<curl_slist>?
     private var pendingHeaders: [(name: String, value: String)] = []
-    /// The status of the response whose headers are arriving.
-    private var pendingStatus = 0
+    /// The status of the response whose headers are arriving (`nil` when
+    /// its status line could not be read).
+    private var pendingStatus: Int?
     private var headDelivered = false
     private var aborted = false
     /// Whether body bytes arrived since the last `endBodyBatch()`.
@@ -68,7 +69,7 @@ final class Transfer {
 
     /// Sets every option; the `userdata` pointer is this object, kept alive
     /// by the client until the transfer completes.
-    func configure(userdata: UnsafeMutableRawPointer, userAgent: String) {
+    func configure(userdata: UnsafeMutableRawPointer, userAgent: String, proxy: HTTPProxy?) {
         podfs_curl_easy_setopt_str(easy, CURLOPT_URL, request.url)
         podfs_curl_easy_setopt_ptr(easy, CURLOPT_PRIVATE, userdata)
         podfs_curl_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
@@ -83,6 +84,13 @@ final class Transfer {
         podfs_curl_easy_setopt_long(easy, CURLOPT_TCP_KEEPALIVE, 1)
         podfs_curl_easy_setopt_long(easy, CURLOPT_BUFFERSIZE, 512 * 1024)
         podfs_curl_easy_setopt_str(easy, CURLOPT_USERAGENT, userAgent)
+        // The proxy the user asked for, else none: "" also makes libcurl
+        // ignore http_proxy, https_proxy and ALL_PROXY, which would void the
+        // address-zone rule (it would see only the proxy's address). An
+        // empty no-proxy list likewise ignores NO_PROXY: with a proxy, every
+        // request goes through it.
+        podfs_curl_easy_setopt_str(easy, CURLOPT_PROXY, proxy?.url ?? "")
+        podfs_curl_easy_setopt_str(easy, CURLOPT_NOPROXY, "")
         podfs_curl_easy_setopt_ptr(easy, CURLOPT_ERRORBUFFER, UnsafeMutableRawPointer(errorBuffer))
         if let range = request.range {
             podfs_curl_easy_setopt_str(easy, CURLOPT_RANGE, "\(range.lowerBound)-\(range.upperBound - 1)")
@@ -157,7 +165,7 @@ final class Transfer {
     /// Checks the address a request is about to go out on (new or reused
     /// connection); the server there issues the next hop's URL.
     private func admitRequest(primaryIP: String) -> Bool {
-        guard let ip = IPAddress(host: primaryIP) else {
+        guard let ip = IPAddress(numeric: primaryIP) else {
             if policy.allowPrivate { return true }
             refusal = "podfs could not tell which address it is connected to (\(primaryIP))"
             return false
@@ -188,15 +196,16 @@ final class Transfer {
         if line.hasPrefix("HTTP/") {
             // A new response in a redirect chain (or after 100-continue).
             pendingHeaders.removeAll(keepingCapacity: true)
-            pendingStatus = line.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0
+            pendingStatus = HTTPResponseHead.status(ofStatusLine: line)
             return true
         }
         guard let colon = line.firstIndex(of: ":") else { return true }
         let name = line[..<colon].lowercased()
         var value = line[line.index(after: colon)...]
+        // A field value has no white space at either end (RFC 9110, 5.5).
         while value.first == " " || value.first == "\t" { value = value.dropFirst() }
-        // The statuses libcurl follows; a Location on any other is ignored.
-        if name == "location", [301, 302, 303, 307, 308].contains(pendingStatus),
+        while value.last == " " || value.last == "\t" { value = value.dropLast() }
+        if name == "location", RedirectRule.isFollowed(status: pendingStatus),
             let problem = RedirectRule.problem(location: String(value))
         {
             refusal = "podfs does not follow this redirect: \(problem) (Location: \(value.prefix(200).debugDescription))"

@@ -31,16 +31,24 @@ public struct FetchHead: Sendable {
         self.retryAfter = retryAfter
     }
 
+    /// The longest wait a `Retry-After` may ask for: a day. A longer one
+    /// is read as this, so later arithmetic on it stays small.
+    public static let longestRetryDelay: Double = 86_400
+
     /// Seconds the origin asks to wait before asking again: `Retry-After`
-    /// as delta-seconds or as an HTTP date (`now`: seconds since the epoch).
-    /// `nil` without the header or when it cannot be read; never negative.
+    /// as delta-seconds (`1*DIGIT`: no sign, fraction or exponent) or as an
+    /// HTTP date (`now`: seconds since the epoch). `nil` without the header
+    /// or when it cannot be read; between 0 and `longestRetryDelay`.
     public static func retryDelay(retryAfter value: String?, now: Double) -> Double? {
-        guard let value = value?.trimmingCharacters(in: .whitespaces), !value.isEmpty else { return nil }
+        guard let value = value?.trimmingCharacters(in: CharacterSet(charactersIn: " \t")), !value.isEmpty
+        else { return nil }
         if value.utf8.allSatisfy({ (0x30...0x39).contains($0) }) {
-            return value.utf8.count > 9 ? Double(Int32.max) : Double(value)
+            // Past 6 digits the value is over a day whatever follows.
+            guard value.utf8.count <= 6, let seconds = Double(value) else { return longestRetryDelay }
+            return min(seconds, longestRetryDelay)
         }
-        guard let date = FeedDate.parse(value) else { return nil }
-        return max(0, Double(date) - now)
+        guard let date = FeedDate.parse(value), now.isFinite else { return nil }
+        return min(max(0, Double(date) - now), longestRetryDelay)
     }
 }
 

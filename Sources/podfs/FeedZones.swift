@@ -83,7 +83,7 @@ final class FeedZones: Sendable {
     /// (the strictest).
     private func zoneOfHost(feedURL: String) -> AddressZone {
         guard var host = AddressPolicy.host(of: feedURL) else { return .global }
-        if let address = IPAddress(host: host) { return policy.zone(of: address) }
+        if let address = IPAddress(numeric: host) { return policy.zone(of: address) }
         if host.hasPrefix("[") { host = String(host.dropFirst().dropLast()) }
         var hints = addrinfo()
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import HTTPClient
 import RangeCache
 
 /// The `-o` options: podfs's own, libfuse's, and fstab's (ignored).
@@ -13,6 +14,8 @@ struct MountOptions {
     var maxFeedSize: String?
     /// `-o allow_private`: feeds may send podfs to any address.
     var allowPrivate = false
+    /// `-o proxy=URL`: the only proxy podfs uses (none without it).
+    var proxy: HTTPProxy?
     /// `-o refresh=INTERVAL`, as typed.
     var refresh: String?
     /// The rest of the CLI's options (`log_file=`, `log_level=`, `syslog`,
@@ -29,7 +32,7 @@ struct MountOptions {
     /// Parses `-o a,b=c` lists; throws a `ValidationError` naming what to type instead.
     init(_ lists: [String]) throws {
         for list in lists {
-            for option in list.split(separator: ",").map(String.init) where !option.isEmpty {
+            for option in Self.split(list) where !option.isEmpty {
                 let parts = option.split(separator: "=", maxSplits: 1).map(String.init)
                 let name = parts[0]
                 let value = parts.count > 1 ? parts[1] : nil
@@ -51,6 +54,13 @@ struct MountOptions {
                     maxFeedSize = value
                 case "allow_private":
                     allowPrivate = true
+                case "proxy":
+                    guard let value, let parsed = HTTPProxy(value) else {
+                        throw ValidationError(
+                            "-o proxy needs a proxy URL (\(HTTPProxy.schemes.joined(separator: ", "))), "
+                                + "e.g. -o proxy=http://proxy.example:3128")
+                    }
+                    proxy = parsed
                 case "refresh":
                     guard let value, (try? RefreshInterval(value)) != nil else {
                         throw ValidationError("-o refresh needs an interval, e.g. -o refresh=30m, refresh=3600 or refresh=off")
@@ -64,11 +74,37 @@ struct MountOptions {
                     if try daemon.parse(name: name, value: value) { continue }
                     throw ValidationError(
                         "unknown mount option '\(option)'. podfs takes -o cache_dir=DIR, cache_size=SIZE, max_feed_size=SIZE, "
-                            + "refresh=INTERVAL, allow_private, allow_other, allow_root, " + DaemonOptions.summary + " "
+                            + "refresh=INTERVAL, allow_private, proxy=URL, allow_other, allow_root, " + DaemonOptions.summary + " "
                             + "(and ignores fstab's auto, noauto, user, _netdev, nofail, x-systemd.*).")
                 }
             }
         }
+    }
+}
+
+extension MountOptions {
+    /// The options of one `-o` list, split at commas as libfuse splits
+    /// them: a backslash takes the next character as it is, so `\,` is a
+    /// comma inside a value (`cache_dir=/srv/a\,b`) and `\\` a backslash.
+    /// A backslash at the very end stays. (libfuse's `\ooo` octal escapes are
+    /// not read: they could write a NUL into a path.)
+    static func split(_ list: String) -> [String] {
+        var options: [String] = []
+        var current = ""
+        var characters = list.makeIterator()
+        while let character = characters.next() {
+            switch character {
+            case "\\":
+                current.append(characters.next() ?? "\\")
+            case ",":
+                options.append(current)
+                current = ""
+            default:
+                current.append(character)
+            }
+        }
+        options.append(current)
+        return options
     }
 }
 

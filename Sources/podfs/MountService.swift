@@ -34,6 +34,9 @@ struct MountService {
     var logToSyslog = false
     /// The kernel's read-ahead for the mount, in KiB (root only).
     var readAheadKiB = 768
+    /// `-o proxy=URL`: every request goes through it; `nil`: no proxy,
+    /// whatever the environment says.
+    var proxy: HTTPProxy?
 
     /// Mounts and serves until unmounted; returns the exit status.
     func run() -> Int32 {
@@ -69,7 +72,7 @@ struct MountService {
         defer { lock.release() }
         let index = try CacheIndex(directory: cacheDirectory, logger: logger)
         let policy = addressPolicy(logger: logger)
-        let client = HTTPClient(logger: logger, policy: policy)
+        let client = HTTPClient(logger: logger, policy: policy, proxy: proxy)
         let source = CurlSource(client: client, feedLimit: feedLimit, zones: FeedZones(policy: policy))
         let feedURLs: [String]
         do {
@@ -178,6 +181,10 @@ struct MountService {
         return status == 0 ? 0 : 1
     }
 
+    /// The variables libcurl would take a proxy from (`HTTP_PROXY` in
+    /// capitals it never reads).
+    private static let proxyVariables = ["http_proxy", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"]
+
     /// The address-zone rule: `--allow-private` lifts it.
     ///
     /// `PODFS_TEST_TREAT_AS_PUBLIC` (comma-separated addresses) is for the
@@ -189,13 +196,32 @@ struct MountService {
     private func addressPolicy(logger: Logger) -> AddressPolicy {
         var policy = AddressPolicy(allowPrivate: allowPrivate)
         if let list = ProcessInfo.processInfo.environment["PODFS_TEST_TREAT_AS_PUBLIC"], !list.isEmpty {
-            policy.treatedAsPublic = Set(list.split(separator: ",").compactMap { IPAddress(host: String($0)) })
+            policy.treatedAsPublic = Set(list.split(separator: ",").compactMap { IPAddress(numeric: String($0)) })
             logger.warning(
                 "PODFS_TEST_TREAT_AS_PUBLIC is set (for tests only): these addresses count as public",
                 metadata: ["addresses": "\(policy.treatedAsPublic.map(\.description).sorted())"])
         }
         if allowPrivate {
             logger.notice("allow_private: feeds may send podfs to loopback and private addresses")
+        }
+        if let proxy {
+            logger.notice(
+                """
+                proxy: every request goes through \(proxy.shown), so the address-zone rule sees only the proxy's \
+                address (\(proxy.whatTheZoneRuleSees(under: policy))), not the origins': it no longer tells where \
+                a feed's URLs lead, the proxy decides what they may reach
+                """,
+                metadata: ["proxy.url": "\(proxy.shown)", "proxy.host": "\(proxy.host)"])
+        } else {
+            let environment = ProcessInfo.processInfo.environment
+            let ignored = Self.proxyVariables.filter { !(environment[$0] ?? "").isEmpty }
+            if !ignored.isEmpty {
+                logger.info(
+                    """
+                    ignoring \(ignored.joined(separator: ", ")) in the environment: a proxy would void the \
+                    address-zone rule; to use one, mount with -o proxy=URL
+                    """)
+            }
         }
         return policy
     }

@@ -100,7 +100,7 @@ struct PrefetchMount {
             if argument == "--cache-dir", position + 1 < argv.count { found = argv[position + 1] }
             if argument.hasPrefix("--cache-dir=") { found = String(argument.dropFirst("--cache-dir=".count)) }
             if argument == "-o", position + 1 < argv.count {
-                for option in argv[position + 1].split(separator: ",") where option.hasPrefix("cache_dir=") {
+                for option in MountOptions.split(argv[position + 1]) where option.hasPrefix("cache_dir=") {
                     found = found ?? String(option.dropFirst("cache_dir=".count))
                 }
             }

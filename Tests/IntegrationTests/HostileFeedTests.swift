@@ -231,6 +231,64 @@ struct HostileFeedTests {
         try mounts.unmount()
     }
 
+    /// libcurl follows the `Location` of any 3xx, not only 301-308: a 300,
+    /// 305, 306 or 399 whose `Location` holds a raw space or a backslash
+    /// is refused like a 302's.
+    @Test func unusualRedirectStatusesMeetTheRedirectRuleToo() throws {
+        let fixture = try Fixture()
+        let mounts = SafetyMount(fixture)
+        defer {
+            mounts.cleanup()
+            fixture.cleanup()
+        }
+        let base = fixture.origin.base
+        let cases: [(title: String, code: Int, location: String, reason: String)] = [
+            ("Multiple", 300, "\(base)/cdn/a b.mp3", "raw space"),
+            ("Proxy", 305, "\(base)/cdn\\back.mp3", "backslash"),
+            ("Unused", 306, "\(base)/cdn/c d.mp3", "raw space"),
+            ("Odd", 399, "/cdn\\odd.mp3", "backslash"),
+        ]
+        let data = Harness.bytes(count: 40_000, seed: 11)
+        try fixture.origin.put("good.mp3", data)
+        for file in ["cdn/a b.mp3", "cdn/back.mp3", "cdn/c d.mp3", "cdn/odd.mp3", "cdn\\back.mp3", "cdn\\odd.mp3"] {
+            try fixture.origin.put(file, data)
+        }
+        var statuses: [String: Any] = [:]
+        for (index, target) in cases.enumerated() {
+            try fixture.origin.put("s\(index).mp3", data)
+            statuses["/s\(index).mp3"] = ["code": target.code, "location": target.location]
+        }
+        let items = [(title: "Good", url: "\(base)/good.mp3")]
+            + cases.enumerated().map { (title: $0.element.title, url: "\(base)/s\($0.offset).mp3") }
+        try fixture.origin.put("feed.xml", SafetyMount.feed(title: "Statuses", items: items))
+        let json = try JSONSerialization.data(withJSONObject: ["status": statuses])
+        try fixture.origin.configure(String(decoding: json, as: UTF8.self))
+        try mounts.mountOrThrow(["\(base)/feed.xml"])
+
+        let folder = fixture.mountpoint + "/Statuses"
+        let good = try Harness.run("cat", [folder + "/Good.mp3"], timeout: 60)
+        #expect(good.status == 0 && good.stdout == data)
+        for target in cases {
+            let read = try Harness.run("cat", [folder + "/\(target.title).mp3"], timeout: 60)
+            #expect(read.status != 0, "\(target.title) was read")
+            #expect(read.stderr.contains("Input/output error"), "\(target.title): \(read.stderr)")
+        }
+        let stats = try fixture.origin.stats()["paths"] as? [String: Any] ?? [:]
+        // The origin did answer each odd status (the fault happened)...
+        for index in cases.indices {
+            let path = stats["/s\(index).mp3"] as? [String: Any]
+            let seen = (path?["statuses"] as? [Any] ?? []).compactMap { ($0 as? NSNumber)?.intValue }
+            #expect(seen.contains(cases[index].code), "/s\(index).mp3 answered \(seen)")
+        }
+        // ...and nothing behind a Location was asked for.
+        #expect(!stats.keys.contains { $0.hasPrefix("/cdn") }, "followed: \(stats.keys.filter { $0.hasPrefix("/cdn") })")
+        let log = fixture.log()
+        for target in cases {
+            #expect(log.contains(target.reason), "the log says why \(target.title) was refused")
+        }
+        try mounts.unmount()
+    }
+
     @Test func feedsOverTheSizeLimitAreRefusedWithoutBeingHeld() throws {
         let fixture = try Fixture()
         let mounts = SafetyMount(fixture)

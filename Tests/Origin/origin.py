@@ -26,7 +26,8 @@ Fault config keys:
   drop: {"path", "after_bytes", "count"}   close after N body bytes (list allowed)
   ignore_range: ["/x.mp3"|"*"]  always answer 200 with the full body
   redirects: {"/a": "/b"}       302 to the target (relative or absolute)
-  status: {"/x": {"code", "count", "retry_after"}}  answer that status
+  status: {"/x": {"code", "count", "retry_after", "location"}}  answer that status
+                                (with that Location header when given)
   stall: {"path", "after_bytes", "seconds", "count"}  pause mid-body (list allowed)
   length_mismatch: {"path", "delta", "count"}  a 206 whose Content-Length is the
                                 range's length + delta: delta > 0 sends the range and then
@@ -578,6 +579,8 @@ class Handler(BaseHTTPRequestHandler):
             hdrs = {}
             if fault.get("retry_after") is not None:
                 hdrs["Retry-After"] = str(fault["retry_after"])
+            if fault.get("location") is not None:
+                hdrs["Location"] = str(fault["location"])
             o.count_status(path, code)
             return code, self._simple(code, "origin fault %d\n" % code, headers=hdrs, path=path)
 
