@@ -1,4 +1,5 @@
 internal import CCurl
+internal import Feeds
 import Glibc
 
 /// One libcurl easy handle and the delegate it feeds.
@@ -199,7 +200,9 @@ final class Transfer {
         if name == "location", [301, 302, 303, 307, 308].contains(pendingStatus),
             let problem = RedirectRule.problem(location: String(value))
         {
-            refusal = "podfs does not follow this redirect: \(problem) (Location: \(value.prefix(200).debugDescription))"
+            // The Location may carry the feed's token on to the next hop.
+            let shown = FeedURL.redacted(String(value.prefix(200)), for: .log)
+            refusal = "podfs does not follow this redirect: \(problem) (Location: \(shown.debugDescription))"
             return false
         }
         pendingHeaders.append((name: name, value: String(value)))

@@ -447,7 +447,8 @@ public final class CacheIndex: Sendable {
         let query = try db.prepare("SELECT id FROM feeds WHERE url = ?")
         try query.bind(1, url)
         guard try query.step() else {
-            throw IndexError(message: "could not register feed \(url) in the cache index \(db.path)", sqliteMessage: nil, code: 0)
+            // No URL: it may carry the feed's token, and this ends up in logs.
+            throw IndexError(message: "could not register a feed in the cache index \(db.path)", sqliteMessage: nil, code: 0)
         }
         return query.int64(0)
     }

@@ -92,8 +92,8 @@ struct MountService {
                 feeds.append((url: url, feed: feed))
                 feedStatus.record(url: url, ok: false, detail: reason + " (showing the last good copy)")
             case .failed(let reason):
-                logger.error("feed left out", metadata: ["feed.url": "\(url)", "reason": "\(reason)"])
-                failures.append("\(url): \(reason)")
+                logger.error("feed left out", metadata: ["feed.url": .url(url), "reason": "\(reason)"])
+                failures.append("\(FeedURL.redacted(url, for: .log)): \(reason)")
                 feedStatus.record(url: url, ok: false, detail: reason)
             }
         }
