@@ -117,8 +117,8 @@ struct MountService {
         tuning.commitEveryChunk = commitInterval == 0
         tuning.cacheLimit = try cacheLimit(index: index, logger: logger)
         // For `podfs status`, which cannot ask the daemon.
-        try? Data((tuning.cacheLimit.map { String($0) } ?? "none").utf8)
-            .write(to: URL(fileURLWithPath: cacheDirectory + "/cache-size"))
+        _ = CachePrivacy.writeFile(
+            cacheDirectory + "/cache-size", Array((tuning.cacheLimit.map { String($0) } ?? "none").utf8))
         let reader = EpisodeReader(index: index, source: source, logger: logger, tuning: tuning)
         reader.adopt(catalog.shows.flatMap { $0.episodes + $0.extras })
         reader.evictIfOverLimit()
