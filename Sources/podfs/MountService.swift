@@ -37,7 +37,13 @@ struct MountService {
 
     /// Mounts and serves until unmounted; returns the exit status.
     func run() -> Int32 {
-        if readiness == .pipe { setsid() }
+        if readiness == .pipe {
+            setsid()
+            // A daemon keeps no directory busy (the one it was started from
+            // may be on a file system someone wants to unmount). Every path
+            // it uses was made absolute by `Mount.run`.
+            chdir("/")
+        }
         // Start from a clean signal state whatever the parent left us (a
         // blocked SIGTERM would make unmount-by-signal hang); threads
         // created from here inherit it.
