@@ -72,10 +72,11 @@ public enum CachePrivacy {
 
     /// Gives `directory`, and every directory and file below it, the modes
     /// described on the type; returns how many entries changed. Symbolic
-    /// links are neither followed nor changed; an entry that cannot be
-    /// changed (another owner) is left as it is.
+    /// links inside are neither followed nor changed (`directory` itself may
+    /// be one, to a cache on another disk); an entry that cannot be changed
+    /// (another owner) is left as it is.
     public static func tighten(_ directory: String) -> Int {
-        let descriptor = open(directory, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        let descriptor = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard descriptor >= 0 else { return 0 }
         var info = stat()
         var changed = 0

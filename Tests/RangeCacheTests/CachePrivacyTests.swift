@@ -40,6 +40,10 @@ import Testing
             }
             #expect(mode(outside) == 0o644, "a link's target outside the cache is left alone")
             #expect(CachePrivacy.tighten(cache) == 0, "a second pass finds nothing to change")
+            // A cache directory that is a link to another disk is followed.
+            try FileManager.default.createSymbolicLink(atPath: root + "/linked", withDestinationPath: cache)
+            chmod(cache, 0o755)
+            #expect(CachePrivacy.tighten(root + "/linked") == 1 && mode(cache) == 0o700)
         }
     }
 
