@@ -39,7 +39,7 @@ let package = Package(
             swiftSettings: swiftSettings),
         .target(
             name: "HTTPClient",
-            dependencies: ["CCurl", "Locking", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["CCurl", "Feeds", "Locking", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings),
         .target(
             name: "FUSEBridge",

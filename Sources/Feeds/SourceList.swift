@@ -55,7 +55,9 @@ public enum SourceList {
             let text = String(decoding: line, as: UTF8.self).trimmingWhitespace()
             if text.isEmpty || text.hasPrefix("#") { continue }
             guard let url = feedURL(text) else {
-                throw FeedError("line \(index + 1): \"\(text)\" is not an http or https feed URL")
+                // Shown and logged: a mistyped URL may still carry its token.
+                let shown = FeedURL.redacted(text, for: .log)
+                throw FeedError("line \(index + 1): \"\(shown)\" is not an http or https feed URL")
             }
             urls.append(url)
         }

@@ -1,3 +1,5 @@
+internal import Feeds
+
 /// Why a transfer failed, with a message a person can act on.
 public struct HTTPError: Error, Sendable, CustomStringConvertible {
     /// What kind of failure this was; decides whether a retry may help.
@@ -39,5 +41,7 @@ public struct HTTPError: Error, Sendable, CustomStringConvertible {
         }
     }
 
-    public var description: String { "\(message) (\(url))" }
+    /// The message and the URL without its secrets (`FeedURL.redacted`):
+    /// errors end up in logs and in `podfs status`.
+    public var description: String { "\(message) (\(FeedURL.redacted(url, for: .log)))" }
 }

@@ -1,4 +1,5 @@
 internal import CCurl
+internal import Feeds
 import Glibc
 
 /// One libcurl easy handle and the delegate it feeds.
@@ -208,7 +209,9 @@ final class Transfer {
         if name == "location", RedirectRule.isFollowed(status: pendingStatus),
             let problem = RedirectRule.problem(location: String(value))
         {
-            refusal = "podfs does not follow this redirect: \(problem) (Location: \(value.prefix(200).debugDescription))"
+            // The Location may carry the feed's token on to the next hop.
+            let shown = FeedURL.redacted(String(value.prefix(200)), for: .log)
+            refusal = "podfs does not follow this redirect: \(problem) (Location: \(shown.debugDescription))"
             return false
         }
         pendingHeaders.append((name: name, value: String(value)))

@@ -1,4 +1,5 @@
 import Dispatch
+import Feeds
 import Foundation
 import FUSEBridge
 import Logging
@@ -45,7 +46,7 @@ extension EpisodeReader {
             }
             fetch.refuse(FetchError(
                 isTransient: transient, isUnreachable: false,
-                message: "the origin answered HTTP \(head.status) for \(head.effectiveURL)",
+                message: "the origin answered HTTP \(head.status) for \(FeedURL.redacted(head.effectiveURL, for: .log))",
                 retryAfter: FetchHead.retryDelay(retryAfter: head.retryAfter, now: Date().timeIntervalSince1970)))
             return false
         }
@@ -205,7 +206,7 @@ extension EpisodeReader {
         if logIgnoresRange {
             logger.notice(
                 "the origin ignores Range requests; streaming the episode from its start",
-                metadata: ["episode.url": "\(episode.url)"])
+                metadata: ["episode.url": .url(episode.url)])
         }
         if invalidate {
             // A new version drops the kernel's pages too; a size learned for
@@ -279,7 +280,7 @@ extension EpisodeReader {
             // A body longer than its Content-Range is a lying origin: stop.
             logger.warning(
                 "the origin sent more bytes than it announced; the extra bytes were ignored",
-                metadata: ["episode.url": "\(episode.url)"])
+                metadata: ["episode.url": .url(episode.url)])
             return false
         }
         return true
@@ -469,7 +470,7 @@ extension EpisodeReader {
             logger.info(
                 "retrying a fetch",
                 metadata: [
-                    "episode.url": "\(url)", "range.lower": "\(range.lowerBound)", "attempt": "\(attempt)",
+                    "episode.url": .url(url), "range.lower": "\(range.lowerBound)", "attempt": "\(attempt)",
                     "delay.seconds": "\(delay)", "error": "\(failure?.message ?? "")",
                 ])
             pendingRetries.withLock { $0 += 1 }
@@ -484,11 +485,11 @@ extension EpisodeReader {
             if let failure, fetch.isBackground {
                 logger.info(
                     "could not check a recently read episode with its origin; its first open will ask again",
-                    metadata: ["episode.url": "\(episode.url)", "error": "\(failure.message)"])
+                    metadata: ["episode.url": .url(episode.url), "error": "\(failure.message)"])
             } else if let failure {
                 logger.error(
                     "could not fetch episode bytes",
-                    metadata: ["episode.url": "\(episode.url)", "error": "\(failure.message)"])
+                    metadata: ["episode.url": .url(episode.url), "error": "\(failure.message)"])
             }
             settleAfterFetch(episode, fetch: fetch, failure: failure)
         }

@@ -70,11 +70,11 @@ public struct FeedLoader: Sendable {
         }
         if let feed = storedFeed() {
             logger.warning(
-                "using the last good copy of the feed", metadata: ["feed.url": "\(url)", "reason": "\(reason)"])
+                "using the last good copy of the feed", metadata: ["feed.url": .url(url), "reason": "\(reason)"])
             return .cached(feed, reason: reason)
         }
         if stored != nil {
-            logger.error("the stored copy of the feed is unusable", metadata: ["feed.url": "\(url)"])
+            logger.error("the stored copy of the feed is unusable", metadata: ["feed.url": .url(url)])
         }
         return .failed(reason: reason)
     }
@@ -93,7 +93,7 @@ public struct FeedLoader: Sendable {
         do {
             return try index.feedBody(url: url)
         } catch {
-            logger.error("could not read the kept copy of the feed", metadata: ["feed.url": "\(url)", "error": "\(error)"])
+            logger.error("could not read the kept copy of the feed", metadata: ["feed.url": .url(url), "error": "\(error)"])
             return nil
         }
     }
@@ -129,7 +129,7 @@ public struct FeedLoader: Sendable {
                 url: url, body: body, etag: etag, lastModified: lastModified,
                 fetchedAt: Int64(Date().timeIntervalSince1970))
         } catch {
-            logger.warning("could not keep a copy of the feed", metadata: ["feed.url": "\(url)", "error": "\(error)"])
+            logger.warning("could not keep a copy of the feed", metadata: ["feed.url": .url(url), "error": "\(error)"])
         }
     }
 }

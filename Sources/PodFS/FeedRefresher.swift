@@ -119,11 +119,11 @@ public final class FeedRefresher: Sendable {
     private func refresh(url: String) {
         switch loader.refresh(url: url) {
         case .notModified:
-            logger.debug("feed not modified", metadata: ["feed.url": "\(url)"])
+            logger.debug("feed not modified", metadata: ["feed.url": .url(url)])
             note(url: url, ok: true, detail: "not modified")
         case .failed(let reason):
             logger.warning(
-                "feed refresh failed; keeping the previous listing", metadata: ["feed.url": "\(url)", "reason": "\(reason)"])
+                "feed refresh failed; keeping the previous listing", metadata: ["feed.url": .url(url), "reason": "\(reason)"])
             note(url: url, ok: false, detail: reason)
         case .updated(let feed):
             do {
@@ -134,7 +134,7 @@ public final class FeedRefresher: Sendable {
                 logger.info(
                     "feed refreshed",
                     metadata: [
-                        "feed.url": "\(url)", "files.added": "\(change.addedNames.count)",
+                        "feed.url": .url(url), "files.added": "\(change.addedNames.count)",
                         "files.removed": "\(change.removedNames.count)",
                     ])
                 note(url: url, ok: true, detail: "updated")
@@ -142,7 +142,7 @@ public final class FeedRefresher: Sendable {
                 Heap.giveBackFreedMemory()
             } catch {
                 let reason = "the new listing could not be registered in the cache index: \(error)"
-                logger.error("feed refresh failed; keeping the previous listing", metadata: ["feed.url": "\(url)", "reason": "\(reason)"])
+                logger.error("feed refresh failed; keeping the previous listing", metadata: ["feed.url": .url(url), "reason": "\(reason)"])
                 note(url: url, ok: false, detail: reason)
             }
         }

@@ -1,5 +1,6 @@
 import Foundation
 import Locking
+import RangeCache
 
 /// How the last load or refresh of each feed went, kept in
 /// `<cache-dir>/feed-status.json` for `podfs status` (which cannot ask the
@@ -58,7 +59,9 @@ public final class FeedStatusStore: Sendable {
             do {
                 let data = try encoder.encode(records)
                 let aside = path + ".tmp"
-                try data.write(to: URL(fileURLWithPath: aside))
+                // Private like the rest of the cache: it names the feeds.
+                let written = CachePrivacy.writeFile(aside, Array(data))
+                guard written == 0 else { return "could not write \(aside): \(String(cString: strerror(written)))" }
                 guard rename(aside, path) == 0 else {
                     return "could not replace \(path): \(String(cString: strerror(errno)))"
                 }

@@ -1,3 +1,4 @@
+import Feeds
 public import FUSEBridge
 import Locking
 public import Logging
@@ -137,7 +138,8 @@ public final class PodFileSystem: FileSystem {
         guard name.hasPrefix("user.") else { throw .notSupported }
         guard case .episode(let episode) = catalog.node(inode) else { throw .noAttribute }
         switch name {
-        case "user.podfs.url": return Array(episode.url.utf8)
+        // Any program may read it: the URL without its secrets.
+        case "user.podfs.url": return Array(FeedURL.redacted(episode.url).utf8)
         case "user.podfs.guid":
             guard let guid = episode.guid else { throw .noAttribute }
             return Array(guid.utf8)

@@ -186,7 +186,7 @@ public struct ShowLayout: Sendable {
                 if seen.contains(key) {
                     logger.notice(
                         "skipping a duplicate episode",
-                        metadata: ["feed.url": "\(feedURL)", "episode.title": "\(parsed.title ?? "")"])
+                        metadata: ["feed.url": .url(feedURL), "episode.title": "\(parsed.title ?? "")"])
                     continue
                 }
             }

@@ -123,6 +123,14 @@ public final class CacheIndex: Sendable {
         self.directory = directory
         self.logger = logger
         try Self.makeDirectory(directory)
+        // Before anything is opened: a cache made by an older podfs (or
+        // under a loose umask) has 0644 files and 0755 directories.
+        let tightened = CachePrivacy.tighten(directory)
+        if tightened > 0 {
+            logger.info(
+                "made the cache directory private to its owner (directories 0700, files 0600)",
+                metadata: ["cache.directory": "\(directory)", "entries.tightened": "\(tightened)"])
+        }
         try Self.makeDirectory(directory + "/data")
         let path = directory + "/index.sqlite"
         let opened: SQLiteConnection
@@ -396,6 +404,14 @@ public final class CacheIndex: Sendable {
     // MARK: - Private methods
 
     private static func open(path: String) throws(IndexError) -> SQLiteConnection {
+        // SQLite would create the file 0644; its -wal and -shm take the
+        // mode of the file.
+        let created = CachePrivacy.createFile(path)
+        guard created == 0 else {
+            throw IndexError(
+                message: "could not create the cache index \(path)", sqliteMessage: String(cString: strerror(created)),
+                code: SQLITE_CANTOPEN)
+        }
         let db = try SQLiteConnection(path: path)
         sqlite3_busy_timeout(db.handle, 5000)
         // journal_mode reads the file: the first place a non-database shows.
@@ -456,7 +472,8 @@ public final class CacheIndex: Sendable {
         let query = try db.prepare("SELECT id FROM feeds WHERE url = ?")
         try query.bind(1, url)
         guard try query.step() else {
-            throw IndexError(message: "could not register feed \(url) in the cache index \(db.path)", sqliteMessage: nil, code: 0)
+            // No URL: it may carry the feed's token, and this ends up in logs.
+            throw IndexError(message: "could not register a feed in the cache index \(db.path)", sqliteMessage: nil, code: 0)
         }
         return query.int64(0)
     }
@@ -488,12 +505,8 @@ public final class CacheIndex: Sendable {
 
     /// `mkdir -p`: creates `path` and any missing parents.
     private static func makeDirectory(_ path: String) throws(IndexError) {
-        if mkdir(path, 0o700) == 0 || errno == EEXIST { return }
-        if errno == ENOENT, let slash = path.lastIndex(of: "/"), slash != path.startIndex {
-            try makeDirectory(String(path[..<slash]))
-            if mkdir(path, 0o700) == 0 || errno == EEXIST { return }
-        }
-        let code = errno
+        let code = CachePrivacy.makeDirectory(path)
+        guard code != 0 else { return }
         throw IndexError(
             message: "could not create the cache directory \(path)",
             sqliteMessage: String(cString: strerror(code)), code: SQLITE_CANTOPEN)

@@ -39,6 +39,8 @@ public final class ScratchFile: Sendable {
             open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         }
         self.descriptor = descriptor
+        // Exactly 0600 whatever the umask took away (`CachePrivacy`).
+        _ = fchmod(descriptor, CachePrivacy.fileMode)
         // From here on deinit closes the descriptor if we throw.
         if try currentLength() != length {
             try resize(to: length)

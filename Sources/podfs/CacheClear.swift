@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import PodFS
 import RangeCache
 
 /// `podfs cache clear [FEED]`: empties the cache, or one feed's part of it.
@@ -37,7 +38,7 @@ struct CacheClear: ParsableCommand {
             if let feed {
                 let match = Self.match(feed, in: report.feeds)
                 keys = Set(match.episodes.map(\.key))
-                what = "\(match.title) (\(match.url))"
+                what = "\(TerminalText.clean(match.title)) (\(TerminalText.clean(match.url)))"
             }
             let result: CacheClearing
             do {
@@ -58,8 +59,10 @@ struct CacheClear: ParsableCommand {
     private static func match(_ text: String, in feeds: [CacheReport.Feed]) -> CacheReport.Feed {
         let trimmed = text.trimmingCharacters(in: .whitespaces)
         let tiers: [(CacheReport.Feed) -> Bool] = [
+            { $0.fullURL == trimmed },
+            { $0.fullURL.lowercased() == trimmed.lowercased() },
+            // What `podfs status` showed, pasted back.
             { $0.url == trimmed },
-            { $0.url.lowercased() == trimmed.lowercased() },
             { $0.title == trimmed },
             { $0.title.lowercased() == trimmed.lowercased() },
         ]
@@ -69,10 +72,10 @@ struct CacheClear: ParsableCommand {
             if found.count > 1 {
                 CacheCommand.fail(
                     "'\(text)' names \(found.count) feeds; give the URL of the one to clear:\n"
-                        + found.map { "  \($0.title)  \($0.url)" }.joined(separator: "\n"))
+                        + found.map { "  \(TerminalText.clean($0.title))  \(TerminalText.clean($0.url))" }.joined(separator: "\n"))
             }
         }
-        let known = feeds.isEmpty ? "  (none)" : feeds.map { "  \($0.title)  \($0.url)" }.joined(separator: "\n")
+        let known = feeds.isEmpty ? "  (none)" : feeds.map { "  \(TerminalText.clean($0.title))  \(TerminalText.clean($0.url))" }.joined(separator: "\n")
         CacheCommand.fail(
             "no feed in the cache is called '\(text)'; nothing was cleared. Give a URL or a show title from:\n\(known)")
     }

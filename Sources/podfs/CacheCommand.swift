@@ -2,6 +2,7 @@ import ArgumentParser
 import FUSEBridge
 import Foundation
 import Logging
+import PodFS
 import RangeCache
 
 /// `podfs cache verify|clear`: maintenance of a cache no mount is using.
@@ -56,7 +57,9 @@ struct CacheCommand: ParsableCommand {
         var names: [String: String] = [:]
         for feed in report.feeds {
             for episode in feed.episodes {
-                names[episode.key] = "\(feed.title) / \(episode.name ?? "(no longer in the feed) \(episode.key)")"
+                // Printed on a terminal: titles come from feeds.
+                names[episode.key] = TerminalText.clean(
+                    "\(feed.title) / \(episode.name ?? "(no longer in the feed) \(episode.key)")")
             }
         }
         return names

@@ -1,5 +1,6 @@
 import FUSEBridge
 import Foundation
+import RangeCache
 
 /// One process at a time uses a cache directory: a mount holds an exclusive
 /// `flock` on `<cache-dir>/lock` for its whole life, and `podfs cache
@@ -35,7 +36,10 @@ final class CacheLock {
     /// daemon still saving its index) to let go; throws a `MountError` that
     /// names the holder when it does not.
     init(directory: String, owner: Owner, wait: Double = 20) throws {
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let made = CachePrivacy.makeDirectory(directory)
+        guard made == 0 else {
+            throw MountError("cannot create the cache directory \(directory): \(String(cString: strerror(made)))")
+        }
         let path = directory + "/lock"
         descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else {

@@ -1,3 +1,4 @@
+import Feeds
 import Foundation
 import HTTPClient
 import PodFS
@@ -50,7 +51,7 @@ struct CurlSource: RangeSource, FeedSource {
         guard (200..<300).contains(response.head.status) else {
             let retryAfter = FetchHead.retryDelay(
                 retryAfter: response.head.header("retry-after"), now: Date().timeIntervalSince1970)
-            var message = "the origin answered HTTP \(response.head.status) for \(url)"
+            var message = "the origin answered HTTP \(response.head.status) for \(FeedURL.redacted(url, for: .log))"
             if let retryAfter {
                 message += " and asks to be asked again in \(Int(retryAfter.rounded(.up))) s"
             }

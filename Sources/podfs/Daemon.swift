@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import RangeCache
 
 /// Runs the mount in a background process and returns once it is usable.
 ///
@@ -14,11 +15,9 @@ enum Daemon {
     static func start(
         arguments: [String], cacheDirectory: String, logFile: String?, mountpoint: String, typedMountpoint: String
     ) throws {
-        do {
-            try FileManager.default.createDirectory(atPath: cacheDirectory, withIntermediateDirectories: true)
-        } catch {
-            let reason = ((error as NSError).userInfo[NSUnderlyingErrorKey] as? NSError)
-                .map { String(cString: strerror(Int32($0.code))) } ?? error.localizedDescription
+        let made = CachePrivacy.makeDirectory(cacheDirectory)
+        if made != 0 {
+            let reason = String(cString: strerror(made))
             throw ValidationError(
                 "cannot create the cache directory \(cacheDirectory): \(reason); "
                     + "give one you can write with --cache-dir DIR or -o cache_dir=DIR")
@@ -29,7 +28,8 @@ enum Daemon {
             try? FileManager.default.createDirectory(atPath: logDirectory, withIntermediateDirectories: true)
             // O_APPEND: a daemon still saving and the next one share the
             // file; each line lands at the end, none overwrites another.
-            let descriptor = open(logFile, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o644)
+            // 0600: by default the log lives in the cache, which is private.
+            let descriptor = open(logFile, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o600)
             guard descriptor >= 0 else {
                 throw ValidationError(
                     "cannot write the log file \(logFile): \(String(cString: strerror(errno))); pass --log-file PATH")

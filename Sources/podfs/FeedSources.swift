@@ -8,13 +8,14 @@ enum FeedSources {
     static func urls(_ sources: [String]) throws(FeedSourceError) -> [String] {
         var urls: [String] = []
         for source in sources {
-            let lowered = source.lowercased()
-            if lowered.hasPrefix("http://") || lowered.hasPrefix("https://") {
+            if isURL(source) {
                 urls.append(source)
                 continue
             }
             guard let data = FileManager.default.contents(atPath: source) else {
-                throw FeedSourceError("SOURCE \(source) is neither an http(s) URL nor a readable file")
+                // A mistyped URL may still carry its token.
+                let shown = FeedURL.redacted(source, for: .log)
+                throw FeedSourceError("SOURCE \(shown) is neither an http(s) URL nor a readable file")
             }
             do {
                 urls.append(contentsOf: try SourceList.parse(Array(data)))
@@ -24,6 +25,19 @@ enum FeedSources {
         }
         var seen = Set<String>()
         return urls.filter { seen.insert($0).inserted }
+    }
+
+    /// `sources` with each file (OPML, URL list) as an absolute path, so
+    /// they still name the same files after the daemon leaves the
+    /// directory it was started from.
+    static func absolute(_ sources: [String]) -> [String] {
+        sources.map { isURL($0) ? $0 : absolutePath($0) }
+    }
+
+    /// Whether `source` is a feed URL rather than a file.
+    private static func isURL(_ source: String) -> Bool {
+        let lowered = source.lowercased()
+        return lowered.hasPrefix("http://") || lowered.hasPrefix("https://")
     }
 }
 

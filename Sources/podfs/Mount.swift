@@ -137,7 +137,7 @@ struct Mount: ParsableCommand {
     func run() throws {
         let options = try MountOptions(o)
         let mountpoint = absolutePath(arguments.last!)
-        let sources = Array(arguments.dropLast())
+        let sources = FeedSources.absolute(Array(arguments.dropLast()))
         let cacheDirectory = absolutePath(cacheDir ?? options.cacheDirectory ?? defaultCacheDirectory())
         let daemonOptions = options.daemon
         if !daemonChild {

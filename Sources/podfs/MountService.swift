@@ -40,7 +40,13 @@ struct MountService {
 
     /// Mounts and serves until unmounted; returns the exit status.
     func run() -> Int32 {
-        if readiness == .pipe { setsid() }
+        if readiness == .pipe {
+            setsid()
+            // A daemon keeps no directory busy (the one it was started from
+            // may be on a file system someone wants to unmount). Every path
+            // it uses was made absolute by `Mount.run`.
+            chdir("/")
+        }
         // Start from a clean signal state whatever the parent left us (a
         // blocked SIGTERM would make unmount-by-signal hang); threads
         // created from here inherit it.
@@ -95,8 +101,8 @@ struct MountService {
                 feeds.append((url: url, feed: feed))
                 feedStatus.record(url: url, ok: false, detail: reason + " (showing the last good copy)")
             case .failed(let reason):
-                logger.error("feed left out", metadata: ["feed.url": "\(url)", "reason": "\(reason)"])
-                failures.append("\(url): \(reason)")
+                logger.error("feed left out", metadata: ["feed.url": .url(url), "reason": "\(reason)"])
+                failures.append("\(FeedURL.redacted(url, for: .log)): \(reason)")
                 feedStatus.record(url: url, ok: false, detail: reason)
             }
         }
@@ -120,8 +126,8 @@ struct MountService {
         tuning.commitEveryChunk = commitInterval == 0
         tuning.cacheLimit = try cacheLimit(index: index, logger: logger)
         // For `podfs status`, which cannot ask the daemon.
-        try? Data((tuning.cacheLimit.map { String($0) } ?? "none").utf8)
-            .write(to: URL(fileURLWithPath: cacheDirectory + "/cache-size"))
+        _ = CachePrivacy.writeFile(
+            cacheDirectory + "/cache-size", Array((tuning.cacheLimit.map { String($0) } ?? "none").utf8))
         let reader = EpisodeReader(index: index, source: source, logger: logger, tuning: tuning)
         reader.adopt(catalog.shows.flatMap { $0.episodes + $0.extras })
         reader.evictIfOverLimit()

@@ -124,11 +124,12 @@ struct Prefetch: ParsableCommand {
         let cutoff = since.flatMap(Self.date)
         var chosen: [PrefetchEpisode] = []
         for url in feedURLs {
-            let urls = Set(snapshot.first { $0.url == url }?.episodes.map(\.url) ?? [])
+            // The mount shows each URL without its secrets (`user.podfs.url`).
+            let urls = Set(snapshot.first { $0.url == url }?.episodes.map { FeedURL.redacted($0.url) } ?? [])
             var found = files.filter { urls.contains($0.url) }
             guard !found.isEmpty else {
                 throw PrefetchError(
-                    "the feed \(url) is not in the mount on \(mountpoint) that uses this cache; add it to that mount, "
+                    "the feed \(FeedURL.redacted(url)) is not in the mount on \(mountpoint) that uses this cache; add it to that mount, "
                         + "or unmount it (podfs unmount \(mountpoint)) and run prefetch again")
             }
             found.sort { $0.published > $1.published }

@@ -36,8 +36,7 @@ struct Status: ParsableCommand {
         if json {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-            FileHandle.standardOutput.write(try encoder.encode(report))
-            print()
+            print(try report.json(encoder))
         } else {
             print(report.text(), terminator: "")
         }
@@ -50,6 +49,7 @@ struct CacheReport: Encodable {
         /// The file name in the mount, or `nil` for an episode no longer in
         /// the saved feed.
         var name: String?
+        /// Without its secrets (`FeedURL.redacted`).
         var url: String
         var key: String
         /// The origin's length when known, else the feed's claim.
@@ -71,7 +71,17 @@ struct CacheReport: Encodable {
     }
 
     struct Feed: Encodable {
+        private enum CodingKeys: String, CodingKey {
+            case url, title, fetchedAt, lastRefresh, episodes
+        }
+
+        /// Without its secrets (`FeedURL.redacted`): what is shown.
         var url: String
+        /// As the index has it, with its secrets: for matching what a
+        /// person typed, never shown.
+        var fullURL: String
+        /// The feed's title as the feed gives it (`text()` cleans it for a
+        /// terminal), else its shown URL.
         var title: String
         /// When the saved copy of the feed was fetched (seconds since the epoch).
         var fetchedAt: Int64?
@@ -95,9 +105,7 @@ struct CacheReport: Encodable {
         let refreshes = FeedStatusStore.read(directory: directory)
         feeds = snapshot.map { snapshot in
             var feed = Self.feed(snapshot, logger: logger)
-            feed.lastRefresh = refreshes[snapshot.url].map {
-                Refresh(checkedAt: $0.checkedAt, ok: $0.ok, detail: $0.detail)
-            }
+            feed.lastRefresh = refreshes[snapshot.url].map { Self.refresh($0, url: snapshot.url) }
             return feed
         }
         // Feeds a mount could never load (no copy kept) are in no index row:
@@ -105,17 +113,24 @@ struct CacheReport: Encodable {
         let known = Set(snapshot.map(\.url))
         for (url, record) in refreshes.sorted(by: { $0.key < $1.key }) where !known.contains(url) {
             feeds.append(Feed(
-                url: url, title: url, fetchedAt: nil,
-                lastRefresh: Refresh(checkedAt: record.checkedAt, ok: record.ok, detail: record.detail), episodes: []))
+                url: FeedURL.redacted(url), fullURL: url, title: FeedURL.redacted(url), fetchedAt: nil,
+                lastRefresh: Self.refresh(record, url: url), episodes: []))
         }
         totalBytes = feeds.reduce(0) { $0 + $1.episodes.reduce(0) { $0 + $1.size } }
         cachedBytes = feeds.reduce(0) { $0 + $1.episodes.reduce(0) { $0 + $1.cachedBytes } }
     }
 
-    /// The human-readable table.
+    /// The JSON for scripts: titles as the feeds give them, with the
+    /// characters a terminal would act on escaped (`TerminalText`).
+    func json(_ encoder: JSONEncoder) throws -> String {
+        TerminalText.escapingJSON(String(decoding: try encoder.encode(self), as: UTF8.self))
+    }
+
+    /// The human-readable table. Text from feeds and origins is cleaned
+    /// for the terminal (`TerminalText`).
     func text() -> String {
         let episodeCount = feeds.reduce(0) { $0 + $1.episodes.count }
-        var out = "Cache \(cacheDirectory): \(episodeCount) episodes, \(CacheMaintenance.bytes(cachedBytes)) cached "
+        var out = "Cache \(TerminalText.clean(cacheDirectory)): \(episodeCount) episodes, \(CacheMaintenance.bytes(cachedBytes)) cached "
         out += "of \(CacheMaintenance.bytes(totalBytes))\(Self.percent(cachedBytes, of: totalBytes))"
         if let cap = sizeCap {
             out += "; \(CacheMaintenance.bytes(cachedBytes)) of the \(CacheMaintenance.bytes(cap)) cap used\(Self.percent(cachedBytes, of: cap))\n"
@@ -123,16 +138,17 @@ struct CacheReport: Encodable {
             out += "; no size cap\n"
         }
         for feed in feeds {
-            out += "\n\(feed.title)  (\(feed.url)"
+            out += "\n\(TerminalText.clean(feed.title))  (\(TerminalText.clean(feed.url))"
             if let fetchedAt = feed.fetchedAt { out += ", feed saved \(Self.date(fetchedAt))" }
             out += ")\n"
             if let refresh = feed.lastRefresh {
-                out += "  last refresh: \(refresh.ok ? "ok" : "failed: \(refresh.detail)") (\(Self.date(refresh.checkedAt))"
-                out += refresh.ok ? ", \(refresh.detail))\n" : ")\n"
+                let detail = TerminalText.clean(refresh.detail)
+                out += "  last refresh: \(refresh.ok ? "ok" : "failed: \(detail)") (\(Self.date(refresh.checkedAt))"
+                out += refresh.ok ? ", \(detail))\n" : ")\n"
             }
             let width = min(60, feed.episodes.map { ($0.name ?? $0.key).count }.max() ?? 0)
             for episode in feed.episodes {
-                let name = episode.name ?? "(no longer in the feed) \(episode.key)"
+                let name = TerminalText.clean(episode.name ?? "(no longer in the feed) \(episode.key)")
                 let padded = name.count >= width ? name : name + String(repeating: " ", count: width - name.count)
                 let size = CacheMaintenance.bytes(episode.size) + (episode.sizeConfirmed ? "" : "?")
                 out += "  \(padded)  \(Self.leftPad(size, 11))  \(Self.leftPad(Self.percent(episode.cachedBytes, of: episode.size, bare: true), 4))"
@@ -146,12 +162,19 @@ struct CacheReport: Encodable {
 
     // MARK: - Private helpers
 
+    /// A refresh record with the feed's URL, should an older podfs have
+    /// written it into the detail, shown without its secrets.
+    private static func refresh(_ record: FeedStatusStore.Record, url: String) -> Refresh {
+        let detail = record.detail.replacingOccurrences(of: url, with: FeedURL.redacted(url, for: .log))
+        return Refresh(checkedAt: record.checkedAt, ok: record.ok, detail: detail)
+    }
+
     private static func feed(_ snapshot: FeedSnapshot, logger: Logger) -> Feed {
-        var title = snapshot.url
+        var title = FeedURL.redacted(snapshot.url)
         var named: [String: (name: String, feedLength: Int64?)] = [:]
         var order: [String] = []
         if let body = snapshot.body, let parsed = try? FeedParser.parse(body, baseURL: snapshot.url) {
-            title = parsed.title ?? snapshot.url
+            title = parsed.title ?? title
             let layout = ShowLayout(
                 feedURL: snapshot.url, feed: parsed, directoryName: Naming.sanitize(parsed.title), logger: logger)
             for item in layout.files {
@@ -168,13 +191,15 @@ struct CacheReport: Encodable {
         for record in snapshot.episodes where named[record.key] == nil {
             episodes.append(episode(record, name: nil, feedLength: nil))
         }
-        return Feed(url: snapshot.url, title: title, fetchedAt: snapshot.fetchedAt, lastRefresh: nil, episodes: episodes)
+        return Feed(
+            url: FeedURL.redacted(snapshot.url), fullURL: snapshot.url, title: title, fetchedAt: snapshot.fetchedAt,
+            lastRefresh: nil, episodes: episodes)
     }
 
     private static func episode(_ record: EpisodeRecord, name: String?, feedLength: Int64?) -> Episode {
         let cached = record.ranges.reduce(Int64(0)) { $0 + ($1.upperBound - $1.lowerBound) }
         return Episode(
-            name: name, url: record.url, key: record.key, size: record.length ?? feedLength ?? 0,
+            name: name, url: FeedURL.redacted(record.url), key: record.key, size: record.length ?? feedLength ?? 0,
             sizeConfirmed: record.length != nil, cachedBytes: cached, lastRead: record.lastRead,
             ranges: record.ranges.map { [$0.lowerBound, $0.upperBound] })
     }

@@ -25,7 +25,7 @@ enum StatusFiles {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
             switch report(cacheDirectory: cacheDirectory, logger: logger) {
-            case .success(let report): return Array(((try? encoder.encode(report)) ?? Data()) + Data("\n".utf8))
+            case .success(let report): return Array(((try? report.json(encoder)) ?? "").utf8) + Array("\n".utf8)
             case .failure(let error): return Array("{\"error\": \"\(error)\"}\n".utf8)
             }
         }

@@ -120,6 +120,14 @@ class Origin:
             if range_header is not None:
                 st["ranges"].append(range_header)
 
+    def count_credentials(self, path, query, authorization):
+        """Each request's query string and Authorization header (for tests
+        that check a secret was sent to the origin and shown nowhere else)."""
+        with self.lock:
+            st = self._path_stats(path)
+            st.setdefault("queries", []).append(query)
+            st.setdefault("authorizations", []).append(authorization)
+
     def count_status(self, path, status):
         with self.lock:
             st = self._path_stats(path)
@@ -561,6 +569,7 @@ class Handler(BaseHTTPRequestHandler):
         new_conn = not self.conn_counted
         self.conn_counted = True
         o.count_request(path, rng, new_conn)
+        o.count_credentials(path, urllib.parse.urlsplit(self.path).query, self.headers.get("Authorization"))
         if self.command in ("POST", "PUT"):
             self._read_body()
 
