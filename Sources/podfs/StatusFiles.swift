@@ -26,7 +26,10 @@ enum StatusFiles {
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
             switch report(cacheDirectory: cacheDirectory, logger: logger) {
             case .success(let report): return Array(((try? report.json(encoder)) ?? "").utf8) + Array("\n".utf8)
-            case .failure(let error): return Array("{\"error\": \"\(error)\"}\n".utf8)
+            case .failure(let error):
+                // Encoded, not interpolated: the message may hold quotes.
+                let body = (try? encoder.encode(["error": "cannot read the cache index: \(error)"])) ?? Data("{}".utf8)
+                return Array(TerminalText.escapingJSON(String(decoding: body, as: UTF8.self)).utf8) + Array("\n".utf8)
             }
         }
         return ControlFiles(files: [status, json])
