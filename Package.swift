@@ -71,7 +71,8 @@ let package = Package(
         .testTarget(
             name: "PodFSTests",
             dependencies: [
-                "PodFS", "Feeds", "RangeCache", "Locking", .product(name: "Logging", package: "swift-log"),
+                "PodFS", "Feeds", "RangeCache", "FUSEBridge", "Locking",
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings),
         .testTarget(

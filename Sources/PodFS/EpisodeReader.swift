@@ -267,7 +267,7 @@ public final class EpisodeReader: Sendable {
                 return .fail
             }
             guard let length = state.length else { return .fail }
-            let end = min(length, offset + Int64(size))
+            let end = ReadPlan.end(offset: offset, size: size, length: length)
             state.lastRead = Int64(Date().timeIntervalSince1970)
             // Sequential streak: the window grows while reads follow on. The
             // kernel's read-ahead sends several reads at once and they may
@@ -496,17 +496,8 @@ public final class EpisodeReader: Sendable {
     /// read that jumped (streak 0) from a near origin fetches `jumpFetch`,
     /// the next one `minimumFetch`.
     private func windowSize(streak: Int) -> Int64 {
-        guard streak >= 2 else {
-            return streak == 0 && link.withLock({ $0.isNear }) ? tuning.jumpFetch : tuning.minimumFetch
-        }
-        let shift = min(2 * (streak - 1), 20)
-        let ramp = min(tuning.maximumWindow, tuning.minimumFetch << shift)
-        let bounds = tuning.minimumFetch...max(tuning.minimumFetch, tuning.maximumWindow)
-        let farBounds = tuning.minimumFetch...max(bounds.upperBound, tuning.maximumLinkWindow)
-        let (usual, far) = link.withLock {
-            ($0.readAhead(within: bounds), $0.readAheadAtShortestLatency(within: farBounds))
-        }
-        return max(ramp, usual ?? ramp, far ?? ramp)
+        let link = link.withLock { $0 }
+        return ReadPlan.window(streak: streak, link: link, tuning: tuning)
     }
 
     /// Sends an attempt of `fetch`, noting when (see `LinkEstimate`).
@@ -563,7 +554,7 @@ public final class EpisodeReader: Sendable {
     private func planFetch(
         _ state: inout Episode.State, episode: Episode, from gap: Range<Int64>, window: Int64, length: Int64
     ) -> (Fetch, Range<Int64>) {
-        var upper = min(length, gap.lowerBound + max(window, Int64(gap.count)))
+        var upper = ReadPlan.widenedEnd(of: gap, window: window, length: length)
         if let next = state.available.ranges.first(where: { $0.lowerBound > gap.lowerBound }) {
             upper = min(upper, next.lowerBound)
         }
@@ -597,14 +588,14 @@ public final class EpisodeReader: Sendable {
         // is less than twice the bytes the link holds in flight (16 MiB is
         // 16 ms at 1 GB/s, under a 20 ms round trip), the next goes out
         // while one and a half are still ahead, not one.
-        let ahead = window >= tuning.maximumWindow ? 2 * window : window
-        let refill = ahead > window && link.withLock { $0.outruns(window: window) } ? window + window / 2 : window
+        let (ahead, refill) = ReadPlan.readAheadTarget(
+            window: window, maximumWindow: tuning.maximumWindow, outruns: link.withLock { $0.outruns(window: window) })
         guard frontier < length, frontier - end < refill else { return }
         while frontier < length, frontier - end < ahead {
             // Up to the next bytes already here or on their way: a window
             // never fetches again what is cached further on.
             let nextCovered = covered.ranges.first { $0.lowerBound > frontier }?.lowerBound ?? length
-            let gapEnd = min(length, frontier + window, nextCovered)
+            let gapEnd = ReadPlan.readAheadEnd(from: frontier, window: window, length: length, nextCovered: nextCovered)
             let (fetch, range) = planFetch(&state, episode: episode, from: frontier..<gapEnd, window: window, length: length)
             starts.append((fetch, range))
             covered.insert(range)

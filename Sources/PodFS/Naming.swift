@@ -1,11 +1,13 @@
 /// File and directory names for shows and episodes: stable, safe and
 /// predictable (DESIGN.md, "File names").
 ///
-/// Every name is one path component of at most 255 UTF-8 bytes that contains
-/// no `/`, NUL, control, bidi or zero-width character, does not start with `.`
-/// or `-`, and is unique (byte for byte) within its directory. Collision
-/// suffixes go to the oldest episode first, so a new episode at the top of a
-/// feed never renames an existing file.
+/// Every name is one path component of at most 255 UTF-8 bytes in Unicode
+/// Normalization Form C that contains no `/`, NUL, control, format (bidi,
+/// zero-width, soft hyphen, tag…) or other default-ignorable character and no
+/// noncharacter, does not start with `.` or `-`, and is unique (byte for
+/// byte) within its directory. Collision suffixes go to the oldest episode
+/// first, so a new episode at the top of a feed never renames an existing
+/// file.
 public enum Naming {
     // MARK: - Nested types
 
@@ -59,29 +61,22 @@ public enum Naming {
         "mp4", "m4v", "mov", "webm", "mpg", "mpeg", "ogv", "mkv",
     ]
 
-    /// Bidirectional formatting characters (UAX #9) and zero-width
-    /// characters, which can make a name display as something else.
-    private static let invisibleScalars: Set<UInt32> = [
-        0x061C, 0x180E, 0x200B, 0x200C, 0x200D, 0x200E, 0x200F,
-        0x202A, 0x202B, 0x202C, 0x202D, 0x202E,
-        0x2060, 0x2061, 0x2062, 0x2063, 0x2064,
-        0x2066, 0x2067, 0x2068, 0x2069, 0xFEFF,
-    ]
+    /// The emoji tag sequences (a black flag, tag letters, a cancel tag)
+    /// that draw a flag: the only place tag characters are kept.
+    private static let flagTags: Set<String> = ["gbeng", "gbsct", "gbwls"]
 
     // MARK: - Public methods
 
     /// A safe single path component from a decoded title: TAB, CR and LF
-    /// become spaces; control, bidi and zero-width characters go; `/` becomes
-    /// `_`; white space runs collapse to one space; both ends are trimmed;
-    /// leading `.` and `-` go; nothing left (or dots only) gives "untitled";
-    /// at most 255 bytes.
+    /// become spaces; invisible characters go (see `visibleScalars`); the
+    /// rest is put in Normalization Form C, so canonically equivalent titles
+    /// give the same bytes; `/` becomes `_`; white space runs collapse to one
+    /// space; both ends are trimmed; leading `.` and `-` go; nothing left (or
+    /// dots only) gives "untitled"; at most 255 bytes.
     public static func sanitize(_ title: String?) -> String {
         var scalars = String.UnicodeScalarView()
         var pendingSpace = false
-        for scalar in (title ?? "").unicodeScalars {
-            let value = scalar.value
-            if value < 0x20 && value != 0x09 && value != 0x0A && value != 0x0D { continue }
-            if (0x7F...0x9F).contains(value) || invisibleScalars.contains(value) { continue }
+        for scalar in normalized(visibleScalars(title ?? "")).unicodeScalars {
             if scalar.properties.isWhitespace {
                 pendingSpace = true
                 continue
@@ -98,6 +93,23 @@ public enum Naming {
         let name = String(scalars)
         if name.isEmpty { return "untitled" }
         return cut(name, keeping: "")
+    }
+
+    /// Whether `scalar` draws nothing or changes how its neighbours draw,
+    /// so that two names could look the same: controls (but TAB, LF and
+    /// CR), format characters (bidi controls, zero-width characters, the
+    /// soft hyphen, interlinear annotation marks, tag characters…), other
+    /// default-ignorable code points (variation selectors, Hangul fillers,
+    /// the combining grapheme joiner) and noncharacters. Taken from the
+    /// Unicode properties, not from a list, so new ones are covered.
+    /// Emoji sequences are the exception (see `visibleScalars`).
+    public static func isInvisible(_ scalar: Unicode.Scalar) -> Bool {
+        let properties = scalar.properties
+        switch properties.generalCategory {
+        case .control: return !(scalar == "\t" || scalar == "\n" || scalar == "\r")
+        case .format, .surrogate: return true
+        default: return properties.isDefaultIgnorableCodePoint || properties.isNoncharacterCodePoint
+        }
     }
 
     /// The extension, with its dot, for an enclosure: from the MIME type
@@ -172,6 +184,77 @@ public enum Naming {
     }
 
     // MARK: - Private methods
+
+    /// The scalars of `text` without the invisible ones (`isInvisible`),
+    /// except where they are part of an emoji that draws differently with
+    /// them: a zero-width joiner between two emoji (👩‍👧, one family
+    /// glyph), a variation selector 15 or 16 right after an emoji (text or
+    /// emoji style) and the tag letters of the flags of England, Scotland
+    /// and Wales. Anywhere else they could hide text or make two names that
+    /// look alike.
+    private static func visibleScalars(_ text: String) -> String.UnicodeScalarView {
+        let input = Array(text.unicodeScalars)
+        var kept = String.UnicodeScalarView()
+        var last: Unicode.Scalar?
+        var position = 0
+        while position < input.count {
+            let scalar = input[position]
+            position += 1
+            if scalar.value == 0x1F3F4, let tags = flagTagCount(input, after: position - 1) {
+                kept.append(contentsOf: input[(position - 1)..<(position + tags)])
+                position += tags
+                last = input[position - 1]
+                continue
+            }
+            if isInvisible(scalar) {
+                let joinsEmoji =
+                    scalar.value == 0x200D && last.map(isEmojiEnd) == true && position < input.count
+                    && isPictographic(input[position])
+                let selectsStyle =
+                    (scalar.value == 0xFE0E || scalar.value == 0xFE0F) && last.map(isPictographic) == true
+                guard joinsEmoji || selectsStyle else { continue }
+            }
+            kept.append(scalar)
+            last = scalar
+        }
+        return kept
+    }
+
+    /// An emoji that is not ASCII (`#`, `*` and digits have the emoji
+    /// property for keycaps, and are no reason to keep a joiner).
+    private static func isPictographic(_ scalar: Unicode.Scalar) -> Bool {
+        scalar.value > 0x7F && scalar.properties.isEmoji
+    }
+
+    /// What an emoji before a zero-width joiner may end with: the emoji, its
+    /// variation selector 16 or a skin tone (an emoji itself).
+    private static func isEmojiEnd(_ scalar: Unicode.Scalar) -> Bool {
+        scalar.value == 0xFE0F || isPictographic(scalar)
+    }
+
+    /// The number of tag characters (the cancel tag included) after the
+    /// black flag at `flag` when they spell one of `flagTags`, else nil.
+    private static func flagTagCount(_ scalars: [Unicode.Scalar], after flag: Int) -> Int? {
+        var letters = ""
+        var position = flag + 1
+        while position < scalars.count, position - flag <= 8 {
+            let value = scalars[position].value
+            if value == 0xE007F {
+                return flagTags.contains(letters) ? position - flag : nil
+            }
+            guard (0xE0020...0xE007E).contains(value), let letter = Unicode.Scalar(value - 0xE0000) else { return nil }
+            letters.unicodeScalars.append(letter)
+            position += 1
+        }
+        return nil
+    }
+
+    /// `scalars` in Normalization Form C (the standard library's own
+    /// normaliser, which also backs `String`'s comparison; this target
+    /// does not need Foundation for it).
+    private static func normalized(_ scalars: String.UnicodeScalarView) -> String {
+        String(decoding: String(scalars)._nfcCodeUnits, as: UTF8.self)
+    }
 
     /// Gives each stem+ext a name unique by bytes, visiting entries in
     /// `assignmentOrder`; returns names in the entries' own order.

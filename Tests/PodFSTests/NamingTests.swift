@@ -25,6 +25,64 @@ import Testing
         #expect(Naming.sanitize("a\u{200B}b\u{200D}c\u{FEFF}d\u{2066}e\u{2069}\u{200E}") == "abcde")
     }
 
+    @Test func formatAndOtherInvisibleCharactersGo() {
+        // Soft hyphen, interlinear annotation marks, tag characters.
+        #expect(Naming.sanitize("in\u{AD}visible") == "invisible")
+        #expect(Naming.sanitize("a\u{FFF9}b\u{FFFA}c\u{FFFB}d") == "abcd")
+        #expect(Naming.sanitize("Show\u{E0001}\u{E0068}\u{E0069}\u{E007F} 1") == "Show 1")
+        // Other default-ignorable code points: Hangul fillers (a name that
+        // draws as nothing), the combining grapheme joiner, a variation
+        // selector after a letter; and noncharacters.
+        #expect(Naming.sanitize("\u{3164}\u{115F}") == "untitled")
+        #expect(Naming.sanitize("a\u{34F}b\u{FE00}c") == "abc")
+        // Noncharacters (a literal cannot hold them).
+        let noncharacters = [0xFFFE, 0xFDD0, 0x10FFFF].compactMap { Unicode.Scalar(UInt32($0)) }.map(String.init)
+        #expect(noncharacters.count == 3)
+        #expect(Naming.sanitize("d" + noncharacters.joined(separator: "e")) == "dee")
+        // Visible format-free neighbours stay: private use and unassigned.
+        #expect(Naming.sanitize("\u{E000}\u{F8FF}") == "\u{E000}\u{F8FF}")
+    }
+
+    @Test(arguments: [
+        0x00AD, 0x0600, 0x061C, 0x180E, 0x200B, 0x200E, 0x202E, 0x2060, 0x2066, 0xFEFF, 0xFFF9, 0xFFFB,
+        0x1D173, 0xE0001, 0xE0020, 0xE007F, 0x115F, 0x3164, 0xFFA0, 0x034F, 0xFE0F, 0xE0100, 0x0085, 0x009B,
+    ] as [UInt32])
+    func everyInvisibleCharacterGoesBetweenLetters(_ value: UInt32) throws {
+        let scalar = try #require(Unicode.Scalar(value))
+        #expect(Naming.isInvisible(scalar))
+        #expect(Naming.sanitize("a" + String(scalar) + "b") == "ab")
+    }
+
+    @Test func emojiKeepTheirJoinersSelectorsAndFlagTags() {
+        // A zero-width joiner between two emoji draws one glyph (a family,
+        // not a woman and a girl): kept; anywhere else it goes.
+        #expect(Naming.sanitize("👩\u{200D}👧") == "👩\u{200D}👧")
+        #expect(Naming.sanitize("👁\u{FE0F}\u{200D}🗨\u{FE0F}") == "👁\u{FE0F}\u{200D}🗨\u{FE0F}")
+        #expect(Naming.sanitize("👍🏽\u{200D}👧") == "👍🏽\u{200D}👧")
+        #expect(Naming.sanitize("a\u{200D}b 👩\u{200D} \u{200D}👧 1\u{200D}👧") == "ab 👩 👧 1👧")
+        #expect(Naming.sanitize("👩\u{200D}\u{200D}👧") == "👩\u{200D}👧")
+        // Emoji or text style after an emoji: kept; after a letter: gone.
+        #expect(Naming.sanitize("\u{2764}\u{FE0F} a\u{FE0F}") == "\u{2764}\u{FE0F} a")
+        // The flag of England keeps its tags; a flag spelling nothing loses them.
+        let england = "🏴\u{E0067}\u{E0062}\u{E0065}\u{E006E}\u{E0067}\u{E007F}"
+        #expect(Naming.sanitize("Go " + england) == "Go " + england)
+        #expect(Naming.sanitize("🏴\u{E0068}\u{E0069}\u{E007F}x") == "🏴x")
+        #expect(Naming.sanitize("🏴\u{E0067}\u{E0062}\u{E0065}\u{E006E}\u{E0067}") == "🏴")
+    }
+
+    // MARK: - Normalisation
+
+    @Test func namesAreInNormalizationFormC() {
+        let decomposed = "Cafe\u{301} Gro\u{308}\u{DF}e \u{1100}\u{1161}\u{11A8}"
+        #expect(Array(Naming.sanitize(decomposed).utf8) == Array("Caf\u{E9} Gr\u{F6}\u{DF}e \u{AC01}".utf8))
+        // Marks out of canonical order are reordered.
+        #expect(Array(Naming.sanitize("q\u{307}\u{323}").utf8) == Array("q\u{323}\u{307}".utf8))
+        // An invisible character between a letter and its accent goes
+        // first, then the two compose.
+        #expect(Array(Naming.sanitize("e\u{200B}\u{301}").utf8) == Array("\u{E9}".utf8))
+        #expect(Array(Naming.directoryNames(["A\u{30A}"])[0].utf8) == Array("\u{C5}".utf8))
+    }
+
     @Test func slashBecomesUnderscore() {
         #expect(Naming.sanitize("Giant Bombcast 07/19/2016") == "Giant Bombcast 07_19_2016")
         #expect(Naming.sanitize("/") == "_")
@@ -72,8 +130,8 @@ import Testing
         let flags = String(repeating: "🇩🇪", count: 40)
         let cut = Naming.episodeNames([input(flags, nil)])[0]
         #expect(cut == String(repeating: "🇩🇪", count: 31) + ".mp3")
-        // Zero-width joiners are removed like every zero-width character.
-        #expect(Naming.sanitize("👩\u{200D}👧") == "👩👧")
+        // A joiner outside an emoji sequence goes like every zero-width character.
+        #expect(Naming.sanitize("👩\u{200D}") == "👩")
         #expect(Naming.sanitize(String(repeating: "x", count: 300)).utf8.count == 255)
     }
 
@@ -149,11 +207,15 @@ import Testing
         #expect(after[1] == "Bonus (3).mp3")
     }
 
-    @Test func collisionsCompareBytesNotCanonicalEquivalence() {
-        // "é" precomposed and decomposed are different file names on Linux.
-        let names = Naming.episodeNames([input("Caf\u{E9}", nil), input("Cafe\u{301}", nil)])
-        #expect(names == ["Caf\u{E9}.mp3", "Cafe\u{301}.mp3"])
-        #expect(Array(names[0].utf8) != Array(names[1].utf8))
+    @Test func canonicallyEquivalentTitlesGetOneSpellingAndASuffix() {
+        // "é" precomposed and decomposed look the same: both are spelt
+        // precomposed, and the newer episode gets the suffix.
+        let names = Naming.episodeNames([input("Cafe\u{301}", 200), input("Caf\u{E9}", 100)])
+        #expect(
+            names.map { Array($0.utf8) }
+                == [Array("1970-01-01 Caf\u{E9} (2).mp3".utf8), Array("1970-01-01 Caf\u{E9}.mp3".utf8)])
+        let shows = Naming.directoryNames(["Caf\u{E9}", "Cafe\u{301}"])
+        #expect(shows.map { Array($0.utf8) } == [Array("Caf\u{E9}".utf8), Array("Caf\u{E9} (2)".utf8)])
     }
 
     @Test func suffixedNameDoesNotCollideWithALiteralTitle() {
