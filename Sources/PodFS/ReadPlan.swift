@@ -4,14 +4,16 @@
 ///
 /// Pure functions of their arguments, kept apart from the reader's locks and
 /// state so that the path fuzzer (`scripts/fuzz path`) drives them with any
-/// file size and any read, as a feed and an origin may make them.
+/// file size and any read, as a feed and an origin may make them. Sizes are
+/// bounded where they enter (1 TiB), but every sum here also holds at
+/// `Int64.max` rather than trapping.
 enum ReadPlan {
     // MARK: - Methods
 
     /// Where a read of `size` bytes at `offset` ends in a file of `length`
     /// bytes: at most at the end of the file.
     static func end(offset: Int64, size: Int, length: Int64) -> Int64 {
-        min(length, offset + Int64(size))
+        min(length, offset.saturatingAdding(Int64(size)))
     }
 
     /// The read-ahead window after `streak` sequential reads (see
@@ -33,7 +35,7 @@ enum ReadPlan {
     /// bytes already present or on their way cut it short: at most at the
     /// end of the file.
     static func widenedEnd(of gap: Range<Int64>, window: Int64, length: Int64) -> Int64 {
-        min(length, gap.lowerBound + max(window, Int64(gap.count)))
+        min(length, gap.lowerBound.saturatingAdding(max(window, Int64(gap.count))))
     }
 
     /// How far ahead of a sequential reader bytes are kept on their way
@@ -44,8 +46,8 @@ enum ReadPlan {
     static func readAheadTarget(
         window: Int64, maximumWindow: Int64, outruns: @autoclosure () -> Bool
     ) -> (ahead: Int64, refill: Int64) {
-        let ahead = window >= maximumWindow ? 2 * window : window
-        let refill = ahead > window && outruns() ? window + window / 2 : window
+        let ahead = window >= maximumWindow ? window.saturatingAdding(window) : window
+        let refill = ahead > window && outruns() ? window.saturatingAdding(window / 2) : window
         return (ahead, refill)
     }
 
@@ -53,6 +55,6 @@ enum ReadPlan {
     /// next bytes already covered or the end of the file, whichever comes
     /// first.
     static func readAheadEnd(from frontier: Int64, window: Int64, length: Int64, nextCovered: Int64) -> Int64 {
-        min(length, frontier + window, nextCovered)
+        min(length, frontier.saturatingAdding(window), nextCovered)
     }
 }

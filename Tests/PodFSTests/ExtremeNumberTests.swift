@@ -59,6 +59,14 @@ import Testing
         #expect(Int64(40).saturatingAdding(2) == 42)
     }
 
+    @Test func readPlansHoldAtTheEndOfWhatAnInt64Can() {
+        let top = Int64.max
+        #expect(ReadPlan.end(offset: top - 10, size: 4_096, length: top) == top)
+        #expect(ReadPlan.widenedEnd(of: (top - 4_096)..<top, window: 1 << 20, length: top) == top)
+        #expect(ReadPlan.readAheadEnd(from: top - 1, window: 1 << 26, length: top, nextCovered: top) == top)
+        #expect(ReadPlan.readAheadTarget(window: top, maximumWindow: 1, outruns: true) == (top, top))
+    }
+
     @Test func aFeedOfExtremesGivesFilesInRange() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("extremes-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }

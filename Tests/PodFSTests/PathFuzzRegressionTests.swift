@@ -4,18 +4,15 @@ import Testing
 /// enclosure that does it and run through the fuzz target's checks
 /// (`PathFuzzCorpusTests.replay`). The crashers themselves, as the fuzzer
 /// wrote them, are in Tests/Fuzz/crashes/path.
-///
-/// They trap today, and a trap takes the whole test process down, so they
-/// are disabled until the numeric checks of issue 18 land (lengths beyond
-/// what a file can be count as unknown); then remove the `.disabled` trait.
+/// Each trapped before lengths were bounded where they enter (beyond
+/// 1 TiB is unknown) and the sums that use them were made saturating.
 struct PathFuzzRegressionTests {
     // MARK: - Tests
 
     /// `makeStat` (Sources/FUSEBridge/Replies.swift) computes
     /// `(attributes.size + 511) / 512`: the first `ls -l` of the folder
     /// trapped, and the mount with it.
-    @Test(.disabled("traps in makeStat until the numeric checks of issue 18 land"))
-    func aLengthOfInt64MaxStatsWithoutATrap() throws {
+    @Test func aLengthOfInt64MaxStatsWithoutATrap() throws {
         try PathFuzzCorpusTests.replay(bytes: Self.feed(length: "9223372036854775807"))
     }
 
@@ -23,14 +20,12 @@ struct PathFuzzRegressionTests {
     /// one is `Int64.max - 16,081`, as the fuzzer found it): the fetch that
     /// a read of the last 4 KiB plans, `ReadPlan.widenedEnd`
     /// (`gap.lowerBound + window`, EpisodeReader.planFetch), overflowed.
-    @Test(.disabled("traps in ReadPlan.widenedEnd until the numeric checks of issue 18 land"))
-    func aLengthJustBelowInt64MaxPlansReadsWithoutATrap() throws {
+    @Test func aLengthJustBelowInt64MaxPlansReadsWithoutATrap() throws {
         try PathFuzzCorpusTests.replay(bytes: Self.feed(length: "9223372036854759726"))
     }
 
     /// The fuzzer's own crashers, as it wrote them.
-    @Test(.disabled("trap until the numeric checks of issue 18 land"))
-    func theFuzzersCrashersRunWithoutATrap() throws {
+    @Test func theFuzzersCrashersRunWithoutATrap() throws {
         let files = try PathFuzzCorpusTests.replay(directory: PathFuzzCorpusTests.fuzzDirectory("crashes/path"))
         #expect(files > 0)
     }
