@@ -82,6 +82,31 @@ struct HostileFeedTests {
     /// What a fetch of an attacker's pointer would have asked the origin for.
     private static let bait = ["/secret.txt", "/evil.dtd", "/external.dtd", "/include.xml", "/style.xsl"]
 
+    // MARK: - Helpers
+
+    /// Reads `Good.mp3` (its bytes are `good`) and each refused title in
+    /// `folder`: every refused one fails with EIO, nothing behind a
+    /// `Location` (`/cdn/...`) was asked of the origin, and the log says
+    /// each refusal's reason. Returns the origin's per-path counters.
+    private static func expectRefused(
+        _ refused: [(title: String, reason: String)], folder: String, good: Data, fixture: Fixture
+    ) throws -> [String: Any] {
+        let read = try Harness.run("cat", [folder + "/Good.mp3"], timeout: 60)
+        #expect(read.status == 0 && read.stdout == good)
+        for target in refused {
+            let read = try Harness.run("cat", [folder + "/\(target.title).mp3"], timeout: 60)
+            #expect(read.status != 0, "\(target.title) was read")
+            #expect(read.stderr.contains("Input/output error"), "\(target.title): \(read.stderr)")
+        }
+        let stats = try fixture.origin.stats()["paths"] as? [String: Any] ?? [:]
+        #expect(!stats.keys.contains { $0.hasPrefix("/cdn") }, "followed: \(stats.keys.filter { $0.hasPrefix("/cdn") })")
+        let log = fixture.log()
+        for target in refused {
+            #expect(log.contains(target.reason), "the log says why \(target.title) was refused")
+        }
+        return stats
+    }
+
     // MARK: - Tests
 
     @Test func entityBombsExternalEntitiesAndXIncludeFetchNothingAndStaySmall() throws {
@@ -213,21 +238,10 @@ struct HostileFeedTests {
         try fixture.origin.configure(String(decoding: json, as: UTF8.self))
         try mounts.mountOrThrow(["\(base)/feed.xml"])
 
-        let folder = fixture.mountpoint + "/Redirects"
-        let good = try Harness.run("cat", [folder + "/Good.mp3"], timeout: 60)
-        #expect(good.status == 0 && good.stdout == data)
-        for target in targets {
-            let read = try Harness.run("cat", [folder + "/\(target.title).mp3"], timeout: 60)
-            #expect(read.status != 0, "\(target.title) was read")
-            #expect(read.stderr.contains("Input/output error"), "\(target.title): \(read.stderr)")
-        }
-        let stats = try fixture.origin.stats()["paths"] as? [String: Any] ?? [:]
-        #expect(!stats.keys.contains { $0.hasPrefix("/cdn") }, "followed: \(stats.keys.filter { $0.hasPrefix("/cdn") })")
+        let stats = try Self.expectRefused(
+            targets.map { ($0.title, $0.reason) }, folder: fixture.mountpoint + "/Redirects", good: data,
+            fixture: fixture)
         #expect(Set(stats.keys) == Set(["/feed.xml", "/good.mp3"] + targets.indices.map { "/r\($0).mp3" }))
-        let log = fixture.log()
-        for target in targets {
-            #expect(log.contains(target.reason), "the log says why \(target.title) was refused")
-        }
         try mounts.unmount()
     }
 
@@ -265,26 +279,14 @@ struct HostileFeedTests {
         try fixture.origin.configure(String(decoding: json, as: UTF8.self))
         try mounts.mountOrThrow(["\(base)/feed.xml"])
 
-        let folder = fixture.mountpoint + "/Statuses"
-        let good = try Harness.run("cat", [folder + "/Good.mp3"], timeout: 60)
-        #expect(good.status == 0 && good.stdout == data)
-        for target in cases {
-            let read = try Harness.run("cat", [folder + "/\(target.title).mp3"], timeout: 60)
-            #expect(read.status != 0, "\(target.title) was read")
-            #expect(read.stderr.contains("Input/output error"), "\(target.title): \(read.stderr)")
-        }
-        let stats = try fixture.origin.stats()["paths"] as? [String: Any] ?? [:]
-        // The origin did answer each odd status (the fault happened)...
+        let stats = try Self.expectRefused(
+            cases.map { ($0.title, $0.reason) }, folder: fixture.mountpoint + "/Statuses", good: data,
+            fixture: fixture)
+        // The origin did answer each odd status: the fault happened.
         for index in cases.indices {
             let path = stats["/s\(index).mp3"] as? [String: Any]
             let seen = (path?["statuses"] as? [Any] ?? []).compactMap { ($0 as? NSNumber)?.intValue }
             #expect(seen.contains(cases[index].code), "/s\(index).mp3 answered \(seen)")
-        }
-        // ...and nothing behind a Location was asked for.
-        #expect(!stats.keys.contains { $0.hasPrefix("/cdn") }, "followed: \(stats.keys.filter { $0.hasPrefix("/cdn") })")
-        let log = fixture.log()
-        for target in cases {
-            #expect(log.contains(target.reason), "the log says why \(target.title) was refused")
         }
         try mounts.unmount()
     }
