@@ -1,8 +1,9 @@
 // swift-tools-version: 6.0
 import PackageDescription
 
-/// Targets follow the picture in DESIGN.md: each C library is imported by
-/// exactly one adapter target, everything else sees Swift types only.
+/// Targets follow the picture in docs/DESIGN.md, "Architecture": each C
+/// library is imported by exactly one adapter target, everything else sees
+/// Swift types only.
 let swiftSettings: [SwiftSetting] = [
     .enableUpcomingFeature("InternalImportsByDefault"),
 ]

@@ -220,7 +220,8 @@ public final class FUSESession: KernelCacheInvalidator, Sendable {
     /// file: the answer and its header go through a pipe, which can grow to
     /// `fs.pipe-max-size` (1 MiB unless raised) and must hold 3 pages
     /// more. A larger read is answered by copying through a buffer, which
-    /// measured 2-3 times the CPU and slower reads (README, "Read size").
+    /// costs the daemon several times the CPU and makes reads slower
+    /// (docs/DESIGN.md, "The read path", read sizes and the kernel).
     public static func spliceableReadKiB() -> Int {
         var pipeMax = 1_048_576
         let fd = open("/proc/sys/fs/pipe-max-size", O_RDONLY | O_CLOEXEC)
@@ -329,7 +330,7 @@ public final class FUSESession: KernelCacheInvalidator, Sendable {
 
     /// A parent (a shell, `swift test`) may have blocked or ignored the
     /// signals the loop waits for; restore them before the loop installs its
-    /// handlers (FUSE-SWIFT-NOTES.md, "Signals").
+    /// handlers (docs/FUSE-SWIFT-NOTES.md, "Signals").
     private func prepareSignals() {
         var set = sigset_t()
         sigemptyset(&set)

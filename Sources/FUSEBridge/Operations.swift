@@ -154,7 +154,8 @@ final class Operations: Sendable {
 }
 
 /// The operations table. Built in a nonisolated library function so the
-/// closures inherit no actor isolation (FUSE-SWIFT-NOTES.md, "Running").
+/// closures inherit no actor isolation (docs/FUSE-SWIFT-NOTES.md,
+/// "Running").
 func makeLowLevelOperations() -> fuse_lowlevel_ops {
     var ops = fuse_lowlevel_ops()
     ops.lookup = { request, parent, name in

@@ -18,8 +18,9 @@ public struct ParsedEpisode: Sendable, Equatable {
     public var title: String?
 
     /// Unix seconds UTC; `nil` when missing or unparseable. An episode whose
-    /// date does not parse is kept; DESIGN.md gives it no date prefix and the
-    /// feed's `lastBuildDate` (else 0) as its modification time.
+    /// date does not parse is kept, with no date prefix and the feed's
+    /// `lastBuildDate` (else 0) as its modification time (docs/DESIGN.md,
+    /// "File names").
     public var published: Int64?
 
     /// Absolute http or https URL, trimmed and resolved against the feed URL;

@@ -13,8 +13,8 @@ public struct ParsedFeed: Sendable, Equatable {
     public var title: String?
 
     /// Unix seconds UTC: `lastBuildDate`, else the channel's `pubDate` (or
-    /// `dc:date`), else Atom's `<updated>`. DESIGN.md makes it the
-    /// modification time of episodes whose own date does not parse.
+    /// `dc:date`), else Atom's `<updated>`. It is the modification time of
+    /// episodes whose own date does not parse (docs/DESIGN.md, "File names").
     public var lastBuildDate: Int64?
 
     /// `itunes:image href`, else `<image><url>`, else Atom `<logo>`/`<icon>`;

@@ -1,8 +1,8 @@
 internal import CCurl
 
-/// The address-zone rule (DESIGN.md, guarantee 6): a URL written by a
-/// server may only make podfs connect where that server could send you
-/// anyway.
+/// The address-zone rule (docs/DESIGN.md, guarantee 6 and "Safety"): a
+/// URL written by a server may only make podfs connect where that server
+/// could send you anyway.
 ///
 /// - A URL the user typed may go anywhere.
 /// - Any URL may reach a public address.

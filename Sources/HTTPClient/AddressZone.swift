@@ -1,5 +1,5 @@
-/// Where an address leads, as far as the address-zone rule (DESIGN.md,
-/// guarantee 6) cares: the public internet, a private network, a link, this
+/// Where an address leads, as far as the address-zone rule (docs/DESIGN.md,
+/// "Safety") cares: the public internet, a private network, a link, this
 /// machine, or nowhere a podcast lives.
 public enum AddressZone: String, Sendable, Hashable, CaseIterable {
     /// Publicly routed unicast: any feed may make podfs connect here.

@@ -179,7 +179,8 @@ private final class MultiHandle: Sendable {
 }
 
 /// Blocks the signals libfuse waits for, so they reach the FUSE loop's thread
-/// (see FUSE-SWIFT-NOTES.md: a signal caught here would hang the loop).
+/// (docs/FUSE-SWIFT-NOTES.md, "Signals": a signal caught here would hang
+/// the loop).
 func blockTerminationSignals() {
     var set = sigset_t()
     sigemptyset(&set)

@@ -9,11 +9,12 @@ import Locking
 /// and chapters, and a playlist.
 ///
 /// Inode numbers come from the index's row ids, so they are the same on
-/// every mount of the same cache; names follow DESIGN.md (see `Naming` and
-/// `ShowLayout`). A refresh swaps a show's listing in one step: a file that
-/// stays keeps its name, its inode and its `Episode` (with the reader's
-/// state); a file that leaves the feed leaves the listing but its inode
-/// stays readable for the rest of the mount, so open files keep working.
+/// every mount of the same cache; names follow docs/DESIGN.md, "File
+/// names" (see `Naming` and `ShowLayout`). A refresh swaps a show's
+/// listing in one step: a file that stays keeps its name, its inode and its
+/// `Episode` (with the reader's state); a file that leaves the feed leaves
+/// the listing but its inode stays readable for the rest of the mount, so
+/// open files keep working.
 public final class Catalog: Sendable {
     // MARK: - Nested types
 

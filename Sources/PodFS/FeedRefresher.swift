@@ -170,7 +170,8 @@ public final class FeedRefresher: Sendable {
         }
     }
 
-    /// Leaves SIGINT/SIGTERM to the FUSE loop's thread (FUSE-SWIFT-NOTES.md).
+    /// Leaves SIGINT/SIGTERM to the FUSE loop's thread
+    /// (docs/FUSE-SWIFT-NOTES.md, "Signals").
     private static func blockTerminationSignals() {
         var set = sigset_t()
         sigemptyset(&set)

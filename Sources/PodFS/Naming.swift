@@ -1,5 +1,5 @@
 /// File and directory names for shows and episodes: stable, safe and
-/// predictable (DESIGN.md, "File names").
+/// predictable (docs/DESIGN.md, "File names").
 ///
 /// Every name is one path component of at most 255 UTF-8 bytes in Unicode
 /// Normalization Form C that contains no `/`, NUL, control, format (bidi,

@@ -11,7 +11,8 @@ import Synchronization
 public final class PodFileSystem: FileSystem {
     // MARK: - Properties
 
-    /// Extended attribute names, a public interface (DESIGN.md).
+    /// Extended attribute names, a public interface (docs/DESIGN.md, "What a
+    /// mount shows").
     public static let attributeNames = ["user.podfs.url", "user.podfs.guid", "user.podfs.cached_bytes"]
 
     private let catalog: Catalog

@@ -7,7 +7,7 @@ import RangeCache
 /// and the playlist, each with its cache key and its name.
 ///
 /// Every name is unique (byte for byte) in the folder and at most 255 bytes.
-/// Episodes are named first (DESIGN.md); the added files take the episode's
+/// Episodes are named first (docs/DESIGN.md, "File names"); the added files take the episode's
 /// base name and a suffix of their own and never push an episode's name
 /// aside. Names given in `previousNames` are kept, so a refresh renames
 /// nothing that is still in the feed.

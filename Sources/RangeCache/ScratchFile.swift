@@ -13,7 +13,7 @@ internal import CSQLite
 /// once in `init`, never changes and is closed in `deinit`; `pread` and
 /// `pwrite` carry their own offsets, so one `ScratchFile` may be used from
 /// any number of threads at once. Callers order their own writes and reads of
-/// the same bytes (see the read path in DESIGN.md).
+/// the same bytes (docs/DESIGN.md, "The read path" and guarantee 1).
 public final class ScratchFile: Sendable {
     // MARK: - Public properties
 

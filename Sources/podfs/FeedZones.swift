@@ -3,7 +3,7 @@ import HTTPClient
 import Locking
 
 /// Remembers who wrote each URL the reader fetches, so an episode's bytes
-/// are fetched under its feed's address zone (DESIGN.md, guarantee 6).
+/// are fetched under its feed's address zone (docs/DESIGN.md, guarantee 6).
 ///
 /// A feed's zone is the zone of the address its body actually came from
 /// (after redirects, through DNS), recorded when it is fetched. An episode's
