@@ -227,6 +227,57 @@ class OriginTest(unittest.TestCase):
         r, data = self.request("GET", "/ep.mp3")
         self.assertEqual((r.status, data), (200, BIG))
 
+    def test_a_short_body_leaves_the_drop_count_alone(self):
+        # A response no longer than after_bytes cannot be dropped there: it
+        # must not use up the count (else a probe would disarm the fault).
+        self.control("/_origin/config", {"drop": {"path": "/ep.mp3", "after_bytes": 1000, "count": 1}})
+        r, data = self.request("GET", "/ep.mp3", {"Range": "bytes=0-999"})
+        self.assertEqual((r.status, data), (206, BIG[:1000]))
+        cfg = self.control("/_origin/config", method="GET")
+        self.assertEqual(cfg["drop"][0]["count"], 1)
+        with self.assertRaises(http.client.IncompleteRead):
+            self.request("GET", "/ep.mp3")
+        s = self.control("/_origin/stats", method="GET")
+        self.assertEqual(s["drops"], 1)
+        self.assertEqual(s["paths"]["/ep.mp3"]["drops"], 1)
+        self.assertEqual(s["paths"]["/ep.mp3"]["dropped"], [{"range": None, "sent": 1000}])
+        self.assertEqual(self.control("/_origin/config", method="GET")["drop"][0]["count"], 0)
+
+    def test_hold_until_released(self):
+        import threading
+        self.control("/_origin/config", {"hold": {"path": "/ep.mp3", "after_bytes": 100, "count": 1}})
+        got = {}
+
+        def fetch():
+            got["response"] = self.request("GET", "/ep.mp3", {"Range": "bytes=0-999"})
+
+        reader = threading.Thread(target=fetch)
+        reader.start()
+        try:
+            deadline = time.time() + 10
+            while self.control("/_origin/stats", method="GET")["held"] != 1:
+                self.assertLess(time.time(), deadline, "the response was never held")
+                time.sleep(0.01)
+            # Held: it stays so until released, however long that takes.
+            time.sleep(0.3)
+            self.assertTrue(reader.is_alive())
+            self.assertEqual(self.control("/_origin/stats", method="GET")["paths"]["/ep.mp3"]["bytes"], 100)
+        finally:
+            self.control("/_origin/release")
+            reader.join(10)
+        r, data = got["response"]
+        self.assertEqual((r.status, data), (206, BIG[:1000]))
+        s = self.control("/_origin/stats", method="GET")
+        self.assertEqual((s["held"], s["holds"], s["paths"]["/ep.mp3"]["holds"]), (0, 1, 1))
+        # The count is used up: the next one is not held.
+        r, data = self.request("GET", "/ep.mp3", {"Range": "bytes=0-999"})
+        self.assertEqual((r.status, data), (206, BIG[:1000]))
+
+    def test_a_hold_ends_after_its_seconds(self):
+        self.control("/_origin/config", {"hold": {"path": "/ep.mp3", "after_bytes": 10, "seconds": 0.3}})
+        r, data = self.request("GET", "/ep.mp3", {"Range": "bytes=0-99"})
+        self.assertEqual((r.status, data), (206, BIG[:100]))
+
     def test_endless(self):
         self.control("/_origin/config", {"endless": ["/ep.mp3"]})
         c = self.conn()
