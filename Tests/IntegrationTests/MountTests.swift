@@ -125,6 +125,11 @@ struct MountTests {
         try fixture.unmount()
     }
 
+    /// Eight O_DIRECT readers (they bypass the kernel's page cache, so only
+    /// podfs's own coalescing keeps the origin traffic at one copy) start
+    /// together while the origin holds every response body: each is then
+    /// provably waiting in a read of the episode, and one request alone
+    /// covers the bytes they all wait for. Released, no byte is asked twice.
     @Test func eightDirectReadersShareOneFetch() throws {
         let fixture = try Fixture()
         defer { fixture.cleanup() }
@@ -132,20 +137,86 @@ struct MountTests {
         try fixture.publish(Fixture.episodes(sizes: [size]))
         try fixture.mount()
         try fixture.origin.reset()
-        // O_DIRECT readers bypass the kernel's page cache, so only podfs's
-        // own coalescing keeps the origin traffic at one copy.
-        let script = (0..<8).map { i in
-            "dd if='\(fixture.path(0))' iflag=direct bs=1M status=none | sha256sum > '\(fixture.directory)/sum\(i)' &"
-        }.joined(separator: "\n") + "\nwait"
-        try Harness.sh(script, timeout: 300)
+        try fixture.origin.configure(#"{"hold": {"path": "/ep1.mp3", "after_bytes": 65536, "seconds": 120}}"#)
+        let devNull = open("/dev/null", O_WRONLY)
+        defer { close(devNull) }
+        var readers: [pid_t] = []
+        defer {
+            // Never leave a reader behind, even when the test fails.
+            _ = try? fixture.origin.clearFaults()
+            for pid in readers where kill(pid, 0) == 0 { kill(pid, SIGKILL) }
+            var status: Int32 = 0
+            for pid in readers { waitpid(pid, &status, 0) }
+        }
+        for i in 0..<8 {
+            readers.append(
+                try Harness.spawn(
+                    "dd", ["if=\(fixture.path(0))", "of=\(fixture.directory)/copy\(i)", "iflag=direct", "bs=1M", "status=none"],
+                    stdout: devNull, stderr: devNull))
+        }
+        // All eight in a read of the episode while the origin holds a body.
+        let waiting = Harness.eventually(60) {
+            (try? fixture.origin.held()) ?? 0 >= 1
+                && readers.allSatisfy { Self.isReading(pid: $0, path: fixture.path(0)) }
+        }
+        let heldRanges = try fixture.origin.ranges("ep1.mp3")
+        let heldRequests = try fixture.origin.requests("ep1.mp3")
+        #expect(waiting, "the eight readers were never all waiting on a held response")
+        let firstByte = heldRanges.filter { Self.byteRange($0)?.contains(0) ?? false }
+        #expect(firstByte.count == 1, "while all eight wait, one request covers their first bytes: \(heldRanges)")
+        #expect(heldRequests == heldRanges.count, "every request asked for a range: \(heldRequests), \(heldRanges)")
+        // Clear the fault first, so responses after the release go unheld.
+        try fixture.origin.clearFaults()
+        try fixture.origin.release()
+        var finished = Array(repeating: Int32(-1), count: readers.count)
+        for (index, pid) in readers.enumerated() {
+            let done = Harness.eventually(300) {
+                var status: Int32 = 0
+                guard waitpid(pid, &status, WNOHANG) == pid else { return false }
+                finished[index] = status
+                return true
+            }
+            #expect(done, "reader \(index) finished")
+        }
+        readers.removeAll()
+        #expect(finished.allSatisfy { $0 == 0 }, "every dd exited 0: \(finished)")
         let expected = try Harness.sha256(fixture.originPath(0))
         for i in 0..<8 {
-            let sum = try String(contentsOfFile: "\(fixture.directory)/sum\(i)", encoding: .utf8)
-            #expect(sum.hasPrefix(expected), "reader \(i)")
+            #expect(try Harness.sha256("\(fixture.directory)/copy\(i)") == expected, "reader \(i)")
+        }
+        // No byte was asked for twice, and about one copy crossed the network.
+        let ranges = try fixture.origin.ranges("ep1.mp3").compactMap(Self.byteRange).sorted { $0.lowerBound < $1.lowerBound }
+        #expect(try fixture.origin.requests("ep1.mp3") == ranges.count)
+        for (earlier, later) in zip(ranges, ranges.dropFirst()) {
+            #expect(earlier.upperBound <= later.lowerBound, "\(earlier) and \(later) overlap: \(ranges)")
         }
         let sent = try fixture.origin.bytesSent("ep1.mp3")
         #expect(Double(sent) <= 1.05 * Double(size), "origin sent \(sent) bytes for a \(size)-byte file")
+        print("eight direct readers: \(heldRequests) request(s) while held, \(ranges.count) in all, \(sent) bytes sent")
         try fixture.unmount()
+    }
+
+    /// Whether process `pid` is in a read(2) of a descriptor open on `path`
+    /// (from /proc/PID/syscall: the syscall number, then its arguments).
+    private static func isReading(pid: pid_t, path: String) -> Bool {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/syscall", encoding: .utf8) else { return false }
+        let fields = text.split(separator: " ")
+        // read is syscall 0 on x86_64, 63 on arm64.
+        #if arch(x86_64)
+        let readNumber = "0"
+        #else
+        let readNumber = "63"
+        #endif
+        guard fields.count > 1, fields[0] == readNumber, let fd = Int(fields[1].dropFirst(2), radix: 16) else { return false }
+        return (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\(fd)")) == path
+    }
+
+    /// The bytes a `bytes=A-B` Range header asks for (`A..<B+1`).
+    private static func byteRange(_ header: String) -> Range<Int>? {
+        guard header.hasPrefix("bytes=") else { return nil }
+        let parts = header.dropFirst(6).split(separator: "-", omittingEmptySubsequences: false)
+        guard parts.count == 2, let lower = Int(parts[0]), let upper = Int(parts[1]), upper >= lower else { return nil }
+        return lower..<(upper + 1)
     }
 
     @Test func remountFetchesOnlyTheRest() throws {
