@@ -119,7 +119,13 @@ struct CacheMaintenanceTests {
             #expect(try Harness.sha256(copy) == Harness.sha256(fixture.origin.root + "/other1.mp3"))
         }
         try readAll()
-        Thread.sleep(forTimeInterval: 1.5)  // a commit
+        // Until everything read is committed.
+        let allCommitted = Harness.eventually(60) {
+            let cached = (try? CacheStatus(fixture.cacheDirectory).cached) ?? [:]
+            return cached[otherName] == otherSize
+                && sizes.indices.allSatisfy { cached[fixture.name($0)] == sizes[$0] }
+        }
+        #expect(allCommitted, "what was read is committed")
         let before = try CacheStatus(fixture.cacheDirectory).cached
 
         // While mounted: refused, nothing changed.

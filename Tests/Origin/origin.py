@@ -30,7 +30,11 @@ Fault config keys:
   ignore_range: ["/x.mp3"|"*"]  always answer 200 with the full body
   redirects: {"/a": "/b"}       302 to the target (relative or absolute)
   status: {"/x": {"code", "count", "retry_after", "location"}}  answer that status
-                                (with that Location header when given)
+                                (with that Location header when given); "retry_after_in": N
+                                sends Retry-After as the HTTP date N seconds after the answer
+  hold_head: {"path", "seconds", "count"}  hold the request before any byte of the answer
+                                until POST /_origin/release (at most "seconds", default 60;
+                                counted in "held" and "holds" too) (list allowed)
   stall: {"path", "after_bytes", "seconds", "count"}  pause mid-body (list allowed)
   hold: {"path", "after_bytes", "seconds", "count"}  pause mid-body until POST
                                 /_origin/release (or config/clear), at most "seconds"
@@ -184,7 +188,7 @@ class Origin:
                         else:
                             cur[p] = v
                     self.config[key] = cur
-                elif key in ("drop", "stall", "hold", "length_mismatch"):
+                elif key in ("drop", "stall", "hold", "hold_head", "length_mismatch"):
                     items = value if isinstance(value, list) else [value]
                     self.config[key] = [dict(i) for i in items if isinstance(i, dict)]
                 else:
@@ -324,6 +328,11 @@ class Origin:
             st = self._path_stats(path)
             st["drops"] = st.get("drops", 0) + 1
             st.setdefault("dropped", []).append({"range": range_header, "sent": sent})
+
+    def head_hold(self, path):
+        """The hold_head entry applying to this request of path, consuming a count."""
+        with self.lock:
+            return self._body_fault("hold_head", path)
 
     def length_mismatch(self, path):
         """The length_mismatch entry applying to this 206 of path, consuming a count."""
@@ -638,6 +647,10 @@ class Handler(BaseHTTPRequestHandler):
         if lat:
             time.sleep(lat)
 
+        head_hold = o.head_hold(path)
+        if head_hold is not None:
+            o.hold(path, float(head_hold.get("seconds", 60)))
+
         if o.fail_all():
             self._abort()
             o.count_status(path, 0)
@@ -649,6 +662,8 @@ class Handler(BaseHTTPRequestHandler):
             hdrs = {}
             if fault.get("retry_after") is not None:
                 hdrs["Retry-After"] = str(fault["retry_after"])
+            if fault.get("retry_after_in") is not None:
+                hdrs["Retry-After"] = http_date(time.time() + float(fault["retry_after_in"]))
             if fault.get("location") is not None:
                 hdrs["Location"] = str(fault["location"])
             o.count_status(path, code)

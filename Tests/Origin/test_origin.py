@@ -273,6 +273,35 @@ class OriginTest(unittest.TestCase):
         r, data = self.request("GET", "/ep.mp3", {"Range": "bytes=0-999"})
         self.assertEqual((r.status, data), (206, BIG[:1000]))
 
+    def test_hold_head_answers_nothing_until_released(self):
+        import threading
+        self.control("/_origin/config", {"hold_head": {"path": "/other.mp3", "count": 1}})
+        got = {}
+        reader = threading.Thread(target=lambda: got.update(response=self.request("GET", "/other.mp3")))
+        reader.start()
+        try:
+            deadline = time.time() + 10
+            while self.control("/_origin/stats", method="GET")["held"] != 1:
+                self.assertLess(time.time(), deadline, "the request was never held")
+                time.sleep(0.01)
+            s = self.control("/_origin/stats", method="GET")
+            self.assertEqual(s["paths"]["/other.mp3"]["requests"], 1)
+            self.assertEqual(s["paths"]["/other.mp3"]["statuses"], [])
+        finally:
+            self.control("/_origin/release")
+            reader.join(10)
+        r, data = got["response"]
+        self.assertEqual((r.status, data), (200, b"other file bytes"))
+
+    def test_retry_after_in_is_a_date_after_the_answer(self):
+        self.control("/_origin/config", {"status": {"/other.mp3": {"code": 503, "count": 1, "retry_after_in": 30}}})
+        r, _ = self.request("GET", "/other.mp3")
+        self.assertEqual(r.status, 503)
+        import email.utils
+        when = email.utils.parsedate_to_datetime(r.getheader("Retry-After")).timestamp()
+        self.assertGreater(when, time.time() + 25)
+        self.assertLess(when, time.time() + 31)
+
     def test_a_hold_ends_after_its_seconds(self):
         self.control("/_origin/config", {"hold": {"path": "/ep.mp3", "after_bytes": 10, "seconds": 0.3}})
         r, data = self.request("GET", "/ep.mp3", {"Range": "bytes=0-99"})
