@@ -5,7 +5,7 @@ import Testing
 /// mounts: what they find, what they repair, that the index then lists only
 /// bytes that are on disk, that a remount reads every byte right, and that
 /// both refuse (changing nothing) while a mount uses the cache.
-@Suite(.serialized)
+@Suite(.serialized, .needsRoot)
 struct CacheMaintenanceTests {
     private static let mib = 1024 * 1024
 

@@ -3,7 +3,7 @@ import Testing
 
 /// The cache's size cap: least recently read episodes are evicted first,
 /// never an open one, and an evicted episode reads correctly again.
-@Suite(.serialized)
+@Suite(.serialized, .needsRoot)
 struct CacheTests {
     private static let mib = 1024 * 1024
 

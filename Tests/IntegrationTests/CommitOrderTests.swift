@@ -10,7 +10,7 @@ import Testing
 /// each commit's ranges).
 @Suite(
     .serialized,
-    .enabled(if: getuid() == 0, "tracing the daemon and mounting need root; run scripts/test as root"),
+    .needsRoot,
     .enabled(
         if: FileManager.default.isExecutableFile(atPath: "/usr/bin/strace"),
         "strace is not installed (scripts/setup installs it)"))

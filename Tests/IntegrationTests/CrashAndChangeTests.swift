@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 /// A killed daemon and an origin that changes a file under a reader.
-@Suite(.serialized)
+@Suite(.serialized, .needsRoot)
 struct CrashAndChangeTests {
     private static let mib = 1024 * 1024
 

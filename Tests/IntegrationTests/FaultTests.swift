@@ -4,7 +4,7 @@ import Testing
 /// An origin that misbehaves (drops, ignores Range, redirects, fails for a
 /// while) and a daemon stopped by a signal: reads still return exactly the
 /// origin's bytes, and what was cached survives.
-@Suite(.serialized)
+@Suite(.serialized, .needsRoot)
 struct FaultTests {
     private static let mib = 1024 * 1024
 

@@ -5,7 +5,7 @@ import Testing
 /// get every byte of the origin, podfs logs the full disk once, evicts
 /// least recently read episodes that are not open, caches again when there
 /// is room, and its index never lists a byte that is not on disk.
-@Suite(.serialized)
+@Suite(.serialized, .needsRoot)
 struct FullDiskTests {
     private static let mib = 1024 * 1024
 

@@ -3,7 +3,7 @@ import Testing
 
 /// Real mounts read by real programs against the test origin on 127.0.0.1.
 /// Serialized: one mount at a time, each cleaned up even when it fails.
-@Suite(.serialized)
+@Suite(.serialized, .needsRoot)
 struct MountTests {
     private static let mib = 1024 * 1024
 

@@ -4,7 +4,7 @@ import Testing
 /// The origin answers with errors, loops, wrong framing or silence: each read
 /// ends within a bounded time, with exactly the origin's bytes or EIO, after a
 /// bounded number of requests, and the daemon keeps serving.
-@Suite(.serialized)
+@Suite(.serialized, .needsRoot)
 struct OriginFaultTests {
     private static let mib = 1024 * 1024
     /// The most requests a read that cannot succeed may cost: the reader's

@@ -465,5 +465,66 @@ class OriginTest(unittest.TestCase):
             shutil.rmtree(d, ignore_errors=True)
 
 
+
+class CheckIndexTest(unittest.TestCase):
+    """check_index.py fails when it has nothing to check."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="check-index-")
+        self.origin_file = os.path.join(self.dir, "ep.mp3")
+        with open(self.origin_file, "wb") as f:
+            f.write(BIG[:1000])
+
+    def tearDown(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def run_check(self, *extra):
+        return subprocess.run(
+            [sys.executable, os.path.join(HERE, "check_index.py"), self.dir, self.origin_file, *extra],
+            capture_output=True, text=True)
+
+    def make_index(self, episodes):
+        import sqlite3
+        os.makedirs(os.path.join(self.dir, "data"), exist_ok=True)
+        db = sqlite3.connect(os.path.join(self.dir, "index.sqlite"))
+        db.execute("CREATE TABLE episodes (id INTEGER PRIMARY KEY, key TEXT, url TEXT)")
+        db.execute("CREATE TABLE ranges (episode_id INTEGER, lower INTEGER, upper INTEGER)")
+        for number, (key, url, ranges) in enumerate(episodes, 1):
+            db.execute("INSERT INTO episodes VALUES (?, ?, ?)", (number, key, url))
+            with open(os.path.join(self.dir, "data", key), "wb") as f:
+                f.write(BIG[:1000])
+            for lower, upper in ranges:
+                db.execute("INSERT INTO ranges VALUES (?, ?, ?)", (number, lower, upper))
+        db.commit()
+        db.close()
+
+    def test_no_index_fails(self):
+        result = self.run_check()
+        self.assertEqual(result.returncode, 1, result.stdout)
+        self.assertIn("no index", result.stdout)
+
+    def test_no_matching_episode_fails(self):
+        self.make_index([("k1", "http://x/ep.mp3", [(0, 100)])])
+        result = self.run_check("--key-url", "http://x/other.mp3")
+        self.assertEqual(result.returncode, 1, result.stdout)
+        self.assertIn("no episode", result.stdout)
+
+    def test_two_episodes_need_a_url(self):
+        self.make_index([("k1", "http://x/a.mp3", []), ("k2", "http://x/b.mp3", [])])
+        self.assertEqual(self.run_check().returncode, 1)
+        result = self.run_check("--key-url", "http://x/b.mp3")
+        self.assertEqual((result.returncode, result.stdout.strip()),
+                         (0, "index claims 0 bytes, all on disk and correct"))
+
+    def test_correct_and_wrong_bytes(self):
+        self.make_index([("k1", "http://x/ep.mp3", [(0, 100), (200, 1000)])])
+        result = self.run_check()
+        self.assertEqual((result.returncode, result.stdout.strip()),
+                         (0, "index claims 900 bytes, all on disk and correct"))
+        with open(os.path.join(self.dir, "data", "k1"), "r+b") as f:
+            f.seek(500)
+            f.write(b"\0")
+        self.assertEqual(self.run_check().returncode, 1)
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)
