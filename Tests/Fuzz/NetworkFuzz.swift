@@ -103,7 +103,9 @@ private func address(_ url: String) -> String? {
     }
     for issuer in [URLIssuer.user, .server(.global), .server(.loopback)] {
         let verdict = AddressPolicy().check(url: url, from: issuer)
-        if case .refused(_, let why) = verdict, why.isEmpty { return "a refusal without a reason for \(url.debugDescription)" }
+        if case .refused(_, let why) = verdict, why.isEmpty {
+            return "a refusal without a reason for \(url.debugDescription)"
+        }
     }
     return nil
 }

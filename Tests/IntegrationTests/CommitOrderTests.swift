@@ -101,7 +101,8 @@ struct CommitOrderTests {
         }
         try body()
         try fixture.unmount()
-        #expect(Harness.eventually(60) { waitpid(tracer, &tracerStatus, WNOHANG) == tracer }, "strace ended with the daemon")
+        #expect(
+            Harness.eventually(60) { waitpid(tracer, &tracerStatus, WNOHANG) == tracer }, "strace ended with the daemon")
         let fds = String(decoding: try JSONSerialization.data(withJSONObject: descriptors), as: UTF8.self)
         let check = try Harness.run(
             "python3",
@@ -132,7 +133,8 @@ struct CommitOrderTests {
         #expect(syncs >= 1, "the scratch file was synced")
         print(
             "commit order: \(summary["commits"] ?? 0) index commits, \(episodeStates.count) listing the episode "
-                + "(\(partial.count) distinct partial), \(summary["scratch_writes"] ?? 0) scratch writes, \(syncs) syncs")
+                + "(\(partial.count) distinct partial), \(summary["scratch_writes"] ?? 0) scratch writes, "
+                + "\(syncs) syncs")
     }
 
     /// Whether every thread of `pid` has `tracer` as its tracer.

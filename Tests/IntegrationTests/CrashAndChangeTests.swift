@@ -139,7 +139,9 @@ struct CrashAndChangeTests {
         // Within the revalidation time the cached version is served as is,
         // without asking the origin.
         try Harness.sh("cat '\(fixture.path(0))' > '\(copy)'")
-        print("the second open came \(Date().timeIntervalSince(validated)) s after the first (revalidation after \(revalidateAfter) s)")
+        print(
+            "the second open came \(Date().timeIntervalSince(validated)) s after the first "
+                + "(revalidation after \(revalidateAfter) s)")
         #expect(
             try Data(contentsOf: URL(fileURLWithPath: copy)) == fixture.episodes[0].data,
             "within the revalidation time the cached version is served")

@@ -157,7 +157,8 @@ struct MountTests {
         for i in 0..<8 {
             readers.append(
                 try Harness.spawn(
-                    "dd", ["if=\(fixture.path(0))", "of=\(fixture.directory)/copy\(i)", "iflag=direct", "bs=1M", "status=none"],
+                    "dd",
+                    ["if=\(fixture.path(0))", "of=\(fixture.directory)/copy\(i)", "iflag=direct", "bs=1M", "status=none"],
                     stdout: devNull, stderr: devNull))
         }
         // All eight in a read of the episode while the origin holds a body.
@@ -191,7 +192,8 @@ struct MountTests {
             #expect(try Harness.sha256("\(fixture.directory)/copy\(i)") == expected, "reader \(i)")
         }
         // No byte was asked for twice, and about one copy crossed the network.
-        let ranges = try fixture.origin.ranges("ep1.mp3").compactMap(Self.byteRange).sorted { $0.lowerBound < $1.lowerBound }
+        let ranges = try fixture.origin.ranges("ep1.mp3").compactMap(Self.byteRange)
+            .sorted { $0.lowerBound < $1.lowerBound }
         #expect(try fixture.origin.requests("ep1.mp3") == ranges.count)
         for (earlier, later) in zip(ranges, ranges.dropFirst()) {
             #expect(earlier.upperBound <= later.lowerBound, "\(earlier) and \(later) overlap: \(ranges)")
@@ -213,7 +215,9 @@ struct MountTests {
         #else
         let readNumber = "63"
         #endif
-        guard fields.count > 1, fields[0] == readNumber, let fd = Int(fields[1].dropFirst(2), radix: 16) else { return false }
+        guard fields.count > 1, fields[0] == readNumber, let fd = Int(fields[1].dropFirst(2), radix: 16) else {
+            return false
+        }
         return (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\(fd)")) == path
     }
 
