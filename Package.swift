@@ -77,7 +77,8 @@ let package = Package(
             ],
             swiftSettings: swiftSettings),
         .testTarget(
-            name: "podfsTests", dependencies: ["podfs", "HTTPClient"], swiftSettings: swiftSettings),
+            name: "podfsTests", dependencies: ["podfs", "HTTPClient", "PodFS", "RangeCache"],
+            swiftSettings: swiftSettings),
         .testTarget(
             name: "IntegrationTests", dependencies: [], swiftSettings: swiftSettings),
     ]

@@ -1,16 +1,18 @@
 import Foundation
+import Testing
 
-/// The shared feed corpus in `../shared/feeds` (relative to the repository
-/// root) and its TSV tables of upstream expectations.
+/// The shared feed corpus and its TSV tables of upstream expectations:
+/// `$PODFS_FEED_CORPUS`, else `../shared/feeds` next to the repository.
+/// Suites that read it skip, saying so, when neither holds it.
 enum Corpus {
     // MARK: - Properties
 
-    /// The corpus: `$PODFS_FEED_CORPUS`, else `../shared/feeds` next to the
-    /// repository (found from this file's path), else `/work/shared/feeds`
-    /// (where it lives on our machines, for clones made elsewhere).
-    static let directory: URL = {
+    /// Where the corpus is looked for, in order: `$PODFS_FEED_CORPUS`, then
+    /// `../shared/feeds` relative to the repository root (found from this
+    /// file's path).
+    static let candidates: [URL] = {
         var candidates: [URL] = []
-        if let path = ProcessInfo.processInfo.environment["PODFS_FEED_CORPUS"] {
+        if let path = ProcessInfo.processInfo.environment["PODFS_FEED_CORPUS"], !path.isEmpty {
             candidates.append(URL(fileURLWithPath: path))
         }
         candidates.append(
@@ -19,14 +21,19 @@ enum Corpus {
                 .deletingLastPathComponent()  // Tests
                 .deletingLastPathComponent()  // repository root
                 .deletingLastPathComponent()
-                .appendingPathComponent("shared/feeds"))
-        candidates.append(URL(fileURLWithPath: "/work/shared/feeds"))
-        let found = candidates.first {
-            FileManager.default.fileExists(atPath: $0.appendingPathComponent("expected-feeds.tsv").path)
-        }
-        // When none exists the tests fail on the first file, naming this path.
-        return found ?? candidates[candidates.count - 2]
+                .appendingPathComponent("shared/feeds")
+                .standardizedFileURL)
+        return candidates
     }()
+
+    /// The first candidate that holds the corpus (its `expected-feeds.tsv`).
+    static let found: URL? = candidates.first {
+        FileManager.default.fileExists(atPath: $0.appendingPathComponent("expected-feeds.tsv").path)
+    }
+
+    /// The corpus (the last place looked when there is none: reads fail
+    /// naming it).
+    static var directory: URL { found ?? candidates[candidates.count - 1] }
 
     // MARK: - Methods
 
@@ -81,5 +88,18 @@ enum Corpus {
             }
         }
         return result
+    }
+}
+
+extension Trait where Self == ConditionTrait {
+    /// For suites that read the shared feed corpus: skipped, saying where
+    /// it was looked for, when it is not there.
+    static var needsCorpus: Self {
+        .enabled(
+            if: Corpus.found != nil,
+            Comment(
+                rawValue: "the shared feed corpus is missing: looked in "
+                    + Corpus.candidates.map(\.path).joined(separator: " and ")
+                    + "; set PODFS_FEED_CORPUS to a folder holding expected-feeds.tsv"))
     }
 }

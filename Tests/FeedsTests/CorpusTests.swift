@@ -4,7 +4,7 @@ import Testing
 
 /// The parser against 58 real and hand-written feeds and the expectations
 /// other parsers' authors wrote for them (see `../shared/feeds/README.md`).
-@Suite struct CorpusTests {
+@Suite(.needsCorpus) struct CorpusTests {
     // MARK: - Every feed
 
     /// Feeds that are expected to fail, with the reason. Everything else in

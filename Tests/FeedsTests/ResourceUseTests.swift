@@ -83,8 +83,10 @@ import Testing
                 + "peak RSS growth \(ProcessMemory.megabytes(growth))")
     }
 
-    @Test func parsesTheLargestCorpusFeeds() throws {
-        for file in ["rss-parser/giantbomb-podcast.rss", "node-podcast-parser/se-radio.xml"] {
+    /// Every item of the two largest corpus feeds has one enclosure: each
+    /// becomes an episode.
+    @Test(.needsCorpus) func parsesTheLargestCorpusFeeds() throws {
+        for (file, items) in [("rss-parser/giantbomb-podcast.rss", 730), ("node-podcast-parser/se-radio.xml", 249)] {
             let bytes = try Corpus.bytes(file)
             var feed = ParsedFeed()
             let start = ContinuousClock.now
@@ -92,6 +94,9 @@ import Testing
                 feed = try FeedParser.parse(bytes, baseURL: Corpus.baseURL(for: file))
             }
             let elapsed = ContinuousClock.now - start
+            #expect(feed.episodes.count == items, "\(file)")
+            #expect(feed.warnings == [], "\(file): \(feed.warnings)")
+            #expect(Set(feed.episodes.map(\.enclosureURL)).count > items * 9 / 10, "\(file): distinct enclosures")
             print(
                 "\(file): \(bytes.count / 1024) KB, \(feed.episodes.count) episodes, parsed in "
                     + "\(Self.milliseconds(elapsed)), peak RSS growth \(ProcessMemory.megabytes(growth))")

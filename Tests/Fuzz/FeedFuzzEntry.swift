@@ -1,7 +1,8 @@
 // The libFuzzer entry point of scripts/fuzz feed (only in the fuzz build: the
-// unit tests call feedFuzzOneInput directly).
+// unit tests call feedFuzzFinding directly). A finding is a crash here.
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzerTestOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
-    feedFuzzOneInput(data, size)
+    if let finding = feedFuzzFinding(data, size) { fatalError(finding) }
+    return 0
 }

@@ -31,8 +31,13 @@ private struct Line {
     func range(_ a: Int, _ b: Int) -> Range<Int64> { value(min(a, b))..<value(max(a, b)) }
 }
 
-private func check(_ condition: Bool, _ message: @autoclosure () -> String) {
-    if !condition { fatalError("RangeSet disagrees with the model: \(message())") }
+/// A disagreement between RangeSet and the model.
+struct RangeSetFuzzFinding: Error, CustomStringConvertible {
+    var description: String
+}
+
+private func check(_ condition: Bool, _ message: @autoclosure () -> String) throws(RangeSetFuzzFinding) {
+    if !condition { throw RangeSetFuzzFinding(description: "RangeSet disagrees with the model: \(message())") }
 }
 
 /// The model's covered runs inside points a..<b, as ranges on the line.
@@ -51,10 +56,11 @@ private func runs(_ model: [Bool], _ a: Int, _ b: Int, covered: Bool, _ line: Li
     return result
 }
 
-/// One input; crashes (fatalError) on a finding. Called by libFuzzer through
-/// the target's entry file, and by the unit tests that replay the corpus.
-func rangeSetFuzzOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
-    guard let data, size >= 1 else { return 0 }
+/// Runs one input; throws the first finding. The target's entry file
+/// crashes on it (for libFuzzer); the unit tests that replay the corpus
+/// fail the test that names the input instead.
+func rangeSetFuzzCheck(_ data: UnsafePointer<UInt8>?, _ size: Int) throws(RangeSetFuzzFinding) {
+    guard let data, size >= 1 else { return }
     let bytes = UnsafeBufferPointer(start: data, count: size)
     let line = Line(bytes[0])
     var set = RangeSet()
@@ -75,18 +81,18 @@ func rangeSetFuzzOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
             set.remove(line.range(a, b))
             for p in lo..<hi { model[p] = false }
         case 2:
-            check(set.contains(line.range(a, b)) == model[lo..<hi].allSatisfy { $0 }, "contains(\(lo)..<\(hi))")
-            check(set.contains(line.value(a)) == model[a], "contains(\(a))")
+            try check(set.contains(line.range(a, b)) == model[lo..<hi].allSatisfy { $0 }, "contains(\(lo)..<\(hi))")
+            try check(set.contains(line.value(a)) == model[a], "contains(\(a))")
         case 3:
-            check(set.intersection(line.range(a, b)) == runs(model, lo, hi, covered: true, line), "intersection")
+            try check(set.intersection(line.range(a, b)) == runs(model, lo, hi, covered: true, line), "intersection")
         case 4:
-            check(set.gaps(in: line.range(a, b)) == runs(model, lo, hi, covered: false, line), "gaps")
+            try check(set.gaps(in: line.range(a, b)) == runs(model, lo, hi, covered: false, line), "gaps")
         case 5:
-            check(set.firstGap(in: line.range(a, b)) == runs(model, lo, hi, covered: false, line).first, "firstGap")
+            try check(set.firstGap(in: line.range(a, b)) == runs(model, lo, hi, covered: false, line).first, "firstGap")
         case 6:
             var end = a
             while end < Line.points, model[end] { end += 1 }
-            check(set.coveredPrefix(from: line.value(a)) == line.value(end), "coveredPrefix(\(a))")
+            try check(set.coveredPrefix(from: line.value(a)) == line.value(end), "coveredPrefix(\(a))")
         default:
             // Collect ranges; every fourth one rebuilds a set from the list
             // (any order, overlapping, empty) and compares it with inserts.
@@ -94,18 +100,17 @@ func rangeSetFuzzOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
             if pending.count % 4 == 0 {
                 var inserted = RangeSet()
                 for range in pending { inserted.insert(range) }
-                check(RangeSet(pending.reversed()) == inserted, "init(\(pending))")
+                try check(RangeSet(pending.reversed()) == inserted, "init(\(pending))")
             }
         }
         // Invariants after every operation: sorted, non-empty, disjoint, not
         // touching, and exactly the model's runs.
         for (i, range) in set.ranges.enumerated() {
-            check(!range.isEmpty, "an empty range in \(set)")
-            if i > 0 { check(set.ranges[i - 1].upperBound < range.lowerBound, "unsorted or touching: \(set)") }
+            try check(!range.isEmpty, "an empty range in \(set)")
+            if i > 0 { try check(set.ranges[i - 1].upperBound < range.lowerBound, "unsorted or touching: \(set)") }
         }
-        check(set.ranges == runs(model, 0, Line.points, covered: true, line), "ranges \(set)")
-        check(set.count == Int64(model.filter { $0 }.count) * line.scale, "count of \(set)")
-        check(set.isEmpty == !model.contains(true), "isEmpty")
+        try check(set.ranges == runs(model, 0, Line.points, covered: true, line), "ranges \(set)")
+        try check(set.count == Int64(model.filter { $0 }.count) * line.scale, "count of \(set)")
+        try check(set.isEmpty == !model.contains(true), "isEmpty")
     }
-    return 0
 }

@@ -13,7 +13,9 @@ import Testing
 /// The policy's every notation and zone is tested without sockets in
 /// AddressPolicyTests; this suite checks the wiring: literal URLs, names
 /// resolved by DNS (`localhost`), redirects, and the zone of the feed.
-@Suite(.serialized, .enabled(if: NetworkNamespace.isPrivate, "needs its own network namespace (scripts/test)"))
+@Suite(
+    .serialized, .needsRoot,
+    .enabled(if: NetworkNamespace.isPrivate, "needs its own network namespace (scripts/test)"))
 struct AddressZoneTests {
     // MARK: - Fixtures
 

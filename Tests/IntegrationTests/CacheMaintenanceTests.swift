@@ -5,7 +5,7 @@ import Testing
 /// mounts: what they find, what they repair, that the index then lists only
 /// bytes that are on disk, that a remount reads every byte right, and that
 /// both refuse (changing nothing) while a mount uses the cache.
-@Suite(.serialized)
+@Suite(.serialized, .needsRoot)
 struct CacheMaintenanceTests {
     private static let mib = 1024 * 1024
 
@@ -119,7 +119,13 @@ struct CacheMaintenanceTests {
             #expect(try Harness.sha256(copy) == Harness.sha256(fixture.origin.root + "/other1.mp3"))
         }
         try readAll()
-        Thread.sleep(forTimeInterval: 1.5)  // a commit
+        // Until everything read is committed.
+        let allCommitted = Harness.eventually(60) {
+            let cached = (try? CacheStatus(fixture.cacheDirectory).cached) ?? [:]
+            return cached[otherName] == otherSize
+                && sizes.indices.allSatisfy { cached[fixture.name($0)] == sizes[$0] }
+        }
+        #expect(allCommitted, "what was read is committed")
         let before = try CacheStatus(fixture.cacheDirectory).cached
 
         // While mounted: refused, nothing changed.

@@ -3,7 +3,7 @@ import Testing
 
 /// The cache's size cap: least recently read episodes are evicted first,
 /// never an open one, and an evicted episode reads correctly again.
-@Suite(.serialized)
+@Suite(.serialized, .needsRoot)
 struct CacheTests {
     private static let mib = 1024 * 1024
 
@@ -29,9 +29,17 @@ struct CacheTests {
         let names = (1...3).map { "2026-11-0\($0) Episode \($0).mp3" }
         for index in 0..<3 {
             try Harness.sh("cat '\(fixture.path(index))' > /dev/null")
-            Thread.sleep(forTimeInterval: 1.6)  // a commit, and a later last-read second
+            // Committed, and the next episode is read in a later second
+            // (last reads are kept in seconds). The third read puts the
+            // cache over its cap: the least recently read goes.
+            let settled = Harness.eventually(60) {
+                guard let entry = try? CacheStatus(fixture.cacheDirectory)[names[index]], let readAt = entry.lastRead
+                else { return false }
+                return entry.cachedBytes == size && Int(Date().timeIntervalSince1970) > readAt
+            }
+            #expect(settled, "episode \(index + 1) was committed")
         }
-        Thread.sleep(forTimeInterval: 1.2)
+        #expect(Harness.eventually(60) { (try? cached(fixture))?[names[0]] == 0 }, "an eviction happened")
         var now = try cached(fixture)
         #expect(now[names[0]] == 0, "the least recently read is evicted: \(now)")
         #expect(now[names[1]] == size && now[names[2]] == size, "\(now)")
@@ -46,7 +54,10 @@ struct CacheTests {
         let holder = try Harness.spawn("sh", ["-c", "exec 3<'\(fixture.path(1))'; exec sleep 30"], stdout: devNull, stderr: devNull)
         var holderStatus: Int32 = 0
         defer { if kill(holder, SIGKILL) == 0 { waitpid(holder, &holderStatus, 0) } }
-        Thread.sleep(forTimeInterval: 0.3)
+        // The holder has the episode open once its shell has exec'd sleep.
+        #expect(Harness.eventually {
+            ((try? String(contentsOfFile: "/proc/\(holder)/comm", encoding: .utf8)) ?? "").hasPrefix("sleep")
+        })
         try fixture.origin.reset()
         let copy = fixture.directory + "/copy"
         // O_DIRECT: the kernel's page cache may still hold the pages (that
@@ -55,8 +66,14 @@ struct CacheTests {
         #expect(try Harness.sha256(copy) == Harness.sha256(fixture.originPath(0)), "an evicted episode reads again")
         let refetched = try fixture.origin.bytesSent("ep1.mp3")
         #expect(refetched >= Int64(size), "it was fetched again")
-        Thread.sleep(forTimeInterval: 2.5)
+        // Until the refetched episode is committed and the eviction it
+        // caused is done.
+        let evicted = Harness.eventually(60) {
+            let state = (try? cached(fixture)) ?? [:]
+            return state[names[0]] == size && state[names[2]] == 0
+        }
         now = try cached(fixture)
+        #expect(evicted, "an eviction happened while episode 2 was open: \(now)")
         #expect(now[names[1]] == size, "an open episode is never evicted: \(now)")
         #expect(now[names[2]] == 0, "the next least recently read goes instead: \(now)")
         #expect(now[names[0]] == size, "\(now)")

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 /// A killed daemon and an origin that changes a file under a reader.
-@Suite(.serialized)
+@Suite(.serialized, .needsRoot)
 struct CrashAndChangeTests {
     private static let mib = 1024 * 1024
 
@@ -19,7 +19,11 @@ struct CrashAndChangeTests {
         let devNull = open("/dev/null", O_WRONLY)
         defer { close(devNull) }
         let reader = try Harness.spawn("cat", [fixture.path(0)], stdout: devNull, stderr: devNull)
-        Thread.sleep(forTimeInterval: 4)
+        // Killed once the index lists part of the download (which then
+        // has more than a minute of stalls to go).
+        #expect(Harness.eventually(60) {
+            ((try? CacheStatus(fixture.cacheDirectory).cached[fixture.name(0)]) ?? 0) > 0
+        }, "part of the download was committed")
         let pid = try #require(fixture.daemonPID)
         kill(pid, SIGKILL)
         var status: Int32 = 0
@@ -120,23 +124,41 @@ struct CrashAndChangeTests {
         defer { fixture.cleanup() }
         let size = 2 * Self.mib
         try fixture.publish(Fixture.episodes(sizes: [size]))
-        try fixture.mount(extra: ["--revalidate-after", "3"])
+        // The second open below follows the first by the time two cats of
+        // 2 MiB take: 8 s leaves a slow machine a wide margin. A shorter
+        // time would be a timing window; the waits after it are polls.
+        let revalidateAfter = 8.0
+        try fixture.mount(extra: ["--revalidate-after", "\(Int(revalidateAfter))"])
         let copy = fixture.directory + "/copy"
+        let validated = Date()
         try Harness.sh("cat '\(fixture.path(0))' > '\(copy)'")
         #expect(try Harness.sha256(copy) == Harness.sha256(fixture.originPath(0)))
         let newBytes = Harness.bytes(count: size, seed: 7)
         try fixture.origin.replace("ep1.mp3", newBytes)
-        // Within the revalidation time the cached version is served as is.
+        try fixture.origin.reset()
+        // Within the revalidation time the cached version is served as is,
+        // without asking the origin.
         try Harness.sh("cat '\(fixture.path(0))' > '\(copy)'")
+        print(
+            "the second open came \(Date().timeIntervalSince(validated)) s after the first "
+                + "(revalidation after \(revalidateAfter) s)")
         #expect(
             try Data(contentsOf: URL(fileURLWithPath: copy)) == fixture.episodes[0].data,
             "within the revalidation time the cached version is served")
-        Thread.sleep(forTimeInterval: 3.5)
-        try Harness.sh("cat '\(fixture.path(0))' > '\(copy)'")
-        #expect(try Data(contentsOf: URL(fileURLWithPath: copy)) == newBytes, "a later open reads the new version")
+        #expect(try fixture.origin.requests("ep1.mp3") == 0, "within the revalidation time the origin is not asked")
+        // Once the time has passed, an open reads the new version.
+        let changed = Harness.eventually(120) {
+            Thread.sleep(forTimeInterval: 0.5)
+            _ = try? Harness.sh("cat '\(fixture.path(0))' > '\(copy)'")
+            return (try? Data(contentsOf: URL(fileURLWithPath: copy))) == newBytes
+        }
+        #expect(changed, "a later open reads the new version")
+        let newVersionAt = Date()
         // Offline after the revalidation time: the cached (new) version still plays.
         fixture.origin.stop()
-        Thread.sleep(forTimeInterval: 3.5)
+        // Past the revalidation time of the new version (a lower bound: a
+        // slow machine only waits longer).
+        Thread.sleep(forTimeInterval: max(0, revalidateAfter + 0.5 - Date().timeIntervalSince(newVersionAt)))
         try Harness.sh("cat '\(fixture.path(0))' > '\(copy)'", timeout: 30)
         #expect(try Data(contentsOf: URL(fileURLWithPath: copy)) == newBytes, "offline, the cache is served")
         try fixture.unmount()
@@ -173,16 +195,18 @@ struct CrashAndChangeTests {
         try fixture.origin.replace("ep1.mp3", newBytes)
         try fixture.origin.reset()
         try fixture.mount(extra: ["-o", "commit_interval=0"])
-        #expect(Harness.eventually(10) { fixture.log().contains("the episode changed at the origin") })
+        #expect(Harness.eventually(30) { fixture.log().contains("the episode changed at the origin") })
         // The check learnt of the change from a 200 with the new episode;
         // it stops at the head instead of caching 1 MiB nobody asked for.
-        Thread.sleep(forTimeInterval: 1)
+        // Unmounted, everything the daemon would commit is committed.
+        try fixture.unmount()
         #expect(try CacheStatus(fixture.cacheDirectory)[fixture.name(0)]?.cachedBytes == 0)
         // Nor do the old version's bytes keep disk space the index no
         // longer counts (ep2's 300,000 bytes are the rest).
         let onDisk = try Harness.sh("du -sk '\(fixture.cacheDirectory)/data'").split(separator: "\t").first.flatMap { Int($0) }
         #expect((onDisk ?? .max) < 700, "KiB on disk: \(String(describing: onDisk))")
         #expect(!fixture.log().contains("could not"), "\(fixture.log())")
+        try fixture.mount(extra: ["-o", "commit_interval=0"])
         let copy = fixture.directory + "/copy-new"
         try Harness.sh("cat '\(fixture.path(0))' > '\(copy)'")
         #expect(try Data(contentsOf: URL(fileURLWithPath: copy)) == newBytes)

@@ -6,7 +6,7 @@ import Testing
 /// for the daemon to die. Every program that looks at the files succeeds,
 /// every read gives the origin's bytes or EIO, the control episode reads
 /// before and after, and `podfs unmount` ends the daemon with status 0.
-@Suite(.serialized, .enabled(if: getuid() == 0, "mounts for real: needs root and /dev/fuse (scripts/test)"))
+@Suite(.serialized, .needsRoot)
 struct ExtremeNumberTests {
     // MARK: - Fixtures
 

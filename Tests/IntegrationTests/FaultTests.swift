@@ -4,18 +4,44 @@ import Testing
 /// An origin that misbehaves (drops, ignores Range, redirects, fails for a
 /// while) and a daemon stopped by a signal: reads still return exactly the
 /// origin's bytes, and what was cached survives.
-@Suite(.serialized)
+@Suite(.serialized, .needsRoot)
 struct FaultTests {
     private static let mib = 1024 * 1024
 
+    /// Every read waits for bytes past the drop point of the response that
+    /// serves it (O_DIRECT reads of 1 MiB; the origin closes each of three
+    /// responses after 700,000 body bytes), so a drop that was not resumed
+    /// fails a read. Resumed means asked again from where it stopped.
     @Test func droppedConnectionsAreResumed() throws {
         let fixture = try Fixture()
         defer { fixture.cleanup() }
         try fixture.publish(Fixture.episodes(sizes: [8 * Self.mib + 5]))
         try fixture.mount()
+        try fixture.origin.reset()
+        // Only a response longer than 700,000 bytes can be dropped there,
+        // and only those use up the count (a shorter probe does not).
         try fixture.origin.configure(#"{"drop": {"path": "/ep1.mp3", "after_bytes": 700000, "count": 3}}"#)
-        #expect(try fixture.hashOfCopy(0, timeout: 120) == fixture.originHash())
+        let copy = fixture.directory + "/copy"
+        try Harness.sh("dd if='\(fixture.path(0))' iflag=direct bs=1M status=none > '\(copy)'", timeout: 120)
+        #expect(try Harness.sha256(copy) == fixture.originHash())
+        #expect(try fixture.origin.drops("ep1.mp3") == 3, "the origin dropped three connections mid-body")
+        #expect(try fixture.origin.usesLeft("drop") == 0)
+        // After each drop, a request starts exactly where the dropped one stopped.
+        let ranges = try fixture.origin.ranges("ep1.mp3")
+        let starts = Set(ranges.compactMap(Self.rangeStart))
+        let dropped = try fixture.origin.dropped("ep1.mp3")
+        #expect(dropped.count == 3, "\(dropped)")
+        for drop in dropped {
+            let resumedAt = (drop.range.flatMap(Self.rangeStart) ?? 0) + drop.sent
+            #expect(starts.contains(resumedAt), "no request resumed at \(resumedAt) after \(drop); ranges: \(ranges)")
+        }
         try fixture.unmount()
+    }
+
+    /// The first byte of a `bytes=A-B` or `bytes=A-` Range header.
+    private static func rangeStart(_ header: String) -> Int? {
+        guard header.hasPrefix("bytes=") else { return nil }
+        return Int(header.dropFirst(6).prefix { $0.isNumber })
     }
 
     @Test func anOriginThatIgnoresRangeStillGivesExactBytes() throws {

@@ -5,7 +5,7 @@ import Testing
 /// get every byte of the origin, podfs logs the full disk once, evicts
 /// least recently read episodes that are not open, caches again when there
 /// is room, and its index never lists a byte that is not on disk.
-@Suite(.serialized)
+@Suite(.serialized, .needsRoot)
 struct FullDiskTests {
     private static let mib = 1024 * 1024
 
@@ -22,7 +22,8 @@ struct FullDiskTests {
                 _ = try? Harness.run("rm", ["-rf", fixture.directory], timeout: 60)
             }
         }
-        let sizes = [12 * Self.mib + 5, 11 * Self.mib, 6 * Self.mib]
+        // Episode 2 fits on the disk with room to spare; 1 and 3 do not fit beside it.
+        let sizes = [12 * Self.mib + 5, 3 * Self.mib, 6 * Self.mib]
         try fixture.publish(Fixture.episodes(sizes: sizes))
         let log = fixture.directory + "/podfs.log"
         // A cap far above the disk: the disk fills before the cap evicts.
@@ -36,13 +37,42 @@ struct FullDiskTests {
             #expect(try Harness.sha256(copy) == Harness.sha256(fixture.originPath(index)), "episode \(index + 1)")
             try FileManager.default.removeItem(atPath: copy)
         }
+        /// Reads episode `index` with O_DIRECT while the origin holds its
+        /// body after 64 KiB, until `event` holds (or 60 s pass): the episode
+        /// is open and read from memory all that time. Returns whether the
+        /// event came.
+        func readHeld(_ index: Int, until event: () throws -> Bool) throws -> Bool {
+            let file = fixture.episodes[index].file
+            try fixture.origin.configure(#"{"hold": {"path": "/\#(file)", "after_bytes": 65536, "count": 1}}"#)
+            let copy = fixture.directory + "/copy\(index)"
+            let devNull = open("/dev/null", O_WRONLY)
+            defer { close(devNull) }
+            let reader = try Harness.spawn(
+                "dd", ["if=\(fixture.path(index))", "of=\(copy)", "iflag=direct", "bs=1M", "status=none"],
+                stdout: devNull, stderr: devNull)
+            var status: Int32 = -1
+            defer { if kill(reader, 0) == 0 { kill(reader, SIGKILL); waitpid(reader, &status, 0) } }
+            let held = Harness.eventually(60) { (try? fixture.origin.held()) == 1 }
+            let happened = try held && Harness.eventually(60, event)
+            try fixture.origin.clearFaults()  // and lets the held body go on
+            #expect(Harness.eventually(120) { waitpid(reader, &status, WNOHANG) == reader }, "the reader ended")
+            #expect(status == 0, "dd of episode \(index + 1) exited with \(status)")
+            #expect(try Harness.sha256(copy) == Harness.sha256(fixture.originPath(index)), "episode \(index + 1)")
+            try FileManager.default.removeItem(atPath: copy)
+            return held && happened
+        }
         func diskUsed() throws -> Int {
             Int(try Harness.sh("df -B1 --output=used '\(disk)' | tail -1").trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
         }
+        func evictions() -> Int {
+            ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")
+                .components(separatedBy: "evicted episodes to make room").count - 1
+        }
+        func status() -> [String: Int] { (try? CacheStatus(disk).cached) ?? [:] }
 
         // 1. Episode 1 alone is larger than the disk: the rest comes from memory.
         try check(0)
-        Thread.sleep(forTimeInterval: 1.5)  // a commit
+        #expect(Harness.eventually { (status()[fixture.name(0)] ?? 0) > 0 }, "part of episode 1 is committed")
         var cached = try CacheStatus(disk).cached
         let first = cached[fixture.name(0)] ?? -1
         #expect(first > 0 && first < sizes[0], "part of episode 1 is cached, not all: \(cached)")
@@ -51,35 +81,47 @@ struct FullDiskTests {
         #expect(text.contains("the cache's disk is full"), "the full disk is logged")
 
         // 2. Episode 1 is closed and least recently read: evicted to make room
-        // for episode 2, which is cached again (reads recover). The origin
-        // pauses mid-response, so the flush thread sees episode 2 open.
-        try fixture.origin.configure(
-            #"{"stall": {"path": "*", "after_bytes": 65536, "seconds": 2.5, "count": 2}}"#)
+        // for episode 2, which is cached again (reads recover). Its body is
+        // held until then, so the flush thread sees episode 2 open.
+        #expect(evictions() == 0)
+        let evictedFirst = try readHeld(1) { evictions() == 1 && status()[fixture.name(0)] == 0 }
+        #expect(evictedFirst, "episode 1 was evicted while episode 2 was read: \(status())")
+        // What was served from memory meanwhile is fetched again and cached.
         try check(1)
-        Thread.sleep(forTimeInterval: 1.5)
-        cached = try CacheStatus(disk).cached
-        #expect(cached[fixture.name(0)] == 0, "episode 1 was evicted: \(cached)")
-        #expect((cached[fixture.name(1)] ?? 0) > 0, "episode 2 was cached after the eviction: \(cached)")
+        #expect(
+            Harness.eventually { status()[fixture.name(1)] == sizes[1] },
+            "episode 2 was cached after the eviction: \(status())")
         for index in sizes.indices { try fixture.checkIndex(index) }
 
-        // 3. While episode 3 is read, episode 2 is held open: it is never
-        // evicted, even though it is the least recently read.
+        // 3. Episode 2 is held open and is the least recently read: while
+        // episode 3 and then episode 1 are read on the full disk, an eviction
+        // happens, and it takes episode 3, never episode 2.
         try fixture.origin.reset()
+        let readAt = try #require(try CacheStatus(disk)[fixture.name(1)]?.lastRead)
+        // Episode 3 is read in a later second than episode 2 (last reads
+        // are kept in seconds).
+        #expect(Harness.eventually { Int(Date().timeIntervalSince1970) > readAt })
         let devNull = open("/dev/null", O_WRONLY)
         defer { close(devNull) }
         let holder = try Harness.spawn(
-            "sh", ["-c", "exec 3<'\(fixture.path(1))'; exec sleep 60"], stdout: devNull, stderr: devNull)
+            "sh", ["-c", "exec 3<'\(fixture.path(1))'; exec sleep 300"], stdout: devNull, stderr: devNull)
         var holderStatus: Int32 = 0
         defer { if kill(holder, SIGKILL) == 0 { waitpid(holder, &holderStatus, 0) } }
-        Thread.sleep(forTimeInterval: 0.3)
-        let heldBytes = cached[fixture.name(1)] ?? 0
-        try fixture.origin.configure(
-            #"{"stall": {"path": "*", "after_bytes": 65536, "seconds": 2.5, "count": 2}}"#)
+        // The holder has the episode open once its shell has exec'd sleep.
+        #expect(Harness.eventually {
+            ((try? String(contentsOfFile: "/proc/\(holder)/comm", encoding: .utf8)) ?? "").hasPrefix("sleep")
+        })
         try check(2)
-        try check(0, direct: true)
-        Thread.sleep(forTimeInterval: 1.5)
+        #expect(
+            Harness.eventually { (status()[fixture.name(2)] ?? 0) > 0 }, "part of episode 3 is cached: \(status())")
+        let before = evictions()
+        let evictedThird = try readHeld(0) { evictions() > before && status()[fixture.name(2)] == 0 }
         cached = try CacheStatus(disk).cached
-        #expect(cached[fixture.name(1)] == heldBytes, "an open episode is never evicted: \(cached)")
+        #expect(evictedThird, "an eviction ran while episode 2 was open, and took episode 3: \(cached)")
+        #expect(cached[fixture.name(1)] == sizes[1], "an open episode is never evicted: \(cached)")
+        #expect(
+            (try CacheStatus(disk)[fixture.name(2)]?.lastRead ?? 0) > readAt,
+            "episode 2 was the least recently read")
         for index in sizes.indices { try fixture.checkIndex(index) }
         let used = try diskUsed()
         let originBytes = try fixture.origin.bytesSent("ep3.mp3") + fixture.origin.bytesSent("ep1.mp3")

@@ -144,6 +144,14 @@ enum Harness {
     }
 }
 
+extension Trait where Self == ConditionTrait {
+    /// For suites that mount, trace or change the system: they skip, saying
+    /// why, when the tests do not run as root.
+    static var needsRoot: Self {
+        .enabled(if: getuid() == 0, "mounts for real: needs root and /dev/fuse (run scripts/test as root)")
+    }
+}
+
 /// A test failure in the harness itself.
 struct HarnessError: Error, CustomStringConvertible {
     var description: String

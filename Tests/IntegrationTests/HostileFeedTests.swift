@@ -6,7 +6,7 @@ import Testing
 /// XInclude fetch nothing and cost little memory; enclosures and redirects
 /// that are not plain http(s) are neither shown nor followed; a feed over
 /// the size limit is refused without being held.
-@Suite(.serialized)
+@Suite(.serialized, .needsRoot)
 struct HostileFeedTests {
     // MARK: - Fixtures
 

@@ -3,7 +3,7 @@ import Testing
 
 /// `mount -t fuse.podfs`, an fstab line and the `podfs#URL` form, through
 /// the real mount(8) and mount.fuse3, after mount-helper/install.sh.
-@Suite(.serialized)
+@Suite(.serialized, .needsRoot)
 struct MountHelperTests {
     @Test func installedPodfsMountsThroughMountFstabAndUmount() throws {
         let fixture = try Fixture()

@@ -3,7 +3,7 @@ import Testing
 
 /// `podfs prefetch`: resuming after Ctrl-C, progress on a terminal and in a
 /// pipe, and reading through a mount that uses the same cache.
-@Suite(.serialized)
+@Suite(.serialized, .needsRoot)
 struct PrefetchTests {
     private static let mib = 1024 * 1024
 

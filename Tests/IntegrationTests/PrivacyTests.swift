@@ -4,7 +4,7 @@ import Testing
 /// Private feeds stay private: the cache is its owner's alone, a feed's
 /// token shows in no attribute, status or log line, titles cannot drive the
 /// terminal, and the daemon keeps no directory busy.
-@Suite(.serialized)
+@Suite(.serialized, .needsRoot)
 struct PrivacyTests {
     // MARK: - Helpers
 

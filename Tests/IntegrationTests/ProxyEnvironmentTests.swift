@@ -5,7 +5,7 @@ import Testing
 /// a proxy, the address-zone rule would see only the proxy's address. Here
 /// every variable libcurl reads names a port that refuses connections, so a
 /// daemon that used one could read nothing.
-@Suite(.serialized)
+@Suite(.serialized, .needsRoot)
 struct ProxyEnvironmentTests {
     private static let refusing = "http://127.0.0.1:1"
     private static let environment = [

@@ -3,7 +3,7 @@ import Testing
 
 /// Background refresh, the cover, transcripts, chapters and the playlist,
 /// through a real mount against the test origin.
-@Suite(.serialized)
+@Suite(.serialized, .needsRoot)
 struct RefreshTests {
     // MARK: - Helpers
 

@@ -5,7 +5,7 @@ import Testing
 /// reads over several episodes, some with O_DIRECT, while the origin keeps
 /// dropping connections; every byte is compared with the origin's file.
 /// scripts/stress runs the long version (32 readers, 60 s and more).
-@Suite(.serialized)
+@Suite(.serialized, .needsRoot)
 struct StressTests {
     private static let mib = 1024 * 1024
 

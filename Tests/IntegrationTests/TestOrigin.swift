@@ -112,12 +112,44 @@ final class TestOrigin {
         return (entry?["status_times"] as? [NSNumber])?.map(\.doubleValue) ?? []
     }
 
+    /// Connections dropped mid-body for one path since the last reset.
+    func drops(_ name: String) throws -> Int {
+        (try pathStats(name)["drops"] as? NSNumber)?.intValue ?? 0
+    }
+
+    /// Each connection dropped mid-body for one path since the last reset:
+    /// the request's Range header (`nil` without one) and the body bytes
+    /// sent before the drop.
+    func dropped(_ name: String) throws -> [(range: String?, sent: Int)] {
+        let entries = try pathStats(name)["dropped"] as? [[String: Any]] ?? []
+        return entries.map { ($0["range"] as? String, ($0["sent"] as? NSNumber)?.intValue ?? -1) }
+    }
+
+    /// The Range header of each request for one path since the last reset
+    /// that had one, in order.
+    func ranges(_ name: String) throws -> [String] {
+        (try pathStats(name)["ranges"] as? [String]) ?? []
+    }
+
+    /// How many responses a `hold` fault is holding now.
+    func held() throws -> Int {
+        (try stats()["held"] as? NSNumber)?.intValue ?? -1
+    }
+
+    /// Lets every held response go on.
+    func release() throws { try control("release") }
+
+    private func pathStats(_ name: String) throws -> [String: Any] {
+        let paths = try stats()["paths"] as? [String: Any]
+        return paths?["/" + name] as? [String: Any] ?? [:]
+    }
+
     func stats() throws -> [String: Any] {
         let text = try Harness.sh("curl -sf \(base)/_origin/stats")
         return (try JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] ?? [:]
     }
 
-    /// How many more requests a counted body fault (`drop`, `stall`,
+    /// How many more requests a counted body fault (`drop`, `stall`, `hold`,
     /// `length_mismatch`) applies to: its first entry's remaining count.
     func usesLeft(_ fault: String) throws -> Int {
         let text = try Harness.sh("curl -sf \(base)/_origin/config")

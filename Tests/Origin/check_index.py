@@ -5,7 +5,9 @@ usage: check_index.py CACHE_DIR ORIGIN_FILE [--key-url URL]
   Without --key-url the cache must hold that one episode; with it, only the
   episode whose enclosure URL is URL is checked.
 Prints "index claims N bytes, all on disk and correct" or what is wrong, and
-exits non-zero on any wrong byte.
+exits non-zero on any wrong byte, and when there is nothing to check: no
+index, no episode with that URL (or, without --key-url, not exactly one
+episode).
 """
 import os
 import sqlite3
@@ -16,9 +18,17 @@ url = sys.argv[sys.argv.index("--key-url") + 1] if "--key-url" in sys.argv else 
 original = open(origin_file, "rb").read()
 index_path = os.path.join(cache, "index.sqlite")
 if not os.path.exists(index_path):
-    print("index claims 0 bytes, all on disk and correct (no index yet)")
-    sys.exit(0)
+    print("there is no index at %s" % index_path)
+    sys.exit(1)
 db = sqlite3.connect("file:%s?mode=ro" % index_path, uri=True)
+episodes = db.execute("SELECT url FROM episodes" + (" WHERE url = ?" if url else ""),
+                      (url,) if url else ()).fetchall()
+if url and not episodes:
+    print("the index has no episode with the URL %s" % url)
+    sys.exit(1)
+if not url and len(episodes) != 1:
+    print("the index has %d episodes; name one with --key-url" % len(episodes))
+    sys.exit(1)
 query = "SELECT e.key, r.lower, r.upper FROM ranges r JOIN episodes e ON e.id = r.episode_id"
 rows = db.execute(query + (" WHERE e.url = ?" if url else ""), (url,) if url else ()).fetchall()
 claimed = 0

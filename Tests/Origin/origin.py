@@ -19,16 +19,27 @@ Control API (same port, never counted in the stats):
   GET  /_origin/config         current fault config
   POST /_origin/config/clear   remove all faults
   POST /_origin/put?path=/x    atomically replace a file with the request body
+  POST /_origin/release        let every held response go on (see "hold")
   GET  /_origin/health         "ok"
 
 Fault config keys:
   latency_ms: N                 sleep before each request and on each new connection
-  drop: {"path", "after_bytes", "count"}   close after N body bytes (list allowed)
+  drop: {"path", "after_bytes", "count"}   close after N body bytes (list allowed); the
+                                stats count drops, in all and per path, and list each
+                                dropped request's Range header and bytes sent ("dropped")
   ignore_range: ["/x.mp3"|"*"]  always answer 200 with the full body
   redirects: {"/a": "/b"}       302 to the target (relative or absolute)
   status: {"/x": {"code", "count", "retry_after", "location"}}  answer that status
-                                (with that Location header when given)
+                                (with that Location header when given); "retry_after_in": N
+                                sends Retry-After as the HTTP date N seconds after the answer
+  hold_head: {"path", "seconds", "count"}  hold the request before any byte of the answer
+                                until POST /_origin/release (at most "seconds", default 60;
+                                counted in "held" and "holds" too) (list allowed)
   stall: {"path", "after_bytes", "seconds", "count"}  pause mid-body (list allowed)
+  hold: {"path", "after_bytes", "seconds", "count"}  pause mid-body until POST
+                                /_origin/release (or config/clear), at most "seconds"
+                                (default 60); the stats say how many responses are
+                                "held" now and how many "holds" there were (list allowed)
   length_mismatch: {"path", "delta", "count"}  a 206 whose Content-Length is the
                                 range's length + delta: delta > 0 sends the range and then
                                 delta bytes of 0xEE (a body longer than its Content-Range),
@@ -44,6 +55,8 @@ Fault config keys:
   gzip: true                    templates go gzip-compressed to clients that accept it
                                 (whole-body GETs only; the path's "encodings" stat counts them)
 "count" is the number of requests the fault applies to; -1 or missing = always.
+A body fault (drop, stall, hold) applies only to a body longer than its "after_bytes",
+so a shorter response never uses up its count: a count of 0 left means it happened.
 For "redirects" and "status" a POST merges per path (a null value removes one
 entry); any other key is replaced, and a top-level null removes the key.
 """
@@ -89,6 +102,10 @@ class Origin:
     def __init__(self, root, log_path=None):
         self.root = os.path.realpath(root)
         self.lock = threading.Lock()
+        # Held responses wait on this until the release generation moves.
+        self.released = threading.Condition(self.lock)
+        self.release_generation = 0
+        self.held = 0
         self.config = {}
         self.log_file = open(log_path, "a", buffering=1) if log_path else None
         self.log_lock = threading.Lock()
@@ -101,6 +118,7 @@ class Origin:
             self.bytes = 0
             self.connections = 0
             self.drops = 0
+            self.holds = 0
             self.paths = {}
 
     def _path_stats(self, path):
@@ -149,6 +167,8 @@ class Origin:
                 "bytes": self.bytes,
                 "connections": self.connections,
                 "drops": self.drops,
+                "held": self.held,
+                "holds": self.holds,
                 "paths": json.loads(json.dumps(self.paths)),
             }
 
@@ -168,7 +188,7 @@ class Origin:
                         else:
                             cur[p] = v
                     self.config[key] = cur
-                elif key in ("drop", "stall", "length_mismatch"):
+                elif key in ("drop", "stall", "hold", "hold_head", "length_mismatch"):
                     items = value if isinstance(value, list) else [value]
                     self.config[key] = [dict(i) for i in items if isinstance(i, dict)]
                 else:
@@ -178,6 +198,29 @@ class Origin:
     def clear_config(self):
         with self.lock:
             self.config = {}
+            self._release()
+
+    def release(self):
+        """Lets every held response go on."""
+        with self.lock:
+            self._release()
+
+    def _release(self):
+        self.release_generation += 1
+        self.released.notify_all()
+
+    def hold(self, path, seconds):
+        """Pauses the calling response until a release (or `seconds`)."""
+        with self.lock:
+            generation = self.release_generation
+            self.held += 1
+            self.holds += 1
+            st = self._path_stats(path)
+            st["holds"] = st.get("holds", 0) + 1
+            try:
+                self.released.wait_for(lambda: self.release_generation != generation, timeout=seconds)
+            finally:
+                self.held -= 1
 
     def get_config(self):
         with self.lock:
@@ -259,25 +302,49 @@ class Origin:
                 return None
             return dict(entry)
 
-    def _body_fault(self, key, path):
+    def _body_fault(self, key, path, length=None):
+        """The first entry of `key` for `path` that applies, consuming a
+        count; a body fault (`length` given) applies only to a body longer
+        than its after_bytes, so a short response leaves its count alone."""
         for entry in self.config.get(key) or []:
-            if entry.get("path") in (path, "*") and self._take(entry):
+            if entry.get("path") not in (path, "*"):
+                continue
+            if length is not None:
+                try:
+                    after = max(0, int(entry.get("after_bytes", 0)))
+                except (TypeError, ValueError):
+                    after = 0
+                if after >= length:
+                    continue
+            if self._take(entry):
                 return dict(entry)
         return None
 
-    def count_drop(self):
+    def count_drop(self, path, range_header, sent):
+        """One connection closed mid-body: the request's Range header (None
+        without one) and the body bytes sent before the close."""
         with self.lock:
             self.drops += 1
+            st = self._path_stats(path)
+            st["drops"] = st.get("drops", 0) + 1
+            st.setdefault("dropped", []).append({"range": range_header, "sent": sent})
+
+    def head_hold(self, path):
+        """The hold_head entry applying to this request of path, consuming a count."""
+        with self.lock:
+            return self._body_fault("hold_head", path)
 
     def length_mismatch(self, path):
         """The length_mismatch entry applying to this 206 of path, consuming a count."""
         with self.lock:
             return self._body_fault("length_mismatch", path)
 
-    def body_faults(self, path):
-        """(drop, stall) entries applying to this GET of path, consuming counts."""
+    def body_faults(self, path, length):
+        """(drop, stall, hold) entries applying to this GET of path with a
+        body of `length` bytes, consuming counts."""
         with self.lock:
-            return self._body_fault("drop", path), self._body_fault("stall", path)
+            return (self._body_fault("drop", path, length), self._body_fault("stall", path, length),
+                    self._body_fault("hold", path, length))
 
     # ---- log ------------------------------------------------------------
     def log(self, method, path, rng, status, nbytes):
@@ -480,6 +547,9 @@ class Handler(BaseHTTPRequestHandler):
         try:
             if path == "/_origin/stats" and cmd in ("GET", "HEAD"):
                 self._json(200, o.stats())
+            elif path == "/_origin/release" and cmd == "POST":
+                o.release()
+                self._json(200, {"ok": True})
             elif path == "/_origin/health":
                 self._simple(200, "ok\n")
             elif path == "/_origin/reset" and cmd == "POST":
@@ -577,6 +647,10 @@ class Handler(BaseHTTPRequestHandler):
         if lat:
             time.sleep(lat)
 
+        head_hold = o.head_hold(path)
+        if head_hold is not None:
+            o.hold(path, float(head_hold.get("seconds", 60)))
+
         if o.fail_all():
             self._abort()
             o.count_status(path, 0)
@@ -588,6 +662,8 @@ class Handler(BaseHTTPRequestHandler):
             hdrs = {}
             if fault.get("retry_after") is not None:
                 hdrs["Retry-After"] = str(fault["retry_after"])
+            if fault.get("retry_after_in") is not None:
+                hdrs["Retry-After"] = http_date(time.time() + float(fault["retry_after_in"]))
             if fault.get("location") is not None:
                 hdrs["Location"] = str(fault["location"])
             o.count_status(path, code)
@@ -731,10 +807,11 @@ class Handler(BaseHTTPRequestHandler):
         if head or length == 0:
             return code, 0
 
-        drop, stall = o.body_faults(path)
+        body_length = length + delta if delta < 0 else length
+        drop, stall, hold = o.body_faults(path, body_length)
         if delta < 0:
-            return code, self._send_body(path, fd, body, start, length + delta, drop, stall)
-        sent = self._send_body(path, fd, body, start, length, drop, stall)
+            return code, self._send_body(path, fd, body, start, length + delta, drop, stall, hold)
+        sent = self._send_body(path, fd, body, start, length, drop, stall, hold)
         if delta > 0 and sent == length:
             try:
                 self.connection.sendall(b"\xee" * delta)
@@ -762,7 +839,7 @@ class Handler(BaseHTTPRequestHandler):
         except OSError:
             return sent
 
-    def _send_body(self, path, fd, body, start, length, drop, stall):
+    def _send_body(self, path, fd, body, start, length, drop, stall, hold=None):
         o = self.origin
         sock = self.connection
         sent = 0
@@ -777,8 +854,14 @@ class Handler(BaseHTTPRequestHandler):
             stall_secs = float(stall.get("seconds", 1))
             if stall_after >= length:
                 stall_after = None
+        hold_after = hold_secs = None
+        if hold is not None:
+            hold_after = max(0, int(hold.get("after_bytes", 0)))
+            hold_secs = float(hold.get("seconds", 60))
+            if hold_after >= length:
+                hold_after = None
         try:
-            if drop_after is None and stall_after is None:
+            if drop_after is None and stall_after is None and hold_after is None:
                 # Count the body before sending it: a client that reads the
                 # stats right after its response must see these bytes. What
                 # is not sent after all is taken back below.
@@ -806,13 +889,18 @@ class Handler(BaseHTTPRequestHandler):
                 if stall_after is not None and sent >= stall_after:
                     time.sleep(stall_secs)
                     stall_after = None
+                if hold_after is not None and sent >= hold_after:
+                    o.hold(path, hold_secs)
+                    hold_after = None
                 if drop_after is not None and sent >= drop_after:
-                    o.count_drop()
+                    o.count_drop(path, self.headers.get("Range"), sent)
                     self._abort()
                     return sent
                 limit = length
                 if stall_after is not None:
                     limit = min(limit, stall_after)
+                if hold_after is not None:
+                    limit = min(limit, hold_after)
                 if drop_after is not None:
                     limit = min(limit, drop_after)
                 n = min(CHUNK, limit - sent)

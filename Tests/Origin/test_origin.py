@@ -227,6 +227,86 @@ class OriginTest(unittest.TestCase):
         r, data = self.request("GET", "/ep.mp3")
         self.assertEqual((r.status, data), (200, BIG))
 
+    def test_a_short_body_leaves_the_drop_count_alone(self):
+        # A response no longer than after_bytes cannot be dropped there: it
+        # must not use up the count (else a probe would disarm the fault).
+        self.control("/_origin/config", {"drop": {"path": "/ep.mp3", "after_bytes": 1000, "count": 1}})
+        r, data = self.request("GET", "/ep.mp3", {"Range": "bytes=0-999"})
+        self.assertEqual((r.status, data), (206, BIG[:1000]))
+        cfg = self.control("/_origin/config", method="GET")
+        self.assertEqual(cfg["drop"][0]["count"], 1)
+        with self.assertRaises(http.client.IncompleteRead):
+            self.request("GET", "/ep.mp3")
+        s = self.control("/_origin/stats", method="GET")
+        self.assertEqual(s["drops"], 1)
+        self.assertEqual(s["paths"]["/ep.mp3"]["drops"], 1)
+        self.assertEqual(s["paths"]["/ep.mp3"]["dropped"], [{"range": None, "sent": 1000}])
+        self.assertEqual(self.control("/_origin/config", method="GET")["drop"][0]["count"], 0)
+
+    def test_hold_until_released(self):
+        import threading
+        self.control("/_origin/config", {"hold": {"path": "/ep.mp3", "after_bytes": 100, "count": 1}})
+        got = {}
+
+        def fetch():
+            got["response"] = self.request("GET", "/ep.mp3", {"Range": "bytes=0-999"})
+
+        reader = threading.Thread(target=fetch)
+        reader.start()
+        try:
+            deadline = time.time() + 10
+            while self.control("/_origin/stats", method="GET")["held"] != 1:
+                self.assertLess(time.time(), deadline, "the response was never held")
+                time.sleep(0.01)
+            # Held: it stays so until released, however long that takes.
+            time.sleep(0.3)
+            self.assertTrue(reader.is_alive())
+            self.assertEqual(self.control("/_origin/stats", method="GET")["paths"]["/ep.mp3"]["bytes"], 100)
+        finally:
+            self.control("/_origin/release")
+            reader.join(10)
+        r, data = got["response"]
+        self.assertEqual((r.status, data), (206, BIG[:1000]))
+        s = self.control("/_origin/stats", method="GET")
+        self.assertEqual((s["held"], s["holds"], s["paths"]["/ep.mp3"]["holds"]), (0, 1, 1))
+        # The count is used up: the next one is not held.
+        r, data = self.request("GET", "/ep.mp3", {"Range": "bytes=0-999"})
+        self.assertEqual((r.status, data), (206, BIG[:1000]))
+
+    def test_hold_head_answers_nothing_until_released(self):
+        import threading
+        self.control("/_origin/config", {"hold_head": {"path": "/other.mp3", "count": 1}})
+        got = {}
+        reader = threading.Thread(target=lambda: got.update(response=self.request("GET", "/other.mp3")))
+        reader.start()
+        try:
+            deadline = time.time() + 10
+            while self.control("/_origin/stats", method="GET")["held"] != 1:
+                self.assertLess(time.time(), deadline, "the request was never held")
+                time.sleep(0.01)
+            s = self.control("/_origin/stats", method="GET")
+            self.assertEqual(s["paths"]["/other.mp3"]["requests"], 1)
+            self.assertEqual(s["paths"]["/other.mp3"]["statuses"], [])
+        finally:
+            self.control("/_origin/release")
+            reader.join(10)
+        r, data = got["response"]
+        self.assertEqual((r.status, data), (200, b"other file bytes"))
+
+    def test_retry_after_in_is_a_date_after_the_answer(self):
+        self.control("/_origin/config", {"status": {"/other.mp3": {"code": 503, "count": 1, "retry_after_in": 30}}})
+        r, _ = self.request("GET", "/other.mp3")
+        self.assertEqual(r.status, 503)
+        import email.utils
+        when = email.utils.parsedate_to_datetime(r.getheader("Retry-After")).timestamp()
+        self.assertGreater(when, time.time() + 25)
+        self.assertLess(when, time.time() + 31)
+
+    def test_a_hold_ends_after_its_seconds(self):
+        self.control("/_origin/config", {"hold": {"path": "/ep.mp3", "after_bytes": 10, "seconds": 0.3}})
+        r, data = self.request("GET", "/ep.mp3", {"Range": "bytes=0-99"})
+        self.assertEqual((r.status, data), (206, BIG[:100]))
+
     def test_endless(self):
         self.control("/_origin/config", {"endless": ["/ep.mp3"]})
         c = self.conn()
@@ -384,6 +464,67 @@ class OriginTest(unittest.TestCase):
                 p.wait()
             shutil.rmtree(d, ignore_errors=True)
 
+
+
+class CheckIndexTest(unittest.TestCase):
+    """check_index.py fails when it has nothing to check."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="check-index-")
+        self.origin_file = os.path.join(self.dir, "ep.mp3")
+        with open(self.origin_file, "wb") as f:
+            f.write(BIG[:1000])
+
+    def tearDown(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def run_check(self, *extra):
+        return subprocess.run(
+            [sys.executable, os.path.join(HERE, "check_index.py"), self.dir, self.origin_file, *extra],
+            capture_output=True, text=True)
+
+    def make_index(self, episodes):
+        import sqlite3
+        os.makedirs(os.path.join(self.dir, "data"), exist_ok=True)
+        db = sqlite3.connect(os.path.join(self.dir, "index.sqlite"))
+        db.execute("CREATE TABLE episodes (id INTEGER PRIMARY KEY, key TEXT, url TEXT)")
+        db.execute("CREATE TABLE ranges (episode_id INTEGER, lower INTEGER, upper INTEGER)")
+        for number, (key, url, ranges) in enumerate(episodes, 1):
+            db.execute("INSERT INTO episodes VALUES (?, ?, ?)", (number, key, url))
+            with open(os.path.join(self.dir, "data", key), "wb") as f:
+                f.write(BIG[:1000])
+            for lower, upper in ranges:
+                db.execute("INSERT INTO ranges VALUES (?, ?, ?)", (number, lower, upper))
+        db.commit()
+        db.close()
+
+    def test_no_index_fails(self):
+        result = self.run_check()
+        self.assertEqual(result.returncode, 1, result.stdout)
+        self.assertIn("no index", result.stdout)
+
+    def test_no_matching_episode_fails(self):
+        self.make_index([("k1", "http://x/ep.mp3", [(0, 100)])])
+        result = self.run_check("--key-url", "http://x/other.mp3")
+        self.assertEqual(result.returncode, 1, result.stdout)
+        self.assertIn("no episode", result.stdout)
+
+    def test_two_episodes_need_a_url(self):
+        self.make_index([("k1", "http://x/a.mp3", []), ("k2", "http://x/b.mp3", [])])
+        self.assertEqual(self.run_check().returncode, 1)
+        result = self.run_check("--key-url", "http://x/b.mp3")
+        self.assertEqual((result.returncode, result.stdout.strip()),
+                         (0, "index claims 0 bytes, all on disk and correct"))
+
+    def test_correct_and_wrong_bytes(self):
+        self.make_index([("k1", "http://x/ep.mp3", [(0, 100), (200, 1000)])])
+        result = self.run_check()
+        self.assertEqual((result.returncode, result.stdout.strip()),
+                         (0, "index claims 900 bytes, all on disk and correct"))
+        with open(os.path.join(self.dir, "data", "k1"), "r+b") as f:
+            f.seek(500)
+            f.write(b"\0")
+        self.assertEqual(self.run_check().returncode, 1)
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
