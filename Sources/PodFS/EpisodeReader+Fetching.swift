@@ -30,24 +30,21 @@ extension EpisodeReader {
         case 416:
             total = head.total
         default:
-            // 408, 429 and 5xx are the origin being busy or briefly broken:
-            // worth retrying. Anything else (404, 403, 410...) is final.
-            var transient = head.status == 408 || head.status == 429 || (500..<600).contains(head.status)
-            if !transient {
+            // The one rule for what is worth asking again (`OriginAnswer`);
+            // a 2xx other than 200 and 206 is no answer to a range request.
+            let answer = OriginAnswer(status: head.status, retryAfter: head.retryAfter, now: Date().timeIntervalSince1970)
+            var failure = answer.failure(status: head.status, url: head.effectiveURL)
+            if !failure.isTransient {
                 // The remembered end of the redirect chain (a signed CDN
                 // link, say) may have expired: forget it and go through the
                 // enclosure URL again, once.
-                let forgot = episode.state.withLock { state -> Bool in
+                failure.isTransient = episode.state.withLock { state -> Bool in
                     guard state.effectiveURL != nil, state.effectiveURL != episode.url else { return false }
                     state.effectiveURL = nil
                     return true
                 }
-                transient = forgot
             }
-            fetch.refuse(FetchError(
-                isTransient: transient, isUnreachable: false,
-                message: "the origin answered HTTP \(head.status) for \(FeedURL.redacted(head.effectiveURL, for: .log))",
-                retryAfter: FetchHead.retryDelay(retryAfter: head.retryAfter, now: Date().timeIntervalSince1970)))
+            fetch.refuse(failure)
             return false
         }
         guard let total else {
@@ -499,11 +496,8 @@ extension EpisodeReader {
 
     /// Whether a response shows the origin's bytes differ from the cached ones.
     private func versionChanged(_ state: Episode.State, head: FetchHead, total: Int64) -> Bool {
-        guard state.length != nil || state.etag != nil || state.lastModified != nil else { return false }
-        if let old = state.length, old != total { return true }
-        if let old = state.etag, let new = head.etag { return old != new }
-        if state.etag == nil, let old = state.lastModified, let new = head.lastModified { return old != new }
-        return false
+        OriginVersion(length: state.length, etag: state.etag, lastModified: state.lastModified)
+            .isReplaced(by: OriginVersion(length: total, etag: head.etag, lastModified: head.lastModified))
     }
 
     private func failFetch(_ fetch: Fetch, _ message: String) -> Bool {

@@ -376,8 +376,7 @@ public final class EpisodeReader: Sendable {
 
     /// The validator for `If-Range`: a strong ETag, else Last-Modified.
     func validator(_ state: Episode.State) -> String? {
-        if let etag = state.etag, !etag.hasPrefix("W/") { return etag }
-        return state.lastModified
+        OriginVersion(length: state.length, etag: state.etag, lastModified: state.lastModified).ifRange
     }
 
     /// Reads `range` from the scratch file, and the parts of it that are
