@@ -51,7 +51,7 @@ extension EpisodeReader {
             return failFetch(fetch, "the origin did not tell the episode's length (no Content-Range total or Content-Length)")
         }
         var invalidate = false
-        var opens: [(OpenReply, OpenOptions)] = []
+        var opens: [(any OpenReplying, OpenOptions)] = []
         var dropped: [Episode.Waiter] = []
         var logIgnoresRange = false
         var indexUpdate: (drop: Bool, save: Bool) = (false, false)
@@ -295,15 +295,15 @@ extension EpisodeReader {
     private func write(_ chunk: BodyChunk, count: Int, at offset: Int64, generation: UInt64, for fetch: Fetch) {
         let episode = fetch.episode
         let end = offset + Int64(count)
+        if !disk.isFull {
+            // Created outside the lock; a failure is logged and the bytes
+            // go to memory (see EpisodeReader+DiskFull).
+            _ = scratchFile(of: episode)
+        }
         let target: (ScratchFile?, Range<Int64>?)? = episode.state.withLock { state in
             guard state.generation == generation, var progress = state.fetches[fetch.id],
                 progress.generation == generation
             else { return nil }
-            if state.scratch == nil, let length = state.length, length > 0, !disk.isFull {
-                // A failure is logged and the bytes go to memory (see
-                // EpisodeReader+DiskFull).
-                _ = try? ensureScratch(&state, episode: episode, length: length)
-            }
             // Long fetches allocate their blocks 8 MiB at a time, ahead of
             // the writes (see `ScratchFile.allocate`).
             var allocation: Range<Int64>?
@@ -432,38 +432,15 @@ extension EpisodeReader {
     /// fails the readers nothing else will serve.
     private func fetch(_ fetch: Fetch, completedWith error: FetchError?) {
         let episode = fetch.episode
-        enum Next { case done, retry(Range<Int64>, String?, String, Int, Double) }
-        var failure = error
-        let next: Next = episode.state.withLock { state in
-            guard let progress = state.fetches[fetch.id] else { return .done }
-            if failure == nil, progress.cursor < progress.upper {
-                failure = FetchError(
-                    isTransient: true, isUnreachable: false,
-                    message: "the origin closed the response \(progress.upper - progress.cursor) bytes early")
-            }
-            if let asked = failure?.retryAfter, asked > tuning.longestRetryAfter {
-                // Waiting that long would hold the reader for minutes, and
-                // asking sooner ignores the origin: give up now, saying so.
-                failure?.message += "; it asks to be asked again in \(Int(asked.rounded(.up))) s, longer than "
-                    + "podfs holds a read (\(Int(tuning.longestRetryAfter)) s): read again later"
-                failure?.isTransient = false
-            }
-            if let failure, failure.isTransient, progress.generation == state.generation {
-                let attempt = fetch.nextAttempt()
-                if attempt < tuning.attempts && !(failure.isUnreachable && !state.validated && state.length != nil) {
-                    state.fetches[fetch.id]?.retrying = true
-                    // A growing backoff, or as long as the origin asked.
-                    let delay = max(0.1 * Double(1 << min(attempt, 5)), failure.retryAfter ?? 0)
-                    return .retry(
-                        progress.cursor..<progress.upper, validator(state), state.effectiveURL ?? episode.url, attempt,
-                        delay)
-                }
-            }
-            state.fetches[fetch.id] = nil
-            return .done
+        // Counted here for every end: a fetch that is not tried again is
+        // forgotten, so the count only matters for one that is.
+        let attempt = fetch.nextAttempt()
+        let (next, failure) = episode.state.withLock { state in
+            state.fetchEnded(id: fetch.id, error: error, attempt: attempt, tuning: tuning)
         }
         switch next {
-        case .retry(let range, let validator, let url, let attempt, let delay):
+        case .retry(let range, let validator, let remembered, let attempt, let delay):
+            let url = remembered ?? episode.url
             logger.info(
                 "retrying a fetch",
                 metadata: [
@@ -478,7 +455,7 @@ extension EpisodeReader {
                 launch(fetch, url: url, range: range, validator: validator)
                 pendingRetries.withLock { $0 -= 1 }
             }
-        case .done:
+        case .ended:
             if let failure, fetch.isBackground {
                 logger.info(
                     "could not check a recently read episode with its origin; its first open will ask again",
@@ -534,8 +511,8 @@ extension EpisodeReader {
     /// cache if it has a length) and fails reads no fetch will serve.
     private func settleAfterFetch(_ episode: Episode, fetch: Fetch, failure: FetchError?) {
         let fetchID = fetch.id
-        var failedReads: [DataReply] = []
-        var opens: [(OpenReply, OpenOptions?)] = []
+        var failedReads: [any DataReplying] = []
+        var opens: [(any OpenReplying, OpenOptions?)] = []
         var freshProbe: Probe?
         var early: (reads: [Episode.EarlyRead], sized: [@Sendable () -> Void]) = ([], [])
         episode.state.withLock { state in

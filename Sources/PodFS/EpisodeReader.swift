@@ -152,7 +152,7 @@ public final class EpisodeReader: Sendable {
     /// its way: no byte could be served stale, so its reads (and `stat`s)
     /// just wait for the response, and the first byte comes one round trip
     /// sooner.
-    public func open(_ episode: Episode, reply: OpenReply) {
+    public func open(_ episode: Episode, reply: any OpenReplying) {
         let handle = makeID()
         enum Next {
             case answer(OpenOptions), wait
@@ -226,7 +226,7 @@ public final class EpisodeReader: Sendable {
     ) -> Probe {
         state.validated = false
         let range = range ?? probeRange(state)
-        let fetch = Fetch(id: makeID(), episode: episode, reader: self, isBackground: background)
+        let fetch = Fetch(id: state.takeFetchID(), episode: episode, reader: self, isBackground: background)
         state.fetches[fetch.id] = Episode.FetchProgress(
             cursor: range.lowerBound, upper: range.upperBound, generation: state.generation,
             answersOnArrival: true)
@@ -252,84 +252,35 @@ public final class EpisodeReader: Sendable {
     }
 
     /// Reads `size` bytes at `offset`; answers with fewer only at the end.
-    public func read(_ episode: Episode, handle: UInt64, offset: Int64, size: Int, reply: DataReply) {
-        var starts: [(Fetch, Range<Int64>)] = []
-        let outcome: ReadOutcome = episode.state.withLock { state in
-            guard var handleState = state.handles[handle] else { return .fail }
-            if handleState.provisional {
-                // Opened before the first response: wait for it.
-                state.earlyReads.append(Episode.EarlyRead(handle: handle, offset: offset, size: size, reply: reply))
-                return .wait
-            }
-            guard handleState.generation == state.generation else {
-                // The origin changed since this file was opened: serving the
-                // rest from the new version would mix two versions.
-                return .fail
-            }
-            guard let length = state.length else { return .fail }
-            let end = ReadPlan.end(offset: offset, size: size, length: length)
-            state.lastRead = Int64(Date().timeIntervalSince1970)
-            // Sequential streak: the window grows while reads follow on. The
-            // kernel's read-ahead sends several reads at once and they may
-            // arrive out of order, so "follows on" means "lands near where
-            // the last one ended"; a jump further than that (a listener
-            // scrubbing) starts over.
-            if handleState.streak == 0, handleState.nextOffset == 0, let last = state.lastStream,
-                monotonicSeconds() - last.closedAt < Self.reopenGrace, abs(offset - last.end) <= Self.nearby
-            {
-                // A reopen that reads on where the last reader stopped.
-                handleState.streak = last.streak
-                handleState.nextOffset = last.end
-                state.lastStream = nil
-            }
-            if handleState.streak == 0, handleState.nextOffset == 0, offset == 0 {
-                // A fresh file read from its start is almost always a player
-                // starting an episode: begin the streak one step ahead.
-                handleState.streak = 1
-            }
-            let distance = abs(offset - handleState.nextOffset)
-            if distance <= max(Self.nearby, windowSize(streak: handleState.streak)) {
-                handleState.streak += 1
-                handleState.nextOffset = max(handleState.nextOffset, end)
-            } else {
-                handleState.streak = 0
-                handleState.nextOffset = end
-            }
-            state.handles[handle] = handleState
-            if offset >= end { return .empty }
-            let wanted = offset..<end
-            let window = windowSize(streak: handleState.streak)
-            if !state.available.contains(wanted) {
-                for gap in uncoveredGaps(state, in: wanted) {
-                    starts.append(planFetch(&state, episode: episode, from: gap, window: window, length: length))
-                }
-                state.waiters.append(Episode.Waiter(range: wanted, reply: reply, generation: state.generation))
-            }
-            if handleState.streak >= 2 {
-                readAhead(&state, episode: episode, after: end, window: window, length: length, into: &starts)
-            }
-            guard state.available.contains(wanted) else { return .wait }
-            return .serve(
-                wanted, try? ensureScratch(&state, episode: episode, length: length), state.spill.pieces(overlapping: wanted))
+    /// The rules are `Episode.State.read`'s; this carries out its effects
+    /// after the lock is released.
+    public func read(_ episode: Episode, handle: UInt64, offset: Int64, size: Int, reply: any DataReplying) {
+        let context = Episode.State.ReadContext(
+            now: monotonicSeconds(), wallClock: Int64(Date().timeIntervalSince1970), link: link.withLock { $0 },
+            tuning: tuning)
+        let (effects, url, validator) = episode.state.withLock { state in
+            let effects = state.read(handle: handle, offset: offset, size: size, reply: reply, context: context)
+            return (effects, state.effectiveURL ?? episode.url, self.validator(state))
         }
-        let url = episode.state.withLock { $0.effectiveURL } ?? episode.url
-        let validator = episode.state.withLock { self.validator($0) }
-        for (fetch, range) in starts {
-            logger.debug(
-                "fetching",
-                metadata: [
-                    "episode.key": "\(episode.key)", "range.lower": "\(range.lowerBound)",
-                    "range.upper": "\(range.upperBound)", "read.offset": "\(offset)", "read.size": "\(size)",
-                ])
-            _ = fetch.nextAttempt()
-            launch(fetch, url: url, range: range, validator: validator)
-        }
-        switch outcome {
-        case .fail: reply.fail(.ioError)
-        case .empty: reply.data(UnsafeRawBufferPointer(start: nil, count: 0))
-        case .serve(let range, let scratch, let spilled):
-            serve(range, from: scratch, spilled: spilled, episode: episode, reply: reply)
-        case .wait: break
+        for effect in effects {
+            switch effect {
+            case .fetch(let id, let range):
+                logger.debug(
+                    "fetching",
+                    metadata: [
+                        "episode.key": "\(episode.key)", "range.lower": "\(range.lowerBound)",
+                        "range.upper": "\(range.upperBound)", "read.offset": "\(offset)", "read.size": "\(size)",
+                    ])
+                let fetch = Fetch(id: id, episode: episode, reader: self)
+                _ = fetch.nextAttempt()
+                launch(fetch, url: url, range: range, validator: validator)
+            case .serve(let reply, let range, let spilled):
+                serve(range, from: scratchFile(of: episode), spilled: spilled, episode: episode, reply: reply)
+            case .answerEmpty(let reply):
+                reply.data(UnsafeRawBufferPointer(start: nil, count: 0))
+            case .fail(let reply):
+                reply.fail(.ioError)
+            }
         }
     }
 
@@ -383,7 +334,7 @@ public final class EpisodeReader: Sendable {
     /// only in memory from `spilled`, and answers.
     func serve(
         _ range: Range<Int64>, from scratch: ScratchFile?, spilled: [SpillBuffer.Piece] = [], episode: Episode,
-        reply: DataReply
+        reply: any DataReplying
     ) {
         guard scratch != nil || SpillBuffer.covers(spilled, range) else {
             reply.fail(.ioError)
@@ -416,31 +367,37 @@ public final class EpisodeReader: Sendable {
         }
     }
 
-    /// Opens (creating, sparse, at full length) the episode's scratch file.
-    func ensureScratch(_ state: inout Episode.State, episode: Episode, length: Int64) throws(FileError) -> ScratchFile {
-        if let scratch = state.scratch {
-            return scratch
-        }
+    /// The episode's scratch file, opened (created sparse at full length)
+    /// outside its lock if it is not open yet; `nil` while the length is
+    /// unknown or when it cannot be created (reads then come from memory,
+    /// see EpisodeReader+DiskFull).
+    func scratchFile(of episode: Episode) -> ScratchFile? {
+        let (open, length, cached) = episode.state.withLock { ($0.scratch, $0.length, !$0.present.isEmpty) }
+        if let open { return open }
+        guard let length else { return nil }
         let path = index.dataPath(forKey: episode.key)
-        if !state.present.isEmpty, access(path, F_OK) != 0 {
-            // The file is gone (deleted by hand?): what the index said is not
-            // on disk, so forget it rather than serve zeros.
+        // The file is gone (deleted by hand?): what the index said is not
+        // on disk, so forget it rather than serve zeros.
+        let missing = cached && access(path, F_OK) != 0
+        let made: Result<ScratchFile, FileError> = Result { () throws(FileError) in
+            try ScratchFile(path: path, length: length)
+        }
+        let scratch: ScratchFile? = episode.state.withLock { state in
+            if missing {
+                state.present = RangeSet()
+                state.dirty = true
+            }
+            if state.scratch == nil, case .success(let made) = made { state.scratch = made }
+            return state.scratch
+        }
+        if missing {
             logger.warning(
                 "an episode's cache file is missing; its cached ranges are forgotten",
                 metadata: ["episode.key": "\(episode.key)"])
-            state.present = RangeSet()
-            state.dirty = true
             markDirty(episode)
         }
-        do {
-            let scratch = try ScratchFile(path: path, length: length)
-            state.scratch = scratch
-            return scratch
-        } catch {
-            // Reads then come from memory (see EpisodeReader+DiskFull).
-            cacheWriteFailed(error, episode: episode, state: &state)
-            throw error
-        }
+        if case .failure(let error) = made { cacheWriteFailed(error, episode: episode) }
+        return scratch
     }
 
     /// The first response arrived (or the probe ended without one):
@@ -470,34 +427,6 @@ public final class EpisodeReader: Sendable {
     }
 
     // MARK: - Private methods
-
-    /// How far from the end of the last read the next one may land and
-    /// still count as sequential.
-    private static let nearby: Int64 = 2 * 1024 * 1024
-
-    /// How long after a close a reopen still continues its stream.
-    private static let reopenGrace: Double = 30
-
-    private enum ReadOutcome {
-        case fail, empty, wait
-        case serve(Range<Int64>, ScratchFile?, [SpillBuffer.Piece])
-    }
-
-    /// The read-ahead window after `streak` sequential reads: it grows
-    /// fourfold per read (1, 4, 16 MiB with the defaults), so a player
-    /// that reads on costs a handful of requests, each round trip hidden
-    /// behind the bytes still to arrive, even from a far origin. Where the
-    /// link holds more than that in flight (a far, fast origin: 20 ms at
-    /// 1 GB/s is 20 MB), a sequential reader starts with what it holds
-    /// instead of paying a round trip per step: up to `maximumWindow` by
-    /// the smoothed round trip, up to `maximumLinkWindow` by the shortest
-    /// (which is no longer, so it only matters past `maximumWindow`). A
-    /// read that jumped (streak 0) from a near origin fetches `jumpFetch`,
-    /// the next one `minimumFetch`.
-    private func windowSize(streak: Int) -> Int64 {
-        let link = link.withLock { $0 }
-        return ReadPlan.window(streak: streak, link: link, tuning: tuning)
-    }
 
     /// Sends an attempt of `fetch`, noting when (see `LinkEstimate`).
     func launch(_ fetch: Fetch, url: String, range: Range<Int64>, validator: String?) {
@@ -533,73 +462,6 @@ public final class EpisodeReader: Sendable {
             return gap.lowerBound..<min(gap.upperBound, gap.lowerBound + tuning.minimumFetch)
         }
         return 0..<1
-    }
-
-    /// Gaps of `wanted` that are neither on disk nor on their way.
-    private func uncoveredGaps(_ state: Episode.State, in wanted: Range<Int64>) -> [Range<Int64>] {
-        var pending = RangeSet()
-        for progress in state.fetches.values where progress.generation == state.generation && progress.cursor < progress.upper {
-            pending.insert(progress.cursor..<progress.upper)
-        }
-        var result: [Range<Int64>] = []
-        for gap in state.available.gaps(in: wanted) {
-            result.append(contentsOf: pending.gaps(in: gap))
-        }
-        return result
-    }
-
-    /// Registers a fetch starting at `gap`'s start, widened to `window` but
-    /// never over bytes already present or already on their way.
-    private func planFetch(
-        _ state: inout Episode.State, episode: Episode, from gap: Range<Int64>, window: Int64, length: Int64
-    ) -> (Fetch, Range<Int64>) {
-        var upper = ReadPlan.widenedEnd(of: gap, window: window, length: length)
-        if let next = state.available.ranges.first(where: { $0.lowerBound > gap.lowerBound }) {
-            upper = min(upper, next.lowerBound)
-        }
-        for progress in state.fetches.values where progress.generation == state.generation {
-            if progress.cursor > gap.lowerBound { upper = min(upper, progress.cursor) }
-        }
-        upper = max(upper, gap.upperBound)
-        let fetch = Fetch(id: makeID(), episode: episode, reader: self)
-        state.fetches[fetch.id] = Episode.FetchProgress(
-            cursor: gap.lowerBound, upper: upper, generation: state.generation,
-            answersOnArrival: upper - gap.lowerBound <= tuning.minimumFetch)
-        return (fetch, gap.lowerBound..<upper)
-    }
-
-    /// Keeps a sequential reader's next `window` bytes on their way.
-    private func readAhead(
-        _ state: inout Episode.State, episode: Episode, after end: Int64, window: Int64, length: Int64,
-        into starts: inout [(Fetch, Range<Int64>)]
-    ) {
-        // The frontier: where bytes stop being present or on their way.
-        var frontier = end
-        var covered = state.available
-        for progress in state.fetches.values where progress.generation == state.generation {
-            covered.insert(progress.cursor..<max(progress.cursor, progress.upper))
-        }
-        frontier = covered.coveredPrefix(from: frontier)
-        // The next window goes out as soon as less than a window is on its
-        // way ahead of the reader, so a far origin's round trip is paid
-        // while bytes still flow; a reader that has streamed long enough to
-        // reach the largest window keeps two on their way. Where one window
-        // is less than twice the bytes the link holds in flight (16 MiB is
-        // 16 ms at 1 GB/s, under a 20 ms round trip), the next goes out
-        // while one and a half are still ahead, not one.
-        let (ahead, refill) = ReadPlan.readAheadTarget(
-            window: window, maximumWindow: tuning.maximumWindow, outruns: link.withLock { $0.outruns(window: window) })
-        guard frontier < length, frontier - end < refill else { return }
-        while frontier < length, frontier - end < ahead {
-            // Up to the next bytes already here or on their way: a window
-            // never fetches again what is cached further on.
-            let nextCovered = covered.ranges.first { $0.lowerBound > frontier }?.lowerBound ?? length
-            let gapEnd = ReadPlan.readAheadEnd(from: frontier, window: window, length: length, nextCovered: nextCovered)
-            let (fetch, range) = planFetch(&state, episode: episode, from: frontier..<gapEnd, window: window, length: length)
-            starts.append((fetch, range))
-            covered.insert(range)
-            frontier = covered.coveredPrefix(from: range.upperBound)
-        }
     }
 }
 
