@@ -400,23 +400,6 @@ public final class EpisodeReader: Sendable {
         return scratch
     }
 
-    /// The first response arrived (or the probe ended without one):
-    /// provisional handles read the current version from now on. Returns
-    /// the reads and `stat`s that waited for it, to be made again and
-    /// answered outside the lock.
-    func settleProvisionalHandles(
-        _ state: inout Episode.State
-    ) -> (reads: [Episode.EarlyRead], sized: [@Sendable () -> Void]) {
-        for (handle, handleState) in state.handles where handleState.provisional {
-            state.handles[handle] = Episode.HandleState(generation: state.generation)
-        }
-        defer {
-            state.earlyReads.removeAll()
-            state.sizeWaiters.removeAll()
-        }
-        return (state.earlyReads, state.sizeWaiters)
-    }
-
     /// Answers what waited for the first response (see
     /// `settleProvisionalHandles`).
     func resume(_ waiting: (reads: [Episode.EarlyRead], sized: [@Sendable () -> Void]), of episode: Episode) {
