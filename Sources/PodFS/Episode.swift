@@ -78,13 +78,6 @@ public final class Episode: Sendable {
         }
     }
 
-    /// Marks an open (under the state lock): whether it must first drop
-    /// the attributes the kernel keeps, a claim shown before.
-    static func markOpened(_ state: inout State) -> Bool {
-        state.opened = true
-        return monotonicSeconds() < state.claimKeptUntil
-    }
-
     private func attributes(size: Int64) -> Attributes {
         Attributes(
             inode: inode, kind: .regularFile, permissions: 0o444, size: size,

@@ -318,95 +318,37 @@ extension EpisodeReader {
 
     // MARK: - Private helpers
 
-    /// Answers reads that ask for bytes at or past the (now known) end.
-    private func answerWaitersAtEnd(_ episode: Episode) {
-        var ready: [(Episode.Waiter, ScratchFile?, [SpillBuffer.Piece])] = []
-        episode.state.withLock { state in
-            guard let length = state.length else { return }
-            let available = state.available
-            state.waiters = state.waiters.compactMap { waiter in
-                var waiter = waiter
-                waiter.range = min(waiter.range.lowerBound, length)..<min(waiter.range.upperBound, length)
-                if available.contains(waiter.range) {
-                    ready.append((waiter, state.scratch, state.spill.pieces(overlapping: waiter.range)))
-                    return nil
-                }
-                return waiter
-            }
-        }
-        for (waiter, scratch, spilled) in ready {
-            if waiter.range.isEmpty {
-                waiter.reply.data(UnsafeRawBufferPointer(start: nil, count: 0))
+    /// Answers reads that ask for bytes at or past the (now known) end
+    /// (`Episode.State.readsAtEnd`).
+    func answerWaitersAtEnd(_ episode: Episode) {
+        for read in episode.state.withLock({ $0.readsAtEnd() }) {
+            if read.waiter.range.isEmpty {
+                read.waiter.reply.data(UnsafeRawBufferPointer(start: nil, count: 0))
             } else {
-                serve(waiter.range, from: scratch, spilled: spilled, episode: episode, reply: waiter.reply)
+                serve(read.waiter.range, from: read.scratch, spilled: read.spilled, episode: episode, reply: read.waiter.reply)
             }
         }
     }
 
-    /// After a fetch ended: answers opens still waiting (offline: from the
-    /// cache if it has a length) and fails reads no fetch will serve.
+    /// After a fetch ended for good: carries out `Episode.State.fetchSettled`.
     private func settleAfterFetch(_ episode: Episode, fetch: Fetch, failure: FetchError?) {
-        let fetchID = fetch.id
-        var failedReads: [any DataReplying] = []
-        var opens: [(any OpenReplying, OpenOptions?)] = []
-        var freshProbe: Probe?
-        var early: (reads: [Episode.EarlyRead], sized: [@Sendable () -> Void]) = ([], [])
-        episode.state.withLock { state in
-            if let after = state.readsAfterProbe, after.fetchID == fetchID {
-                early.reads = after.reads
-                state.readsAfterProbe = nil
-            }
-            let stillPending = state.fetches.values.contains { $0.generation == state.generation }
-            // The opens wait for the probe; if it ended without a usable head,
-            // or every fetch ended, answer them now.
-            let probeEnded = state.probeID == fetchID || state.probeID.map { state.fetches[$0] == nil } ?? false
-            if !state.validated && (!stillPending || probeEnded) {
-                state.probeID = nil
-                let usable = state.length != nil && failure?.isUnreachable == true
-                if fetch.isBackground, !usable, !state.openWaiters.isEmpty {
-                    // Opens joined a mount's check that failed, maybe after
-                    // most of its attempts: they get a probe of their own,
-                    // with all of them, rather than the check's failure.
-                    freshProbe = startProbe(&state, episode: episode)
-                } else {
-                    for waiter in state.openWaiters {
-                        if usable {
-                            state.handles[waiter.handle] = Episode.HandleState(generation: state.generation)
-                            let options = OpenOptions(
-                                handle: waiter.handle, keepCache: !state.kernelPagesStale,
-                                dropAttributes: waiter.dropAttributes)
-                            opens.append((waiter.reply, options))
-                        } else {
-                            opens.append((waiter.reply, nil))
-                        }
-                    }
-                    if usable && !state.openWaiters.isEmpty { state.kernelPagesStale = false }
-                    state.openWaiters.removeAll()
-                    // Their reads are made again: from the cache offline, else
-                    // they fail as the open would have.
-                    let settled = state.settleProvisionalHandles()
-                    early.reads += settled.reads
-                    early.sized = settled.sized
-                }
-            }
-            var pending = RangeSet()
-            for progress in state.fetches.values where progress.generation == state.generation {
-                pending.insert(progress.cursor..<max(progress.cursor, progress.upper))
-            }
-            let available = state.available
-            state.waiters.removeAll { waiter in
-                let gaps = available.gaps(in: waiter.range)
-                let served = gaps.allSatisfy { pending.contains($0) }
-                if !served { failedReads.append(waiter.reply) }
-                return !served
+        let effects = episode.state.withLock { state in
+            state.fetchSettled(
+                id: fetch.id, failure: failure, isBackground: fetch.isBackground, minimumFetch: tuning.minimumFetch)
+        }
+        for effect in effects {
+            switch effect {
+            case .answerOpen(let reply, let options):
+                if let options { reply.opened(options) } else { reply.fail(.ioError) }
+            case .failRead(let reply):
+                reply.fail(.ioError)
+            case .probe(let probe):
+                send(probe, of: episode)
+            case .resume(let reads, let sized):
+                resume((reads, sized), of: episode)
+            case .answerAtEnd:
+                answerWaitersAtEnd(episode)
             }
         }
-        for (reply, options) in opens {
-            if let options { reply.opened(options) } else { reply.fail(.ioError) }
-        }
-        for reply in failedReads { reply.fail(.ioError) }
-        if let freshProbe { send(freshProbe) }
-        resume(early, of: episode)
-        answerWaitersAtEnd(episode)
     }
 }

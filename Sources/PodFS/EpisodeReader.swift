@@ -142,113 +142,32 @@ public final class EpisodeReader: Sendable {
         invalidator.withLock { $0 = nil }
     }
 
-    /// Opens an episode. The first open in a mount, and the first after
-    /// `revalidateAfter`, asks the origin (with `If-Range`) so the size is
-    /// real and a changed episode is noticed; the
-    /// answer comes when the response head arrives, or at once when already
-    /// validated. Offline, a cached episode opens from the cache.
-    ///
-    /// An episode with nothing cached opens at once, while its probe is on
-    /// its way: no byte could be served stale, so its reads (and `stat`s)
-    /// just wait for the response, and the first byte comes one round trip
-    /// sooner.
+    /// Opens an episode (the rules are `Episode.State.open`'s): answers at
+    /// once, or when the probe's head arrives.
     public func open(_ episode: Episode, reply: any OpenReplying) {
         let handle = makeID()
-        enum Next {
-            case answer(OpenOptions), wait
-            /// Send the probe, then answer the open if `answer` is set (else
-            /// the probe's head answers it).
-            case probe(Probe, answer: OpenOptions?)
+        let effects = episode.state.withLock { state in
+            state.open(handle: handle, reply: reply, now: monotonicSeconds(), feedLength: episode.feedLength, tuning: tuning)
         }
-        let next: Next = episode.state.withLock { state in
-            let dropAttributes = Episode.markOpened(&state)
-            if state.validated, let at = state.validatedAt, monotonicSeconds() - at < tuning.revalidateAfter {
-                state.handles[handle] = Episode.HandleState(generation: state.generation)
-                defer { state.kernelPagesStale = false }
-                return .answer(
-                    OpenOptions(handle: handle, keepCache: !state.kernelPagesStale, dropAttributes: dropAttributes))
+        for effect in effects {
+            switch effect {
+            case .answer(let reply, let options): reply.opened(options)
+            case .probe(let probe): send(probe, of: episode)
             }
-            // Confirmed before in this mount, but longer ago than the TTL: ask
-            // again with a probe of its own (a fetch already streaming has
-            // had its head and would not answer this open).
-            let revalidating = state.validatedAt != nil
-            if !revalidating, state.present.isEmpty, state.spill.isEmpty, state.openWaiters.isEmpty,
-                state.fetches.isEmpty || state.probeID != nil, (episode.feedLength ?? 0) > 0
-            {
-                // Nothing cached: open now. The kernel has no pages of this
-                // episode that could be kept (keep_cache off all the same).
-                // Only with a size from the feed: a file the kernel thinks
-                // empty would read as empty, not fail, if the probe failed.
-                state.handles[handle] = Episode.HandleState(generation: state.generation, provisional: true)
-                let options = OpenOptions(handle: handle, keepCache: false, dropAttributes: dropAttributes)
-                if state.probeID != nil { return .answer(options) }
-                return .probe(startProbe(&state, episode: episode), answer: options)
-            }
-            state.openWaiters.append(Episode.OpenWaiter(reply: reply, handle: handle, dropAttributes: dropAttributes))
-            if state.openWaiters.count > 1 || (!revalidating && !state.fetches.isEmpty) {
-                // A probe is already on its way; its head answers this open.
-                state.validated = false
-                return .wait
-            }
-            return .probe(startProbe(&state, episode: episode), answer: nil)
         }
-        switch next {
-        case .answer(let options):
-            reply.opened(options)
-        case .probe(let probe, let options):
-            // The open's answer first: waking the network thread for the
-            // request can preempt this thread on a busy machine, and the
-            // open then waits for the whole request to go out (p50 0.48 ms
-            // request-first, 0.29 ms answer-first on loopback, 20 fresh
-            // mounts each; the first byte comes no later: the read waits
-            // for the response either way).
-            if let options { reply.opened(options) }
-            send(probe)
-        case .wait:
-            break
-        }
-    }
-
-    /// The request that validates an episode at its first open in a mount.
-    struct Probe {
-        let fetch: Fetch
-        let range: Range<Int64>
-        let validator: String?
-        let url: String
-    }
-
-    /// Registers the open's probe: the first missing bytes (or one byte),
-    /// whose head confirms the size and version and whose body answers
-    /// readers as it arrives. A background probe (see
-    /// `revalidateRecentlyRead`) asks for `range` and fails quietly.
-    func startProbe(
-        _ state: inout Episode.State, episode: Episode, range: Range<Int64>? = nil, background: Bool = false
-    ) -> Probe {
-        state.validated = false
-        let range = range ?? probeRange(state)
-        let fetch = Fetch(id: state.takeFetchID(), episode: episode, reader: self, isBackground: background)
-        state.fetches[fetch.id] = Episode.FetchProgress(
-            cursor: range.lowerBound, upper: range.upperBound, generation: state.generation,
-            answersOnArrival: true)
-        state.probeID = fetch.id
-        return Probe(fetch: fetch, range: range, validator: validator(state), url: state.effectiveURL ?? episode.url)
     }
 
     /// Sends a probe's first attempt (outside the episode's lock).
-    func send(_ probe: Probe) {
-        _ = probe.fetch.nextAttempt()
-        launch(probe.fetch, url: probe.url, range: probe.range, validator: probe.validator)
+    func send(_ probe: Episode.State.ProbeStart, of episode: Episode, background: Bool = false) {
+        let fetch = Fetch(id: probe.id, episode: episode, reader: self, isBackground: background)
+        _ = fetch.nextAttempt()
+        launch(fetch, url: probe.url ?? episode.url, range: probe.range, validator: probe.validator)
     }
 
     /// Runs `answer` once the episode's size is the origin's, if an open
     /// file waits for that (see `open`), else at once.
     public func whenSized(_ episode: Episode, answer: @escaping @Sendable () -> Void) {
-        let waits = episode.state.withLock { state -> Bool in
-            guard state.handles.values.contains(where: \.provisional) else { return false }
-            state.sizeWaiters.append(answer)
-            return true
-        }
-        if !waits { answer() }
+        if !episode.state.withLock({ $0.statWaits(answer) }) { answer() }
     }
 
     /// Reads `size` bytes at `offset`; answers with fewer only at the end.
@@ -286,13 +205,8 @@ public final class EpisodeReader: Sendable {
 
     /// Forgets an open file.
     public func release(_ episode: Episode, handle: UInt64) {
-        episode.state.withLock { state in
-            if let closing = state.handles.removeValue(forKey: handle), closing.streak >= 2 {
-                state.lastStream = (closing.nextOffset, closing.streak, monotonicSeconds())
-            }
-            // Bytes kept in memory were for open files only.
-            if state.handles.isEmpty { state.spill.removeAll() }
-        }
+        let now = monotonicSeconds()
+        episode.state.withLock { $0.release(handle: handle, now: now) }
     }
 
     // MARK: - Internal methods
@@ -434,17 +348,6 @@ public final class EpisodeReader: Sendable {
                 "body.bytes": "\(bytes)", "body.seconds": "\(seconds)",
                 "latency.seconds": "\(estimate.latency ?? -1)", "throughput": "\(estimate.throughput ?? -1)",
             ])
-    }
-
-    /// What the first response of a mount should fetch: the first missing
-    /// bytes (useful anyway), or one byte when all is cached.
-    private func probeRange(_ state: Episode.State) -> Range<Int64> {
-        guard let length = state.length else { return 0..<tuning.minimumFetch }
-        guard length > 0 else { return 0..<1 }
-        if let gap = state.present.gaps(in: 0..<length).first {
-            return gap.lowerBound..<min(gap.upperBound, gap.lowerBound + tuning.minimumFetch)
-        }
-        return 0..<1
     }
 }
 
