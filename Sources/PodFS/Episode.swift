@@ -5,9 +5,8 @@ import FUSEBridge
 /// One episode file: what the catalogue knows of it (immutable) and what the
 /// reader knows of its bytes (behind one lock).
 ///
-/// Invariant kept with `EpisodeReader`: `present` lists only bytes that were
-/// written to the scratch file for the current `generation`; the durable
-/// index is told about them later, after `fdatasync`.
+/// The reader's state (`Episode.State`, in `Reading/`) changes only through
+/// its events, under `state`'s lock.
 public final class Episode: Sendable {
     // MARK: - Properties
 
@@ -67,15 +66,9 @@ public final class Episode: Sendable {
     /// origin's size for `timeout`; the feed's claim for `timeout` too until
     /// the episode is opened (nothing can contradict it before), then for 0 s.
     func attributes(timeout: Double) -> (Attributes, Double) {
-        state.withLock { state in
-            if let length = state.length { return (attributes(size: length), timeout) }
-            let claimed = attributes(size: feedLength ?? 0)
-            if state.opened { return (claimed, 0) }
-            // A second more: the kernel starts its clock when the answer
-            // reaches it, a little after this.
-            state.claimKeptUntil = max(state.claimKeptUntil, monotonicSeconds() + timeout + 1)
-            return (claimed, timeout)
-        }
+        let now = monotonicSeconds()
+        let (size, kept) = state.withLock { $0.sizeShown(feedLength: feedLength, timeout: timeout, now: now) }
+        return (attributes(size: size), kept)
     }
 
     private func attributes(size: Int64) -> Attributes {

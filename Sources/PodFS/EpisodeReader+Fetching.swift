@@ -108,7 +108,7 @@ extension EpisodeReader {
                     let kernel = invalidator.withLock { $0 }
                     if pages { kernel?.invalidate(inode: episode.inode) } else { kernel?.invalidateAttributes(inode: episode.inode) }
                 case .fail(let replies):
-                    for reply in replies { reply.fail(.ioError) }
+                    for reply in replies { answer(reply, with: .eio, episode: episode) }
                 case .answerOpens(let opens):
                     for (reply, options) in opens { reply.opened(options) }
                 case .resume(let reads, let sized):
@@ -139,7 +139,7 @@ extension EpisodeReader {
         let plan = episode.state.withLock { $0.bodyArrived(id: fetch.id, count: chunk.count) }
         guard let plan else { return false }
         for waiter in plan.early {
-            answer(waiter, from: chunk, count: plan.count, at: plan.offset, episode: episode)
+            answer(waiter.reply, with: .arriving(waiter.range, chunk, count: plan.count, at: plan.offset), episode: episode)
         }
         if plan.count > 0 {
             fetch.madeProgress()
@@ -211,52 +211,10 @@ extension EpisodeReader {
             if read.spilled.isEmpty {
                 // The bytes of this chunk come from memory, which saves
                 // reading back what was just written; the rest is on disk.
-                answer(read.waiter, from: chunk, count: count, at: offset, episode: episode)
+                answer(read.waiter.reply, with: .arriving(read.waiter.range, chunk, count: count, at: offset), episode: episode)
             } else {
-                serve(read.waiter.range, from: read.scratch, spilled: read.spilled, episode: episode, reply: read.waiter.reply)
+                answer(read.waiter.reply, with: .cached(read.waiter.range, read.scratch, spilled: read.spilled), episode: episode)
             }
-        }
-    }
-
-    /// Answers a waiter whose bytes are in `chunk` (its first `count` bytes,
-    /// which belong at `offset`) or, outside it, present in the scratch file.
-    private func answer(_ waiter: Episode.Waiter, from chunk: BodyChunk, count: Int, at offset: Int64, episode: Episode) {
-        let range = waiter.range
-        let inChunk = max(range.lowerBound, offset)..<min(range.upperBound, offset + Int64(count))
-        if inChunk == range {
-            let start = Int(range.lowerBound - offset)
-            waiter.reply.data(UnsafeRawBufferPointer(rebasing: chunk.bytes[start..<start + Int(range.count)]))
-            return
-        }
-        let scratch = episode.state.withLock { $0.scratch }
-        guard let scratch, !inChunk.isEmpty else {
-            serve(range, from: scratch, episode: episode, reply: waiter.reply)
-            return
-        }
-        let whole = readBuffers.take(atLeast: Int(range.count))
-        defer { readBuffers.give(whole) }
-        let buffer = UnsafeMutableRawBufferPointer(rebasing: whole[0..<Int(range.count)])
-        do {
-            // Before the chunk and after it: on disk already.
-            let head = Int(inChunk.lowerBound - range.lowerBound)
-            if head > 0 {
-                let got = try scratch.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<head]), at: range.lowerBound)
-                guard got == head else { throw FileError(operation: "pread", path: scratch.path, errno: 5 /* EIO: the file is shorter than the index says */) }
-            }
-            let middle = Int(inChunk.count)
-            let chunkStart = Int(inChunk.lowerBound - offset)
-            UnsafeMutableRawBufferPointer(rebasing: buffer[head..<head + middle])
-                .copyMemory(from: UnsafeRawBufferPointer(rebasing: chunk.bytes[chunkStart..<chunkStart + middle]))
-            let tail = Int(range.count) - head - middle
-            if tail > 0 {
-                let got = try scratch.read(
-                    into: UnsafeMutableRawBufferPointer(rebasing: buffer[(head + middle)...]), at: inChunk.upperBound)
-                guard got == tail else { throw FileError(operation: "pread", path: scratch.path, errno: 5 /* EIO: the file is shorter than the index says */) }
-            }
-            waiter.reply.data(UnsafeRawBufferPointer(buffer))
-        } catch {
-            logger.error("could not read the cache file", metadata: ["episode.key": "\(episode.key)", "error": "\(error)"])
-            waiter.reply.fail(.ioError)
         }
     }
 
@@ -322,11 +280,8 @@ extension EpisodeReader {
     /// (`Episode.State.readsAtEnd`).
     func answerWaitersAtEnd(_ episode: Episode) {
         for read in episode.state.withLock({ $0.readsAtEnd() }) {
-            if read.waiter.range.isEmpty {
-                read.waiter.reply.data(UnsafeRawBufferPointer(start: nil, count: 0))
-            } else {
-                serve(read.waiter.range, from: read.scratch, spilled: read.spilled, episode: episode, reply: read.waiter.reply)
-            }
+            let range = read.waiter.range
+            answer(read.waiter.reply, with: range.isEmpty ? .empty : .cached(range, read.scratch, spilled: read.spilled), episode: episode)
         }
     }
 
@@ -341,7 +296,7 @@ extension EpisodeReader {
             case .answerOpen(let reply, let options):
                 if let options { reply.opened(options) } else { reply.fail(.ioError) }
             case .failRead(let reply):
-                reply.fail(.ioError)
+                answer(reply, with: .eio, episode: episode)
             case .probe(let probe):
                 send(probe, of: episode)
             case .resume(let reads, let sized):

@@ -194,11 +194,11 @@ public final class EpisodeReader: Sendable {
                 _ = fetch.nextAttempt()
                 launch(fetch, url: url, range: range, validator: validator)
             case .serve(let reply, let range, let spilled):
-                serve(range, from: scratchFile(of: episode), spilled: spilled, episode: episode, reply: reply)
+                answer(reply, with: .cached(range, scratchFile(of: episode), spilled: spilled), episode: episode)
             case .answerEmpty(let reply):
-                reply.data(UnsafeRawBufferPointer(start: nil, count: 0))
+                answer(reply, with: .empty, episode: episode)
             case .fail(let reply):
-                reply.fail(.ioError)
+                answer(reply, with: .eio, episode: episode)
             }
         }
     }
@@ -244,43 +244,6 @@ public final class EpisodeReader: Sendable {
         OriginVersion(length: state.length, etag: state.etag, lastModified: state.lastModified).ifRange
     }
 
-    /// Reads `range` from the scratch file, and the parts of it that are
-    /// only in memory from `spilled`, and answers.
-    func serve(
-        _ range: Range<Int64>, from scratch: ScratchFile?, spilled: [SpillBuffer.Piece] = [], episode: Episode,
-        reply: any DataReplying
-    ) {
-        guard scratch != nil || SpillBuffer.covers(spilled, range) else {
-            reply.fail(.ioError)
-            return
-        }
-        let count = Int(range.count)
-        if spilled.isEmpty, let scratch {
-            // Straight from the file's page cache into the kernel's reply.
-            if !reply.file(descriptor: scratch.fileDescriptor, offset: range.lowerBound, count: count) {
-                logger.error(
-                    "could not read the cache file; the read failed with EIO",
-                    metadata: ["episode.key": "\(episode.key)", "path": "\(scratch.path)"])
-            }
-            return
-        }
-        let whole = readBuffers.take(atLeast: count)
-        defer { readBuffers.give(whole) }
-        let buffer = UnsafeMutableRawBufferPointer(rebasing: whole[0..<count])
-        do {
-            var got = try scratch?.read(into: buffer, at: range.lowerBound) ?? 0
-            if !spilled.isEmpty {
-                // The caller saw `range` covered by disk and memory together.
-                SpillBuffer.copy(spilled, of: range, into: buffer)
-                got = count
-            }
-            reply.data(UnsafeRawBufferPointer(rebasing: buffer[0..<got]))
-        } catch {
-            logger.error("could not read the cache file", metadata: ["episode.key": "\(episode.key)", "error": "\(error)"])
-            reply.fail(.ioError)
-        }
-    }
-
     /// The episode's scratch file, opened (created sparse at full length)
     /// outside its lock if it is not open yet; `nil` while the length is
     /// unknown or when it cannot be created (reads then come from memory,
@@ -314,8 +277,9 @@ public final class EpisodeReader: Sendable {
         return scratch
     }
 
-    /// Answers what waited for the first response (see
-    /// `settleProvisionalHandles`).
+    /// Answers what waited for the first response
+    /// (`Episode.State.settleProvisionalHandles`): the `stat`s, then the
+    /// reads, made again as new read events.
     func resume(_ waiting: (reads: [Episode.EarlyRead], sized: [@Sendable () -> Void]), of episode: Episode) {
         for answer in waiting.sized { answer() }
         for early in waiting.reads {

@@ -200,7 +200,7 @@ final class FakeOpenReply: OpenReplying {
         ]
         let id = state.takeFetchID()
         state.fetches[id] = Episode.FetchProgress(cursor: 0, upper: 262_144, generation: 0, answersOnArrival: true)
-        state.probeID = id
+        state.validation = .asking(probe: id, lastConfirmed: nil)
         let (verdict, _, then) = apply(&state, head(206, first: 0, last: 262_143, total: 1000 * 1000), id: id)
         #expect(verdict == .accepted)
         #expect(state.probeID == nil && state.validated)

@@ -16,8 +16,7 @@ import Testing
         state.length = 10 * mib
         state.etag = "\"v1\""
         state.present = RangeSet([0..<10 * mib])
-        state.validated = validated
-        state.validatedAt = validated ? 100 : nil
+        state.validation = validated ? .confirmed(at: 100) : .unconfirmed(lastConfirmed: nil)
         return state
     }
 
@@ -142,7 +141,7 @@ import Testing
 
     @Test func offlineUncachedBytesFail() {
         var bench = ReadBench(length: 10 * mib, present: [0..<mib])
-        bench.state.validated = false
+        bench.state.validation = .unconfirmed(lastConfirmed: nil)
         let reply = FakeDataReply()
         let read = bench.read(at: 5 * mib, size: 4096, reply: reply)
         let id = ReadBench.fetched(read).isEmpty ? 0 : bench.state.fetches.keys.min()!
@@ -191,5 +190,32 @@ import Testing
         let ready = state.readsAtEnd()
         #expect(ready.map(\.waiter.range) == [900..<1000, 1000..<1000])
         #expect(state.waiters.isEmpty)
+    }
+
+    // MARK: - Guarantee 4: the size a stat shows
+
+    @Test func theFeedsClaimIsKeptUntilTheFirstOpenThenAskedAgain() {
+        var state = Episode.State()
+        #expect(state.sizeShown(feedLength: 500, timeout: 10, now: 0) == (500, 10))
+        #expect(state.claimKeptUntil == 11)
+        _ = state.open(handle: 1, reply: FakeOpenReply(), now: 5, feedLength: 500, tuning: tuning)
+        #expect(state.sizeShown(feedLength: 500, timeout: 10, now: 6) == (500, 0))
+        state.length = 700
+        #expect(state.sizeShown(feedLength: 500, timeout: 10, now: 7) == (700, 10))
+    }
+
+    // MARK: - Eviction
+
+    @Test func anOpenEpisodeIsNeverEvicted() {
+        var state = cached(validated: true)
+        state.handles[1] = Episode.HandleState(generation: 0)
+        var asked = false
+        #expect(!state.evict { asked = true; return true })
+        #expect(!asked, "the index is not even asked")
+        state.handles = [:]
+        #expect(!state.evict { false }, "a failed drop keeps what is cached")
+        #expect(state.present.count == 10 * mib)
+        #expect(state.evict { true })
+        #expect(state.present.isEmpty && !state.dirty)
     }
 }

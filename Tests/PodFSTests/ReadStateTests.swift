@@ -39,7 +39,7 @@ struct ReadBench {
     init(length: Int64, present: [Range<Int64>] = [], handles: [UInt64] = [1]) {
         state.length = length
         state.etag = "\"v1\""
-        state.validated = true
+        state.validation = .confirmed(at: 0)
         state.present = RangeSet(present)
         for handle in handles { state.handles[handle] = Episode.HandleState(generation: 0) }
     }
@@ -198,7 +198,7 @@ struct ReadBench {
 
     @Test func cachedBytesAreServedWithoutAFetch() {
         var bench = ReadBench(length: 10 * mib, present: [0..<10 * mib])
-        bench.state.validated = false
+        bench.state.validation = .unconfirmed(lastConfirmed: nil)
         let effects = bench.read(at: 5 * mib, size: 4096)
         #expect(ReadBench.served(effects) == [5 * mib..<5 * mib + 4096])
         #expect(ReadBench.fetched(effects).isEmpty)
@@ -222,7 +222,7 @@ struct ReadBench {
 
     private func stateWithFetch(validated: Bool = true) -> (Episode.State, UInt64) {
         var bench = ReadBench(length: 10 * ReadBench.mib)
-        bench.state.validated = validated
+        bench.state.validation = validated ? .confirmed(at: 0) : .unconfirmed(lastConfirmed: nil)
         _ = bench.read(at: 0)
         return (bench.state, bench.state.fetches.keys.first!)
     }

@@ -92,7 +92,7 @@ extension Episode.State {
         let stillPending = fetches.values.contains { $0.generation == generation }
         let probeEnded = probeID == id || probeID.map { fetches[$0] == nil } ?? false
         if !validated && (!stillPending || probeEnded) {
-            probeID = nil
+            probeGone()
             let usable = length != nil && failure?.isUnreachable == true
             if isBackground, !usable, !openWaiters.isEmpty {
                 // Opens joined a mount's check that failed, maybe after most

@@ -143,9 +143,7 @@ extension Episode.State {
             length = total
         }
         (etag, lastModified, effectiveURL) = (head.etag, head.lastModified, head.effectiveURL)
-        validated = true
-        validatedAt = context.now
-        probeID = nil
+        validation = .confirmed(at: context.now)
         if head.status == 200, progress.cursor > 0 || progress.upper < total, !warnedIgnoresRange, !changed {
             warnedIgnoresRange = true
             then.append(.logIgnoresRange)

@@ -1,4 +1,5 @@
 import FUSEBridge
+import RangeCache
 
 /// The open, release and probe events. The first open of an episode in a
 /// mount, and the first after `revalidateAfter`, asks the origin (with
@@ -62,7 +63,7 @@ extension Episode.State {
         openWaiters.append(Episode.OpenWaiter(reply: reply, handle: handle, dropAttributes: dropAttributes))
         if openWaiters.count > 1 || (!revalidating && !fetches.isEmpty) {
             // A probe is already on its way; its head answers this open.
-            validated = false
+            unconfirm()
             return []
         }
         return [.probe(startProbe(minimumFetch: tuning.minimumFetch))]
@@ -91,12 +92,11 @@ extension Episode.State {
     /// whose head confirms the size and version and whose body answers
     /// readers as it arrives; or `range` for a mount's check.
     mutating func startProbe(range: Range<Int64>? = nil, minimumFetch: Int64) -> ProbeStart {
-        validated = false
         let range = range ?? probeRange(minimumFetch: minimumFetch)
         let id = takeFetchID()
         fetches[id] = Episode.FetchProgress(
             cursor: range.lowerBound, upper: range.upperBound, generation: generation, answersOnArrival: true)
-        probeID = id
+        validation = .asking(probe: id, lastConfirmed: validatedAt)
         return ProbeStart(id: id, range: range, validator: version.ifRange, url: effectiveURL)
     }
 
@@ -110,6 +110,33 @@ extension Episode.State {
         // of a whole episode, its first (as an open asks).
         let first = present.gaps(in: 0..<length).first?.lowerBound ?? 0
         return startProbe(range: first..<first + 1, minimumFetch: 1)
+    }
+
+    /// The size a `stat` shows and for how long the kernel may keep it: the
+    /// origin's size for `timeout`; the feed's claim for `timeout` too
+    /// until the episode is opened (nothing can contradict it before), then
+    /// for 0 s, so every read past it and every `stat` asks again.
+    mutating func sizeShown(feedLength: Int64?, timeout: Double, now: Double) -> (size: Int64, timeout: Double) {
+        if let length { return (length, timeout) }
+        if opened { return (feedLength ?? 0, 0) }
+        // A second more: the kernel starts its clock when the answer
+        // reaches it, a little after this.
+        claimKeptUntil = max(claimKeptUntil, now + timeout + 1)
+        return (feedLength ?? 0, timeout)
+    }
+
+    /// Eviction of the episode's cached bytes: `false` while it is open,
+    /// opening or downloading. `forget` (the index's drop and the file's
+    /// deletion) runs with the state locked, so no open can start writing
+    /// to the file in between; the state forgets the bytes only if it
+    /// succeeded.
+    mutating func evict(_ forget: () -> Bool) -> Bool {
+        guard handles.isEmpty, openWaiters.isEmpty, fetches.isEmpty, forget() else { return false }
+        present = RangeSet()
+        spill.removeAll()
+        dirty = false
+        scratch = nil
+        return true
     }
 
     // MARK: - Private methods

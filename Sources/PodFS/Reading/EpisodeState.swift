@@ -3,10 +3,15 @@ import FUSEBridge
 
 /// One episode's read state: what is cached, what is on its way, who
 /// waits, and the open files with their streaks. A plain value, changed
-/// only by the events in `EpisodeState+*.swift` (and, for the response
-/// head and the open, by `EpisodeReader` still) under `Episode.state`'s
-/// lock; the events take no lock and do no I/O, so tests drive them
+/// only by its events (`EpisodeState+*.swift`: open, read, head, body,
+/// fetch ended, commit, release, and the size a `stat` shows) under
+/// `Episode.state`'s lock. The events take no lock, do no I/O and see no
+/// FUSE request or transfer: they return the effects for `EpisodeReader`,
+/// the driver, to carry out after the lock is released. Tests drive them
 /// directly.
+///
+/// Lock order: `EpisodeReader.indexLock`, then an episode's state; the
+/// link estimate's lock is taken before an event, never inside one.
 ///
 /// Invariant: `present` lists only bytes that were written to the scratch
 /// file for the current `generation`; the durable index hears of them
@@ -24,7 +29,7 @@ extension Episode {
     struct OpenWaiter {
         var reply: any OpenReplying
         var handle: UInt64
-        /// The kernel keeps a claimed size to drop (`Episode.markOpened`).
+        /// The kernel keeps a claimed size to drop (`Episode.State.open`).
         var dropAttributes: Bool
     }
 
@@ -75,6 +80,19 @@ extension Episode {
         var reply: any DataReplying
     }
 
+    /// Whether the origin confirmed an episode's cached version in this
+    /// mount. Times are monotonic seconds (`monotonicSeconds()`).
+    enum Validation: Equatable {
+        /// Not confirmed now; `lastConfirmed` is when it last was in this
+        /// mount, if ever (an open then asks again with a probe of its own).
+        case unconfirmed(lastConfirmed: Double?)
+        /// Fetch `probe` is on its way; its head answers the opens waiting
+        /// in `openWaiters`.
+        case asking(probe: UInt64, lastConfirmed: Double?)
+        /// A response confirmed (or changed) the version at `at`.
+        case confirmed(at: Double)
+    }
+
     /// Everything mutable about an episode. Guarded by `Episode.state`.
     struct State {
         /// The origin's length, once a response or the index told it.
@@ -83,14 +101,9 @@ extension Episode {
         var lastModified: String?
         /// Where the enclosure URL redirected to last time; used directly.
         var effectiveURL: String?
-        /// Whether a response in this mount confirmed the cached version.
-        var validated = false
-        /// When the origin last confirmed or changed the version
-        /// (`monotonicSeconds()`).
-        var validatedAt: Double?
-        /// The fetch whose response answers the opens waiting in
-        /// `openWaiters`, while one is on its way.
-        var probeID: UInt64?
+        /// Whether a response in this mount confirmed the cached version,
+        /// and the probe asking, if one is on its way.
+        var validation = Validation.unconfirmed(lastConfirmed: nil)
         /// The kernel may hold pages of a version the origin replaced: the
         /// next open clears them (keep_cache off) before anything reads.
         var kernelPagesStale = false
@@ -101,8 +114,7 @@ extension Episode {
         /// a second open may be answered before the first one's drop is sent.
         var claimKeptUntil: Double = 0
         /// Opened in this mount: until the origin's size is known, the
-        /// claim is shown with a timeout of 0, so every read past it and
-        /// every `stat` asks again.
+        /// claim is shown with a timeout of 0 (`sizeShown`).
         var opened = false
         /// Bumped when the origin's bytes changed; older handles read EIO.
         var generation: UInt64 = 0
@@ -149,6 +161,37 @@ extension Episode {
             var all = present
             for range in spill.ranges.ranges { all.insert(range) }
             return all
+        }
+
+        /// Whether a response in this mount confirmed the cached version.
+        var validated: Bool {
+            if case .confirmed = validation { return true }
+            return false
+        }
+
+        /// When the origin last confirmed or changed the version.
+        var validatedAt: Double? {
+            switch validation {
+            case .unconfirmed(let at), .asking(_, let at): at
+            case .confirmed(let at): at
+            }
+        }
+
+        /// The probe on its way, if one is.
+        var probeID: UInt64? {
+            if case .asking(let probe, _) = validation { return probe }
+            return nil
+        }
+
+        /// No longer confirmed: the next response must confirm it again
+        /// (a probe on its way stays).
+        mutating func unconfirm() {
+            if case .confirmed(let at) = validation { validation = .unconfirmed(lastConfirmed: at) }
+        }
+
+        /// The probe ended without confirming anything.
+        mutating func probeGone() {
+            if case .asking(_, let at) = validation { validation = .unconfirmed(lastConfirmed: at) }
         }
 
         /// A new id for a fetch of this episode.
