@@ -254,7 +254,6 @@ extension EpisodeReader {
                 ])
             pendingRetries.withLock { $0 += 1 }
             DispatchQueue.global().asyncAfter(deadline: .now() + delay) { [self] in
-                episode.state.withLock { $0.fetches[fetch.id]?.retrying = false }
                 // After shutdown the source refuses at once, and the
                 // completion fails the readers before the session goes.
                 launch(fetch, url: url, range: range, validator: validator)

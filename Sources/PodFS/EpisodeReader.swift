@@ -9,13 +9,18 @@ import Synchronization
 /// Serves reads of episodes from the scratch files and fetches what is
 /// missing, one fetch per byte however many readers ask.
 ///
-/// Guarantees (DESIGN.md): a reader is answered as soon as its bytes are on
-/// disk (a reader whose short fetch is arriving, or whose bytes sit in the
-/// chunk being written, is answered from memory, with the same bytes); a
-/// read never waits on another episode's network; the index never
-/// lists a byte that is not durably on disk (see `EpisodeReader+Durability`);
-/// bytes of two versions never mix (a changed origin bumps the episode's
-/// generation and older handles get EIO).
+/// The driver of the read path: the rules are `Episode.State`'s events
+/// (`Reading/`); each entry point here takes the episode's lock, applies one
+/// event, releases the lock and carries out the effects it returned.
+///
+/// Guarantees (docs/DESIGN.md): a reader is answered as soon as its bytes
+/// are on disk (a reader whose short fetch is arriving, or whose bytes sit
+/// in the chunk being written, is answered from memory, with the same
+/// bytes); a read never waits on another episode's network; the index
+/// never lists a byte that is not durably on disk (guarantee 1, see
+/// `EpisodeReader+Durability`); bytes of two versions never mix (guarantee
+/// 3: a changed origin bumps the episode's generation and older handles get
+/// EIO).
 public final class EpisodeReader: Sendable {
     // MARK: - Nested types
 
@@ -27,11 +32,11 @@ public final class EpisodeReader: Sendable {
         /// The smallest fetch for a read that jumped (a scrub, a random
         /// read) from a near origin (`LinkEstimate.isNear`): the kernel's
         /// request, at least this. The reader waits for what it asked for,
-        /// not for 256 KiB it may never read; on loopback a 4 KiB random
-        /// read took 0.37-0.58 ms at 256 KiB and 0.23-0.28 ms at 16 KiB. A
-        /// reader that reads on grows its window from the next read, as
-        /// before. From a far origin a jump fetches `minimumFetch`: the
-        /// next read would otherwise wait a round trip more.
+        /// not for 256 KiB it may never read, which on a near origin costs
+        /// more than another request. A reader that reads on grows its
+        /// window from the next read. From a far origin a jump fetches
+        /// `minimumFetch`: the next read would otherwise wait a round trip
+        /// more.
         public var jumpFetch: Int64 = 16 * 1024
         /// The largest read-ahead window a sequential reader's streak grows
         /// to (1, 4, 16 MiB).
@@ -39,14 +44,11 @@ public final class EpisodeReader: Sendable {
         /// The largest window sized by the link instead (twice the bytes it
         /// holds in flight at its shortest round trip,
         /// `LinkEstimate.readAheadAtShortestLatency`): only a far and fast
-        /// origin needs more than `maximumWindow` (20 ms at 1.3 GB/s holds
-        /// 26 MB), and there windows capped at 16 MiB each went out on a
-        /// connection of their own, every new one a round trip more. At +20
-        /// ms on loopback a 64 MiB cold read took 546-604 MB/s with the cap
-        /// at 16 MiB and 612-710 with it at 64 (curl 725-837; 5 rounds
-        /// each, interleaved, twice). It is a window of time, not of bytes:
-        /// a link slow enough to need less gets less, and a near origin
-        /// keeps the ramp's 16 MiB.
+        /// origin needs more than `maximumWindow` (its bytes in flight
+        /// exceed it), and there windows capped at 16 MiB each go out on a
+        /// connection of their own, every new one a round trip more. It is
+        /// a window of time, not of bytes: a link slow enough to need less
+        /// gets less, and a near origin keeps the ramp's 16 MiB.
         public var maximumLinkWindow: Int64 = 64 * 1024 * 1024
         /// Attempts per fetch before readers get EIO.
         public var attempts: Int = 4

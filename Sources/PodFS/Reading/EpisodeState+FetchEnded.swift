@@ -63,7 +63,6 @@ extension Episode.State {
         if let failure, failure.isTransient, progress.generation == generation, attempt < tuning.attempts,
             !(failure.isUnreachable && !validated && length != nil)
         {
-            fetches[id]?.retrying = true
             // A growing backoff, or as long as the origin asked.
             let delay = max(0.1 * Double(1 << min(attempt, 5)), failure.retryAfter ?? 0)
             let effect = FetchEndEffect.retry(

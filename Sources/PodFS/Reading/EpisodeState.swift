@@ -42,7 +42,6 @@ extension Episode {
         var generation: UInt64
         /// Where the next body byte from the network goes.
         var received: Int64
-        var retrying = false
         /// How far the writer has allocated blocks ahead (writer only).
         var allocated: Int64 = 0
         /// A short fetch for a read that jumped (not read-ahead): its
