@@ -8,8 +8,6 @@ public struct HTTPError: Error, Sendable, CustomStringConvertible {
         case unreachable
         /// The connection broke or stalled mid-transfer.
         case interrupted
-        /// The origin answered with an unusable HTTP status.
-        case status(Int)
         /// A redirect loop, a non-http(s) redirect, or a URL or address the
         /// safety rules refuse.
         case refused
@@ -32,11 +30,11 @@ public struct HTTPError: Error, Sendable, CustomStringConvertible {
         self.url = url
     }
 
-    /// Whether trying the same request again may succeed.
+    /// Whether trying the same transfer again may succeed. An HTTP status
+    /// is no transfer failure: `OriginAnswer` (PodFS) classifies those.
     public var isTransient: Bool {
         switch kind {
         case .unreachable, .interrupted: return true
-        case .status(let code): return code == 408 || code == 429 || code >= 500
         case .refused, .tooLarge, .cancelled, .other: return false
         }
     }

@@ -5,149 +5,9 @@ import FUSEBridge
 /// One episode file: what the catalogue knows of it (immutable) and what the
 /// reader knows of its bytes (behind one lock).
 ///
-/// Invariant kept with `EpisodeReader`: `present` lists only bytes that were
-/// written to the scratch file for the current `generation`; the durable
-/// index is told about them later, after `fdatasync`.
+/// The reader's state (`Episode.State`, in `Reading/`) changes only through
+/// its events, under `state`'s lock.
 public final class Episode: Sendable {
-    // MARK: - Nested types
-
-    /// A read waiting for bytes to arrive.
-    struct Waiter {
-        var range: Range<Int64>
-        var reply: DataReply
-        var generation: UInt64
-    }
-
-    /// An open waiting for the first response of this mount (validation
-    /// and the true length).
-    struct OpenWaiter {
-        var reply: OpenReply
-        var handle: UInt64
-        /// The kernel keeps a claimed size to drop (`Episode.markOpened`).
-        var dropAttributes: Bool
-    }
-
-    /// How far an in-flight fetch has come: bytes `[cursor, upper)` are
-    /// not on disk yet; `[cursor, received)` arrived and wait for the
-    /// episode's writer.
-    struct FetchProgress {
-        var cursor: Int64
-        var upper: Int64
-        var generation: UInt64
-        /// Where the next body byte from the network goes.
-        var received: Int64
-        var retrying = false
-        /// How far the writer has allocated blocks ahead (writer only).
-        var allocated: Int64 = 0
-        /// A short fetch for a read that jumped (not read-ahead): its
-        /// readers are answered from memory on the network thread as the
-        /// bytes arrive, without waiting for the writer's hop.
-        let answersOnArrival: Bool
-
-        init(cursor: Int64, upper: Int64, generation: UInt64, answersOnArrival: Bool = false) {
-            self.cursor = cursor
-            self.upper = upper
-            self.generation = generation
-            self.received = cursor
-            self.answersOnArrival = answersOnArrival
-        }
-    }
-
-    /// Per open file: the version it reads and its sequential streak.
-    struct HandleState {
-        var generation: UInt64
-        var nextOffset: Int64 = 0
-        var streak: Int = 0
-        /// Opened before the first response of the mount arrived (nothing
-        /// of the episode was cached, so nothing could be served stale):
-        /// its reads wait for that response, and it reads the version the
-        /// response tells.
-        var provisional = false
-    }
-
-    /// A read of a provisional handle, made again once the first response
-    /// told the episode's length and version.
-    struct EarlyRead {
-        var handle: UInt64
-        var offset: Int64
-        var size: Int
-        var reply: DataReply
-    }
-
-    /// Everything mutable about an episode. Guarded by `Episode.state`.
-    struct State {
-        /// The origin's length, once a response or the index told it.
-        var length: Int64?
-        var etag: String?
-        var lastModified: String?
-        /// Where the enclosure URL redirected to last time; used directly.
-        var effectiveURL: String?
-        /// Whether a response in this mount confirmed the cached version.
-        var validated = false
-        /// When the origin last confirmed or changed the version
-        /// (`monotonicSeconds()`).
-        var validatedAt: Double?
-        /// The fetch whose response answers the opens waiting in
-        /// `openWaiters`, while one is on its way.
-        var probeID: UInt64?
-        /// The kernel may hold pages of a version the origin replaced: the
-        /// next open clears them (keep_cache off) before anything reads.
-        var kernelPagesStale = false
-        /// Until when (monotonic seconds) the kernel may keep the feed's
-        /// claimed size it was given (`ls -l` of a big show then costs no
-        /// round trip per file). Every open before then drops it before it
-        /// answers (`OpenOptions.dropAttributes`): not only the first, since
-        /// a second open may be answered before the first one's drop is sent.
-        var claimKeptUntil: Double = 0
-        /// Opened in this mount: until the origin's size is known, the
-        /// claim is shown with a timeout of 0, so every read past it and
-        /// every `stat` asks again.
-        var opened = false
-        /// Bumped when the origin's bytes changed; older handles read EIO.
-        var generation: UInt64 = 0
-        /// Bytes written to the scratch file for this generation.
-        var present = RangeSet()
-        /// Whether `present` changed since the index last heard of it.
-        var dirty = false
-        /// Whether `length`, `etag` or `lastModified` changed since the index
-        /// last heard of them (saved with the next commit of ranges).
-        var validatorDirty = false
-        var fetches: [UInt64: FetchProgress] = [:]
-        var waiters: [Waiter] = []
-        var openWaiters: [OpenWaiter] = []
-        var handles: [UInt64: HandleState] = [:]
-        /// Reads of provisional handles, waiting for the first response.
-        var earlyReads: [EarlyRead] = []
-        /// Early reads that need more than the first response brings, made
-        /// again when that fetch ends (see `fetch(_:receivedHead:)`).
-        var readsAfterProbe: (fetchID: UInt64, reads: [EarlyRead])?
-        /// Attribute requests waiting for the first response while
-        /// provisional handles are open (`stat` of an open file shows the
-        /// origin's size, not the feed's claim).
-        var sizeWaiters: [@Sendable () -> Void] = []
-        var scratch: ScratchFile?
-        var lastRead: Int64 = 0
-        /// Whether the "origin ignores Range" warning was logged.
-        var warnedIgnoresRange = false
-        /// Where the last sequential reader stopped and how long its streak
-        /// was, when it closed (`monotonicSeconds()`): a player that closes
-        /// and reopens to read on keeps its read-ahead window.
-        var lastStream: (end: Int64, streak: Int, closedAt: Double)?
-        /// Fetched bytes that could not be written to disk (not in
-        /// `present`, never committed).
-        var spill = SpillBuffer()
-        /// Whether a failed cache write of this episode was logged.
-        var warnedWriteFailure = false
-
-        /// Bytes a read can be answered from now: on disk or in `spill`.
-        var available: RangeSet {
-            guard !spill.isEmpty else { return present }
-            var all = present
-            for range in spill.ranges.ranges { all.insert(range) }
-            return all
-        }
-    }
-
     // MARK: - Properties
 
     public let inode: UInt64
@@ -206,22 +66,9 @@ public final class Episode: Sendable {
     /// origin's size for `timeout`; the feed's claim for `timeout` too until
     /// the episode is opened (nothing can contradict it before), then for 0 s.
     func attributes(timeout: Double) -> (Attributes, Double) {
-        state.withLock { state in
-            if let length = state.length { return (attributes(size: length), timeout) }
-            let claimed = attributes(size: feedLength ?? 0)
-            if state.opened { return (claimed, 0) }
-            // A second more: the kernel starts its clock when the answer
-            // reaches it, a little after this.
-            state.claimKeptUntil = max(state.claimKeptUntil, monotonicSeconds() + timeout + 1)
-            return (claimed, timeout)
-        }
-    }
-
-    /// Marks an open (under the state lock): whether it must first drop
-    /// the attributes the kernel keeps, a claim shown before.
-    static func markOpened(_ state: inout State) -> Bool {
-        state.opened = true
-        return monotonicSeconds() < state.claimKeptUntil
+        let now = monotonicSeconds()
+        let (size, kept) = state.withLock { $0.sizeShown(feedLength: feedLength, timeout: timeout, now: now) }
+        return (attributes(size: size), kept)
     }
 
     private func attributes(size: Int64) -> Attributes {

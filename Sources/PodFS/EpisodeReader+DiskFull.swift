@@ -9,20 +9,17 @@ import RangeCache
 /// lets bytes go to the disk again. The index only ever lists bytes that
 /// were written, so it stays consistent throughout.
 extension EpisodeReader {
-    /// Called on the network thread when a chunk could not be written.
+    /// Called when a chunk could not be written or the scratch file could
+    /// not be created; logs outside the episode's lock.
     func cacheWriteFailed(_ error: FileError, episode: Episode) {
-        episode.state.withLock { cacheWriteFailed(error, episode: episode, state: &$0) }
-    }
-
-    /// The same, for a caller that holds the episode's state (creating the
-    /// scratch file failed).
-    func cacheWriteFailed(_ error: FileError, episode: Episode, state: inout Episode.State) {
         if error.isNoSpace {
             disk.enterFull(error.description, logger: logger)
             return
         }
-        let first = !state.warnedWriteFailure
-        state.warnedWriteFailure = true
+        let first = episode.state.withLock { state in
+            defer { state.warnedWriteFailure = true }
+            return !state.warnedWriteFailure
+        }
         let metadata: Logger.Metadata = ["episode.key": "\(episode.key)", "error": "\(error)"]
         if first {
             logger.error("could not write to the cache; this episode's new bytes are served from memory", metadata: metadata)

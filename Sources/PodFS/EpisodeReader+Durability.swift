@@ -58,7 +58,8 @@ extension EpisodeReader {
         flush()
     }
 
-    /// Commits every dirty episode's ranges now (sync first, then index).
+    /// Commits every dirty episode's ranges now, in the order of
+    /// `Episode.State.commitPlan`: sync first, then the index.
     public func flush() {
         indexLock.withLock { commits in
             let episodes = dirtyEpisodes.withLock { dirty in
@@ -66,59 +67,59 @@ extension EpisodeReader {
                 return Array(dirty.values)
             }
             guard !episodes.isEmpty else { return }
-            var batch: [(key: String, ranges: [Range<Int64>])] = []
-            var validators: [EpisodeValidator] = []
-            var touched: [(String, Int64)] = []
-            for episode in episodes {
-                let snapshot: (RangeSet?, EpisodeValidator?, ScratchFile?, Int64) = episode.state.withLock { state in
-                    var validator: EpisodeValidator?
-                    if state.validatorDirty, let length = state.length {
-                        validator = EpisodeValidator(
-                            key: episode.key, length: length, etag: state.etag, lastModified: state.lastModified)
+            let snapshots = episodes.map { episode in
+                episode.state.withLock { $0.takeCommitSnapshot(key: episode.key) }
+            }
+            var synced = Set<Int>()
+            for step in Episode.State.commitPlan(snapshots) {
+                switch step {
+                case .sync(let index):
+                    if sync(snapshots[index], of: episodes[index]) { synced.insert(index) }
+                case .commit:
+                    let batch = synced.sorted().map { (key: snapshots[$0].key, ranges: snapshots[$0].ranges ?? []) }
+                    do {
+                        try index.commitRanges(batch, validators: snapshots.compactMap(\.validator))
+                        commits += 1
+                        logger.debug("committed cached ranges", metadata: ["commit": "\(commits)", "episodes": "\(batch.count)"])
+                    } catch {
+                        commitFailed(error, episodes: episodes, snapshots: snapshots)
+                        return
                     }
-                    state.validatorDirty = false
-                    defer { state.dirty = false }
-                    return (state.dirty ? state.present : nil, validator, state.scratch, state.lastRead)
-                }
-                let (present, validator, scratch, lastRead) = snapshot
-                if let validator { validators.append(validator) }
-                guard let present, let scratch else { continue }
-                do {
-                    try scratch.synchronize()
-                    batch.append((key: episode.key, ranges: present.ranges))
-                    // Fetched but not read in this mount (a check, a probe):
-                    // the time it was last read stays as it was.
-                    if lastRead > 0 { touched.append((episode.key, lastRead)) }
-                } catch {
-                    // Not durable: keep it dirty so the next flush tries again.
-                    episode.state.withLock { $0.dirty = true }
-                    markDirty(episode)
-                    if let error = error as? FileError, error.isNoSpace {
-                        indexOutOfSpace(error.description)
-                    } else {
-                        logger.error("could not sync a cache file", metadata: ["episode.key": "\(episode.key)", "error": "\(error)"])
-                    }
+                case .touch(let index):
+                    if synced.contains(index) { self.index.touch(key: snapshots[index].key, at: snapshots[index].lastRead) }
                 }
             }
-            do {
-                try index.commitRanges(batch, validators: validators)
-                commits += 1
-                logger.debug("committed cached ranges", metadata: ["commit": "\(commits)", "episodes": "\(batch.count)"])
-                for (key, at) in touched { index.touch(key: key, at: at) }
-            } catch {
-                if let error = error as? IndexError, error.isNoSpace {
-                    indexOutOfSpace(error.description)
-                } else {
-                    logger.error("could not commit the cache index", metadata: ["error": "\(error)"])
-                }
-                for episode in episodes { markDirty(episode) }
-                for episode in episodes {
-                    episode.state.withLock { state in
-                        state.dirty = true
-                        if validators.contains(where: { $0.key == episode.key }) { state.validatorDirty = true }
-                    }
-                }
+        }
+    }
+
+    /// Syncs a snapshot's scratch file; a failure keeps the episode dirty,
+    /// so the next flush tries again.
+    private func sync(_ snapshot: Episode.State.CommitSnapshot, of episode: Episode) -> Bool {
+        do {
+            try snapshot.scratch?.synchronize()
+            return true
+        } catch {
+            episode.state.withLock { $0.commitFailed(validatorIncluded: false) }
+            markDirty(episode)
+            if let error = error as? FileError, error.isNoSpace {
+                indexOutOfSpace(error.description)
+            } else {
+                logger.error("could not sync a cache file", metadata: ["episode.key": "\(episode.key)", "error": "\(error)"])
             }
+            return false
+        }
+    }
+
+    /// The commit failed: every episode of it stays dirty.
+    private func commitFailed(_ error: any Error, episodes: [Episode], snapshots: [Episode.State.CommitSnapshot]) {
+        if let error = error as? IndexError, error.isNoSpace {
+            indexOutOfSpace(error.description)
+        } else {
+            logger.error("could not commit the cache index", metadata: ["error": "\(error)"])
+        }
+        for (episode, snapshot) in zip(episodes, snapshots) {
+            markDirty(episode)
+            episode.state.withLock { $0.commitFailed(validatorIncluded: snapshot.validator != nil) }
         }
     }
 

@@ -98,17 +98,10 @@ extension EpisodeReader {
                 return true
             }
             guard let episode else { return forget() }
-            return episode.state.withLock { state -> Bool in
-                guard state.handles.isEmpty, state.openWaiters.isEmpty, state.fetches.isEmpty else { return false }
-                // Held across the index update and the unlink, so no open can
-                // start writing to the file in between.
-                guard forget() else { return false }
-                state.present = RangeSet()
-                state.spill.removeAll()
-                state.dirty = false
-                state.scratch = nil
-                return true
-            }
+            // Held across the index update and the unlink (see
+            // `Episode.State.evict`): the one place I/O runs under an
+            // episode's lock, in the lock order of every flush.
+            return episode.state.withLock { $0.evict(forget) }
         }
     }
 }

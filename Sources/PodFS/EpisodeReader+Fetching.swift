@@ -10,222 +10,120 @@ import RangeCache
 extension EpisodeReader {
     // MARK: - Response head
 
-    /// Checks the response against what is cached; a changed validator or
-    /// length drops the cached ranges before any new byte is used.
+    /// Checks the response against what is cached (`Episode.State.head`)
+    /// and carries out what it says; `false` stops the transfer.
+    ///
+    /// Most heads confirm what is known, or only tell the length and
+    /// validator of an episode with nothing cached of another version: they
+    /// run without the index lock, so they never wait for a flush's
+    /// `fdatasync`, and the validator is saved with the next commit of
+    /// ranges. A head that changes the version runs again under the index
+    /// lock, serialised with commits, and drops the old ranges durably
+    /// before any new byte reaches the scratch file (a commit of old ranges
+    /// must not land after their drop, and old ranges must never vouch for
+    /// new bytes after a crash).
     func fetch(_ fetch: Fetch, receivedHead head: FetchHead) -> Bool {
         let episode = fetch.episode
-        var bodyStart: Int64 = 0
-        var total: Int64?
-        switch head.status {
-        case 206:
-            guard let first = head.rangeFirst, let last = head.rangeLast else {
-                return failFetch(fetch, "the origin answered 206 without a usable Content-Range")
+        let (start, last, total): (Int64, Int64?, Int64)
+        switch Episode.State.reading(head) {
+        case .body(let first, let end, let length):
+            (start, last, total) = (first, end, length)
+        case .unusable(let reason):
+            fetch.refuse(FetchError(isTransient: false, isUnreachable: false, message: reason))
+            return false
+        case .status:
+            // The one rule for what is worth asking again (`OriginAnswer`);
+            // a 2xx other than 200 and 206 is no answer to a range request.
+            let answer = OriginAnswer(status: head.status, retryAfter: head.retryAfter, now: Date().timeIntervalSince1970)
+            var failure = answer.failure(status: head.status, url: head.effectiveURL)
+            if !failure.isTransient {
+                failure.isTransient = episode.state.withLock { $0.forgetRedirect(enclosureURL: episode.url) }
             }
-            bodyStart = first
-            total = head.total
-            _ = last
-        case 200:
-            bodyStart = 0
-            total = head.contentLength
-        case 416:
-            total = head.total
-        default:
-            // 408, 429 and 5xx are the origin being busy or briefly broken:
-            // worth retrying. Anything else (404, 403, 410...) is final.
-            var transient = head.status == 408 || head.status == 429 || (500..<600).contains(head.status)
-            if !transient {
-                // The remembered end of the redirect chain (a signed CDN
-                // link, say) may have expired: forget it and go through the
-                // enclosure URL again, once.
-                let forgot = episode.state.withLock { state -> Bool in
-                    guard state.effectiveURL != nil, state.effectiveURL != episode.url else { return false }
-                    state.effectiveURL = nil
-                    return true
-                }
-                transient = forgot
-            }
-            fetch.refuse(FetchError(
-                isTransient: transient, isUnreachable: false,
-                message: "the origin answered HTTP \(head.status) for \(FeedURL.redacted(head.effectiveURL, for: .log))",
-                retryAfter: FetchHead.retryDelay(retryAfter: head.retryAfter, now: Date().timeIntervalSince1970)))
+            fetch.refuse(failure)
             return false
         }
-        guard let total else {
-            return failFetch(fetch, "the origin did not tell the episode's length (no Content-Range total or Content-Length)")
+        var context = Episode.State.HeadContext(
+            now: monotonicSeconds(), feedLength: episode.feedLength, isBackground: fetch.isBackground,
+            holdingIndexLock: false)
+        var outcome = episode.state.withLock { $0.head(id: fetch.id, head, start: start, last: last, total: total, context: context) }
+        if outcome.0 == .needsIndexLock {
+            outcome = indexLock.withLock { _ in
+                context.holdingIndexLock = true
+                context.existingScratch = existingScratch(of: episode)
+                let outcome = episode.state.withLock {
+                    $0.head(id: fetch.id, head, start: start, last: last, total: total, context: context)
+                }
+                run(outcome.durable, episode: episode)
+                return outcome
+            }
+        } else {
+            run(outcome.durable, episode: episode)
         }
-        var invalidate = false
-        var opens: [(OpenReply, OpenOptions)] = []
-        var dropped: [Episode.Waiter] = []
-        var logIgnoresRange = false
-        var indexUpdate: (drop: Bool, save: Bool) = (false, false)
-        var saveLater = false
-        // Most heads confirm what is known, or only tell the length and
-        // validator of an episode with nothing cached of another version:
-        // they run without the index lock, so they never wait for a flush's
-        // fdatasync, and the validator is saved with the next commit of
-        // ranges. A head that changes the version runs under the lock,
-        // serialised with commits, and drops the old ranges durably before
-        // any new byte reaches the scratch file (a commit of old ranges must
-        // not land after their drop, and old ranges must never vouch for
-        // new bytes after a crash).
-        /// A changed version's old bytes and length: freed and resized only
-        /// after the index forgot them (it must never list a punched byte).
-        var reshape: (scratch: ScratchFile, old: Int64, new: Int64)?
-        var needsIndexLock = false
-        var early: (reads: [Episode.EarlyRead], sized: [@Sendable () -> Void]) = ([], [])
-        func applyHead(holdingIndexLock: Bool) -> Bool {
-            let outcome = episode.state.withLock { state -> Bool in
-                guard var progress = state.fetches[fetch.id], progress.generation == state.generation else {
-                    return false
-                }
-                let changed = versionChanged(state, head: head, total: total)
-                let validatorChanged =
-                    changed || state.length != total || state.etag != head.etag
-                    || state.lastModified != head.lastModified
-                if changed && !holdingIndexLock {
-                    needsIndexLock = true
-                    return false
-                }
-                if changed {
-                    state.kernelPagesStale = true
-                    state.generation &+= 1
-                    state.present = RangeSet()
-                    state.spill.removeAll()
-                    state.dirty = false
-                    dropped = state.waiters
-                    state.waiters.removeAll()
-                    for (id, _) in state.fetches where id != fetch.id { state.fetches[id] = nil }
-                    // The old bytes are freed on disk too, also when the file
-                    // was not open in this mount (a mount's check finds the
-                    // change before anyone opened it): the index forgets
-                    // them, and they would hold disk space it no longer counts.
-                    let path = index.dataPath(forKey: episode.key)
-                    if state.scratch == nil, let old = state.length, access(path, F_OK) == 0,
-                        let existing = try? ScratchFile(path: path, length: old)
-                    {
-                        state.scratch = existing
-                    }
-                    if let scratch = state.scratch, let old = state.length, old > 0 {
-                        reshape = (scratch, old, total)
-                    }
-                    indexUpdate.drop = true
-                    invalidate = true
+        guard outcome.0 == .accepted else { return false }
+        return run(outcome.then, episode: episode, fetch: fetch)
+    }
+
+    /// The scratch file of an episode not opened in this mount, if its
+    /// cached version left one (a change must free its bytes too).
+    private func existingScratch(of episode: Episode) -> ScratchFile? {
+        guard let old = episode.state.withLock({ $0.scratch == nil ? $0.length : nil }) else { return nil }
+        let path = index.dataPath(forKey: episode.key)
+        guard access(path, F_OK) == 0 else { return nil }
+        return try? ScratchFile(path: path, length: old)
+    }
+
+    /// Carries out a head's effects; returns whether the transfer goes on.
+    private func run(_ effects: [Episode.State.HeadEffect], episode: Episode, fetch: Fetch? = nil) -> Bool {
+        var goesOn = true
+        // The durable effects stop at the first failure: bytes the index
+        // may still list are never freed (guarantee 1).
+        do {
+            for effect in effects {
+                switch effect {
+                case .dropIndexRanges:
+                    try index.dropRanges(key: episode.key)
+                case .reshape(let scratch, let old, let new):
+                    // Still on the network thread, before any byte of the
+                    // new version is written.
+                    if old > 0 { try? scratch.punchHole(0..<old) }
+                    if old != new { try? scratch.resize(to: new) }
+                case .saveVersion(let version):
+                    try index.setValidator(
+                        key: episode.key, length: version.length ?? 0, etag: version.etag,
+                        lastModified: version.lastModified)
+                case .saveVersionLater:
+                    markDirty(episode)
+                case .logChanged:
                     logger.warning(
                         "the episode changed at the origin; its cached bytes were dropped",
                         metadata: ["episode.key": "\(episode.key)", "episode.name": "\(episode.name)"])
-                }
-                if state.length != total {
-                    if let scratch = state.scratch, reshape == nil { try? scratch.resize(to: total) }
-                    // The kernel has seen the size `stat` showed so far; only
-                    // a different one needs its caches dropped.
-                    if (state.length ?? episode.feedLength ?? 0) != total { invalidate = true }
-                    state.length = total
-                }
-                if changed {
-                    indexUpdate.save = true
-                } else if validatorChanged {
-                    state.validatorDirty = true
-                    saveLater = true
-                }
-                state.etag = head.etag
-                state.lastModified = head.lastModified
-                state.effectiveURL = head.effectiveURL
-                state.validated = true
-                state.validatedAt = monotonicSeconds()
-                state.probeID = nil
-                if head.status == 200, progress.cursor > 0 || progress.upper < total, !state.warnedIgnoresRange, !changed {
-                    state.warnedIgnoresRange = true
-                    logIgnoresRange = true
-                }
-                progress.generation = state.generation
-                progress.cursor = bodyStart
-                progress.received = bodyStart
-                // A mount's check answered with the whole episode (a new
-                // version, or an origin that ignores Range) wants its head
-                // only: nobody asked for the body.
-                let bodyWanted = !(fetch.isBackground && head.status == 200)
-                progress.upper = head.status == 416 || !bodyWanted
-                    ? bodyStart : (head.status == 200 ? total : min(total, (head.rangeLast ?? 0) + 1))
-                state.fetches[fetch.id] = progress
-                for waiter in state.openWaiters {
-                    state.handles[waiter.handle] = Episode.HandleState(generation: state.generation)
-                    // After a change the kernel must drop its pages of the old
-                    // version before this open reads: keep_cache off does that
-                    // at the open (the inode invalidation is only queued), and
-                    // the attributes it showed are dropped before it returns.
-                    let options = OpenOptions(
-                        handle: waiter.handle, keepCache: !state.kernelPagesStale,
-                        dropAttributes: waiter.dropAttributes || invalidate)
-                    opens.append((waiter.reply, options))
-                }
-                if !state.openWaiters.isEmpty { state.kernelPagesStale = false }
-                state.openWaiters.removeAll()
-                early = settleProvisionalHandles(&state)
-                // A read that needs more than this response brings is made
-                // again when the response ends, not now: its own request
-                // then finds this connection free (a new one costs a round
-                // trip more), and the window it opens is sized by the rate
-                // this body showed. It could not be answered sooner anyway.
-                let beyond = early.reads.filter { $0.offset + Int64($0.size) > progress.upper }
-                if !beyond.isEmpty {
-                    early.reads.removeAll { $0.offset + Int64($0.size) > progress.upper }
-                    state.readsAfterProbe = (fetch.id, beyond)
-                }
-                // The scratch file of a new episode is created by its writer,
-                // before the first chunk is written: creating an inode costs
-                // a few hundred microseconds the first reader need not wait
-                // for (it is answered from the chunk in memory).
-                return true
-            }
-            if outcome {
-                do {
-                    if indexUpdate.drop {
-                        try index.dropRanges(key: episode.key)
-                        // Still on the network thread, before any byte of
-                        // the new version is written.
-                        if let reshape {
-                            try? reshape.scratch.punchHole(0..<reshape.old)
-                            if reshape.old != reshape.new { try? reshape.scratch.resize(to: reshape.new) }
-                        }
-                    }
-                    if indexUpdate.save {
-                        try index.setValidator(
-                            key: episode.key, length: total, etag: head.etag, lastModified: head.lastModified)
-                    }
-                } catch {
-                    logger.error("could not update the cache index", metadata: ["error": "\(error)"])
+                case .logIgnoresRange:
+                    logger.notice(
+                        "the origin ignores Range requests; streaming the episode from its start",
+                        metadata: ["episode.url": .url(episode.url)])
+                case .invalidateKernel(let pages):
+                    // Dropping pages would wait on reads in flight, and a
+                    // daemon killed meanwhile would leave that wait hanging:
+                    // a size learned for the same bytes drops attributes only.
+                    let kernel = invalidator.withLock { $0 }
+                    if pages { kernel?.invalidate(inode: episode.inode) } else { kernel?.invalidateAttributes(inode: episode.inode) }
+                case .fail(let replies):
+                    for reply in replies { answer(reply, with: .eio, episode: episode) }
+                case .answerOpens(let opens):
+                    for (reply, options) in opens { reply.opened(options) }
+                case .resume(let reads, let sized):
+                    resume((reads, sized), of: episode)
+                case .answerAtEnd:
+                    answerWaitersAtEnd(episode)
+                case .endAfterHead:
+                    fetch?.endAfterHead()
+                    goesOn = false
                 }
             }
-            return outcome
+        } catch {
+            logger.error("could not update the cache index", metadata: ["error": "\(error)"])
         }
-        var accepted = applyHead(holdingIndexLock: false)
-        if needsIndexLock {
-            accepted = indexLock.withLock { _ in applyHead(holdingIndexLock: true) }
-        }
-        if saveLater { markDirty(episode) }
-        if logIgnoresRange {
-            logger.notice(
-                "the origin ignores Range requests; streaming the episode from its start",
-                metadata: ["episode.url": .url(episode.url)])
-        }
-        if invalidate {
-            // A new version drops the kernel's pages too; a size learned for
-            // the same bytes only needs the attributes (dropping pages would
-            // wait on reads in flight, and a daemon killed meanwhile would
-            // leave that wait hanging).
-            let kernel = invalidator.withLock { $0 }
-            if indexUpdate.drop { kernel?.invalidate(inode: episode.inode) } else { kernel?.invalidateAttributes(inode: episode.inode) }
-        }
-        for waiter in dropped { waiter.reply.fail(.ioError) }
-        for (reply, options) in opens { reply.opened(options) }
-        resume(early, of: episode)
-        if accepted { answerWaitersAtEnd(episode) }
-        if accepted, fetch.isBackground, head.status == 200 {
-            // Its range is empty (see above): stop the transfer here.
-            fetch.endAfterHead()
-            return false
-        }
-        return accepted
+        return goesOn
     }
 
     // MARK: - Body
@@ -238,42 +136,18 @@ extension EpisodeReader {
     /// slower than the network, memory stays flat.
     func fetch(_ fetch: Fetch, handOff chunk: BodyChunk) -> Bool {
         let episode = fetch.episode
-        var early: [Episode.Waiter] = []
-        let plan: (offset: Int64, count: Int, generation: UInt64)? = episode.state.withLock { state in
-            guard var progress = state.fetches[fetch.id], progress.generation == state.generation,
-                state.scratch != nil || state.length != nil
-            else { return nil }
-            let room = progress.upper - progress.received
-            let count = Int(min(Int64(chunk.count), max(0, room)))
-            let offset = progress.received
-            progress.received += Int64(count)
-            state.fetches[fetch.id] = progress
-            if progress.answersOnArrival, count > 0 {
-                // A reader that opened or jumped here waits for these bytes:
-                // answer it now, from memory (and the disk for what was
-                // there before); the writer stores the chunk next.
-                var available = state.present
-                available.insert(offset..<offset + Int64(count))
-                state.waiters.removeAll { waiter in
-                    guard waiter.generation == state.generation, available.contains(waiter.range),
-                        waiter.range.overlaps(offset..<offset + Int64(count))
-                    else { return false }
-                    early.append(waiter)
-                    return true
-                }
-            }
-            return (offset, count, state.generation)
-        }
+        let plan = episode.state.withLock { $0.bodyArrived(id: fetch.id, count: chunk.count) }
         guard let plan else { return false }
-        for waiter in early {
-            answer(waiter, from: chunk, count: plan.count, at: plan.offset, episode: episode)
+        for waiter in plan.early {
+            answer(waiter.reply, with: .arriving(waiter.range, chunk, count: plan.count, at: plan.offset), episode: episode)
         }
         if plan.count > 0 {
             fetch.madeProgress()
-            writeBudget.acquire(plan.count)
+            let (offset, count, generation) = (plan.offset, plan.count, plan.generation)
+            writeBudget.acquire(count)
             writer(for: episode).async { [self] in
-                defer { writeBudget.release(plan.count) }
-                write(chunk, count: plan.count, at: plan.offset, generation: plan.generation, for: fetch)
+                defer { writeBudget.release(count) }
+                write(chunk, count: count, at: offset, generation: generation, for: fetch)
             }
         }
         if plan.count < chunk.count {
@@ -298,25 +172,15 @@ extension EpisodeReader {
     private func write(_ chunk: BodyChunk, count: Int, at offset: Int64, generation: UInt64, for fetch: Fetch) {
         let episode = fetch.episode
         let end = offset + Int64(count)
-        let target: (ScratchFile?, Range<Int64>?)? = episode.state.withLock { state in
-            guard state.generation == generation, var progress = state.fetches[fetch.id],
-                progress.generation == generation
-            else { return nil }
-            if state.scratch == nil, let length = state.length, length > 0, !disk.isFull {
-                // A failure is logged and the bytes go to memory (see
-                // EpisodeReader+DiskFull).
-                _ = try? ensureScratch(&state, episode: episode, length: length)
-            }
-            // Long fetches allocate their blocks 8 MiB at a time, ahead of
-            // the writes (see `ScratchFile.allocate`).
-            var allocation: Range<Int64>?
-            if state.scratch != nil, end > progress.allocated, progress.upper - offset >= Self.preallocationStep / 8 {
-                let upper = min(progress.upper, max(end, offset + Self.preallocationStep))
-                allocation = offset..<upper
-                progress.allocated = upper
-                state.fetches[fetch.id] = progress
-            }
-            return (state.scratch, allocation)
+        if !disk.isFull {
+            // Created outside the lock; a failure is logged and the bytes
+            // go to memory (see EpisodeReader+DiskFull).
+            _ = scratchFile(of: episode)
+        }
+        // Long fetches allocate their blocks ahead of the writes (see
+        // `ScratchFile.allocate`).
+        let target = episode.state.withLock {
+            $0.writeTarget(id: fetch.id, generation: generation, range: offset..<end, step: Self.preallocationStep)
         }
         guard let (scratch, allocation) = target else { return }
         let bytes = UnsafeRawBufferPointer(rebasing: chunk.bytes[0..<count])
@@ -331,88 +195,26 @@ extension EpisodeReader {
                 cacheWriteFailed(error, episode: episode)
             }
         }
-        var ready: [(Episode.Waiter, ScratchFile?, [SpillBuffer.Piece])] = []
-        let marked: Bool = episode.state.withLock { state in
-            guard var progress = state.fetches[fetch.id], progress.generation == state.generation,
-                state.generation == generation
-            else { return false }
-            if written {
-                // Bytes written again (a check of a cached byte) change
-                // nothing the index must hear of.
-                if !state.present.contains(offset..<end) {
-                    state.present.insert(offset..<end)
-                    state.dirty = true
-                }
-            } else if !state.handles.isEmpty {
-                state.spill.add(bytes, at: offset, limit: tuning.spillLimit, needed: state.waiters.map(\.range))
-            }
-            progress.cursor = max(progress.cursor, end)
-            state.fetches[fetch.id] = progress
-            let available = state.available
-            state.waiters.removeAll { waiter in
-                guard available.contains(waiter.range) else { return false }
-                ready.append((waiter, state.scratch, state.spill.pieces(overlapping: waiter.range)))
-                return true
-            }
-            return true
+        let ready = episode.state.withLock { state in
+            state.bodyWritten(
+                id: fetch.id, range: offset..<end, generation: generation, written: written, bytes: bytes,
+                spillLimit: tuning.spillLimit)
         }
-        guard marked else { return }
+        guard let ready else { return }
         if written {
             markDirty(episode)
             if tuning.commitEveryChunk { flush() }
         } else {
             disk.noteSpilled(count, episode: episode)
         }
-        for (waiter, scratch, spilled) in ready {
-            if spilled.isEmpty {
+        for read in ready {
+            if read.spilled.isEmpty {
                 // The bytes of this chunk come from memory, which saves
                 // reading back what was just written; the rest is on disk.
-                answer(waiter, from: chunk, count: count, at: offset, episode: episode)
+                answer(read.waiter.reply, with: .arriving(read.waiter.range, chunk, count: count, at: offset), episode: episode)
             } else {
-                serve(waiter.range, from: scratch, spilled: spilled, episode: episode, reply: waiter.reply)
+                answer(read.waiter.reply, with: .cached(read.waiter.range, read.scratch, spilled: read.spilled), episode: episode)
             }
-        }
-    }
-
-    /// Answers a waiter whose bytes are in `chunk` (its first `count` bytes,
-    /// which belong at `offset`) or, outside it, present in the scratch file.
-    private func answer(_ waiter: Episode.Waiter, from chunk: BodyChunk, count: Int, at offset: Int64, episode: Episode) {
-        let range = waiter.range
-        let inChunk = max(range.lowerBound, offset)..<min(range.upperBound, offset + Int64(count))
-        if inChunk == range {
-            let start = Int(range.lowerBound - offset)
-            waiter.reply.data(UnsafeRawBufferPointer(rebasing: chunk.bytes[start..<start + Int(range.count)]))
-            return
-        }
-        let scratch = episode.state.withLock { $0.scratch }
-        guard let scratch, !inChunk.isEmpty else {
-            serve(range, from: scratch, episode: episode, reply: waiter.reply)
-            return
-        }
-        let whole = readBuffers.take(atLeast: Int(range.count))
-        defer { readBuffers.give(whole) }
-        let buffer = UnsafeMutableRawBufferPointer(rebasing: whole[0..<Int(range.count)])
-        do {
-            // Before the chunk and after it: on disk already.
-            let head = Int(inChunk.lowerBound - range.lowerBound)
-            if head > 0 {
-                let got = try scratch.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<head]), at: range.lowerBound)
-                guard got == head else { throw FileError(operation: "pread", path: scratch.path, errno: 5 /* EIO: the file is shorter than the index says */) }
-            }
-            let middle = Int(inChunk.count)
-            let chunkStart = Int(inChunk.lowerBound - offset)
-            UnsafeMutableRawBufferPointer(rebasing: buffer[head..<head + middle])
-                .copyMemory(from: UnsafeRawBufferPointer(rebasing: chunk.bytes[chunkStart..<chunkStart + middle]))
-            let tail = Int(range.count) - head - middle
-            if tail > 0 {
-                let got = try scratch.read(
-                    into: UnsafeMutableRawBufferPointer(rebasing: buffer[(head + middle)...]), at: inChunk.upperBound)
-                guard got == tail else { throw FileError(operation: "pread", path: scratch.path, errno: 5 /* EIO: the file is shorter than the index says */) }
-            }
-            waiter.reply.data(UnsafeRawBufferPointer(buffer))
-        } catch {
-            logger.error("could not read the cache file", metadata: ["episode.key": "\(episode.key)", "error": "\(error)"])
-            waiter.reply.fail(.ioError)
         }
     }
 
@@ -435,38 +237,15 @@ extension EpisodeReader {
     /// fails the readers nothing else will serve.
     private func fetch(_ fetch: Fetch, completedWith error: FetchError?) {
         let episode = fetch.episode
-        enum Next { case done, retry(Range<Int64>, String?, String, Int, Double) }
-        var failure = error
-        let next: Next = episode.state.withLock { state in
-            guard let progress = state.fetches[fetch.id] else { return .done }
-            if failure == nil, progress.cursor < progress.upper {
-                failure = FetchError(
-                    isTransient: true, isUnreachable: false,
-                    message: "the origin closed the response \(progress.upper - progress.cursor) bytes early")
-            }
-            if let asked = failure?.retryAfter, asked > tuning.longestRetryAfter {
-                // Waiting that long would hold the reader for minutes, and
-                // asking sooner ignores the origin: give up now, saying so.
-                failure?.message += "; it asks to be asked again in \(Int(asked.rounded(.up))) s, longer than "
-                    + "podfs holds a read (\(Int(tuning.longestRetryAfter)) s): read again later"
-                failure?.isTransient = false
-            }
-            if let failure, failure.isTransient, progress.generation == state.generation {
-                let attempt = fetch.nextAttempt()
-                if attempt < tuning.attempts && !(failure.isUnreachable && !state.validated && state.length != nil) {
-                    state.fetches[fetch.id]?.retrying = true
-                    // A growing backoff, or as long as the origin asked.
-                    let delay = max(0.1 * Double(1 << min(attempt, 5)), failure.retryAfter ?? 0)
-                    return .retry(
-                        progress.cursor..<progress.upper, validator(state), state.effectiveURL ?? episode.url, attempt,
-                        delay)
-                }
-            }
-            state.fetches[fetch.id] = nil
-            return .done
+        // Counted here for every end: a fetch that is not tried again is
+        // forgotten, so the count only matters for one that is.
+        let attempt = fetch.nextAttempt()
+        let (next, failure) = episode.state.withLock { state in
+            state.fetchEnded(id: fetch.id, error: error, attempt: attempt, tuning: tuning)
         }
         switch next {
-        case .retry(let range, let validator, let url, let attempt, let delay):
+        case .retry(let range, let validator, let remembered, let attempt, let delay):
+            let url = remembered ?? episode.url
             logger.info(
                 "retrying a fetch",
                 metadata: [
@@ -475,13 +254,12 @@ extension EpisodeReader {
                 ])
             pendingRetries.withLock { $0 += 1 }
             DispatchQueue.global().asyncAfter(deadline: .now() + delay) { [self] in
-                episode.state.withLock { $0.fetches[fetch.id]?.retrying = false }
                 // After shutdown the source refuses at once, and the
                 // completion fails the readers before the session goes.
                 launch(fetch, url: url, range: range, validator: validator)
                 pendingRetries.withLock { $0 -= 1 }
             }
-        case .done:
+        case .ended:
             if let failure, fetch.isBackground {
                 logger.info(
                     "could not check a recently read episode with its origin; its first open will ask again",
@@ -497,109 +275,34 @@ extension EpisodeReader {
 
     // MARK: - Private helpers
 
-    /// Whether a response shows the origin's bytes differ from the cached ones.
-    private func versionChanged(_ state: Episode.State, head: FetchHead, total: Int64) -> Bool {
-        guard state.length != nil || state.etag != nil || state.lastModified != nil else { return false }
-        if let old = state.length, old != total { return true }
-        if let old = state.etag, let new = head.etag { return old != new }
-        if state.etag == nil, let old = state.lastModified, let new = head.lastModified { return old != new }
-        return false
-    }
-
-    private func failFetch(_ fetch: Fetch, _ message: String) -> Bool {
-        fetch.refuse(FetchError(isTransient: false, isUnreachable: false, message: message))
-        return false
-    }
-
-    /// Answers reads that ask for bytes at or past the (now known) end.
-    private func answerWaitersAtEnd(_ episode: Episode) {
-        var ready: [(Episode.Waiter, ScratchFile?, [SpillBuffer.Piece])] = []
-        episode.state.withLock { state in
-            guard let length = state.length else { return }
-            let available = state.available
-            state.waiters = state.waiters.compactMap { waiter in
-                var waiter = waiter
-                waiter.range = min(waiter.range.lowerBound, length)..<min(waiter.range.upperBound, length)
-                if available.contains(waiter.range) {
-                    ready.append((waiter, state.scratch, state.spill.pieces(overlapping: waiter.range)))
-                    return nil
-                }
-                return waiter
-            }
-        }
-        for (waiter, scratch, spilled) in ready {
-            if waiter.range.isEmpty {
-                waiter.reply.data(UnsafeRawBufferPointer(start: nil, count: 0))
-            } else {
-                serve(waiter.range, from: scratch, spilled: spilled, episode: episode, reply: waiter.reply)
-            }
+    /// Answers reads that ask for bytes at or past the (now known) end
+    /// (`Episode.State.readsAtEnd`).
+    func answerWaitersAtEnd(_ episode: Episode) {
+        for read in episode.state.withLock({ $0.readsAtEnd() }) {
+            let range = read.waiter.range
+            answer(read.waiter.reply, with: range.isEmpty ? .empty : .cached(range, read.scratch, spilled: read.spilled), episode: episode)
         }
     }
 
-    /// After a fetch ended: answers opens still waiting (offline: from the
-    /// cache if it has a length) and fails reads no fetch will serve.
+    /// After a fetch ended for good: carries out `Episode.State.fetchSettled`.
     private func settleAfterFetch(_ episode: Episode, fetch: Fetch, failure: FetchError?) {
-        let fetchID = fetch.id
-        var failedReads: [DataReply] = []
-        var opens: [(OpenReply, OpenOptions?)] = []
-        var freshProbe: Probe?
-        var early: (reads: [Episode.EarlyRead], sized: [@Sendable () -> Void]) = ([], [])
-        episode.state.withLock { state in
-            if let after = state.readsAfterProbe, after.fetchID == fetchID {
-                early.reads = after.reads
-                state.readsAfterProbe = nil
-            }
-            let stillPending = state.fetches.values.contains { $0.generation == state.generation }
-            // The opens wait for the probe; if it ended without a usable head,
-            // or every fetch ended, answer them now.
-            let probeEnded = state.probeID == fetchID || state.probeID.map { state.fetches[$0] == nil } ?? false
-            if !state.validated && (!stillPending || probeEnded) {
-                state.probeID = nil
-                let usable = state.length != nil && failure?.isUnreachable == true
-                if fetch.isBackground, !usable, !state.openWaiters.isEmpty {
-                    // Opens joined a mount's check that failed, maybe after
-                    // most of its attempts: they get a probe of their own,
-                    // with all of them, rather than the check's failure.
-                    freshProbe = startProbe(&state, episode: episode)
-                } else {
-                    for waiter in state.openWaiters {
-                        if usable {
-                            state.handles[waiter.handle] = Episode.HandleState(generation: state.generation)
-                            let options = OpenOptions(
-                                handle: waiter.handle, keepCache: !state.kernelPagesStale,
-                                dropAttributes: waiter.dropAttributes)
-                            opens.append((waiter.reply, options))
-                        } else {
-                            opens.append((waiter.reply, nil))
-                        }
-                    }
-                    if usable && !state.openWaiters.isEmpty { state.kernelPagesStale = false }
-                    state.openWaiters.removeAll()
-                    // Their reads are made again: from the cache offline, else
-                    // they fail as the open would have.
-                    let settled = settleProvisionalHandles(&state)
-                    early.reads += settled.reads
-                    early.sized = settled.sized
-                }
-            }
-            var pending = RangeSet()
-            for progress in state.fetches.values where progress.generation == state.generation {
-                pending.insert(progress.cursor..<max(progress.cursor, progress.upper))
-            }
-            let available = state.available
-            state.waiters.removeAll { waiter in
-                let gaps = available.gaps(in: waiter.range)
-                let served = gaps.allSatisfy { pending.contains($0) }
-                if !served { failedReads.append(waiter.reply) }
-                return !served
+        let effects = episode.state.withLock { state in
+            state.fetchSettled(
+                id: fetch.id, failure: failure, isBackground: fetch.isBackground, minimumFetch: tuning.minimumFetch)
+        }
+        for effect in effects {
+            switch effect {
+            case .answerOpen(let reply, let options):
+                if let options { reply.opened(options) } else { reply.fail(.ioError) }
+            case .failRead(let reply):
+                answer(reply, with: .eio, episode: episode)
+            case .probe(let probe):
+                send(probe, of: episode)
+            case .resume(let reads, let sized):
+                resume((reads, sized), of: episode)
+            case .answerAtEnd:
+                answerWaitersAtEnd(episode)
             }
         }
-        for (reply, options) in opens {
-            if let options { reply.opened(options) } else { reply.fail(.ioError) }
-        }
-        for reply in failedReads { reply.fail(.ioError) }
-        if let freshProbe { send(freshProbe) }
-        resume(early, of: episode)
-        answerWaitersAtEnd(episode)
     }
 }

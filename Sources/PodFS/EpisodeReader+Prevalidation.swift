@@ -23,17 +23,8 @@ extension EpisodeReader {
         let known = episodesByKey.withLock { known in recent.compactMap { known[$0.key] } }
         var sent = 0
         for episode in known where sent < limit {
-            let probe: Probe? = episode.state.withLock { state in
-                guard !state.validated, state.probeID == nil, state.fetches.isEmpty, state.openWaiters.isEmpty,
-                    let length = state.length, length > 0
-                else { return nil }
-                // The first byte not cached, so no byte crosses the network
-                // twice; of a whole episode, its first (as an open asks).
-                let first = state.present.gaps(in: 0..<length).first?.lowerBound ?? 0
-                return startProbe(&state, episode: episode, range: first..<first + 1, background: true)
-            }
-            guard let probe else { continue }
-            send(probe)
+            guard let probe = episode.state.withLock({ $0.startMountCheck() }) else { continue }
+            send(probe, of: episode, background: true)
             sent += 1
         }
         if sent > 0 { logger.debug("checking recently read episodes with their origin", metadata: ["episodes": "\(sent)"]) }

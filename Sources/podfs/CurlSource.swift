@@ -47,17 +47,18 @@ struct CurlSource: RangeSource, FeedSource {
         if let zone = response.head.connectedZone {
             zones.recordFeed(url: url, zone: zone)
         }
-        if response.head.status == 304, validators != nil { return .notModified }
-        guard (200..<300).contains(response.head.status) else {
-            let retryAfter = FetchHead.retryDelay(
-                retryAfter: response.head.header("retry-after"), now: Date().timeIntervalSince1970)
-            var message = "the origin answered HTTP \(response.head.status) for \(FeedURL.redacted(url, for: .log))"
-            if let retryAfter {
-                message += " and asks to be asked again in \(Int(retryAfter.rounded(.up))) s"
+        let answer = OriginAnswer(
+            status: response.head.status, retryAfter: response.head.header("retry-after"),
+            now: Date().timeIntervalSince1970)
+        switch answer {
+        case .usable: break
+        case .notModified where validators != nil: return .notModified
+        case .notModified, .transient, .final:
+            var failure = answer.failure(status: response.head.status, url: url)
+            if let retryAfter = answer.retryAfter {
+                failure.message += " and asks to be asked again in \(Int(retryAfter.rounded(.up))) s"
             }
-            throw FetchError(
-                isTransient: response.head.status >= 500, isUnreachable: false, message: message,
-                retryAfter: retryAfter)
+            throw failure
         }
         return .body(response.body, etag: response.head.etag, lastModified: response.head.lastModified)
     }

@@ -11,8 +11,8 @@ struct LinkEstimate: Sendable {
     /// Seconds from sending a request to its response head (smoothed).
     private(set) var latency: Double?
     /// The shortest of those seen: the round trip itself, without the
-    /// waits a busy daemon or origin add (on loopback under a cold read the
-    /// smoothed figure reads 2-9 ms, the shortest 0.1-0.4 ms).
+    /// waits a busy daemon or origin add (under a cold read the smoothed
+    /// figure can be many times the shortest).
     private(set) var shortestLatency: Double?
     /// Body bytes per second of a response (smoothed).
     private(set) var throughput: Double?

@@ -1,0 +1,112 @@
+import RangeCache
+
+/// The body events: bytes of a fetch arrived from the network, and the
+/// writer stored them (or could not). Bytes become `present` only once
+/// written, so the index, which commits `present` after `fdatasync`, never
+/// lists a byte that is not on disk (guarantee 1 of docs/DESIGN.md). Bytes
+/// that could not be written (a full disk) are kept in memory for the open
+/// files' readers and never become `present`.
+extension Episode.State {
+    // MARK: - Nested types
+
+    /// Where arrived bytes go, and the readers they answer at once.
+    struct Arrival {
+        var offset: Int64
+        /// How many of the bytes belong to the fetch; the rest is more than
+        /// the origin announced.
+        var count: Int
+        var generation: UInt64
+        /// Readers of a short fetch (a jump, the open's probe) whose bytes
+        /// are all here with these: they are answered from memory now.
+        var early: [Episode.Waiter]
+    }
+
+    /// A reader whose bytes are all here: answered from the chunk just
+    /// written and the scratch file, or with `spilled` bytes from memory.
+    struct ReadyRead {
+        var waiter: Episode.Waiter
+        var scratch: ScratchFile?
+        var spilled: [SpillBuffer.Piece]
+    }
+
+    // MARK: - Events
+
+    /// `count` bytes of fetch `id`'s body arrived on the network thread.
+    /// `nil`: the fetch is stale (another version) and stops.
+    mutating func bodyArrived(id: UInt64, count chunk: Int) -> Arrival? {
+        guard var progress = fetches[id], progress.generation == generation, scratch != nil || length != nil
+        else { return nil }
+        let room = progress.upper - progress.received
+        let count = Int(min(Int64(chunk), max(0, room)))
+        let offset = progress.received
+        progress.received += Int64(count)
+        fetches[id] = progress
+        var early: [Episode.Waiter] = []
+        if progress.answersOnArrival, count > 0 {
+            // A reader that opened or jumped here waits for these bytes: it
+            // is answered from memory (and the disk for what was there
+            // before); the writer stores the chunk next.
+            let arrived = offset..<offset + Int64(count)
+            var here = present
+            here.insert(arrived)
+            let generation = generation
+            waiters.removeAll { waiter in
+                guard waiter.generation == generation, here.contains(waiter.range), waiter.range.overlaps(arrived)
+                else { return false }
+                early.append(waiter)
+                return true
+            }
+        }
+        return Arrival(offset: offset, count: count, generation: generation, early: early)
+    }
+
+    /// On the writer, before it writes `range` for fetch `id` of
+    /// `generation`: the file to write to and the blocks to allocate ahead
+    /// (long fetches allocate `step` bytes at a time). `nil`: stale.
+    mutating func writeTarget(
+        id: UInt64, generation: UInt64, range: Range<Int64>, step: Int64
+    ) -> (scratch: ScratchFile?, allocation: Range<Int64>?)? {
+        guard self.generation == generation, var progress = fetches[id], progress.generation == generation
+        else { return nil }
+        var allocation: Range<Int64>?
+        if scratch != nil, range.upperBound > progress.allocated, progress.upper - range.lowerBound >= step / 8 {
+            let upper = min(progress.upper, max(range.upperBound, range.lowerBound + step))
+            allocation = range.lowerBound..<upper
+            progress.allocated = upper
+            fetches[id] = progress
+        }
+        return (scratch, allocation)
+    }
+
+    /// The writer stored `bytes` at `range` (`written`), or could not: they
+    /// are then kept in memory while a file is open, up to `spillLimit`.
+    /// Returns the readers now answered; `nil` when the bytes are stale
+    /// (and were not marked).
+    mutating func bodyWritten(
+        id: UInt64, range: Range<Int64>, generation: UInt64, written: Bool, bytes: UnsafeRawBufferPointer,
+        spillLimit: Int
+    ) -> [ReadyRead]? {
+        guard var progress = fetches[id], progress.generation == self.generation, self.generation == generation
+        else { return nil }
+        if written {
+            // Bytes written again (a check of a cached byte) change nothing
+            // the index must hear of.
+            if !present.contains(range) {
+                present.insert(range)
+                dirty = true
+            }
+        } else if !handles.isEmpty {
+            spill.add(bytes, at: range.lowerBound, limit: spillLimit, needed: waiters.map(\.range))
+        }
+        progress.cursor = max(progress.cursor, range.upperBound)
+        fetches[id] = progress
+        let available = available
+        var ready: [ReadyRead] = []
+        waiters.removeAll { waiter in
+            guard available.contains(waiter.range) else { return false }
+            ready.append(ReadyRead(waiter: waiter, scratch: scratch, spilled: spill.pieces(overlapping: waiter.range)))
+            return true
+        }
+        return ready
+    }
+}

@@ -1,0 +1,68 @@
+import RangeCache
+
+/// The commit events: what of an episode the index hears of next, and the
+/// order in which the flush makes it durable. The index never lists a byte
+/// that is not durably on disk (guarantee 1 of docs/DESIGN.md): the ranges
+/// are taken first, the scratch file is `fdatasync`ed, and only then are
+/// the ranges committed, so the sync covers every byte of the snapshot.
+extension Episode.State {
+    // MARK: - Nested types
+
+    /// What one episode brings to a commit.
+    struct CommitSnapshot {
+        var key: String
+        /// The ranges to commit; `nil` when they did not change.
+        var ranges: [Range<Int64>]?
+        /// The length and validators to save, when they changed.
+        var validator: EpisodeValidator?
+        /// The file the ranges are in; `nil` when none was created.
+        var scratch: ScratchFile?
+        /// When it was last read (seconds since the epoch); 0: not in this
+        /// mount (a check, a probe), so the index keeps its own.
+        var lastRead: Int64
+    }
+
+    /// One step of a flush, in the order the flush takes them.
+    enum CommitEffect: Equatable {
+        /// `fdatasync` the scratch file of snapshot `index`; a failure
+        /// leaves its ranges out of the commit.
+        case sync(index: Int)
+        /// Commit, in one transaction, the ranges of the snapshots whose
+        /// sync succeeded, and every validator.
+        case commit
+        /// Note when snapshot `index` was last read (after the commit).
+        case touch(index: Int)
+    }
+
+    // MARK: - Static methods
+
+    /// The steps of a flush of `snapshots`: every sync before the commit
+    /// that lists what it made durable.
+    static func commitPlan(_ snapshots: [CommitSnapshot]) -> [CommitEffect] {
+        let synced = snapshots.indices.filter { snapshots[$0].ranges != nil && snapshots[$0].scratch != nil }
+        return synced.map { .sync(index: $0) } + [.commit]
+            + synced.filter { snapshots[$0].lastRead > 0 }.map { .touch(index: $0) }
+    }
+
+    // MARK: - Events
+
+    /// Takes what the next commit saves of this episode and marks it heard
+    /// of; `commitFailed` undoes that.
+    mutating func takeCommitSnapshot(key: String) -> CommitSnapshot {
+        var validator: EpisodeValidator?
+        if validatorDirty, let length {
+            validator = EpisodeValidator(key: key, length: length, etag: etag, lastModified: lastModified)
+        }
+        validatorDirty = false
+        defer { dirty = false }
+        return CommitSnapshot(
+            key: key, ranges: dirty ? present.ranges : nil, validator: validator, scratch: scratch, lastRead: lastRead)
+    }
+
+    /// The commit (or the sync of this episode) failed: the next flush
+    /// tries again.
+    mutating func commitFailed(validatorIncluded: Bool) {
+        dirty = true
+        if validatorIncluded { validatorDirty = true }
+    }
+}

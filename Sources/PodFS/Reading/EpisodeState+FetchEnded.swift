@@ -1,0 +1,150 @@
+import FUSEBridge
+import RangeCache
+
+/// The fetch-ended events: whether a fetch that stopped is tried again from
+/// where it stopped, or ends; then who of those that waited for it is
+/// answered, and how. Offline, a cached episode opens from the cache and
+/// its cached bytes are served; only uncached bytes fail (guarantee 5 of
+/// docs/DESIGN.md).
+extension Episode.State {
+    // MARK: - Nested types
+
+    /// What the driver does when a fetch stopped.
+    enum FetchEndEffect {
+        /// Send the fetch again for `range` after `delay` seconds; `url` is
+        /// the remembered end of the redirect chain, if any.
+        case retry(range: Range<Int64>, validator: String?, url: String?, attempt: Int, delay: Double)
+        /// The fetch is over (and forgotten): settle the opens and reads
+        /// that waited for it.
+        case ended
+    }
+
+    /// What the driver does after a fetch ended for good, in this order.
+    enum SettleEffect {
+        /// Answer an open: with `options`, or EIO when `nil`.
+        case answerOpen(any OpenReplying, OpenOptions?)
+        /// A read that no fetch will serve now.
+        case failRead(any DataReplying)
+        /// Opens that joined a mount's check that failed get a probe of
+        /// their own.
+        case probe(ProbeStart)
+        /// Reads and `stat`s that waited for the first response, made again.
+        case resume(reads: [Episode.EarlyRead], sized: [@Sendable () -> Void])
+        /// Answer reads at or past the end (`readsAtEnd`).
+        case answerAtEnd
+    }
+
+    // MARK: - Events
+
+    /// Fetch `id` stopped, with `error` from the transfer (`nil`: the
+    /// response ended). `attempt` is the number of attempts made before the
+    /// one that just stopped; `tuning` bounds the retries. Returns the
+    /// effect and the failure to report, if any: a response that ended
+    /// short is a failure too, and a `Retry-After` longer than a read may
+    /// wait makes a failure final.
+    mutating func fetchEnded(
+        id: UInt64, error: FetchError?, attempt: Int, tuning: EpisodeReader.Tuning
+    ) -> (FetchEndEffect, FetchError?) {
+        var failure = error
+        guard let progress = fetches[id] else { return (.ended, failure) }
+        if failure == nil, progress.cursor < progress.upper {
+            failure = FetchError(
+                isTransient: true, isUnreachable: false,
+                message: "the origin closed the response \(progress.upper - progress.cursor) bytes early")
+        }
+        if let asked = failure?.retryAfter, asked > tuning.longestRetryAfter {
+            // Waiting that long would hold the reader for minutes, and
+            // asking sooner ignores the origin: give up now, saying so.
+            failure?.message += "; it asks to be asked again in \(Int(asked.rounded(.up))) s, longer than "
+                + "podfs holds a read (\(Int(tuning.longestRetryAfter)) s): read again later"
+            failure?.isTransient = false
+        }
+        // Offline with a cached length: the cache answers, not a retry.
+        if let failure, failure.isTransient, progress.generation == generation, attempt < tuning.attempts,
+            !(failure.isUnreachable && !validated && length != nil)
+        {
+            // A growing backoff, or as long as the origin asked.
+            let delay = max(0.1 * Double(1 << min(attempt, 5)), failure.retryAfter ?? 0)
+            let effect = FetchEndEffect.retry(
+                range: progress.cursor..<progress.upper, validator: version.ifRange, url: effectiveURL,
+                attempt: attempt, delay: delay)
+            return (effect, failure)
+        }
+        fetches[id] = nil
+        return (.ended, failure)
+    }
+
+    /// Fetch `id` ended for good (`failure`: why, if it failed). The opens
+    /// waiting for the probe are answered if it ended without a usable head
+    /// or every fetch ended: offline from the cache when it has a length,
+    /// else EIO. Reads whose missing bytes no fetch will bring fail.
+    mutating func fetchSettled(
+        id: UInt64, failure: FetchError?, isBackground: Bool, minimumFetch: Int64
+    ) -> [SettleEffect] {
+        var opens: [SettleEffect] = []
+        var probe: [SettleEffect] = []
+        var early: (reads: [Episode.EarlyRead], sized: [@Sendable () -> Void]) = ([], [])
+        if let after = readsAfterProbe, after.fetchID == id {
+            early.reads = after.reads
+            readsAfterProbe = nil
+        }
+        let stillPending = fetches.values.contains { $0.generation == generation }
+        let probeEnded = probeID == id || probeID.map { fetches[$0] == nil } ?? false
+        if !validated && (!stillPending || probeEnded) {
+            probeGone()
+            let usable = length != nil && failure?.isUnreachable == true
+            if isBackground, !usable, !openWaiters.isEmpty {
+                // Opens joined a mount's check that failed, maybe after most
+                // of its attempts: they get a probe of their own.
+                probe = [.probe(startProbe(minimumFetch: minimumFetch))]
+            } else {
+                for waiter in openWaiters {
+                    guard usable else {
+                        opens.append(.answerOpen(waiter.reply, nil))
+                        continue
+                    }
+                    handles[waiter.handle] = Episode.HandleState(generation: generation)
+                    let options = OpenOptions(
+                        handle: waiter.handle, keepCache: !kernelPagesStale, dropAttributes: waiter.dropAttributes)
+                    opens.append(.answerOpen(waiter.reply, options))
+                }
+                if usable && !openWaiters.isEmpty { kernelPagesStale = false }
+                openWaiters.removeAll()
+                // Their reads are made again: from the cache offline, else
+                // they fail as the open would have.
+                let settled = settleProvisionalHandles()
+                early.reads += settled.reads
+                early.sized = settled.sized
+            }
+        }
+        var pending = RangeSet()
+        for progress in fetches.values where progress.generation == generation {
+            pending.insert(progress.cursor..<max(progress.cursor, progress.upper))
+        }
+        let available = available
+        var failed: [SettleEffect] = []
+        waiters.removeAll { waiter in
+            let served = available.gaps(in: waiter.range).allSatisfy { pending.contains($0) }
+            if !served { failed.append(.failRead(waiter.reply)) }
+            return !served
+        }
+        return opens + failed + probe + [.resume(reads: early.reads, sized: early.sized), .answerAtEnd]
+    }
+
+    /// Reads that ask for bytes at or past the (now known) end, cut to it,
+    /// and whose bytes are all here: they are answered now (an empty range
+    /// with no bytes).
+    mutating func readsAtEnd() -> [ReadyRead] {
+        guard let length else { return [] }
+        let available = available
+        var ready: [ReadyRead] = []
+        waiters = waiters.compactMap { waiter in
+            var waiter = waiter
+            waiter.range = min(waiter.range.lowerBound, length)..<min(waiter.range.upperBound, length)
+            guard available.contains(waiter.range) else { return waiter }
+            ready.append(ReadyRead(waiter: waiter, scratch: scratch, spilled: spill.pieces(overlapping: waiter.range)))
+            return nil
+        }
+        return ready
+    }
+}

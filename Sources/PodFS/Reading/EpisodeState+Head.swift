@@ -1,0 +1,233 @@
+import FUSEBridge
+import RangeCache
+
+/// The response-head event: a response's status, length and validators
+/// against what is cached. A changed validator or length drops the cached
+/// ranges before any new byte is used (guarantee 3 of docs/DESIGN.md); the
+/// size `stat` shows becomes the origin's, from `Content-Range`'s total,
+/// never a 206's `Content-Length` (guarantee 4).
+extension Episode.State {
+    // MARK: - Nested types
+
+    /// What a response head says of the body, before the cache is asked.
+    enum HeadReading: Equatable {
+        /// The body's first byte is `start` of an episode of `total` bytes;
+        /// `last` is the last byte a 206 announced.
+        case body(start: Int64, last: Int64?, total: Int64)
+        /// Not an answer with bytes (a status `OriginAnswer` classifies).
+        case status
+        /// An answer that cannot be used: the fetch fails with `reason`.
+        case unusable(reason: String)
+    }
+
+    /// What the driver does after a head, in this order.
+    enum HeadEffect {
+        /// Forget the episode's ranges in the index (under the index lock,
+        /// before any byte of the new version reaches the scratch file).
+        case dropIndexRanges
+        /// Free the old version's bytes in `scratch` (`old` bytes long) and
+        /// give it the new length: only after the index forgot them (it
+        /// must never list a punched byte).
+        case reshape(ScratchFile, old: Int64, new: Int64)
+        /// Save the new length and validators with the drop.
+        case saveVersion(OriginVersion)
+        /// Save them with the next commit of ranges.
+        case saveVersionLater
+        case logChanged
+        case logIgnoresRange
+        /// Drop the kernel's pages of the episode (a new version), or only
+        /// its attributes (a size learned for the same bytes).
+        case invalidateKernel(pages: Bool)
+        /// Reads of the old version, which no byte will answer now.
+        case fail([any DataReplying])
+        case answerOpens([(any OpenReplying, OpenOptions)])
+        /// Reads and `stat`s that waited for the first response, to be made
+        /// again and answered.
+        case resume(reads: [Episode.EarlyRead], sized: [@Sendable () -> Void])
+        /// Answer reads at or past the (now known) end.
+        case answerAtEnd
+        /// Stop the transfer after its head: nobody asked for the body.
+        case endAfterHead
+    }
+
+    /// How the head was taken.
+    enum HeadVerdict: Equatable {
+        case accepted
+        /// Stale (another version, or a fetch dropped meanwhile): stop it.
+        case stale
+        /// The version changed: apply again holding the index lock, which
+        /// serialises the drop with commits of the old ranges.
+        case needsIndexLock
+    }
+
+    /// What a head needs to know of the world besides the state.
+    struct HeadContext {
+        /// Monotonic seconds (`monotonicSeconds()`).
+        var now: Double
+        /// The enclosure length the feed claimed.
+        var feedLength: Int64?
+        /// Whether the fetch is a mount's check nobody waits for.
+        var isBackground: Bool
+        /// Whether the driver holds the index lock.
+        var holdingIndexLock: Bool
+        /// The scratch file of a cached version not opened in this mount,
+        /// opened by the driver when it holds the index lock: a change frees
+        /// its bytes too.
+        var existingScratch: ScratchFile?
+    }
+
+    // MARK: - Static methods
+
+    /// Reads the body's place and the episode's length from `head`.
+    static func reading(_ head: FetchHead) -> HeadReading {
+        let missingLength =
+            "the origin did not tell the episode's length (no Content-Range total or Content-Length)"
+        switch head.status {
+        case 206:
+            guard let first = head.rangeFirst, let last = head.rangeLast else {
+                return .unusable(reason: "the origin answered 206 without a usable Content-Range")
+            }
+            guard let total = head.total else { return .unusable(reason: missingLength) }
+            return .body(start: first, last: last, total: total)
+        case 200:
+            guard let total = head.contentLength else { return .unusable(reason: missingLength) }
+            return .body(start: 0, last: nil, total: total)
+        case 416:
+            guard let total = head.total else { return .unusable(reason: missingLength) }
+            return .body(start: 0, last: nil, total: total)
+        default:
+            return .status
+        }
+    }
+
+    // MARK: - Events
+
+    /// A final answer came (a 404, say): forgets the remembered end of the
+    /// redirect chain, which may have expired (a signed CDN link), so the
+    /// next attempt goes through `enclosureURL` again. Returns whether it
+    /// did: the fetch is then worth one more attempt.
+    mutating func forgetRedirect(enclosureURL: String) -> Bool {
+        guard effectiveURL != nil, effectiveURL != enclosureURL else { return false }
+        effectiveURL = nil
+        return true
+    }
+
+    /// Fetch `id`'s response head arrived, with a body at `start` of an
+    /// episode of `total` bytes.
+    mutating func head(
+        id: UInt64, _ head: FetchHead, start: Int64, last: Int64?, total: Int64, context: HeadContext
+    ) -> (HeadVerdict, durable: [HeadEffect], then: [HeadEffect]) {
+        guard var progress = fetches[id], progress.generation == generation else { return (.stale, [], []) }
+        let answer = OriginVersion(length: total, etag: head.etag, lastModified: head.lastModified)
+        let changed = version.isReplaced(by: answer)
+        if changed && !context.holdingIndexLock { return (.needsIndexLock, [], []) }
+        var durable: [HeadEffect] = []
+        var then: [HeadEffect] = []
+        var invalidate = false
+        var dropped: [any DataReplying] = []
+        if changed {
+            dropped = dropVersion(keeping: id, existing: context.existingScratch)
+            durable.append(.dropIndexRanges)
+            if let scratch, let old = length { durable.append(.reshape(scratch, old: old, new: total)) }
+            durable.append(.saveVersion(answer))
+            then.append(.logChanged)
+            invalidate = true
+        } else if version != answer {
+            validatorDirty = true
+            then.append(.saveVersionLater)
+        }
+        if length != total {
+            // The kernel has seen the size `stat` showed so far; only a
+            // different one needs its caches dropped.
+            if (length ?? context.feedLength ?? 0) != total { invalidate = true }
+            length = total
+        }
+        (etag, lastModified, effectiveURL) = (head.etag, head.lastModified, head.effectiveURL)
+        validation = .confirmed(at: context.now)
+        if head.status == 200, progress.cursor > 0 || progress.upper < total, !warnedIgnoresRange, !changed {
+            warnedIgnoresRange = true
+            then.append(.logIgnoresRange)
+        }
+        // A mount's check answered with the whole episode (a new version,
+        // or an origin that ignores Range) wants its head only.
+        let bodyWanted = !(context.isBackground && head.status == 200)
+        progress.generation = generation
+        progress.cursor = start
+        progress.received = start
+        progress.upper =
+            head.status == 416 || !bodyWanted ? start : (head.status == 200 ? total : min(total, (last ?? 0) + 1))
+        fetches[id] = progress
+        if invalidate { then.append(.invalidateKernel(pages: changed)) }
+        if !dropped.isEmpty { then.append(.fail(dropped)) }
+        then.append(.answerOpens(answerOpens(dropAttributes: invalidate)))
+        then.append(settleAfterHead(upper: progress.upper, fetchID: id))
+        then.append(.answerAtEnd)
+        if !bodyWanted { then.append(.endAfterHead) }
+        return (.accepted, durable, then)
+    }
+
+    // MARK: - Private methods
+
+    /// A new version: the old one's bytes, waiters and fetches go (all but
+    /// fetch `id`), and older handles read EIO. Returns the waiters.
+    private mutating func dropVersion(keeping id: UInt64, existing: ScratchFile?) -> [any DataReplying] {
+        kernelPagesStale = true
+        generation &+= 1
+        present = RangeSet()
+        spill.removeAll()
+        dirty = false
+        let dropped = waiters.map(\.reply)
+        waiters.removeAll()
+        for (other, _) in fetches where other != id { fetches[other] = nil }
+        // The old bytes are freed on disk too, also when the file was not
+        // open in this mount: the index forgets them, and they would hold
+        // disk space it no longer counts.
+        if scratch == nil { scratch = existing }
+        return dropped
+    }
+
+    /// The opens waiting for this head: they read the current version.
+    /// After a change the kernel must drop its pages of the old version
+    /// before an open reads: keep_cache off does that at the open, and the
+    /// attributes it showed are dropped before it returns.
+    private mutating func answerOpens(dropAttributes: Bool) -> [(any OpenReplying, OpenOptions)] {
+        let opens = openWaiters.map { waiter in
+            handles[waiter.handle] = Episode.HandleState(generation: generation)
+            let options = OpenOptions(
+                handle: waiter.handle, keepCache: !kernelPagesStale,
+                dropAttributes: waiter.dropAttributes || dropAttributes)
+            return (waiter.reply, options)
+        }
+        if !openWaiters.isEmpty { kernelPagesStale = false }
+        openWaiters.removeAll()
+        return opens
+    }
+
+    /// Provisional handles read the current version from now on; their
+    /// reads within this response are made again now, those beyond it when
+    /// the response ends (their own request then finds this connection
+    /// free, and the window it opens is sized by the rate this body showed).
+    private mutating func settleAfterHead(upper: Int64, fetchID: UInt64) -> HeadEffect {
+        var (reads, sized) = settleProvisionalHandles()
+        let beyond = reads.filter { $0.offset + Int64($0.size) > upper }
+        if !beyond.isEmpty {
+            reads.removeAll { $0.offset + Int64($0.size) > upper }
+            readsAfterProbe = (fetchID, beyond)
+        }
+        return .resume(reads: reads, sized: sized)
+    }
+
+    /// The first response arrived (or the probe ended without one):
+    /// provisional handles read the current version from now on. Returns
+    /// the reads and `stat`s that waited for it.
+    mutating func settleProvisionalHandles() -> (reads: [Episode.EarlyRead], sized: [@Sendable () -> Void]) {
+        for (handle, reader) in handles where reader.provisional {
+            handles[handle] = Episode.HandleState(generation: generation)
+        }
+        defer {
+            earlyReads.removeAll()
+            sizeWaiters.removeAll()
+        }
+        return (earlyReads, sizeWaiters)
+    }
+}

@@ -1,0 +1,161 @@
+import FUSEBridge
+import RangeCache
+
+/// The open, release and probe events. The first open of an episode in a
+/// mount, and the first after `revalidateAfter`, asks the origin (with
+/// `If-Range`) so the size is real and a changed episode is noticed
+/// (guarantees 3 and 4 of docs/DESIGN.md); the answer comes with the
+/// response head, or at once when the episode was confirmed recently.
+extension Episode.State {
+    // MARK: - Nested types
+
+    /// A probe to send: fetch `id` of `range`, registered in `fetches`.
+    struct ProbeStart {
+        var id: UInt64
+        var range: Range<Int64>
+        /// The validator for `If-Range`.
+        var validator: String?
+        /// The remembered end of the redirect chain, if any.
+        var url: String?
+    }
+
+    /// What the driver does after an open, in this order: the answer
+    /// first (waking the network thread can preempt this one), then the
+    /// probe.
+    enum OpenEffect {
+        case answer(any OpenReplying, OpenOptions)
+        case probe(ProbeStart)
+    }
+
+    // MARK: - Events
+
+    /// Open `handle`, at `now` (monotonic seconds). An episode with nothing
+    /// cached opens at once while its probe is on its way: no byte could be
+    /// served stale, so its reads (and `stat`s) wait for the response, and
+    /// the first byte comes a round trip sooner. Offline, a cached episode
+    /// opens from the cache when the probe fails (`fetchSettled`).
+    mutating func open(
+        handle: UInt64, reply: any OpenReplying, now: Double, feedLength: Int64?, tuning: EpisodeReader.Tuning
+    ) -> [OpenEffect] {
+        let dropAttributes = markOpened(now: now)
+        if validated, let at = validatedAt, now - at < tuning.revalidateAfter {
+            handles[handle] = Episode.HandleState(generation: generation)
+            defer { kernelPagesStale = false }
+            let options = OpenOptions(handle: handle, keepCache: !kernelPagesStale, dropAttributes: dropAttributes)
+            return [.answer(reply, options)]
+        }
+        // Confirmed before in this mount, but longer ago than the TTL: ask
+        // again with a probe of its own (a fetch already streaming has had
+        // its head and would not answer this open).
+        let revalidating = validatedAt != nil
+        if !revalidating, present.isEmpty, spill.isEmpty, openWaiters.isEmpty, fetches.isEmpty || probeID != nil,
+            (feedLength ?? 0) > 0
+        {
+            // Nothing cached: open now (keep_cache off all the same). Only
+            // with a size from the feed: a file the kernel thinks empty
+            // would read as empty, not fail, if the probe failed.
+            handles[handle] = Episode.HandleState(generation: generation, provisional: true)
+            let answer = OpenEffect.answer(
+                reply, OpenOptions(handle: handle, keepCache: false, dropAttributes: dropAttributes))
+            if probeID != nil { return [answer] }
+            return [answer, .probe(startProbe(minimumFetch: tuning.minimumFetch))]
+        }
+        openWaiters.append(Episode.OpenWaiter(reply: reply, handle: handle, dropAttributes: dropAttributes))
+        if openWaiters.count > 1 || (!revalidating && !fetches.isEmpty) {
+            // A probe is already on its way; its head answers this open.
+            unconfirm()
+            return []
+        }
+        return [.probe(startProbe(minimumFetch: tuning.minimumFetch))]
+    }
+
+    /// Forgets open file `handle` at `now`: a sequential reader's place is
+    /// kept a while for a reopen that reads on.
+    mutating func release(handle: UInt64, now: Double) {
+        if let closing = handles.removeValue(forKey: handle), closing.streak >= 2 {
+            lastStream = (closing.nextOffset, closing.streak, now)
+        }
+        // Bytes kept in memory were for open files only.
+        if handles.isEmpty { spill.removeAll() }
+    }
+
+    /// A `stat` of the episode: `true` when it must wait for the first
+    /// response (a provisional file is open; `answer` is then kept and run
+    /// when the response comes), `false` to answer now.
+    mutating func statWaits(_ answer: @escaping @Sendable () -> Void) -> Bool {
+        guard handles.values.contains(where: \.provisional) else { return false }
+        sizeWaiters.append(answer)
+        return true
+    }
+
+    /// Registers the open's probe: the first missing bytes (or one byte),
+    /// whose head confirms the size and version and whose body answers
+    /// readers as it arrives; or `range` for a mount's check.
+    mutating func startProbe(range: Range<Int64>? = nil, minimumFetch: Int64) -> ProbeStart {
+        let range = range ?? probeRange(minimumFetch: minimumFetch)
+        let id = takeFetchID()
+        fetches[id] = Episode.FetchProgress(
+            cursor: range.lowerBound, upper: range.upperBound, generation: generation, answersOnArrival: true)
+        validation = .asking(probe: id, lastConfirmed: validatedAt)
+        return ProbeStart(id: id, range: range, validator: version.ifRange, url: effectiveURL)
+    }
+
+    /// A mount's check of a recently read episode (one byte, `If-Range`):
+    /// `nil` when the episode is confirmed, checked, busy or not cached.
+    mutating func startMountCheck() -> ProbeStart? {
+        guard !validated, probeID == nil, fetches.isEmpty, openWaiters.isEmpty, let length, length > 0 else {
+            return nil
+        }
+        // The first byte not cached, so no byte crosses the network twice;
+        // of a whole episode, its first (as an open asks).
+        let first = present.gaps(in: 0..<length).first?.lowerBound ?? 0
+        return startProbe(range: first..<first + 1, minimumFetch: 1)
+    }
+
+    /// The size a `stat` shows and for how long the kernel may keep it: the
+    /// origin's size for `timeout`; the feed's claim for `timeout` too
+    /// until the episode is opened (nothing can contradict it before), then
+    /// for 0 s, so every read past it and every `stat` asks again.
+    mutating func sizeShown(feedLength: Int64?, timeout: Double, now: Double) -> (size: Int64, timeout: Double) {
+        if let length { return (length, timeout) }
+        if opened { return (feedLength ?? 0, 0) }
+        // A second more: the kernel starts its clock when the answer
+        // reaches it, a little after this.
+        claimKeptUntil = max(claimKeptUntil, now + timeout + 1)
+        return (feedLength ?? 0, timeout)
+    }
+
+    /// Eviction of the episode's cached bytes: `false` while it is open,
+    /// opening or downloading. `forget` (the index's drop and the file's
+    /// deletion) runs with the state locked, so no open can start writing
+    /// to the file in between; the state forgets the bytes only if it
+    /// succeeded.
+    mutating func evict(_ forget: () -> Bool) -> Bool {
+        guard handles.isEmpty, openWaiters.isEmpty, fetches.isEmpty, forget() else { return false }
+        present = RangeSet()
+        spill.removeAll()
+        dirty = false
+        scratch = nil
+        return true
+    }
+
+    // MARK: - Private methods
+
+    /// Marks an open: whether it must first drop the attributes the kernel
+    /// keeps, a claim shown before (`claimKeptUntil`).
+    private mutating func markOpened(now: Double) -> Bool {
+        opened = true
+        return now < claimKeptUntil
+    }
+
+    /// What the first response of a mount should fetch: the first missing
+    /// bytes (useful anyway), or one byte when all is cached.
+    private func probeRange(minimumFetch: Int64) -> Range<Int64> {
+        guard let length else { return 0..<minimumFetch }
+        guard length > 0 else { return 0..<1 }
+        if let gap = present.gaps(in: 0..<length).first {
+            return gap.lowerBound..<min(gap.upperBound, gap.lowerBound + minimumFetch)
+        }
+        return 0..<1
+    }
+}

@@ -1,0 +1,138 @@
+import FUSEBridge
+import RangeCache
+
+/// The read event: which bytes a read is answered with, which fetches it
+/// starts, and where it waits. Each byte is asked of the origin by at most
+/// one fetch at a time, however many reads overlap (guarantee 2 of
+/// docs/DESIGN.md): a read joins the fetches already on their way and
+/// fetches only the gaps between them.
+extension Episode.State {
+    // MARK: - Nested types
+
+    /// What the driver does after a read, in this order: fetches first,
+    /// then the answer.
+    enum ReadEffect {
+        /// Start fetch `id` (registered in `fetches`) for `range`.
+        case fetch(id: UInt64, range: Range<Int64>)
+        /// Answer with `range`, from the scratch file and `spilled`.
+        case serve(any DataReplying, Range<Int64>, spilled: [SpillBuffer.Piece])
+        /// Answer with no bytes: the read starts at or past the end.
+        case answerEmpty(any DataReplying)
+        /// Answer EIO: the handle is unknown, or reads a version the origin
+        /// replaced (guarantee 3), or the episode's length is unknown.
+        case fail(any DataReplying)
+    }
+
+    /// What a read needs to know of the world besides the state.
+    struct ReadContext {
+        /// Monotonic seconds (`monotonicSeconds()`).
+        var now: Double
+        /// Seconds since the epoch, for `lastRead`.
+        var wallClock: Int64
+        var link: LinkEstimate
+        var tuning: EpisodeReader.Tuning
+    }
+
+    // MARK: - Events
+
+    /// A read of `size` bytes at `offset` by open file `handle`. Registers
+    /// the fetches it needs and, if its bytes are not all here, the reply
+    /// as a waiter; answered with fewer bytes only at the end.
+    mutating func read(
+        handle: UInt64, offset: Int64, size: Int, reply: any DataReplying, context: ReadContext
+    ) -> [ReadEffect] {
+        guard let reader = handles[handle] else { return [.fail(reply)] }
+        if reader.provisional {
+            // Opened before the first response: wait for it.
+            earlyReads.append(Episode.EarlyRead(handle: handle, offset: offset, size: size, reply: reply))
+            return []
+        }
+        // The origin changed since this file was opened: serving the rest
+        // from the new version would mix two versions.
+        guard reader.generation == generation, let length else { return [.fail(reply)] }
+        let end = ReadPlan.end(offset: offset, size: size, length: length)
+        lastRead = context.wallClock
+        let windowOf = { (streak: Int) in ReadPlan.window(streak: streak, link: context.link, tuning: context.tuning) }
+        let (followed, resumed) = ReadPlan.follow(
+            reader, offset: offset, end: end, lastStream: lastStream, now: context.now, window: windowOf)
+        if resumed { lastStream = nil }
+        handles[handle] = followed
+        if offset >= end { return [.answerEmpty(reply)] }
+        let wanted = offset..<end
+        let window = windowOf(followed.streak)
+        var effects: [ReadEffect] = []
+        if !available.contains(wanted) {
+            for gap in uncoveredGaps(in: wanted) {
+                effects.append(planFetch(from: gap, window: window, length: length, tuning: context.tuning))
+            }
+            waiters.append(Episode.Waiter(range: wanted, reply: reply, generation: generation))
+        }
+        if followed.streak >= 2 {
+            effects += readAhead(after: end, window: window, length: length, context: context)
+        }
+        if available.contains(wanted) {
+            effects.append(.serve(reply, wanted, spilled: spill.pieces(overlapping: wanted)))
+        }
+        return effects
+    }
+
+    // MARK: - Private methods
+
+    /// Gaps of `wanted` that are neither here nor on their way.
+    private func uncoveredGaps(in wanted: Range<Int64>) -> [Range<Int64>] {
+        let pending = pending
+        return available.gaps(in: wanted).flatMap { pending.gaps(in: $0) }
+    }
+
+    /// Registers a fetch starting at `gap`'s start, widened to `window` but
+    /// never over bytes already here or already on their way.
+    private mutating func planFetch(
+        from gap: Range<Int64>, window: Int64, length: Int64, tuning: EpisodeReader.Tuning
+    ) -> ReadEffect {
+        var upper = ReadPlan.widenedEnd(of: gap, window: window, length: length)
+        if let next = available.ranges.first(where: { $0.lowerBound > gap.lowerBound }) {
+            upper = min(upper, next.lowerBound)
+        }
+        for progress in fetches.values where progress.generation == generation {
+            if progress.cursor > gap.lowerBound { upper = min(upper, progress.cursor) }
+        }
+        upper = max(upper, gap.upperBound)
+        let id = takeFetchID()
+        fetches[id] = Episode.FetchProgress(
+            cursor: gap.lowerBound, upper: upper, generation: generation,
+            answersOnArrival: upper - gap.lowerBound <= tuning.minimumFetch)
+        return .fetch(id: id, range: gap.lowerBound..<upper)
+    }
+
+    /// Keeps a sequential reader's next `window` bytes on their way.
+    private mutating func readAhead(
+        after end: Int64, window: Int64, length: Int64, context: ReadContext
+    ) -> [ReadEffect] {
+        // The frontier: where bytes stop being here or on their way.
+        var covered = available
+        for progress in fetches.values where progress.generation == generation {
+            covered.insert(progress.cursor..<max(progress.cursor, progress.upper))
+        }
+        var frontier = covered.coveredPrefix(from: end)
+        // The next window goes out as soon as less than a window is on its
+        // way ahead of the reader, so a far origin's round trip is paid
+        // while bytes still flow (see `ReadPlan.readAheadTarget`).
+        let (ahead, refill) = ReadPlan.readAheadTarget(
+            window: window, maximumWindow: context.tuning.maximumWindow,
+            outruns: context.link.outruns(window: window))
+        guard frontier < length, frontier - end < refill else { return [] }
+        var effects: [ReadEffect] = []
+        while frontier < length, frontier - end < ahead {
+            // Up to the next bytes already here or on their way: a window
+            // never fetches again what is cached further on.
+            let nextCovered = covered.ranges.first { $0.lowerBound > frontier }?.lowerBound ?? length
+            let gapEnd = ReadPlan.readAheadEnd(from: frontier, window: window, length: length, nextCovered: nextCovered)
+            let effect = planFetch(from: frontier..<gapEnd, window: window, length: length, tuning: context.tuning)
+            guard case .fetch(_, let range) = effect else { break }
+            effects.append(effect)
+            covered.insert(range)
+            frontier = covered.coveredPrefix(from: range.upperBound)
+        }
+        return effects
+    }
+}

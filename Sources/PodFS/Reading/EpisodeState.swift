@@ -1,0 +1,216 @@
+import RangeCache
+import FUSEBridge
+
+/// One episode's read state: what is cached, what is on its way, who
+/// waits, and the open files with their streaks. A plain value, changed
+/// only by its events (`EpisodeState+*.swift`: open, read, head, body,
+/// fetch ended, commit, release, and the size a `stat` shows) under
+/// `Episode.state`'s lock. The events take no lock, do no I/O and see no
+/// FUSE request or transfer: they return the effects for `EpisodeReader`,
+/// the driver, to carry out after the lock is released. Tests drive them
+/// directly.
+///
+/// Lock order: `EpisodeReader.indexLock`, then an episode's state; the
+/// link estimate's lock is taken before an event, never inside one.
+///
+/// Invariant: `present` lists only bytes that were written to the scratch
+/// file for the current `generation`; the durable index hears of them
+/// later, after `fdatasync` (guarantee 1 of docs/DESIGN.md).
+extension Episode {
+    /// A read waiting for bytes to arrive.
+    struct Waiter {
+        var range: Range<Int64>
+        var reply: any DataReplying
+        var generation: UInt64
+    }
+
+    /// An open waiting for the first response of this mount (validation
+    /// and the true length).
+    struct OpenWaiter {
+        var reply: any OpenReplying
+        var handle: UInt64
+        /// The kernel keeps a claimed size to drop (`Episode.State.open`).
+        var dropAttributes: Bool
+    }
+
+    /// How far an in-flight fetch has come: bytes `[cursor, upper)` are
+    /// not on disk yet; `[cursor, received)` arrived and wait for the
+    /// episode's writer.
+    struct FetchProgress {
+        var cursor: Int64
+        var upper: Int64
+        var generation: UInt64
+        /// Where the next body byte from the network goes.
+        var received: Int64
+        /// How far the writer has allocated blocks ahead (writer only).
+        var allocated: Int64 = 0
+        /// A short fetch for a read that jumped (not read-ahead): its
+        /// readers are answered from memory on the network thread as the
+        /// bytes arrive, without waiting for the writer's hop.
+        let answersOnArrival: Bool
+
+        init(cursor: Int64, upper: Int64, generation: UInt64, answersOnArrival: Bool = false) {
+            self.cursor = cursor
+            self.upper = upper
+            self.generation = generation
+            self.received = cursor
+            self.answersOnArrival = answersOnArrival
+        }
+    }
+
+    /// Per open file: the version it reads and its sequential streak.
+    struct HandleState {
+        var generation: UInt64
+        var nextOffset: Int64 = 0
+        var streak: Int = 0
+        /// Opened before the first response of the mount arrived (nothing
+        /// of the episode was cached, so nothing could be served stale):
+        /// its reads wait for that response, and it reads the version the
+        /// response tells.
+        var provisional = false
+    }
+
+    /// A read of a provisional handle, made again once the first response
+    /// told the episode's length and version.
+    struct EarlyRead {
+        var handle: UInt64
+        var offset: Int64
+        var size: Int
+        var reply: any DataReplying
+    }
+
+    /// Whether the origin confirmed an episode's cached version in this
+    /// mount. Times are monotonic seconds (`monotonicSeconds()`).
+    enum Validation: Equatable {
+        /// Not confirmed now; `lastConfirmed` is when it last was in this
+        /// mount, if ever (an open then asks again with a probe of its own).
+        case unconfirmed(lastConfirmed: Double?)
+        /// Fetch `probe` is on its way; its head answers the opens waiting
+        /// in `openWaiters`.
+        case asking(probe: UInt64, lastConfirmed: Double?)
+        /// A response confirmed (or changed) the version at `at`.
+        case confirmed(at: Double)
+    }
+
+    /// Everything mutable about an episode. Guarded by `Episode.state`.
+    struct State {
+        /// The origin's length, once a response or the index told it.
+        var length: Int64?
+        var etag: String?
+        var lastModified: String?
+        /// Where the enclosure URL redirected to last time; used directly.
+        var effectiveURL: String?
+        /// Whether a response in this mount confirmed the cached version,
+        /// and the probe asking, if one is on its way.
+        var validation = Validation.unconfirmed(lastConfirmed: nil)
+        /// The kernel may hold pages of a version the origin replaced: the
+        /// next open clears them (keep_cache off) before anything reads.
+        var kernelPagesStale = false
+        /// Until when (monotonic seconds) the kernel may keep the feed's
+        /// claimed size it was given (`ls -l` of a big show then costs no
+        /// round trip per file). Every open before then drops it before it
+        /// answers (`OpenOptions.dropAttributes`): not only the first, since
+        /// a second open may be answered before the first one's drop is sent.
+        var claimKeptUntil: Double = 0
+        /// Opened in this mount: until the origin's size is known, the
+        /// claim is shown with a timeout of 0 (`sizeShown`).
+        var opened = false
+        /// Bumped when the origin's bytes changed; older handles read EIO.
+        var generation: UInt64 = 0
+        /// Bytes written to the scratch file for this generation.
+        var present = RangeSet()
+        /// Whether `present` changed since the index last heard of it.
+        var dirty = false
+        /// Whether `length`, `etag` or `lastModified` changed since the index
+        /// last heard of them (saved with the next commit of ranges).
+        var validatorDirty = false
+        var fetches: [UInt64: FetchProgress] = [:]
+        var waiters: [Waiter] = []
+        var openWaiters: [OpenWaiter] = []
+        var handles: [UInt64: HandleState] = [:]
+        /// Reads of provisional handles, waiting for the first response.
+        var earlyReads: [EarlyRead] = []
+        /// Early reads that need more than the first response brings, made
+        /// again when that fetch ends (see `fetch(_:receivedHead:)`).
+        var readsAfterProbe: (fetchID: UInt64, reads: [EarlyRead])?
+        /// Attribute requests waiting for the first response while
+        /// provisional handles are open (`stat` of an open file shows the
+        /// origin's size, not the feed's claim).
+        var sizeWaiters: [@Sendable () -> Void] = []
+        var scratch: ScratchFile?
+        var lastRead: Int64 = 0
+        /// Whether the "origin ignores Range" warning was logged.
+        var warnedIgnoresRange = false
+        /// Where the last sequential reader stopped and how long its streak
+        /// was, when it closed (`monotonicSeconds()`): a player that closes
+        /// and reopens to read on keeps its read-ahead window.
+        var lastStream: (end: Int64, streak: Int, closedAt: Double)?
+        /// Fetched bytes that could not be written to disk (not in
+        /// `present`, never committed).
+        var spill = SpillBuffer()
+        /// Whether a failed cache write of this episode was logged.
+        var warnedWriteFailure = false
+
+        /// The last fetch id handed out; ids are the episode's own.
+        var lastFetchID: UInt64 = 0
+
+        /// Bytes a read can be answered from now: on disk or in `spill`.
+        var available: RangeSet {
+            guard !spill.isEmpty else { return present }
+            var all = present
+            for range in spill.ranges.ranges { all.insert(range) }
+            return all
+        }
+
+        /// Whether a response in this mount confirmed the cached version.
+        var validated: Bool {
+            if case .confirmed = validation { return true }
+            return false
+        }
+
+        /// When the origin last confirmed or changed the version.
+        var validatedAt: Double? {
+            switch validation {
+            case .unconfirmed(let at), .asking(_, let at): at
+            case .confirmed(let at): at
+            }
+        }
+
+        /// The probe on its way, if one is.
+        var probeID: UInt64? {
+            if case .asking(let probe, _) = validation { return probe }
+            return nil
+        }
+
+        /// No longer confirmed: the next response must confirm it again
+        /// (a probe on its way stays).
+        mutating func unconfirm() {
+            if case .confirmed(let at) = validation { validation = .unconfirmed(lastConfirmed: at) }
+        }
+
+        /// The probe ended without confirming anything.
+        mutating func probeGone() {
+            if case .asking(_, let at) = validation { validation = .unconfirmed(lastConfirmed: at) }
+        }
+
+        /// A new id for a fetch of this episode.
+        mutating func takeFetchID() -> UInt64 {
+            lastFetchID &+= 1
+            return lastFetchID
+        }
+
+        /// The version cached now, as the origin told it.
+        var version: OriginVersion {
+            OriginVersion(length: length, etag: etag, lastModified: lastModified)
+        }
+
+        /// Bytes of the current version on their way, not yet on disk.
+        var pending: RangeSet {
+            var pending = RangeSet()
+            for progress in fetches.values where progress.generation == generation && progress.cursor < progress.upper {
+                pending.insert(progress.cursor..<progress.upper)
+            }
+            return pending
+        }
+    }
+}

@@ -1,0 +1,116 @@
+/// The arithmetic of the fetches a read plans (`Episode.State.read`): where
+/// a read ends, how large a sequential reader's window is, how far a fetch
+/// from a gap and a read-ahead window reach.
+///
+/// Pure functions of their arguments, kept apart from the reader's locks and
+/// state so that the path fuzzer (`scripts/fuzz path`) drives them with any
+/// file size and any read, as a feed and an origin may make them. Sizes are
+/// bounded where they enter (1 TiB), but every sum here also holds at
+/// `Int64.max` rather than trapping.
+enum ReadPlan {
+    // MARK: - Constants
+
+    /// How far from the end of the last read the next one may land and
+    /// still count as sequential.
+    static let nearby: Int64 = 2 * 1024 * 1024
+
+    /// How long after a close a reopen still continues its stream.
+    static let reopenGrace: Double = 30
+
+    // MARK: - Methods
+
+    /// A reader's streak after it read `offset..<end`, and whether it took
+    /// over `lastStream` (where the last sequential reader of the episode
+    /// stopped, `now` being the same clock as its `closedAt`).
+    ///
+    /// The window grows while reads follow on. The kernel's read-ahead
+    /// sends several reads at once and they may arrive out of order, so
+    /// "follows on" means "lands near where the last one ended"; a jump
+    /// further than that (a listener scrubbing) starts over. `window` is
+    /// the read-ahead window of a streak (`window(streak:link:tuning:)`).
+    static func follow(
+        _ reader: Episode.HandleState, offset: Int64, end: Int64,
+        lastStream: (end: Int64, streak: Int, closedAt: Double)?, now: Double, window: (Int) -> Int64
+    ) -> (reader: Episode.HandleState, resumed: Bool) {
+        var reader = reader
+        var resumed = false
+        if reader.streak == 0, reader.nextOffset == 0, let last = lastStream,
+            now - last.closedAt < reopenGrace, abs(offset - last.end) <= nearby
+        {
+            // A reopen that reads on where the last reader stopped.
+            reader.streak = last.streak
+            reader.nextOffset = last.end
+            resumed = true
+        }
+        if reader.streak == 0, reader.nextOffset == 0, offset == 0 {
+            // A fresh file read from its start is almost always a player
+            // starting an episode: begin the streak one step ahead.
+            reader.streak = 1
+        }
+        let distance = abs(offset - reader.nextOffset)
+        if distance <= max(nearby, window(reader.streak)) {
+            reader.streak += 1
+            reader.nextOffset = max(reader.nextOffset, end)
+        } else {
+            reader.streak = 0
+            reader.nextOffset = end
+        }
+        return (reader, resumed)
+    }
+
+    /// Where a read of `size` bytes at `offset` ends in a file of `length`
+    /// bytes: at most at the end of the file.
+    static func end(offset: Int64, size: Int, length: Int64) -> Int64 {
+        min(length, offset.saturatingAdding(Int64(size)))
+    }
+
+    /// The read-ahead window after `streak` sequential reads, with what
+    /// `link` has measured: it grows fourfold per read (1, 4, 16 MiB with
+    /// the defaults), so a player that reads on costs a handful of
+    /// requests, each round trip hidden behind the bytes still to arrive.
+    /// Where the link holds more than that in flight (a far, fast origin),
+    /// a sequential reader starts with what it holds instead of paying a
+    /// round trip per step: up to `maximumWindow` by the smoothed round
+    /// trip, up to `maximumLinkWindow` by the shortest. A read that jumped
+    /// (streak 0) from a near origin fetches `jumpFetch`, the next one
+    /// `minimumFetch`.
+    static func window(streak: Int, link: LinkEstimate, tuning: EpisodeReader.Tuning) -> Int64 {
+        guard streak >= 2 else {
+            return streak == 0 && link.isNear ? tuning.jumpFetch : tuning.minimumFetch
+        }
+        let shift = min(2 * (streak - 1), 20)
+        let ramp = min(tuning.maximumWindow, tuning.minimumFetch << shift)
+        let bounds = tuning.minimumFetch...max(tuning.minimumFetch, tuning.maximumWindow)
+        let farBounds = tuning.minimumFetch...max(bounds.upperBound, tuning.maximumLinkWindow)
+        let usual = link.readAhead(within: bounds)
+        let far = link.readAheadAtShortestLatency(within: farBounds)
+        return max(ramp, usual ?? ramp, far ?? ramp)
+    }
+
+    /// Where a fetch from `gap`'s start widened to `window` ends, before
+    /// bytes already present or on their way cut it short: at most at the
+    /// end of the file.
+    static func widenedEnd(of gap: Range<Int64>, window: Int64, length: Int64) -> Int64 {
+        min(length, gap.lowerBound.saturatingAdding(max(window, Int64(gap.count))))
+    }
+
+    /// How far ahead of a sequential reader bytes are kept on their way
+    /// (`ahead`), and below how much the next window goes out (`refill`):
+    /// two windows for a reader at the largest window, and one and a half
+    /// before refilling where one window `outruns` the link's bytes in
+    /// flight.
+    static func readAheadTarget(
+        window: Int64, maximumWindow: Int64, outruns: @autoclosure () -> Bool
+    ) -> (ahead: Int64, refill: Int64) {
+        let ahead = window >= maximumWindow ? window.saturatingAdding(window) : window
+        let refill = ahead > window && outruns() ? window.saturatingAdding(window / 2) : window
+        return (ahead, refill)
+    }
+
+    /// Where the read-ahead window from `frontier` ends: a window on, the
+    /// next bytes already covered or the end of the file, whichever comes
+    /// first.
+    static func readAheadEnd(from frontier: Int64, window: Int64, length: Int64, nextCovered: Int64) -> Int64 {
+        min(length, frontier.saturatingAdding(window), nextCovered)
+    }
+}

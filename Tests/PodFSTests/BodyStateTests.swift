@@ -1,0 +1,137 @@
+import FUSEBridge
+import Foundation
+import RangeCache
+import Testing
+
+@testable import PodFS
+
+/// The body and commit events: bytes are `present` only once written, the
+/// flush syncs before it commits (guarantee 1 of docs/DESIGN.md), and a
+/// full disk serves from memory without the index hearing of it.
+@Suite struct BodyStateTests {
+    private let mib = ReadBench.mib
+    private let kib: Int64 = 1024
+
+    /// An episode with one reader waiting for `0..<4 KiB`, its fetch on its way.
+    private func waiting(answersOnArrival: Bool = false) -> (Episode.State, UInt64, FakeDataReply) {
+        var state = Episode.State()
+        state.length = 10 * mib
+        state.handles[1] = Episode.HandleState(generation: 0)
+        let reply = FakeDataReply()
+        state.waiters = [Episode.Waiter(range: 0..<4 * kib, reply: reply, generation: 0)]
+        let id = state.takeFetchID()
+        state.fetches[id] = Episode.FetchProgress(
+            cursor: 0, upper: 512 * kib, generation: 0, answersOnArrival: answersOnArrival)
+        return (state, id, reply)
+    }
+
+    private let bytes = [UInt8](repeating: 7, count: 64 * 1024)
+
+    @Test func arrivedBytesAreNotPresentUntilWritten() {
+        var (state, id, _) = waiting()
+        let arrival = state.bodyArrived(id: id, count: 64 * 1024)
+        #expect(arrival?.offset == 0 && arrival?.count == 64 * 1024)
+        #expect(state.present.isEmpty && !state.dirty, "arrived is not on disk")
+        #expect(state.waiters.count == 1, "a read-ahead's reader waits for the disk")
+        let ready = bytes.withUnsafeBytes { bytes in
+            state.bodyWritten(id: id, range: 0..<64 * kib, generation: 0, written: true, bytes: bytes, spillLimit: 1 << 20)
+        }
+        #expect(state.present.contains(0..<64 * kib) && state.dirty)
+        #expect(ready?.count == 1 && state.waiters.isEmpty)
+        #expect(state.fetches[id]?.cursor == 64 * kib)
+    }
+
+    @Test func aShortFetchAnswersItsReaderOnArrival() {
+        var (state, id, _) = waiting(answersOnArrival: true)
+        let arrival = state.bodyArrived(id: id, count: 64 * 1024)
+        #expect(arrival?.early.count == 1)
+        #expect(state.waiters.isEmpty)
+        #expect(state.present.isEmpty, "answered from memory, not marked present")
+    }
+
+    @Test func moreThanAnnouncedIsCut() {
+        var (state, id, _) = waiting()
+        state.fetches[id]?.upper = 1000
+        #expect(state.bodyArrived(id: id, count: 4096)?.count == 1000)
+    }
+
+    @Test func bytesOfAReplacedVersionAreNeitherWrittenNorMarked() {
+        var (state, id, _) = waiting()
+        let arrival = state.bodyArrived(id: id, count: 4096)!
+        state.generation += 1
+        #expect(state.writeTarget(id: id, generation: arrival.generation, range: 0..<4096, step: 8 * mib) == nil)
+        let ready = bytes.withUnsafeBytes { bytes in
+            state.bodyWritten(id: id, range: 0..<4096, generation: arrival.generation, written: true, bytes: bytes, spillLimit: 1 << 20)
+        }
+        #expect(ready == nil)
+        #expect(state.present.isEmpty)
+        #expect(state.bodyArrived(id: id, count: 4096) == nil, "a stale fetch stops")
+    }
+
+    // MARK: - Disk full
+
+    @Test func aFullDiskServesFromMemoryAndTheIndexNeverHears() {
+        var (state, id, _) = waiting()
+        _ = state.bodyArrived(id: id, count: 64 * 1024)
+        let ready = bytes.withUnsafeBytes { bytes in
+            state.bodyWritten(id: id, range: 0..<64 * kib, generation: 0, written: false, bytes: bytes, spillLimit: 1 << 20)
+        }
+        #expect(state.present.isEmpty && !state.dirty, "not written: never committed")
+        #expect(ready?.count == 1)
+        #expect(ready?.first?.spilled.isEmpty == false, "answered from memory")
+        let snapshot = state.takeCommitSnapshot(key: "k")
+        #expect(snapshot.ranges == nil)
+    }
+
+    @Test func withNoFileOpenUnwrittenBytesAreDropped() {
+        var (state, id, _) = waiting()
+        state.handles = [:]
+        _ = bytes.withUnsafeBytes { bytes in
+            state.bodyWritten(id: id, range: 0..<64 * kib, generation: 0, written: false, bytes: bytes, spillLimit: 1 << 20)
+        }
+        #expect(state.spill.isEmpty)
+    }
+
+    // MARK: - Guarantee 1: sync, then commit
+
+    @Test func theFlushSyncsEveryFileBeforeItCommits() {
+        var states = [Episode.State(), Episode.State(), Episode.State()]
+        states[0].present = RangeSet([0..<10])
+        states[0].dirty = true
+        states[0].lastRead = 5
+        states[1].present = RangeSet([0..<10])
+        states[1].dirty = false
+        states[2].present = RangeSet([0..<10])
+        states[2].dirty = true
+        var snapshots = states.indices.map { states[$0].takeCommitSnapshot(key: "e\($0)") }
+        // Files are created by the driver; any stands in for one here.
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("podfs-commit-\(getpid())").path
+        let file = try? ScratchFile(path: path, length: 10)
+        defer { unlink(path) }
+        snapshots[0].scratch = file
+        snapshots[2].scratch = file
+        let plan = Episode.State.commitPlan(snapshots)
+        #expect(plan == [.sync(index: 0), .sync(index: 2), .commit, .touch(index: 0)])
+        #expect(!states[0].dirty && !states[2].dirty)
+    }
+
+    @Test func rangesWithoutAFileAreNeverCommitted() {
+        var state = Episode.State()
+        state.present = RangeSet([0..<10])
+        state.dirty = true
+        let plan = Episode.State.commitPlan([state.takeCommitSnapshot(key: "k")])
+        #expect(plan == [.commit])
+    }
+
+    @Test func aFailedCommitIsTriedAgain() {
+        var state = Episode.State()
+        state.length = 10
+        state.present = RangeSet([0..<10])
+        state.dirty = true
+        state.validatorDirty = true
+        let snapshot = state.takeCommitSnapshot(key: "k")
+        #expect(snapshot.validator?.length == 10 && !state.dirty && !state.validatorDirty)
+        state.commitFailed(validatorIncluded: true)
+        #expect(state.dirty && state.validatorDirty)
+    }
+}

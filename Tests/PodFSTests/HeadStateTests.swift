@@ -1,0 +1,223 @@
+import FUSEBridge
+import Locking
+import RangeCache
+import Testing
+
+@testable import PodFS
+
+/// An open's reply that records how it was answered.
+final class FakeOpenReply: OpenReplying {
+    private let recorded = Locked<[OpenOptions?]>([])
+
+    var answers: [OpenOptions?] { recorded.withLock { $0 } }
+
+    func opened(_ options: OpenOptions) { recorded.withLock { $0.append(options) } }
+
+    func fail(_ error: FileSystemError) { recorded.withLock { $0.append(nil) } }
+}
+
+/// The response-head event: bad answers, real sizes, no mixed versions
+/// (guarantees 3, 4 and 6 of docs/DESIGN.md), the open's probe.
+@Suite struct HeadStateTests {
+    private let mib = ReadBench.mib
+
+    private func head(
+        _ status: Int, first: Int64? = nil, last: Int64? = nil, total: Int64? = nil, contentLength: Int64? = nil,
+        etag: String? = "\"v1\""
+    ) -> FetchHead {
+        FetchHead(
+            status: status, rangeFirst: first, rangeLast: last, total: total, contentLength: contentLength,
+            etag: etag, lastModified: nil, effectiveURL: "http://o/a.mp3")
+    }
+
+    private func context(lock: Bool = false, background: Bool = false) -> Episode.State.HeadContext {
+        Episode.State.HeadContext(now: 5, feedLength: 1000, isBackground: background, holdingIndexLock: lock)
+    }
+
+    /// Applies `head` to fetch `id` as the driver does: again under the
+    /// index lock when it asks for it.
+    private func apply(
+        _ state: inout Episode.State, _ head: FetchHead, id: UInt64, background: Bool = false
+    ) -> (Episode.State.HeadVerdict, [Episode.State.HeadEffect], [Episode.State.HeadEffect]) {
+        guard case .body(let start, let last, let total) = Episode.State.reading(head) else {
+            Issue.record("\(head) has a body")
+            return (.stale, [], [])
+        }
+        var outcome = state.head(id: id, head, start: start, last: last, total: total, context: context(background: background))
+        if outcome.0 == .needsIndexLock {
+            outcome = state.head(id: id, head, start: start, last: last, total: total, context: context(lock: true, background: background))
+        }
+        return outcome
+    }
+
+    // MARK: - Bad answers
+
+    @Test func aRangeAnswerWithoutContentRangeIsRefused() {
+        guard case .unusable(let reason) = Episode.State.reading(head(206, contentLength: 10)) else {
+            Issue.record("a 206 needs Content-Range")
+            return
+        }
+        #expect(reason.contains("Content-Range"))
+    }
+
+    @Test func anAnswerWithoutALengthIsRefused() {
+        guard case .unusable = Episode.State.reading(head(200)) else {
+            Issue.record("a 200 needs Content-Length")
+            return
+        }
+        guard case .unusable = Episode.State.reading(head(206, first: 0, last: 9)) else {
+            Issue.record("a 206 needs Content-Range's total")
+            return
+        }
+    }
+
+    @Test func otherStatusesGoToTheClassifier() {
+        #expect(Episode.State.reading(head(503)) == .status)
+        #expect(Episode.State.reading(head(404)) == .status)
+    }
+
+    @Test func aFinalAnswerForgetsTheRedirectOnce() {
+        var state = Episode.State()
+        state.effectiveURL = "http://cdn/signed"
+        let forgot = state.forgetRedirect(enclosureURL: "http://o/a.mp3")
+        #expect(forgot)
+        #expect(state.effectiveURL == nil)
+        let again = state.forgetRedirect(enclosureURL: "http://o/a.mp3")
+        #expect(!again)
+    }
+
+    // MARK: - Guarantee 4: real sizes
+
+    @Test func theSizeIsContentRangesTotalNotA206sContentLength() {
+        var bench = ReadBench(length: 1000)
+        _ = bench.read(at: 0)
+        var state = bench.state
+        state.length = nil
+        state.etag = nil
+        let id = state.fetches.keys.min()!
+        let (verdict, durable, then) = apply(&state, head(206, first: 0, last: 262_143, total: 5 * mib, contentLength: 262_144), id: id)
+        #expect(verdict == .accepted)
+        #expect(durable.isEmpty, "nothing cached of another version: nothing to drop")
+        #expect(state.length == 5 * mib)
+        #expect(state.fetches[id]?.upper == 262_144)
+        // The kernel saw the feed's 1000 bytes: its attributes go, not its pages.
+        #expect(then.contains { if case .invalidateKernel(pages: false) = $0 { true } else { false } })
+        #expect(then.contains { if case .saveVersionLater = $0 { true } else { false } })
+    }
+
+    @Test func rangeNotSatisfiableStillTellsTheLength() {
+        var bench = ReadBench(length: 1000)
+        _ = bench.read(at: 0)
+        var state = bench.state
+        let id = state.fetches.keys.min()!
+        let (verdict, _, _) = apply(&state, head(416, total: 1000), id: id)
+        #expect(verdict == .accepted)
+        #expect(state.fetches[id]?.upper == state.fetches[id]?.cursor, "no body is expected")
+    }
+
+    // MARK: - Guarantee 3: no mixed versions
+
+    @Test func aChangedValidatorDropsTheOldVersionUnderTheIndexLock() {
+        var bench = ReadBench(length: 10 * mib, present: [0..<mib], handles: [1, 2])
+        _ = bench.read(1, at: 5 * mib)
+        var state = bench.state
+        let id = state.fetches.keys.min()!
+        let answer = head(206, first: 5 * mib, last: 6 * mib - 1, total: 10 * mib, etag: "\"v2\"")
+        guard case .body(let start, let last, let total) = Episode.State.reading(answer) else { return }
+        let first = state.head(id: id, answer, start: start, last: last, total: total, context: context())
+        #expect(first.0 == .needsIndexLock)
+        #expect(state.generation == 0, "nothing changes before the index lock is held")
+        let (verdict, durable, then) = state.head(id: id, answer, start: start, last: last, total: total, context: context(lock: true))
+        #expect(verdict == .accepted)
+        // Drop first, then save the new version; both before any new byte.
+        guard durable.count == 2, case .dropIndexRanges = durable[0], case .saveVersion(let version) = durable[1] else {
+            Issue.record("the index forgets the old ranges, then learns the new version: \(durable)")
+            return
+        }
+        #expect(version.etag == "\"v2\"")
+        #expect(state.present.isEmpty)
+        #expect(state.generation == 1)
+        #expect(then.contains { if case .fail(let replies) = $0 { replies.count == 1 } else { false } })
+        #expect(then.contains { if case .invalidateKernel(pages: true) = $0 { true } else { false } })
+        // The handle opened on the old version now reads EIO.
+        let late = state.read(
+            handle: 2, offset: 0, size: 10, reply: FakeDataReply(),
+            context: .init(now: 0, wallClock: 0, link: LinkEstimate(), tuning: EpisodeReader.Tuning()))
+        #expect(ReadBench.failed(late) == 1)
+    }
+
+    @Test func aChangedLengthIsANewVersionToo() {
+        var bench = ReadBench(length: 10 * mib, present: [0..<mib])
+        _ = bench.read(at: 5 * mib)
+        var state = bench.state
+        let id = state.fetches.keys.min()!
+        let (_, durable, _) = apply(&state, head(206, first: 5 * mib, last: 6 * mib - 1, total: 11 * mib), id: id)
+        #expect(durable.contains { if case .dropIndexRanges = $0 { true } else { false } })
+        #expect(state.length == 11 * mib)
+    }
+
+    @Test func theSameVersionKeepsWhatIsCached() {
+        var bench = ReadBench(length: 10 * mib, present: [0..<mib])
+        _ = bench.read(at: 5 * mib)
+        var state = bench.state
+        let id = state.fetches.keys.min()!
+        let (verdict, durable, _) = apply(&state, head(206, first: 5 * mib, last: 6 * mib - 1, total: 10 * mib), id: id)
+        #expect(verdict == .accepted)
+        #expect(durable.isEmpty)
+        #expect(state.present.count == mib)
+        #expect(state.validated)
+    }
+
+    @Test func aHeadForAnOlderVersionIsStale() {
+        var bench = ReadBench(length: 10 * mib)
+        _ = bench.read(at: 0)
+        var state = bench.state
+        let id = state.fetches.keys.min()!
+        state.generation += 1
+        #expect(apply(&state, head(206, first: 0, last: 9, total: 10 * mib), id: id).0 == .stale)
+    }
+
+    @Test func aWholeBodyWhereARangeWasAskedIsNotedOnce() {
+        var bench = ReadBench(length: 10 * mib)
+        _ = bench.read(at: 5 * mib)
+        var state = bench.state
+        let id = state.fetches.keys.min()!
+        let (_, _, then) = apply(&state, head(200, contentLength: 10 * mib), id: id)
+        #expect(then.contains { if case .logIgnoresRange = $0 { true } else { false } })
+        #expect(state.fetches[id]?.cursor == 0 && state.fetches[id]?.upper == 10 * mib, "streamed from its start")
+    }
+
+    // MARK: - The open's probe
+
+    @Test func theProbesHeadAnswersTheWaitingOpensAndEarlyReads() {
+        var state = Episode.State()
+        let open = FakeOpenReply()
+        state.openWaiters = [Episode.OpenWaiter(reply: open, handle: 7, dropAttributes: false)]
+        state.handles[8] = Episode.HandleState(generation: 0, provisional: true)
+        state.earlyReads = [
+            Episode.EarlyRead(handle: 8, offset: 0, size: 4096, reply: FakeDataReply()),
+            Episode.EarlyRead(handle: 8, offset: 900_000, size: 4096, reply: FakeDataReply()),
+        ]
+        let id = state.takeFetchID()
+        state.fetches[id] = Episode.FetchProgress(cursor: 0, upper: 262_144, generation: 0, answersOnArrival: true)
+        state.validation = .asking(probe: id, lastConfirmed: nil)
+        let (verdict, _, then) = apply(&state, head(206, first: 0, last: 262_143, total: 1000 * 1000), id: id)
+        #expect(verdict == .accepted)
+        #expect(state.probeID == nil && state.validated)
+        #expect(state.handles[7] != nil && state.handles[8]?.provisional == false)
+        for effect in then {
+            if case .answerOpens(let opens) = effect { #expect(opens.map(\.1.handle) == [7]) }
+            if case .resume(let reads, _) = effect { #expect(reads.map(\.offset) == [0], "within the probe's bytes now") }
+        }
+        #expect(state.readsAfterProbe?.reads.map(\.offset) == [900_000], "beyond them when it ends")
+    }
+
+    @Test func aMountsCheckAnsweredWholeStopsAfterItsHead() {
+        var state = Episode.State()
+        state.length = 1000
+        let id = state.takeFetchID()
+        state.fetches[id] = Episode.FetchProgress(cursor: 0, upper: 1, generation: 0, answersOnArrival: true)
+        let (_, _, then) = apply(&state, head(200, contentLength: 1000), id: id, background: true)
+        #expect(then.contains { if case .endAfterHead = $0 { true } else { false } })
+    }
+}

@@ -1,0 +1,221 @@
+import FUSEBridge
+import RangeCache
+import Testing
+
+@testable import PodFS
+
+/// The open, release and settle events: the open's probe, offline opens
+/// from the cache (guarantee 5 of docs/DESIGN.md), and who is answered when
+/// a fetch ends.
+@Suite struct OpenStateTests {
+    private let mib = ReadBench.mib
+    private let tuning = EpisodeReader.Tuning()
+
+    private func cached(validated: Bool = false) -> Episode.State {
+        var state = Episode.State()
+        state.length = 10 * mib
+        state.etag = "\"v1\""
+        state.present = RangeSet([0..<10 * mib])
+        state.validation = validated ? .confirmed(at: 100) : .unconfirmed(lastConfirmed: nil)
+        return state
+    }
+
+    private func probes(_ effects: [Episode.State.OpenEffect]) -> [Episode.State.ProbeStart] {
+        effects.compactMap { if case .probe(let probe) = $0 { probe } else { nil } }
+    }
+
+    private func answers(_ effects: [Episode.State.OpenEffect]) -> [OpenOptions] {
+        effects.compactMap { if case .answer(_, let options) = $0 { options } else { nil } }
+    }
+
+    // MARK: - The open's probe
+
+    @Test func aRecentlyConfirmedEpisodeOpensAtOnce() {
+        var state = cached(validated: true)
+        let effects = state.open(handle: 1, reply: FakeOpenReply(), now: 200, feedLength: nil, tuning: tuning)
+        #expect(answers(effects).map(\.handle) == [1])
+        #expect(answers(effects).first?.keepCache == true)
+        #expect(probes(effects).isEmpty)
+    }
+
+    @Test func theFirstOpenOfACachedEpisodeAsksTheOriginAndWaits() {
+        var state = cached()
+        let effects = state.open(handle: 1, reply: FakeOpenReply(), now: 200, feedLength: nil, tuning: tuning)
+        #expect(answers(effects).isEmpty)
+        let probe = probes(effects)
+        #expect(probe.count == 1)
+        #expect(probe.first?.range == 0..<1, "all cached: one byte")
+        #expect(probe.first?.validator == "\"v1\"")
+        // A second open joins the same probe.
+        let second = state.open(handle: 2, reply: FakeOpenReply(), now: 200, feedLength: nil, tuning: tuning)
+        #expect(second.isEmpty)
+        #expect(state.openWaiters.count == 2)
+    }
+
+    @Test func aConfirmationTooOldIsAskedAgain() {
+        var state = cached(validated: true)
+        let effects = state.open(
+            handle: 1, reply: FakeOpenReply(), now: 100 + tuning.revalidateAfter + 1, feedLength: nil, tuning: tuning)
+        #expect(probes(effects).count == 1)
+        #expect(!state.validated)
+    }
+
+    @Test func anUncachedEpisodeOpensAtOnceWhileItsProbeIsOnItsWay() {
+        var state = Episode.State()
+        let effects = state.open(handle: 1, reply: FakeOpenReply(), now: 0, feedLength: 5 * mib, tuning: tuning)
+        #expect(answers(effects).first?.keepCache == false)
+        #expect(probes(effects).first?.range == 0..<tuning.minimumFetch)
+        #expect(state.handles[1]?.provisional == true)
+        guard case .answer = effects.first else {
+            Issue.record("the open is answered before the probe goes out")
+            return
+        }
+        let second = state.open(handle: 2, reply: FakeOpenReply(), now: 0, feedLength: 5 * mib, tuning: tuning)
+        #expect(answers(second).count == 1 && probes(second).isEmpty)
+    }
+
+    @Test func withoutAClaimedSizeAnUncachedEpisodeWaitsForItsProbe() {
+        var state = Episode.State()
+        let effects = state.open(handle: 1, reply: FakeOpenReply(), now: 0, feedLength: nil, tuning: tuning)
+        #expect(answers(effects).isEmpty && probes(effects).count == 1)
+    }
+
+    @Test func aClaimShownBeforeIsDroppedByTheOpen() {
+        var state = cached(validated: true)
+        state.claimKeptUntil = 300
+        let effects = state.open(handle: 1, reply: FakeOpenReply(), now: 200, feedLength: nil, tuning: tuning)
+        #expect(answers(effects).first?.dropAttributes == true)
+        #expect(state.opened)
+    }
+
+    @Test func aStatOfAProvisionalFileWaitsForTheProbe() {
+        var state = Episode.State()
+        #expect(!state.statWaits {})
+        state.handles[1] = Episode.HandleState(generation: 0, provisional: true)
+        #expect(state.statWaits {})
+        #expect(state.sizeWaiters.count == 1)
+    }
+
+    @Test func aMountCheckAsksForTheFirstByteNotCached() {
+        var state = cached()
+        state.present = RangeSet([0..<mib])
+        #expect(state.startMountCheck()?.range == mib..<mib + 1)
+        #expect(state.startMountCheck() == nil, "one check at a time")
+    }
+
+    // MARK: - Release
+
+    @Test func aClosingStreamerLeavesItsPlace() {
+        var state = cached(validated: true)
+        state.handles[1] = Episode.HandleState(generation: 0, nextOffset: 5 * mib, streak: 4)
+        state.release(handle: 1, now: 50)
+        #expect(state.lastStream?.end == 5 * mib && state.lastStream?.streak == 4)
+        #expect(state.handles.isEmpty)
+    }
+
+    // MARK: - Guarantee 5: offline
+
+    @Test func offlineTheWaitingOpensOpenFromTheCache() {
+        var state = cached()
+        let open = FakeOpenReply()
+        let effects = state.open(handle: 1, reply: open, now: 0, feedLength: nil, tuning: tuning)
+        let probe = probes(effects)[0]
+        let unreachable = FetchError(isTransient: true, isUnreachable: true, message: "no route to host")
+        guard case .ended = state.fetchEnded(id: probe.id, error: unreachable, attempt: 1, tuning: tuning).0 else {
+            Issue.record("offline, a cached episode is not retried")
+            return
+        }
+        let settled = state.fetchSettled(id: probe.id, failure: unreachable, isBackground: false, minimumFetch: 1)
+        guard case .answerOpen(_, let options) = settled.first else {
+            Issue.record("the open is answered: \(settled)")
+            return
+        }
+        #expect(options?.handle == 1)
+        // Its reads are served from the cache, with no fetch.
+        var bench = ReadBench(length: 10 * mib)
+        bench.state = state
+        let read = bench.read(1, at: 3 * mib, size: 4096)
+        #expect(ReadBench.served(read) == [3 * mib..<3 * mib + 4096])
+        #expect(ReadBench.fetched(read).isEmpty)
+    }
+
+    @Test func offlineUncachedBytesFail() {
+        var bench = ReadBench(length: 10 * mib, present: [0..<mib])
+        bench.state.validation = .unconfirmed(lastConfirmed: nil)
+        let reply = FakeDataReply()
+        let read = bench.read(at: 5 * mib, size: 4096, reply: reply)
+        let id = ReadBench.fetched(read).isEmpty ? 0 : bench.state.fetches.keys.min()!
+        let unreachable = FetchError(isTransient: true, isUnreachable: true, message: "no route to host")
+        for fetch in bench.state.fetches.keys.sorted() {
+            _ = bench.state.fetchEnded(id: fetch, error: unreachable, attempt: 1, tuning: tuning)
+        }
+        let settled = bench.state.fetchSettled(id: id, failure: unreachable, isBackground: false, minimumFetch: 1)
+        let failed = settled.filter { if case .failRead = $0 { true } else { false } }
+        #expect(failed.count == 1)
+        #expect(bench.state.waiters.isEmpty)
+    }
+
+    @Test func aFailedProbeFailsTheOpensOnline() {
+        var state = cached()
+        let effects = state.open(handle: 1, reply: FakeOpenReply(), now: 0, feedLength: nil, tuning: tuning)
+        let id = probes(effects)[0].id
+        let gone = OriginAnswer(status: 410, retryAfter: nil, now: 0).failure(status: 410, url: "http://o/a")
+        _ = state.fetchEnded(id: id, error: gone, attempt: 1, tuning: tuning)
+        let settled = state.fetchSettled(id: id, failure: gone, isBackground: false, minimumFetch: 1)
+        guard case .answerOpen(_, nil) = settled.first else {
+            Issue.record("the open fails: \(settled)")
+            return
+        }
+    }
+
+    @Test func opensThatJoinedAFailedMountCheckGetAProbeOfTheirOwn() {
+        var state = cached()
+        let check = state.startMountCheck()!
+        _ = state.open(handle: 1, reply: FakeOpenReply(), now: 0, feedLength: nil, tuning: tuning)
+        let busy = OriginAnswer(status: 503, retryAfter: nil, now: 0).failure(status: 503, url: "http://o/a")
+        _ = state.fetchEnded(id: check.id, error: busy, attempt: tuning.attempts, tuning: tuning)
+        let settled = state.fetchSettled(id: check.id, failure: busy, isBackground: true, minimumFetch: 1)
+        #expect(settled.contains { if case .probe = $0 { true } else { false } })
+        #expect(state.openWaiters.count == 1)
+    }
+
+    @Test func aReadPastTheNowKnownEndIsCutToIt() {
+        var state = cached()
+        state.length = 1000
+        state.present = RangeSet([0..<1000])
+        state.waiters = [
+            Episode.Waiter(range: 900..<5000, reply: FakeDataReply(), generation: 0),
+            Episode.Waiter(range: 2000..<3000, reply: FakeDataReply(), generation: 0),
+        ]
+        let ready = state.readsAtEnd()
+        #expect(ready.map(\.waiter.range) == [900..<1000, 1000..<1000])
+        #expect(state.waiters.isEmpty)
+    }
+
+    // MARK: - Guarantee 4: the size a stat shows
+
+    @Test func theFeedsClaimIsKeptUntilTheFirstOpenThenAskedAgain() {
+        var state = Episode.State()
+        #expect(state.sizeShown(feedLength: 500, timeout: 10, now: 0) == (500, 10))
+        #expect(state.claimKeptUntil == 11)
+        _ = state.open(handle: 1, reply: FakeOpenReply(), now: 5, feedLength: 500, tuning: tuning)
+        #expect(state.sizeShown(feedLength: 500, timeout: 10, now: 6) == (500, 0))
+        state.length = 700
+        #expect(state.sizeShown(feedLength: 500, timeout: 10, now: 7) == (700, 10))
+    }
+
+    // MARK: - Eviction
+
+    @Test func anOpenEpisodeIsNeverEvicted() {
+        var state = cached(validated: true)
+        state.handles[1] = Episode.HandleState(generation: 0)
+        var asked = false
+        #expect(!state.evict { asked = true; return true })
+        #expect(!asked, "the index is not even asked")
+        state.handles = [:]
+        #expect(!state.evict { false }, "a failed drop keeps what is cached")
+        #expect(state.present.count == 10 * mib)
+        #expect(state.evict { true })
+        #expect(state.present.isEmpty && !state.dirty)
+    }
+}
