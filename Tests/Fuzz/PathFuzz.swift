@@ -23,9 +23,10 @@ private let pathFuzzFeedURLs = ["https://feeds.example.org/show/feed.xml", "http
 private let pathFuzzLargestRead = 1 << 20
 
 /// One input, mounted with `index` (a cache index in a scratch directory);
-/// crashes (fatalError, or a trap) on a finding. Called by libFuzzer through
-/// the target's entry file, and by the unit tests that replay the corpus.
-func pathFuzzOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int, index: CacheIndex) -> CInt {
+/// throws a `PathFuzzFinding` on a finding (a trap is one too). The
+/// target's entry file turns a finding into a crash for libFuzzer; the unit
+/// tests that replay the corpus fail the one test, naming the input.
+func pathFuzzOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int, index: CacheIndex) throws -> CInt {
     let bytes = size > 0 && data != nil ? Array(UnsafeBufferPointer(start: data, count: size)) : []
     guard let feed = try? FeedParser.parse(bytes, baseURL: pathFuzzFeedURLs[0]) else { return 0 }
     let logger = Logger(label: "podfs.pathfuzz", factory: { _ in SwiftLogNoOpLogHandler() })
@@ -38,15 +39,15 @@ func pathFuzzOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int, index: CacheIn
         catalog: catalog, reader: EpisodeReader(index: index, source: PathFuzzNoSource(), logger: logger),
         logger: logger)
     var random = PathFuzzRandom(bytes)
-    let before = pathFuzzWalk(fileSystem, catalog, &random)
+    let before = try pathFuzzWalk(fileSystem, catalog, &random)
     // A refresh with the same feed renames nothing.
     guard (try? catalog.update(url: pathFuzzFeedURLs[0], feed: feed)) != nil else { return 0 }
-    let after = pathFuzzWalk(fileSystem, catalog, &random)
-    pathFuzzCheck(before == after, "a refresh with the same feed renamed files: \(before) -> \(after)")
+    let after = try pathFuzzWalk(fileSystem, catalog, &random)
+    try pathFuzzCheck(before == after, "a refresh with the same feed renamed files: \(before) -> \(after)")
     // `podfs status` names the episodes as the mount does.
     let statusNames = Catalog.layout(feedURL: pathFuzzFeedURLs[0], feed: feed, logger: logger).map(\.name)
     let mountNames = catalog.shows[0].episodes.map(\.name)
-    pathFuzzCheck(statusNames == mountNames, "podfs status names \(statusNames), the mount \(mountNames)")
+    try pathFuzzCheck(statusNames == mountNames, "podfs status names \(statusNames), the mount \(mountNames)")
     return 0
 }
 
@@ -54,29 +55,31 @@ func pathFuzzOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int, index: CacheIn
 
 /// Lists, checks and stats every node of the mount, plans reads of every
 /// file; returns every path, for the refresh to compare.
-private func pathFuzzWalk(_ fileSystem: PodFileSystem, _ catalog: Catalog, _ random: inout PathFuzzRandom) -> [String] {
+private func pathFuzzWalk(
+    _ fileSystem: PodFileSystem, _ catalog: Catalog, _ random: inout PathFuzzRandom
+) throws -> [String] {
     var paths: [String] = []
-    pathFuzzStat(fileSystem, Catalog.rootInode)
+    try pathFuzzStat(fileSystem, Catalog.rootInode)
     guard let shows = try? fileSystem.readdir(inode: Catalog.rootInode) else {
-        fatalError("the root cannot be listed")
+        throw PathFuzzFinding(description: "the root cannot be listed")
     }
-    pathFuzzCheckNames(shows.map(\.name), in: "/")
+    try pathFuzzCheckNames(shows.map(\.name), in: "/")
     for show in shows {
-        pathFuzzStat(fileSystem, show.inode)
+        try pathFuzzStat(fileSystem, show.inode)
         guard let entries = try? fileSystem.readdir(inode: show.inode) else {
-            fatalError("the folder \(show.name) cannot be listed")
+            throw PathFuzzFinding(description: "the folder \(show.name) cannot be listed")
         }
-        pathFuzzCheckNames(entries.map(\.name), in: show.name)
+        try pathFuzzCheckNames(entries.map(\.name), in: show.name)
         for entry in entries {
             paths.append(show.name + "/" + entry.name)
             guard case .some(let node) = catalog.lookup(parent: show.inode, name: entry.name) else {
-                fatalError("\(show.name)/\(entry.name) is listed but not found")
+                throw PathFuzzFinding(description: "\(show.name)/\(entry.name) is listed but not found")
             }
-            let attributes = pathFuzzStat(fileSystem, entry.inode)
+            let attributes = try pathFuzzStat(fileSystem, entry.inode)
             if case .episode(let episode) = node {
-                pathFuzzCheck(episode.inode == entry.inode, "\(entry.name) looks up another inode")
+                try pathFuzzCheck(episode.inode == entry.inode, "\(entry.name) looks up another inode")
             }
-            pathFuzzPlanReads(length: attributes.size, &random)
+            try pathFuzzPlanReads(length: attributes.size, &random)
         }
     }
     return paths
@@ -84,40 +87,40 @@ private func pathFuzzWalk(_ fileSystem: PodFileSystem, _ catalog: Catalog, _ ran
 
 /// What `stat` shows for `inode`, through the bridge's conversion.
 @discardableResult
-private func pathFuzzStat(_ fileSystem: PodFileSystem, _ inode: UInt64) -> Attributes {
+private func pathFuzzStat(_ fileSystem: PodFileSystem, _ inode: UInt64) throws -> Attributes {
     guard let (attributes, timeout) = fileSystem.listedAttributes(inode: inode) else {
-        fatalError("no attributes for listed inode \(inode)")
+        throw PathFuzzFinding(description: "no attributes for listed inode \(inode)")
     }
-    pathFuzzCheck(timeout.isFinite && timeout >= 0, "attribute timeout \(timeout)")
+    try pathFuzzCheck(timeout.isFinite && timeout >= 0, "attribute timeout \(timeout)")
     let st = makeStat(attributes)
-    pathFuzzCheck(Int64(st.st_size) == attributes.size, "st_size \(st.st_size) for size \(attributes.size)")
+    try pathFuzzCheck(Int64(st.st_size) == attributes.size, "st_size \(st.st_size) for size \(attributes.size)")
     return attributes
 }
 
 // MARK: - Names
 
 /// The naming rules, for the names of one folder.
-private func pathFuzzCheckNames(_ names: [String], in folder: String) {
+private func pathFuzzCheckNames(_ names: [String], in folder: String) throws {
     var seen = Set<[UInt8]>()
     for name in names {
         let bytes = Array(name.utf8)
-        pathFuzzCheck(seen.insert(bytes).inserted, "\(folder): two names \(bytes)")
-        pathFuzzCheck(!bytes.isEmpty && bytes.count <= Naming.maximumNameBytes, "\(folder): length of \(bytes)")
-        pathFuzzCheck(name != "." && name != "..", "\(folder): the name \(name)")
-        pathFuzzCheck(!bytes.contains(0x2F) && !bytes.contains(0), "\(folder): '/' or NUL in \(bytes)")
-        pathFuzzCheck(bytes.first != 0x2E && bytes.first != 0x2D, "\(folder): leading '.' or '-' in \(bytes)")
-        pathFuzzCheck(
+        try pathFuzzCheck(seen.insert(bytes).inserted, "\(folder): two names \(bytes)")
+        try pathFuzzCheck(!bytes.isEmpty && bytes.count <= Naming.maximumNameBytes, "\(folder): length of \(bytes)")
+        try pathFuzzCheck(name != "." && name != "..", "\(folder): the name \(name)")
+        try pathFuzzCheck(!bytes.contains(0x2F) && !bytes.contains(0), "\(folder): '/' or NUL in \(bytes)")
+        try pathFuzzCheck(bytes.first != 0x2E && bytes.first != 0x2D, "\(folder): leading '.' or '-' in \(bytes)")
+        try pathFuzzCheck(
             String(decoding: bytes, as: UTF8.self).utf8.elementsEqual(bytes), "\(folder): invalid UTF-8 \(bytes)")
-        pathFuzzCheck(name._nfcCodeUnits == bytes, "\(folder): not NFC: \(bytes)")
+        try pathFuzzCheck(name._nfcCodeUnits == bytes, "\(folder): not NFC: \(bytes)")
         let scalars = Array(name.unicodeScalars)
         for (position, scalar) in scalars.enumerated() {
             if scalar.properties.isWhitespace {
-                pathFuzzCheck(scalar == " ", "\(folder): white space U+\(scalar.value) in \(bytes)")
+                try pathFuzzCheck(scalar == " ", "\(folder): white space U+\(scalar.value) in \(bytes)")
             }
             guard Naming.isInvisible(scalar) else { continue }
             let before = position > 0 ? scalars[position - 1] : nil
             let after = position + 1 < scalars.count ? scalars[position + 1] : nil
-            pathFuzzCheck(
+            try pathFuzzCheck(
                 pathFuzzIsEmojiPart(scalar, before: before, after: after),
                 "\(folder): invisible U+\(String(scalar.value, radix: 16)) in \(bytes)")
         }
@@ -145,8 +148,8 @@ private func pathFuzzIsEmojiPart(_ scalar: Unicode.Scalar, before: Unicode.Scala
 /// a stream from a random place, reads at and past the end, random reads.
 /// Every fetch is non-empty, inside the file and covers its read. Reads
 /// keep to what the kernel sends: `offset + size` never beyond `Int64.max`.
-private func pathFuzzPlanReads(length: Int64, _ random: inout PathFuzzRandom) {
-    guard length >= 0 else { fatalError("negative size \(length)") }
+private func pathFuzzPlanReads(length: Int64, _ random: inout PathFuzzRandom) throws {
+    guard length >= 0 else { throw PathFuzzFinding(description: "negative size \(length)") }
     let tuning = EpisodeReader.Tuning()
     var link = LinkEstimate()
     if random.next() % 2 == 0 {
@@ -164,18 +167,18 @@ private func pathFuzzPlanReads(length: Int64, _ random: inout PathFuzzRandom) {
     for (offset, size) in reads where offset >= 0 && offset <= Int64.max - Int64(size) {
         streak = offset == nextOffset ? streak + 1 : 0
         let window = ReadPlan.window(streak: streak, link: link, tuning: tuning)
-        pathFuzzCheck(window > 0, "window \(window) at streak \(streak)")
+        try pathFuzzCheck(window > 0, "window \(window) at streak \(streak)")
         let end = ReadPlan.end(offset: offset, size: size, length: length)
         nextOffset = end
-        pathFuzzCheck(end <= length, "read \(offset)+\(size) ends at \(end) past \(length)")
+        try pathFuzzCheck(end <= length, "read \(offset)+\(size) ends at \(end) past \(length)")
         guard offset < end else { continue }
         let wanted = offset..<end
         let upper = max(ReadPlan.widenedEnd(of: wanted, window: window, length: length), wanted.upperBound)
-        pathFuzzCheckFetch(wanted.lowerBound..<upper, covering: wanted, length: length)
+        try pathFuzzCheckFetch(wanted.lowerBound..<upper, covering: wanted, length: length)
         guard streak >= 2 else { continue }
         let (ahead, refill) = ReadPlan.readAheadTarget(
             window: window, maximumWindow: tuning.maximumWindow, outruns: link.outruns(window: window))
-        pathFuzzCheck(ahead >= window && refill >= window, "ahead \(ahead), refill \(refill), window \(window)")
+        try pathFuzzCheck(ahead >= window && refill >= window, "ahead \(ahead), refill \(refill), window \(window)")
         var frontier = upper
         guard frontier - end < refill else { continue }
         var windows = 0
@@ -183,16 +186,16 @@ private func pathFuzzPlanReads(length: Int64, _ random: inout PathFuzzRandom) {
             let gapEnd = ReadPlan.readAheadEnd(from: frontier, window: window, length: length, nextCovered: length)
             let gap = frontier..<gapEnd
             let fetchEnd = max(ReadPlan.widenedEnd(of: gap, window: window, length: length), gapEnd)
-            pathFuzzCheckFetch(frontier..<fetchEnd, covering: gap, length: length)
+            try pathFuzzCheckFetch(frontier..<fetchEnd, covering: gap, length: length)
             frontier = fetchEnd
             windows += 1
-            pathFuzzCheck(windows <= 4, "read-ahead of \(windows) windows of \(window) for \(ahead)")
+            try pathFuzzCheck(windows <= 4, "read-ahead of \(windows) windows of \(window) for \(ahead)")
         }
     }
 }
 
-private func pathFuzzCheckFetch(_ fetch: Range<Int64>, covering wanted: Range<Int64>, length: Int64) {
-    pathFuzzCheck(
+private func pathFuzzCheckFetch(_ fetch: Range<Int64>, covering wanted: Range<Int64>, length: Int64) throws {
+    try pathFuzzCheck(
         !fetch.isEmpty && fetch.lowerBound >= 0 && fetch.upperBound <= length && fetch.lowerBound <= wanted.lowerBound
             && fetch.upperBound >= wanted.upperBound,
         "fetch \(fetch) for \(wanted) of \(length) bytes")
@@ -200,8 +203,13 @@ private func pathFuzzCheckFetch(_ fetch: Range<Int64>, covering wanted: Range<In
 
 // MARK: - Helpers
 
-private func pathFuzzCheck(_ condition: Bool, _ message: @autoclosure () -> String) {
-    if !condition { fatalError("path fuzz: \(message())") }
+/// A property of the path that an input broke.
+struct PathFuzzFinding: Error, CustomStringConvertible {
+    var description: String
+}
+
+private func pathFuzzCheck(_ condition: Bool, _ message: @autoclosure () -> String) throws {
+    if !condition { throw PathFuzzFinding(description: "path fuzz: \(message())") }
 }
 
 /// An origin that is never asked (the target plans fetches, sends none).

@@ -22,5 +22,9 @@ private let pathFuzzIndex: CacheIndex = {
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzerTestOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
-    pathFuzzOneInput(data, size, index: pathFuzzIndex)
+    do {
+        return try pathFuzzOneInput(data, size, index: pathFuzzIndex)
+    } catch {
+        fatalError("\(error)")
+    }
 }

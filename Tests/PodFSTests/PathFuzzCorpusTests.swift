@@ -37,7 +37,11 @@ struct PathFuzzCorpusTests {
 
     /// Runs one input through the fuzz target with an index of its own.
     static func replay(file: String) throws {
-        try replay(bytes: [UInt8](Data(contentsOf: URL(fileURLWithPath: file))))
+        do {
+            try replay(bytes: [UInt8](Data(contentsOf: URL(fileURLWithPath: file))))
+        } catch let finding as PathFuzzFinding {
+            throw PathFuzzFinding(description: "\(file): \(finding)")
+        }
     }
 
     /// Runs `bytes` through the fuzz target with an index of its own.
@@ -46,7 +50,7 @@ struct PathFuzzCorpusTests {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let logger = Logger(label: "podfs.pathfuzz", factory: { _ in SwiftLogNoOpLogHandler() })
         let index = try CacheIndex(directory: directory, logger: logger)
-        _ = bytes.withUnsafeBufferPointer { pathFuzzOneInput($0.baseAddress, $0.count, index: index) }
+        _ = try bytes.withUnsafeBufferPointer { try pathFuzzOneInput($0.baseAddress, $0.count, index: index) }
     }
 
     /// A folder under Tests/Fuzz.
