@@ -161,7 +161,7 @@ struct Prefetch: ParsableCommand {
         return files
     }
 
-    /// Seconds since the epoch for `2026-11-01` (UTC midnight) or ISO 8601.
+    /// Seconds since the epoch for a `YYYY-MM-DD` date (UTC midnight) or an ISO 8601 timestamp.
     private static func date(_ text: String) -> Int64? {
         if let full = ISO8601DateFormatter().date(from: text) { return Int64(full.timeIntervalSince1970) }
         let formatter = DateFormatter()
