@@ -1,3 +1,5 @@
+import Feeds
+
 /// File and directory names for shows and episodes: stable, safe and
 /// predictable (docs/DESIGN.md, "File names").
 ///
@@ -136,7 +138,7 @@ public enum Naming {
     /// "YYYY-MM-DD " (UTC) for a publication date, "" for none.
     public static func datePrefix(_ published: Int64?) -> String {
         guard let published else { return "" }
-        let (year, month, day) = civilDate(fromUnix: published)
+        let (year, month, day) = FeedDate.civil(fromUnix: published)
         return "\(padded(year, 4))-\(padded(month, 2))-\(padded(day, 2)) "
     }
 
@@ -304,20 +306,5 @@ public enum Naming {
     private static func padded(_ value: Int64, _ width: Int) -> String {
         let digits = String(value)
         return String(repeating: "0", count: max(0, width - digits.count)) + digits
-    }
-
-    /// The UTC calendar date of a Unix time (Howard Hinnant's
-    /// `civil_from_days`).
-    private static func civilDate(fromUnix seconds: Int64) -> (Int64, Int64, Int64) {
-        let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
-        let z = days + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let dayOfEra = z - era * 146_097
-        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
-        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-        let mp = (5 * dayOfYear + 2) / 153
-        let day = dayOfYear - (153 * mp + 2) / 5 + 1
-        let month = mp < 10 ? mp + 3 : mp - 9
-        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
     }
 }
