@@ -31,12 +31,14 @@ let package = Package(
         .systemLibrary(
             name: "CSQLite", path: "Modules/CSQLite", pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]),
+        // Linux file calls Glibc's module map hides (fallocate, SEEK_DATA).
+        .systemLibrary(name: "CLinuxFile", path: "Modules/CLinuxFile"),
 
         .target(name: "Locking", swiftSettings: swiftSettings),
         .target(name: "Feeds", dependencies: ["CXML2"], swiftSettings: swiftSettings),
         .target(
             name: "RangeCache",
-            dependencies: ["CSQLite", "Locking", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["CSQLite", "CLinuxFile", "Locking", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings),
         .target(
             name: "HTTPClient",

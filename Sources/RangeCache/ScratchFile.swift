@@ -3,7 +3,7 @@ internal import Glibc
 #elseif canImport(Darwin)
 internal import Darwin
 #endif
-internal import CSQLite
+internal import CLinuxFile
 
 /// One episode's sparse data file: the only place podfs calls libc to read,
 /// write, flush or shrink episode bytes.
@@ -192,6 +192,11 @@ public final class ScratchFile: Sendable {
         #else
         return []
         #endif
+    }
+
+    /// Whether a file is at `path` (a scratch file deleted by hand is not).
+    public static func exists(path: String) -> Bool {
+        access(path, F_OK) == 0
     }
 
     /// Deletes the file at `path`; a file that is already gone is fine.

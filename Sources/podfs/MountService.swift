@@ -236,9 +236,7 @@ struct MountService {
     /// offers it (free space plus what the cache already holds).
     private func cacheLimit(index: CacheIndex, logger: Logger) throws -> Int64? {
         if let cacheSize { return cacheSize.bytes }
-        var stats = statvfs()
-        guard statvfs(cacheDirectory, &stats) == 0 else { return nil }
-        let free = Int64(stats.f_bavail) * Int64(stats.f_frsize)
+        guard let free = VolumeSpace(of: cacheDirectory)?.free else { return nil }
         let held = (try? index.usage().reduce(Int64(0)) { $0 + $1.bytes }) ?? 0
         let limit = (free + held) / 2
         logger.info("cache size cap", metadata: ["cap.bytes": "\(limit)", "rule": "half of free space plus cached"])

@@ -25,6 +25,29 @@ import Testing
 
     // MARK: - Tests
 
+    @Test func existsAndRemoveFollowTheFile() throws {
+        try withTemporaryDirectory { directory in
+            let path = directory + "/episode"
+            #expect(!ScratchFile.exists(path: path))
+            _ = try ScratchFile(path: path, length: 4096)
+            #expect(ScratchFile.exists(path: path))
+            try ScratchFile.remove(path: path)
+            #expect(!ScratchFile.exists(path: path))
+            // Removing what is already gone is fine; a folder is not a file.
+            try ScratchFile.remove(path: path)
+            #expect(throws: FileError.self) { try ScratchFile.remove(path: directory) }
+        }
+    }
+
+    @Test func volumeSpaceMeasuresTheFolderItsFileSystem() throws {
+        try withTemporaryDirectory { directory in
+            let space = try #require(VolumeSpace(of: directory))
+            #expect(space.total > 0)
+            #expect((0...space.total).contains(space.free))
+            #expect(VolumeSpace(of: directory + "/not-there") == nil)
+        }
+    }
+
     @Test func createsTheFileWithTheRequestedLength() throws {
         try withTemporaryDirectory { directory in
             let path = directory + "/episode"

@@ -108,9 +108,7 @@ final class DiskSpace: Sendable {
     /// Bytes this process may still write on the cache's file system, and
     /// its size; `nil` when it cannot be measured.
     func measure() -> (free: Int64, total: Int64)? {
-        var stats = statvfs()
-        guard statvfs(directory, &stats) == 0 else { return nil }
-        return (Int64(stats.f_bavail) * Int64(stats.f_frsize), Int64(stats.f_blocks) * Int64(stats.f_frsize))
+        VolumeSpace(of: directory).map { ($0.free, $0.total) }
     }
 
     /// Free space below which the disk stays "full" after making room:
@@ -123,7 +121,7 @@ final class DiskSpace: Sendable {
     /// there.
     @discardableResult
     func makeReserve(logger: Logger) -> Bool {
-        guard access(reservePath, F_OK) != 0 else { return true }
+        guard !ScratchFile.exists(path: reservePath) else { return true }
         do {
             let file = try ScratchFile(path: reservePath, length: Self.reserveSize)
             try file.allocate(0..<Self.reserveSize)

@@ -90,10 +90,11 @@ extension EpisodeReader {
                         metadata: ["episode.key": "\(key)", "error": "\(error)"])
                     return false
                 }
-                if unlink(path) != 0, errno != ENOENT {
+                do {
+                    try ScratchFile.remove(path: path)
+                } catch {
                     logger.warning(
-                        "could not delete an evicted cache file",
-                        metadata: ["path": "\(path)", "error": "\(String(cString: strerror(errno)))"])
+                        "could not delete an evicted cache file", metadata: ["path": "\(path)", "error": "\(error)"])
                 }
                 return true
             }

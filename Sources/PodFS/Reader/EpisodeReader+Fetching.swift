@@ -68,7 +68,7 @@ extension EpisodeReader {
     private func existingScratch(of episode: Episode) -> ScratchFile? {
         guard let old = episode.state.withLock({ $0.scratch == nil ? $0.length : nil }) else { return nil }
         let path = index.dataPath(forKey: episode.key)
-        guard access(path, F_OK) == 0 else { return nil }
+        guard ScratchFile.exists(path: path) else { return nil }
         return try? ScratchFile(path: path, length: old)
     }
 

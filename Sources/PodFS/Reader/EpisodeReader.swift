@@ -257,7 +257,7 @@ public final class EpisodeReader: Sendable {
         let path = index.dataPath(forKey: episode.key)
         // The file is gone (deleted by hand?): what the index said is not
         // on disk, so forget it rather than serve zeros.
-        let missing = cached && access(path, F_OK) != 0
+        let missing = cached && !ScratchFile.exists(path: path)
         let made: Result<ScratchFile, FileError> = Result { () throws(FileError) in
             try ScratchFile(path: path, length: length)
         }
