@@ -78,7 +78,10 @@ final class Transfer {
         podfs_curl_easy_setopt_str(easy, CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
         podfs_curl_easy_setopt_long(easy, CURLOPT_FOLLOWLOCATION, 1)
         podfs_curl_easy_setopt_long(easy, CURLOPT_MAXREDIRS, 10)
-        podfs_curl_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT, 15)
+        podfs_curl_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT, request.connectTimeout)
+        if let total = request.totalTimeout {
+            podfs_curl_easy_setopt_long(easy, CURLOPT_TIMEOUT, total)
+        }
         // A stalled body (less than 1 byte/s for 30 s) fails instead of hanging.
         podfs_curl_easy_setopt_long(easy, CURLOPT_LOW_SPEED_LIMIT, 1)
         podfs_curl_easy_setopt_long(easy, CURLOPT_LOW_SPEED_TIME, Self.lowSpeedTime)

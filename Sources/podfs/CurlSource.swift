@@ -15,6 +15,12 @@ struct CurlSource: RangeSource, FeedSource {
     /// Who wrote which URL; fed by feed fetches, the catalogue and redirects.
     let zones: FeedZones
 
+    /// Seconds a feed's host has to accept the connection.
+    static let feedConnectTimeout = 10
+    /// Seconds a whole feed fetch may take: a host that accepts and never
+    /// answers holds one fetch slot this long, and nothing else.
+    static let feedTotalTimeout = 60
+
     func fetch(url: String, range: Range<Int64>, validator: String?, sink: any FetchSink) {
         let request = HTTPRequest(url: url, range: range, ifRange: validator, issuer: zones.issuer(of: url))
         client.start(request, delegate: SinkAdapter(sink: sink, requestedURL: url, zones: zones))
@@ -34,7 +40,10 @@ struct CurlSource: RangeSource, FeedSource {
         let response: HTTPResponse
         do {
             response = try client.fetchAll(
-                HTTPRequest(url: url, headers: headers, acceptCompressed: true), limit: feedLimit)
+                HTTPRequest(
+                    url: url, headers: headers, acceptCompressed: true, connectTimeout: Self.feedConnectTimeout,
+                    totalTimeout: Self.feedTotalTimeout),
+                limit: feedLimit)
         } catch let error where error.kind == .tooLarge {
             throw FetchError(
                 isTransient: false, isUnreachable: false,

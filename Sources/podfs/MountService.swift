@@ -2,6 +2,7 @@ import FUSEBridge
 import Feeds
 import Foundation
 import HTTPClient
+import Locking
 import Logging
 import PodFS
 import RangeCache
@@ -37,6 +38,13 @@ struct MountService {
     /// `-o proxy=URL`: every request goes through it; `nil`: no proxy,
     /// whatever the environment says.
     var proxy: HTTPProxy?
+    /// Seconds a mount waits for feeds it has no kept copy of before it is
+    /// ready; those that come later appear when they come.
+    var readyDeadline = 3.0
+    /// How many feed fetches run at once, in all and per host.
+    var feedLimits = FeedSchedule.Limits.standard
+    /// The User-Agent of every request (`-o user_agent=`).
+    var userAgent = PodfsVersion.userAgent
 
     /// Mounts and serves until unmounted; returns the exit status.
     func run() -> Int32 {
@@ -78,7 +86,7 @@ struct MountService {
         defer { lock.release() }
         let index = try CacheIndex(directory: cacheDirectory, logger: logger)
         let policy = addressPolicy(logger: logger)
-        let client = HTTPClient(logger: logger, policy: policy, proxy: proxy)
+        let client = HTTPClient(logger: logger, userAgent: userAgent, policy: policy, proxy: proxy)
         let source = CurlSource(client: client, feedLimit: feedLimit, zones: FeedZones(policy: policy))
         let feedURLs: [String]
         do {
@@ -88,38 +96,13 @@ struct MountService {
         }
         let loader = FeedLoader(source: source, index: index, logger: logger)
         let feedStatus = FeedStatusStore(directory: cacheDirectory)
-        var feeds: [(url: String, feed: ParsedFeed)] = []
-        var failures: [String] = []
-        var anyFresh = false
-        for url in feedURLs {
-            switch loader.load(url: url) {
-            case .fresh(let feed):
-                anyFresh = true
-                feeds.append((url: url, feed: feed))
-                feedStatus.record(url: url, ok: true, detail: "loaded")
-            case .cached(let feed, let reason):
-                feeds.append((url: url, feed: feed))
-                feedStatus.record(url: url, ok: false, detail: reason + " (showing the last good copy)")
-            case .failed(let reason):
-                logger.error("feed left out", metadata: ["feed.url": .url(url), "reason": "\(reason)"])
-                failures.append("\(FeedURL.redacted(url, for: .log)): \(reason)")
-                feedStatus.record(url: url, ok: false, detail: reason)
-            }
-        }
-        if feeds.isEmpty {
-            client.shutdown()
-            throw MountError(
-                "no feed could be loaded and none is cached:\n  " + failures.joined(separator: "\n  ")
-                    + "\nCheck the URL and the network, then mount again.")
-        }
-        let catalog = try Catalog(feeds: feeds, index: index, logger: logger)
+        // Kept copies serve at once (docs/DESIGN.md, "Feeds"): the mount
+        // shows them now and revalidates them in the background.
+        let kept = Self.keptCopies(of: feedURLs, loader: loader)
+        let catalog = try Catalog(feeds: kept, index: index, logger: logger)
         for show in catalog.shows {
             source.zones.adopt(urls: (show.episodes + show.extras).map(\.url), feedURL: show.feedURL)
         }
-        // The catalogue has what it needs; the parsed feeds (tens of MB for
-        // a large one) would otherwise live as long as the mount.
-        feeds.removeAll()
-        // Parsing left tens of MB of freed heap behind; give it back.
         Heap.giveBackFreedMemory()
         var tuning = EpisodeReader.Tuning()
         tuning.revalidateAfter = revalidateAfter
@@ -134,9 +117,45 @@ struct MountService {
         let fileSystem = PodFileSystem(
             catalog: catalog, reader: reader, logger: logger,
             control: StatusFiles.make(cacheDirectory: cacheDirectory, mountpoint: mountpoint, logger: logger))
-        let session = try FUSESession(
-            mountpoint: mountpoint, fileSystemName: "podfs", options: fuseOptions,
-            fileSystem: fileSystem, logger: logger)
+        let zones = source.zones
+        let refresher = FeedRefresher(
+            urls: feedURLs, interval: refreshInterval, limits: feedLimits, loader: loader, catalog: catalog,
+            reader: reader, statusStore: feedStatus, logger: logger,
+            onNewFiles: { urls, feedURL in zones.adopt(urls: urls, feedURL: feedURL) },
+            // The episodes read last are the likeliest to be reopened: check
+            // them with the origin as soon as one feed answered, not at
+            // their first open. Offline, the checks would only fail.
+            onFirstAnswer: { reader.revalidateRecentlyRead() })
+        refresher.start()
+        // A cold mount is ready when its feeds are in, or after a short
+        // deadline; shows that come later appear when they come.
+        let keptURLs = Set(kept.map(\.url))
+        let waiting = refresher.waitForAnswers(
+            from: Set(feedURLs).subtracting(keptURLs), timeout: readyDeadline)
+        let failures = feedURLs.filter { !catalog.feedURLs.contains($0) && !waiting.contains($0) }.map { url in
+            "\(FeedURL.redacted(url, for: .log)): \(feedStatus.record(url: url)?.detail ?? "unknown")"
+        }
+        if catalog.shows.isEmpty && waiting.isEmpty {
+            refresher.requestStop()
+            client.shutdown()
+            refresher.waitUntilStopped()
+            throw MountError(
+                "no feed could be loaded and none is cached:\n  " + failures.joined(separator: "\n  ")
+                    + "\nCheck the URL and the network, then mount again.")
+        }
+        let session: FUSESession
+        do {
+            session = try FUSESession(
+                mountpoint: mountpoint, fileSystemName: "podfs", options: fuseOptions,
+                fileSystem: fileSystem, logger: logger)
+        } catch {
+            refresher.requestStop()
+            client.shutdown()
+            refresher.waitUntilStopped()
+            throw error
+        }
+        // From here on a feed that lands tells the kernel what changed.
+        refresher.attach(invalidator: session)
         reader.attach(invalidator: session)
         let readAhead = session.setReadAhead(kib: readAheadKiB)
         if readAhead < readAheadKiB {
@@ -145,21 +164,11 @@ struct MountService {
         }
         reader.startFlushing(interval: commitInterval)
         reader.warmUp()
-        // The episodes read last are the likeliest to be reopened: check
-        // them with the origin now, not at their first open. Not when no
-        // feed could be fetched: offline, the checks would only fail.
-        if anyFresh { reader.revalidateRecentlyRead() }
-        let zones = source.zones
-        let refresher = refreshInterval.map { interval in
-            FeedRefresher(
-                urls: feedURLs, interval: interval, loader: loader, catalog: catalog, reader: reader,
-                statusStore: feedStatus, logger: logger,
-                onNewFiles: { urls, feedURL in zones.adopt(urls: urls, feedURL: feedURL) })
-        }
-        refresher?.attach(invalidator: session)
-        refresher?.start()
         logger.info("mounted", metadata: ["mountpoint": "\(mountpoint)", "cache": "\(cacheDirectory)"])
         for failure in failures { report("warning: left out \(failure)") }
+        if !waiting.isEmpty {
+            report("warning: \(waiting.count) feed(s) still loading; their shows appear when they come (podfs status)")
+        }
         report("ready")
         if readiness == .pipe {
             // Nothing more for the parent: detach stdout from its pipe.
@@ -176,15 +185,29 @@ struct MountService {
         logger.info("unmounting: saving the cache index")
         // Stop refreshing first: shutting the client down cuts a refresh's
         // fetch short, and nothing invalidates after the session closes.
-        refresher?.requestStop()
+        refresher.requestStop()
         client.shutdown()
-        refresher?.waitUntilStopped()
+        refresher.waitUntilStopped()
         reader.stopFlushing()
         index.checkpoint()
         session.close()
         reader.detachInvalidator()
         logger.info("stopped", metadata: ["exit.status": "\(status == 0 ? 0 : 1)"])
         return status == 0 ? 0 : 1
+    }
+
+    /// The kept copies of `urls` that parse, in SOURCE order, parsed on a
+    /// few threads (a thousand feeds are a few seconds of parsing on one).
+    private static func keptCopies(of urls: [String], loader: FeedLoader) -> [(url: String, feed: ParsedFeed)] {
+        let parsed = Locked<[Int: ParsedFeed]>([:])
+        let workers = max(1, min(ProcessInfo.processInfo.activeProcessorCount, 8))
+        DispatchQueue.concurrentPerform(iterations: workers) { worker in
+            for position in stride(from: worker, to: urls.count, by: workers) {
+                if let feed = loader.kept(url: urls[position]) { parsed.withLock { $0[position] = feed } }
+            }
+        }
+        let byPosition = parsed.withLock { $0 }
+        return urls.indices.compactMap { position in byPosition[position].map { (url: urls[position], feed: $0) } }
     }
 
     /// The variables libcurl would take a proxy from (`HTTP_PROXY` in

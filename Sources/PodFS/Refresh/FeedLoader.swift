@@ -27,8 +27,10 @@ public struct FeedLoader: Sendable {
         case updated(ParsedFeed)
         /// `304 Not Modified`, or the same bytes as the kept copy.
         case notModified
-        /// Nothing usable: why, in words for the log and `podfs status`.
-        case failed(reason: String)
+        /// Nothing usable: why, in words for the log and `podfs status`;
+        /// whether asking again soon may help, and when the origin said
+        /// to (`Retry-After`, seconds).
+        case failed(reason: String, isTransient: Bool = false, retryAfter: Double? = nil)
     }
 
     // MARK: - Properties
@@ -65,7 +67,7 @@ public struct FeedLoader: Sendable {
             // index, an older parser's copy): ask for the whole feed.
             if case .updated(let feed) = fetch(url: url, validators: nil, stored: nil) { return .fresh(feed) }
             reason = "the origin said the feed did not change, but the kept copy does not parse"
-        case .failed(let why):
+        case .failed(let why, _, _):
             reason = why
         }
         if let feed = storedFeed() {
@@ -79,12 +81,29 @@ public struct FeedLoader: Sendable {
         return .failed(reason: reason)
     }
 
-    /// Fetches a feed again, conditionally on the kept copy. The mount keeps
-    /// its listing unless this returns `.updated`.
-    public func refresh(url: String) -> RefreshOutcome {
-        let stored = storedCopy(url: url)
+    /// Fetches a feed again, conditionally on the kept copy unless
+    /// `conditional` is false (a feed the mount does not show yet: its kept
+    /// copy, if any, did not parse). The mount keeps its listing unless
+    /// this returns `.updated`.
+    public func refresh(url: String, conditional: Bool = true) -> RefreshOutcome {
+        let stored = conditional ? storedCopy(url: url) : nil
         let validators = stored.map { FeedValidators(etag: $0.etag, lastModified: $0.lastModified) }
         return fetch(url: url, validators: validators, stored: stored)
+    }
+
+    /// The kept copy of a feed, parsed; `nil` when there is none or it no
+    /// longer parses. What a mount shows at once, before any fetch
+    /// (docs/DESIGN.md, "Feeds": kept copies serve at once).
+    public func kept(url: String) -> ParsedFeed? {
+        guard let stored = storedCopy(url: url) else { return nil }
+        do {
+            return try FeedParser.parse(stored.body, baseURL: url)
+        } catch {
+            logger.warning(
+                "the kept copy of the feed does not parse; waiting for the origin's",
+                metadata: ["feed.url": .url(url), "error": "\(error.message)"])
+            return nil
+        }
     }
 
     // MARK: - Private methods
@@ -104,7 +123,9 @@ public struct FeedLoader: Sendable {
         do {
             response = try source.fetchFeed(url: url, validators: validators?.isEmpty == false ? validators : nil)
         } catch {
-            return .failed(reason: "the feed could not be fetched: \(error.message)")
+            return .failed(
+                reason: "the feed could not be fetched: \(error.message)", isTransient: error.isTransient && !error.isUnreachable,
+                retryAfter: error.retryAfter)
         }
         guard case .body(let body, let etag, let lastModified) = response else { return .notModified }
         if let stored, stored.body == body {

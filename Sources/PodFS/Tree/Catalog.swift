@@ -98,8 +98,8 @@ public final class Catalog: Sendable {
         var tree = Tree()
         for (position, entry) in feeds.enumerated() {
             let (show, _) = try Self.makeShow(
-                url: entry.url, feed: entry.feed, name: directoryNames[position], previous: nil, tree: tree,
-                index: index, logger: logger)
+                url: entry.url, feed: entry.feed, name: directoryNames[position], previous: nil,
+                known: { tree.filesByKey[$0] }, index: index, logger: logger)
             Self.install(show, replacing: nil, into: &tree)
         }
         self.tree.withLock { $0 = tree }
@@ -159,17 +159,21 @@ public final class Catalog: Sendable {
     /// Returns what changed, for the kernel's caches and the reader.
     public func update(url: String, feed: ParsedFeed) throws -> Change {
         try updating.withLock { _ in
-            let current = tree.withLock { $0 }
-            let previous = current.shows.first { $0.feedURL == url }
+            // No copy of the tree is held while it is changed: a copy would
+            // make every update of a large mount copy every node.
+            let (previous, taken) = tree.withLock { tree in
+                (tree.shows.first { $0.feedURL == url }, Set(tree.shows.map { Array($0.name.utf8) }))
+            }
             let name: String
             if let previous {
                 name = previous.name
             } else {
-                var taken = Set(current.shows.map { Array($0.name.utf8) })
+                var taken = taken
                 name = Naming.uniqueName(stem: Naming.sanitize(feed.title), suffix: "", taken: &taken)
             }
             let (show, newFiles) = try Self.makeShow(
-                url: url, feed: feed, name: name, previous: previous, tree: current, index: index, logger: logger)
+                url: url, feed: feed, name: name, previous: previous,
+                known: { key in self.tree.withLock { $0.filesByKey[key] } }, index: index, logger: logger)
             tree.withLock { Self.install(show, replacing: previous, into: &$0) }
             let before = Set(previous?.byName.keys.map { $0 } ?? [])
             let after = Set(show.byName.keys)
@@ -211,13 +215,15 @@ public final class Catalog: Sendable {
     /// A show directory for `feed`: reuses the `Episode` of every file
     /// the tree already has, registers the others.
     private static func makeShow(
-        url: String, feed: ParsedFeed, name: String, previous: Show?, tree: Tree, index: CacheIndex,
-        logger: Logger
+        url: String, feed: ParsedFeed, name: String, previous: Show?, known: (String) -> Episode?,
+        index: CacheIndex, logger: Logger
     ) throws -> (Show, newFiles: [Episode]) {
         let layout = ShowLayout(
             feedURL: url, feed: feed, directoryName: name, previousNames: previous?.names ?? [:], logger: logger)
         let files = layout.files
-        let missing = files.filter { tree.filesByKey[$0.key] == nil }
+        let reused = Dictionary(
+            files.compactMap { item in known(item.key).map { (item.key, $0) } }, uniquingKeysWith: { first, _ in first })
+        let missing = files.filter { reused[$0.key] == nil }
         let registered = try index.register(feedURL: url, episodes: missing.map { (key: $0.key, url: $0.url) })
         let records = Dictionary(zip(missing.map(\.key), registered.records), uniquingKeysWith: { first, _ in first })
         let showInode = Self.inode(.show, id: registered.feedID)
@@ -228,7 +234,7 @@ public final class Catalog: Sendable {
         var extras: [Episode] = []
         for item in files {
             let episode: Episode
-            if let known = tree.filesByKey[item.key] {
+            if let known = reused[item.key] {
                 episode = known
             } else {
                 let record = records[item.key]
