@@ -137,7 +137,7 @@ public final class FeedRefresher: Sendable {
     /// Fetches every feed once, concurrently within the bounds, and returns
     /// when all have ended.
     public func refreshAll() {
-        let current = FeedRound(urls: urls, limits: limits) { [self] url, _ in
+        let current = FeedRound(urls: urls, limits: limits, settled: { [self] url in answer(url) }) { [self] url, _ in
             guard lifecycle.withLock({ $0 == .running || $0 == .idle }) else { return .settled }
             return refresh(url: url)
         }
@@ -151,8 +151,8 @@ public final class FeedRefresher: Sendable {
         note(statusStore.flush())
     }
 
-    /// Waits until each of `urls` had an answer in this mount (it loaded or
-    /// failed), or `timeout` seconds passed. Returns the URLs still
+    /// Waits until each of `urls` had its answer in this mount (it loaded,
+    /// or failed with no retry to come), or `timeout` seconds passed. Returns the URLs still
     /// waiting.
     public func waitForAnswers(from urls: Set<String>, timeout: Double) -> Set<String> {
         let deadline = DispatchTime.now() + timeout
@@ -171,7 +171,6 @@ public final class FeedRefresher: Sendable {
         // A feed the mount does not show yet is asked for in full: its kept
         // copy, if any, did not parse.
         let shown = catalog.feedURLs.contains(url)
-        defer { answer(url) }
         switch loader.refresh(url: url, conditional: shown) {
         case .notModified:
             logger.debug("feed not modified", metadata: ["feed.url": .url(url)])

@@ -37,17 +37,22 @@ public final class FeedRound: @unchecked Sendable {
     private var stopped = false
     private var workersLeft = 0
     private let work: @Sendable (_ url: String, _ attempt: Int) -> Ended
+    /// Told when a feed is done for this round (no retry follows).
+    private let settled: @Sendable (_ url: String) -> Void
     private let longestRetryWait: Double
 
     // MARK: - Init
 
-    /// `work` is called once per attempt, on a worker thread.
+    /// `work` is called once per attempt, on a worker thread; `settled`
+    /// once per feed, after its last attempt of the round.
     public init(
         urls: [String], limits: FeedSchedule.Limits, longestRetryWait: Double = 300,
+        settled: @escaping @Sendable (_ url: String) -> Void = { _ in },
         work: @escaping @Sendable (_ url: String, _ attempt: Int) -> Ended
     ) {
         schedule = FeedSchedule(urls: urls, limits: limits)
         self.work = work
+        self.settled = settled
         self.longestRetryWait = longestRetryWait
     }
 
@@ -120,10 +125,15 @@ public final class FeedRound: @unchecked Sendable {
                 condition.unlock()
                 let ended = work(url, attempt)
                 condition.lock()
-                schedule.ended(
+                let retry = schedule.ended(
                     url: url, now: Self.now(), transient: ended.isTransient, retryAfter: ended.retryAfter,
                     longestWait: longestRetryWait)
                 condition.broadcast()
+                if retry == nil {
+                    condition.unlock()
+                    settled(url)
+                    condition.lock()
+                }
             case .wait(let until):
                 _ = condition.wait(until: Date(timeIntervalSinceNow: max(0, until - Self.now())))
             case .waitForAFetch:
