@@ -40,7 +40,7 @@ struct MountService {
     var proxy: HTTPProxy?
     /// Seconds a mount waits for feeds it has no kept copy of before it is
     /// ready; those that come later appear when they come.
-    var readyDeadline = 3.0
+    var readyDeadline = 2.5
     /// How many feed fetches run at once, in all and per host.
     var feedLimits = FeedSchedule.Limits.standard
     /// The User-Agent of every request (`-o user_agent=`).
