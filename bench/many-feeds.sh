@@ -104,7 +104,7 @@ since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
 
 # The network's reference: curl --parallel for the same feeds (gzip).
 sed -n "1,${feeds}p" "$list" | sed 's/^/url = /; s/$/\noutput = \/dev\/null/' > "$work/curl.cfg"
-t=$(now); curl -s --parallel --parallel-max 50 --compressed -K "$work/curl.cfg" || true; curl_time=$(since "$t")
+t=$(now); curl -s --no-progress-meter --parallel --parallel-max 50 --compressed -K "$work/curl.cfg" >/dev/null 2>&1 || true; curl_time=$(since "$t")
 
 # Cold: ready, then every show listed.
 t=$(now)

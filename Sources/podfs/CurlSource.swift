@@ -34,6 +34,10 @@ struct CurlSource: RangeSource, FeedSource {
     }
 
     func fetchFeed(url: String, validators: FeedValidators?) throws(FetchError) -> FeedResponse {
+        try fetchFeed(url: url, validators: validators, subscribedAs: url).response
+    }
+
+    func fetchFeed(url: String, validators: FeedValidators?, subscribedAs: String) throws(FetchError) -> FeedAnswer {
         var headers: [(name: String, value: String)] = []
         if let etag = validators?.etag { headers.append(("If-None-Match", etag)) }
         if let lastModified = validators?.lastModified { headers.append(("If-Modified-Since", lastModified)) }
@@ -54,14 +58,17 @@ struct CurlSource: RangeSource, FeedSource {
             throw FetchError(error)
         }
         if let zone = response.head.connectedZone {
+            // The catalogue knows the feed by the URL it was subscribed with.
             zones.recordFeed(url: url, zone: zone)
+            zones.recordFeed(url: subscribedAs, zone: zone)
         }
+        let movedTo = response.head.permanentURL
         let answer = OriginAnswer(
             status: response.head.status, retryAfter: response.head.header("retry-after"),
             now: Date().timeIntervalSince1970)
         switch answer {
         case .usable: break
-        case .notModified where validators != nil: return .notModified
+        case .notModified where validators != nil: return FeedAnswer(response: .notModified, movedTo: movedTo)
         case .notModified, .transient, .final:
             var failure = answer.failure(status: response.head.status, url: url)
             if let retryAfter = answer.retryAfter {
@@ -69,7 +76,9 @@ struct CurlSource: RangeSource, FeedSource {
             }
             throw failure
         }
-        return .body(response.body, etag: response.head.etag, lastModified: response.head.lastModified)
+        return FeedAnswer(
+            response: .body(response.body, etag: response.head.etag, lastModified: response.head.lastModified),
+            movedTo: movedTo)
     }
 
     /// `64 MiB`, `512 KiB` or `100 bytes`.

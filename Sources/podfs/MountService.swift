@@ -94,7 +94,8 @@ struct MountService {
         } catch {
             throw MountError(error.message)
         }
-        let loader = FeedLoader(source: source, index: index, logger: logger)
+        let loader = FeedLoader(
+            source: source, index: index, moves: FeedMoves(directory: cacheDirectory), logger: logger)
         let feedStatus = FeedStatusStore(directory: cacheDirectory)
         // Kept copies serve at once (docs/DESIGN.md, "Feeds"): the mount
         // shows them now and revalidates them in the background.
