@@ -125,4 +125,57 @@ struct FeedScaleTests {
         }
         try fixture.unmount()
     }
+
+    @Test func aFeedThatMovesBy301OrByNewFeedURLKeepsItsFolderAndIsAskedThereFromThenOn() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        for name in ["moved", "named", "temp"] { try Self.publishFeed(fixture, name) }
+        // "named" says where it lives now; its new home lists one more episode.
+        let named = """
+            <?xml version="1.0" encoding="UTF-8"?>
+            <rss version="2.0" xmlns:itunes="http://www.itunes.com/dtds/podcast-1.0.dtd"><channel>
+            <title>Show named</title><itunes:new-feed-url>{{BASE}}/named-home.xml</itunes:new-feed-url>
+            <item><title>Only</title><guid>named-1</guid><pubDate>Sun, 01 Nov 2026 10:00:00 GMT</pubDate>
+            <enclosure url="{{BASE}}/named.mp3" length="2000" type="audio/mpeg"/></item>
+            </channel></rss>
+            """
+        try fixture.origin.put("named.xml", Data(named.utf8))
+        let home = named.replacingOccurrences(of: "<itunes:new-feed-url>{{BASE}}/named-home.xml</itunes:new-feed-url>", with: "")
+            .replacingOccurrences(of: "</channel>", with: """
+                <item><title>Second</title><guid>named-2</guid><pubDate>Mon, 02 Nov 2026 10:00:00 GMT</pubDate>
+                <enclosure url="{{BASE}}/named.mp3" length="2000" type="audio/mpeg"/></item></channel>
+                """)
+        try fixture.origin.put("named-home.xml", Data(home.utf8))
+        try fixture.origin.put("moved-home.xml", try Data(contentsOf: URL(fileURLWithPath: fixture.origin.root + "/moved.xml")))
+        try fixture.origin.put("temp-home.xml", try Data(contentsOf: URL(fileURLWithPath: fixture.origin.root + "/temp.xml")))
+        try fixture.origin.configure(#"""
+            {"status": {"/moved.xml": {"code": 301, "location": "/moved-home.xml"},
+                        "/temp.xml": {"code": 302, "location": "/temp-home.xml"}}}
+            """#)
+        let urls = ["moved", "named", "temp"].map { "\(fixture.origin.base)/\($0).xml" }
+        try Self.mount(fixture, urls)
+        let expected: Set<String> = ["Show moved", "Show named", "Show temp"]
+        #expect(try Self.shows(fixture) == expected)
+        #expect(
+            try Harness.sh("ls '\(fixture.mountpoint)/Show named'").contains("2026-11-02 Second.mp3"),
+            "the feed at the new-feed-url is the one listed")
+        let before = try Harness.sha256(fixture.mountpoint + "/Show moved/2026-11-01 Only.mp3")
+        try fixture.unmount()
+
+        // From now on: the moved feeds are asked for at their new URLs only.
+        try fixture.origin.reset()
+        try Self.mount(fixture, urls)
+        #expect(try Harness.eventually(20) { try fixture.origin.requests("named-home.xml") >= 1 })
+        #expect(try Harness.eventually(20) { try fixture.origin.requests("moved-home.xml") >= 1 })
+        #expect(try Harness.eventually(20) { try fixture.origin.requests("temp-home.xml") >= 1 })
+        #expect(try fixture.origin.requests("moved.xml") == 0, "a 301 is remembered")
+        #expect(try fixture.origin.requests("named.xml") == 0, "a new-feed-url that gave a feed is remembered")
+        #expect(try fixture.origin.requests("temp.xml") == 1, "a 302 is not a move")
+        #expect(try Self.shows(fixture) == expected, "each show keeps its folder")
+        // The folder kept its cache: the episode read before costs the origin nothing.
+        let sent = try fixture.origin.bytesSent("moved.mp3")
+        #expect(try Harness.sha256(fixture.mountpoint + "/Show moved/2026-11-01 Only.mp3") == before)
+        #expect(try fixture.origin.bytesSent("moved.mp3") <= sent + 1)
+        try fixture.unmount()
+    }
 }
