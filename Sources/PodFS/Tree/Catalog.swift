@@ -1,4 +1,6 @@
+import Dispatch
 public import FUSEBridge
+import Foundation
 public import Feeds
 public import Logging
 public import RangeCache
@@ -95,11 +97,13 @@ public final class Catalog: Sendable {
         self.index = index
         self.logger = logger
         let directoryNames = Naming.directoryNames(feeds.map { $0.feed.title })
+        let layouts = Self.layouts(
+            feeds.indices.map { (url: feeds[$0].url, feed: feeds[$0].feed, name: directoryNames[$0]) }, logger: logger)
         var tree = Tree()
         for (position, entry) in feeds.enumerated() {
             let (show, _) = try Self.makeShow(
-                url: entry.url, feed: entry.feed, name: directoryNames[position], previous: nil,
-                known: { tree.filesByKey[$0] }, index: index, logger: logger)
+                url: entry.url, feed: entry.feed, layout: layouts[position], name: directoryNames[position],
+                previous: nil, known: { tree.filesByKey[$0] }, index: index)
             Self.install(show, replacing: nil, into: &tree)
         }
         self.tree.withLock { $0 = tree }
@@ -158,7 +162,18 @@ public final class Catalog: Sendable {
     /// names, inodes and state; new ones are registered in the index.
     /// Returns what changed, for the kernel's caches and the reader.
     public func update(url: String, feed: ParsedFeed) throws -> Change {
-        try updating.withLock { _ in
+        // The layout (names for every file) is the costly part: it is made
+        // before taking `updating`, so feeds that land together lay out in
+        // parallel. Only one round fetches a feed at a time, so the show's
+        // previous names cannot change meanwhile; a new show's name can
+        // (another show may take it), and then the layout is made again.
+        let (before, provisional) = tree.withLock { tree in
+            (tree.shows.first { $0.feedURL == url }, Naming.sanitize(feed.title))
+        }
+        var layout = ShowLayout(
+            feedURL: url, feed: feed, directoryName: before?.name ?? provisional,
+            previousNames: before?.names ?? [:], logger: logger)
+        return try updating.withLock { _ in
             // No copy of the tree is held while it is changed: a copy would
             // make every update of a large mount copy every node.
             let (previous, taken) = tree.withLock { tree in
@@ -171,9 +186,14 @@ public final class Catalog: Sendable {
                 var taken = taken
                 name = Naming.uniqueName(stem: Naming.sanitize(feed.title), suffix: "", taken: &taken)
             }
+            if name != (before?.name ?? provisional) || previous?.inode != before?.inode {
+                layout = ShowLayout(
+                    feedURL: url, feed: feed, directoryName: name, previousNames: previous?.names ?? [:],
+                    logger: logger)
+            }
             let (show, newFiles) = try Self.makeShow(
-                url: url, feed: feed, name: name, previous: previous,
-                known: { key in self.tree.withLock { $0.filesByKey[key] } }, index: index, logger: logger)
+                url: url, feed: feed, layout: layout, name: name, previous: previous,
+                known: { key in self.tree.withLock { $0.filesByKey[key] } }, index: index)
             tree.withLock { Self.install(show, replacing: previous, into: &$0) }
             let before = Set(previous?.byName.keys.map { $0 } ?? [])
             let after = Set(show.byName.keys)
@@ -215,11 +235,9 @@ public final class Catalog: Sendable {
     /// A show directory for `feed`: reuses the `Episode` of every file
     /// the tree already has, registers the others.
     private static func makeShow(
-        url: String, feed: ParsedFeed, name: String, previous: Show?, known: (String) -> Episode?,
-        index: CacheIndex, logger: Logger
+        url: String, feed: ParsedFeed, layout: ShowLayout, name: String, previous: Show?,
+        known: (String) -> Episode?, index: CacheIndex
     ) throws -> (Show, newFiles: [Episode]) {
-        let layout = ShowLayout(
-            feedURL: url, feed: feed, directoryName: name, previousNames: previous?.names ?? [:], logger: logger)
         let files = layout.files
         let reused = Dictionary(
             files.compactMap { item in known(item.key).map { (item.key, $0) } }, uniquingKeysWith: { first, _ in first })
@@ -271,6 +289,23 @@ public final class Catalog: Sendable {
             inode: showInode, name: name, feedURL: url, modificationTime: showTime, episodes: episodes,
             extras: extras, playlist: playlist, byName: byName, entries: entries, names: layout.names)
         return (show, newFiles)
+    }
+
+    /// The layouts of `feeds`, made on a few threads.
+    private static func layouts(
+        _ feeds: [(url: String, feed: ParsedFeed, name: String)], logger: Logger
+    ) -> [ShowLayout] {
+        let made = Locked<[Int: ShowLayout]>([:])
+        let workers = max(1, min(ProcessInfo.processInfo.activeProcessorCount, 8, feeds.count))
+        DispatchQueue.concurrentPerform(iterations: workers) { worker in
+            for position in stride(from: worker, to: feeds.count, by: workers) {
+                let entry = feeds[position]
+                let layout = ShowLayout(feedURL: entry.url, feed: entry.feed, directoryName: entry.name, logger: logger)
+                made.withLock { $0[position] = layout }
+            }
+        }
+        let byPosition = made.withLock { $0 }
+        return feeds.indices.map { byPosition[$0]! }
     }
 
     /// Puts `show` in the tree in place of `previous` (or at the end).
