@@ -99,8 +99,9 @@ struct MountService {
         let feedStatus = FeedStatusStore(directory: cacheDirectory)
         // Kept copies serve at once (docs/DESIGN.md, "Feeds"): the mount
         // shows them now and revalidates them in the background.
-        let kept = Self.keptCopies(of: feedURLs, loader: loader)
-        let catalog = try Catalog(feeds: kept, index: index, logger: logger)
+        let catalog = try Catalog(feeds: [], index: index, logger: logger)
+        let keptURLs = try Self.showKeptCopies(of: feedURLs, loader: loader, catalog: catalog)
+        logger.info("kept copies shown", metadata: ["feeds": "\(keptURLs.count)", "episodes": "\(catalog.episodeCount)"])
         for show in catalog.shows {
             source.zones.adopt(urls: (show.episodes + show.extras).map(\.url), feedURL: show.feedURL)
         }
@@ -130,7 +131,6 @@ struct MountService {
         refresher.start()
         // A cold mount is ready when its feeds are in, or after a short
         // deadline; shows that come later appear when they come.
-        let keptURLs = Set(kept.map(\.url))
         let waiting = refresher.waitForAnswers(
             from: Set(feedURLs).subtracting(keptURLs), timeout: readyDeadline)
         let failures = feedURLs.filter { !catalog.feedURLs.contains($0) && !waiting.contains($0) }.map { url in
@@ -197,18 +197,30 @@ struct MountService {
         return status == 0 ? 0 : 1
     }
 
-    /// The kept copies of `urls` that parse, in SOURCE order, parsed on a
-    /// few threads (a thousand feeds are a few seconds of parsing on one).
-    private static func keptCopies(of urls: [String], loader: FeedLoader) -> [(url: String, feed: ParsedFeed)] {
-        let parsed = Locked<[Int: ParsedFeed]>([:])
+    /// Shows the kept copies of `urls` that parse, in SOURCE order: parsed
+    /// on a few threads a batch at a time, each batch added to the
+    /// catalogue and let go, so the mount never holds every feed parsed at
+    /// once. Returns the URLs shown.
+    private static func showKeptCopies(of urls: [String], loader: FeedLoader, catalog: Catalog) throws -> Set<String> {
+        let batchSize = 64
         let workers = max(1, min(ProcessInfo.processInfo.activeProcessorCount, 8))
-        DispatchQueue.concurrentPerform(iterations: workers) { worker in
-            for position in stride(from: worker, to: urls.count, by: workers) {
-                if let feed = loader.kept(url: urls[position]) { parsed.withLock { $0[position] = feed } }
+        var shown = Set<String>()
+        for start in stride(from: 0, to: urls.count, by: batchSize) {
+            let batch = Array(urls[start..<min(start + batchSize, urls.count)])
+            let parsed = Locked<[Int: ParsedFeed]>([:])
+            DispatchQueue.concurrentPerform(iterations: min(workers, batch.count)) { worker in
+                for position in stride(from: worker, to: batch.count, by: min(workers, batch.count)) {
+                    if let feed = loader.kept(url: batch[position]) { parsed.withLock { $0[position] = feed } }
+                }
             }
+            let byPosition = parsed.withLock { $0 }
+            let feeds = batch.indices.compactMap { position in
+                byPosition[position].map { (url: batch[position], feed: $0) }
+            }
+            try catalog.add(feeds)
+            shown.formUnion(feeds.map(\.url))
         }
-        let byPosition = parsed.withLock { $0 }
-        return urls.indices.compactMap { position in byPosition[position].map { (url: urls[position], feed: $0) } }
+        return shown
     }
 
     /// The variables libcurl would take a proxy from (`HTTP_PROXY` in

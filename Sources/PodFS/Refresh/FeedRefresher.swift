@@ -149,6 +149,9 @@ public final class FeedRefresher: Sendable {
         while !current.wait(timeout: 1) { note(statusStore.flush()) }
         round.withLock { $0 = nil }
         note(statusStore.flush())
+        // The round's parses left freed heap behind; give it back (once a
+        // round: it walks the whole heap).
+        Heap.giveBackFreedMemory()
     }
 
     /// Waits until each of `urls` had its answer in this mount (it loaded,
@@ -194,8 +197,6 @@ public final class FeedRefresher: Sendable {
                         "files.removed": "\(change.removedNames.count)",
                     ])
                 note(url: url, ok: true, detail: "updated")
-                // The new copy's parse left freed heap behind; give it back.
-                Heap.giveBackFreedMemory()
             } catch {
                 let reason = "the new listing could not be registered in the cache index: \(error)"
                 logger.error("feed refresh failed; keeping the previous listing", metadata: ["feed.url": .url(url), "reason": "\(reason)"])
@@ -216,8 +217,11 @@ public final class FeedRefresher: Sendable {
     private func invalidate(_ change: Catalog.Change) {
         guard !change.isEmpty, let invalidator = invalidator.withLock({ $0 }) else { return }
         if change.isNewShow {
+            // The kernel can know nothing inside a folder that did not
+            // exist: the root and the folder's name are all it may hold.
             invalidator.invalidate(inode: Catalog.rootInode)
             invalidator.invalidate(parent: Catalog.rootInode, name: change.showName)
+            return
         }
         for name in change.addedNames + change.removedNames {
             invalidator.invalidate(parent: change.showInode, name: name)

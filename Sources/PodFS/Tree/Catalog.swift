@@ -96,20 +96,48 @@ public final class Catalog: Sendable {
     public init(feeds: [(url: String, feed: ParsedFeed)], index: CacheIndex, logger: Logger) throws {
         self.index = index
         self.logger = logger
-        let directoryNames = Naming.directoryNames(feeds.map { $0.feed.title })
-        let layouts = Self.layouts(
-            feeds.indices.map { (url: feeds[$0].url, feed: feeds[$0].feed, name: directoryNames[$0]) }, logger: logger)
-        var tree = Tree()
-        for (position, entry) in feeds.enumerated() {
-            let (show, _) = try Self.makeShow(
-                url: entry.url, feed: entry.feed, layout: layouts[position], name: directoryNames[position],
-                previous: nil, known: { tree.filesByKey[$0] }, index: index)
-            Self.install(show, replacing: nil, into: &tree)
+        try add(feeds)
+    }
+
+    // MARK: - Adding shows
+
+    /// Adds the directories of feeds the tree does not have yet (in order;
+    /// feeds it has are left out): laid out on a few threads, registered in
+    /// one transaction, installed in one step. A mount adds its kept copies
+    /// a batch at a time, so it never holds them all parsed at once.
+    /// Returns the files the reader has not seen.
+    @discardableResult
+    public func add(_ feeds: [(url: String, feed: ParsedFeed)]) throws -> [Episode] {
+        try updating.withLock { _ in
+            let (present, existing) = tree.withLock { tree in
+                (Set(tree.shows.map(\.feedURL)), Set(tree.shows.map { Array($0.name.utf8) }))
+            }
+            var seen = present
+            let feeds = feeds.filter { seen.insert($0.url).inserted }
+            var taken = existing
+            let names = feeds.map { Naming.uniqueName(stem: Naming.sanitize($0.feed.title), suffix: "", taken: &taken) }
+            let layouts = Self.layouts(
+                feeds.indices.map { (url: feeds[$0].url, feed: feeds[$0].feed, name: names[$0]) }, logger: logger)
+            // Every file of a new show is new: all are registered in one
+            // transaction.
+            let registered = try index.register(
+                feeds: feeds.indices.map { position in
+                    (feedURL: feeds[position].url, episodes: layouts[position].files.map { (key: $0.key, url: $0.url) })
+                })
+            var shows: [Show] = []
+            var newFiles: [Episode] = []
+            for (position, entry) in feeds.enumerated() {
+                let (show, files) = try Self.makeShow(
+                    url: entry.url, feed: entry.feed, layout: layouts[position], name: names[position],
+                    previous: nil, known: { _ in nil }, register: { _ in registered[position] })
+                shows.append(show)
+                newFiles += files
+            }
+            tree.withLock { tree in
+                for show in shows { Self.install(show, replacing: nil, into: &tree) }
+            }
+            return newFiles
         }
-        self.tree.withLock { $0 = tree }
-        logger.info(
-            "catalogue ready",
-            metadata: ["feeds": "\(tree.shows.count)", "episodes": "\(tree.shows.reduce(0) { $0 + $1.episodes.count })"])
     }
 
     // MARK: - Reading
@@ -193,7 +221,8 @@ public final class Catalog: Sendable {
             }
             let (show, newFiles) = try Self.makeShow(
                 url: url, feed: feed, layout: layout, name: name, previous: previous,
-                known: { key in self.tree.withLock { $0.filesByKey[key] } }, index: index)
+                known: { key in self.tree.withLock { $0.filesByKey[key] } },
+                register: { [index] in try index.register(feedURL: url, episodes: $0) })
             tree.withLock { Self.install(show, replacing: previous, into: &$0) }
             let before = Set(previous?.byName.keys.map { $0 } ?? [])
             let after = Set(show.byName.keys)
@@ -236,13 +265,14 @@ public final class Catalog: Sendable {
     /// the tree already has, registers the others.
     private static func makeShow(
         url: String, feed: ParsedFeed, layout: ShowLayout, name: String, previous: Show?,
-        known: (String) -> Episode?, index: CacheIndex
+        known: (String) -> Episode?,
+        register: ([(key: String, url: String)]) throws -> (feedID: Int64, records: [EpisodeRecord])
     ) throws -> (Show, newFiles: [Episode]) {
         let files = layout.files
         let reused = Dictionary(
             files.compactMap { item in known(item.key).map { (item.key, $0) } }, uniquingKeysWith: { first, _ in first })
         let missing = files.filter { reused[$0.key] == nil }
-        let registered = try index.register(feedURL: url, episodes: missing.map { (key: $0.key, url: $0.url) })
+        let registered = try register(missing.map { (key: $0.key, url: $0.url) })
         let records = Dictionary(zip(missing.map(\.key), registered.records), uniquingKeysWith: { first, _ in first })
         let showInode = Self.inode(.show, id: registered.feedID)
         let newest = feed.episodes.compactMap(\.published).max()
