@@ -20,8 +20,9 @@ import Locking
 public final class Catalog: Sendable {
     // MARK: - Nested types
 
-    /// A show directory.
-    public struct Show: Sendable {
+    /// A show directory. A class, so a `Node` holding one stays a word
+    /// wide: the tree holds a node per file, twice.
+    public final class Show: Sendable {
         public let inode: UInt64
         public let name: String
         public let feedURL: String
@@ -37,6 +38,23 @@ public final class Catalog: Sendable {
         let entries: [DirectoryEntry]
         /// Cache key to name, for the next refresh to keep.
         let names: [String: String]
+
+        init(
+            inode: UInt64, name: String, feedURL: String, modificationTime: Int64, episodes: [Episode],
+            extras: [Episode], playlist: Playlist, byName: [String: Node], entries: [DirectoryEntry],
+            names: [String: String]
+        ) {
+            self.inode = inode
+            self.name = name
+            self.feedURL = feedURL
+            self.modificationTime = modificationTime
+            self.episodes = episodes
+            self.extras = extras
+            self.playlist = playlist
+            self.byName = byName
+            self.entries = entries
+            self.names = names
+        }
     }
 
     /// What an inode is.
