@@ -100,12 +100,6 @@ struct MountService {
         // Kept copies serve at once (docs/DESIGN.md, "Feeds"): the mount
         // shows them now and revalidates them in the background.
         let catalog = try Catalog(feeds: [], index: index, logger: logger)
-        let keptURLs = try Self.showKeptCopies(of: feedURLs, loader: loader, catalog: catalog)
-        logger.info("kept copies shown", metadata: ["feeds": "\(keptURLs.count)", "episodes": "\(catalog.episodeCount)"])
-        for show in catalog.shows {
-            source.zones.adopt(urls: (show.episodes + show.extras).map(\.url), feedURL: show.feedURL)
-        }
-        Heap.giveBackFreedMemory()
         var tuning = EpisodeReader.Tuning()
         tuning.revalidateAfter = revalidateAfter
         tuning.commitEveryChunk = commitInterval == 0
@@ -114,12 +108,43 @@ struct MountService {
         _ = CachePrivacy.writeFile(
             cacheDirectory + "/cache-size", Array((tuning.cacheLimit.map { String($0) } ?? "none").utf8))
         let reader = EpisodeReader(index: index, source: source, logger: logger, tuning: tuning)
-        reader.adopt(catalog.shows.flatMap { $0.episodes + $0.extras })
-        reader.evictIfOverLimit()
+        let zones = source.zones
+        let adopt: @Sendable ([Catalog.Show]) -> Void = { shows in
+            for show in shows {
+                zones.adopt(urls: (show.episodes + show.extras).map(\.url), feedURL: show.feedURL)
+                reader.adopt(show.episodes + show.extras)
+            }
+        }
+        // The shows the last mount had: listed at once, built from their
+        // kept copies in the background or when first looked into.
+        let saved = ShowList.read(directory: cacheDirectory)
+        let lazy = !saved.isEmpty && Set(feedURLs).isSubset(of: Set(saved.map(\.url)))
+        let keptURLs: Set<String>
+        if lazy {
+            let wanted = Set(feedURLs)
+            catalog.list(saved.filter { wanted.contains($0.url) }) { url in
+                guard let feed = loader.kept(url: url) else {
+                    catalog.dropPlaceholder(url: url)
+                    return
+                }
+                do {
+                    adopt(try catalog.add([(url: url, feed: feed)]))
+                } catch {
+                    logger.error("could not show the kept copy", metadata: ["feed.url": .url(url), "error": "\(error)"])
+                    catalog.dropPlaceholder(url: url)
+                }
+            }
+            keptURLs = wanted
+            logger.info("shows listed from the last mount", metadata: ["feeds": "\(catalog.placeholderURLs.count)"])
+        } else {
+            keptURLs = try Self.showKeptCopies(of: feedURLs, loader: loader, catalog: catalog, adopt: adopt)
+            logger.info("kept copies shown", metadata: ["feeds": "\(keptURLs.count)", "episodes": "\(catalog.episodeCount)"])
+            Heap.giveBackFreedMemory()
+            reader.evictIfOverLimit()
+        }
         let fileSystem = PodFileSystem(
             catalog: catalog, reader: reader, logger: logger,
             control: StatusFiles.make(cacheDirectory: cacheDirectory, mountpoint: mountpoint, logger: logger))
-        let zones = source.zones
         let refresher = FeedRefresher(
             urls: feedURLs, interval: refreshInterval, limits: feedLimits, loader: loader, catalog: catalog,
             reader: reader, statusStore: feedStatus, logger: logger,
@@ -128,15 +153,30 @@ struct MountService {
             // them with the origin as soon as one feed answered, not at
             // their first open. Offline, the checks would only fail.
             onFirstAnswer: { reader.revalidateRecentlyRead() })
-        refresher.start()
+        // The background pass over the placeholders, then the first round.
+        let building = lazy
+            ? KeptCopyPass(
+                urls: catalog.placeholderURLs, loader: loader, catalog: catalog, adopt: adopt, logger: logger,
+                then: { [cacheDirectory] in
+                    ShowList.write(catalog.placeholdersToSave, directory: cacheDirectory, logger: logger)
+                    Heap.giveBackFreedMemory()
+                    reader.evictIfOverLimit()
+                    refresher.start()
+                })
+            : nil
+        if let building { building.start() } else { refresher.start() }
         // A cold mount is ready when its feeds are in, or after a short
         // deadline; shows that come later appear when they come.
         let waiting = refresher.waitForAnswers(
             from: Set(feedURLs).subtracting(keptURLs), timeout: readyDeadline)
-        let failures = feedURLs.filter { !catalog.feedURLs.contains($0) && !waiting.contains($0) }.map { url in
+        // A feed still waiting but answered once is waiting for its retry
+        // (a Retry-After): with nothing to show, that is a failure to say.
+        let unanswered = waiting.filter { feedStatus.record(url: $0)?.pending == true }
+        let listed = catalog.feedURLs.union(catalog.placeholderURLs)
+        let failures = feedURLs.filter { !listed.contains($0) && !unanswered.contains($0) }.map { url in
             "\(FeedURL.redacted(url, for: .log)): \(feedStatus.record(url: url)?.detail ?? "unknown")"
         }
-        if catalog.shows.isEmpty && waiting.isEmpty {
+        if listed.isEmpty && unanswered.isEmpty {
             refresher.requestStop()
             client.shutdown()
             refresher.waitUntilStopped()
@@ -186,9 +226,13 @@ struct MountService {
         logger.info("unmounting: saving the cache index")
         // Stop refreshing first: shutting the client down cuts a refresh's
         // fetch short, and nothing invalidates after the session closes.
+        building?.stop()
         refresher.requestStop()
         client.shutdown()
+        building?.waitUntilStopped()
+        refresher.requestStop()
         refresher.waitUntilStopped()
+        ShowList.write(catalog.placeholdersToSave, directory: cacheDirectory, logger: logger)
         reader.stopFlushing()
         index.checkpoint()
         session.close()
@@ -201,11 +245,14 @@ struct MountService {
     /// on a few threads a batch at a time, each batch added to the
     /// catalogue and let go, so the mount never holds every feed parsed at
     /// once. Returns the URLs shown.
-    private static func showKeptCopies(of urls: [String], loader: FeedLoader, catalog: Catalog) throws -> Set<String> {
+    static func showKeptCopies(
+        of urls: [String], loader: FeedLoader, catalog: Catalog, adopt: ([Catalog.Show]) -> Void,
+        shouldStop: () -> Bool = { false }
+    ) throws -> Set<String> {
         let batchSize = 64
         let workers = max(1, min(ProcessInfo.processInfo.activeProcessorCount, 8))
         var shown = Set<String>()
-        for start in stride(from: 0, to: urls.count, by: batchSize) {
+        for start in stride(from: 0, to: urls.count, by: batchSize) where !shouldStop() {
             let batch = Array(urls[start..<min(start + batchSize, urls.count)])
             let parsed = Locked<[Int: ParsedFeed]>([:])
             DispatchQueue.concurrentPerform(iterations: min(workers, batch.count)) { worker in
@@ -217,7 +264,7 @@ struct MountService {
             let feeds = batch.indices.compactMap { position in
                 byPosition[position].map { (url: batch[position], feed: $0) }
             }
-            try catalog.add(feeds)
+            adopt(try catalog.add(feeds))
             shown.formUnion(feeds.map(\.url))
         }
         return shown

@@ -103,7 +103,7 @@ public final class FeedRound: @unchecked Sendable {
 
     /// Leaves SIGINT/SIGTERM to the FUSE loop's thread
     /// (docs/FUSE-SWIFT-NOTES.md, "Signals").
-    static func blockTerminationSignals() {
+    public static func blockTerminationSignals() {
         var set = sigset_t()
         sigemptyset(&set)
         for signal in [SIGINT, SIGTERM, SIGHUP, SIGQUIT] { sigaddset(&set, signal) }

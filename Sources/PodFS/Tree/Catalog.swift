@@ -86,7 +86,7 @@ public final class Catalog: Sendable {
     }
 
     /// The whole tree, swapped as one value. Guarded by `tree`'s lock.
-    private struct Tree {
+    struct Tree {
         var shows: [Show] = []
         var showsByName: [String: Show] = [:]
         /// Every node served in this mount, files that left their feed
@@ -94,18 +94,28 @@ public final class Catalog: Sendable {
         var nodes: [UInt64: Node] = [Catalog.rootInode: .root]
         /// Every file's `Episode` by cache key, for reuse across refreshes.
         var filesByKey: [String: Episode] = [:]
+        /// Shows known from the last mount and not built yet, by feed URL
+        /// (`Catalog+Placeholders`).
+        var placeholders: [String: Placeholder] = [:]
+        var placeholdersByName: [String: Placeholder] = [:]
+        var placeholdersByInode: [UInt64: Placeholder] = [:]
+        /// Feed URLs in the order the root lists them, while placeholders
+        /// exist (a show built from one keeps its place); empty otherwise.
+        var rootOrder: [String] = []
     }
 
     // MARK: - Properties
 
     public static let rootInode: UInt64 = 1
 
-    private let index: CacheIndex
-    private let logger: Logger
-    private let tree = Locked(Tree())
+    let index: CacheIndex
+    let logger: Logger
+    let tree = Locked(Tree())
+    /// Builds the shows of placeholders on demand (set by the mount).
+    let builder = Locked<(@Sendable (_ url: String) -> Void)?>(nil)
     /// Held by `update` from start to end: one refresh at a time may read,
     /// rebuild and swap the tree.
-    private let updating = Locked(0)
+    let updating = Locked(0)
 
     // MARK: - Init
 
@@ -123,17 +133,22 @@ public final class Catalog: Sendable {
     /// feeds it has are left out): laid out on a few threads, registered in
     /// one transaction, installed in one step. A mount adds its kept copies
     /// a batch at a time, so it never holds them all parsed at once.
-    /// Returns the files the reader has not seen.
+    /// Returns the shows added (their files are new to the reader).
     @discardableResult
-    public func add(_ feeds: [(url: String, feed: ParsedFeed)]) throws -> [Episode] {
+    public func add(_ feeds: [(url: String, feed: ParsedFeed)]) throws -> [Show] {
         try updating.withLock { _ in
             let (present, existing) = tree.withLock { tree in
                 (Set(tree.shows.map(\.feedURL)), Set(tree.shows.map { Array($0.name.utf8) }))
             }
             var seen = present
             let feeds = feeds.filter { seen.insert($0.url).inserted }
-            var taken = existing
-            let names = feeds.map { Naming.uniqueName(stem: Naming.sanitize($0.feed.title), suffix: "", taken: &taken) }
+            let placeholders = tree.withLock { $0.placeholders }
+            var taken = existing.union(placeholders.values.map { Array($0.name.utf8) })
+            // A show built from a placeholder keeps the name it was listed with.
+            let names = feeds.map {
+                placeholders[$0.url]?.name
+                    ?? Naming.uniqueName(stem: Naming.sanitize($0.feed.title), suffix: "", taken: &taken)
+            }
             let layouts = Self.layouts(
                 feeds.indices.map { (url: feeds[$0].url, feed: feeds[$0].feed, name: names[$0]) }, logger: logger)
             // Every file of a new show is new: all are registered in one
@@ -143,18 +158,16 @@ public final class Catalog: Sendable {
                     (feedURL: feeds[position].url, episodes: layouts[position].files.map { (key: $0.key, url: $0.url) })
                 })
             var shows: [Show] = []
-            var newFiles: [Episode] = []
             for (position, entry) in feeds.enumerated() {
-                let (show, files) = try Self.makeShow(
+                let (show, _) = try Self.makeShow(
                     url: entry.url, feed: entry.feed, layout: layouts[position], name: names[position],
                     previous: nil, known: { _ in nil }, register: { _ in registered[position] })
                 shows.append(show)
-                newFiles += files
             }
             tree.withLock { tree in
                 for show in shows { Self.install(show, replacing: nil, into: &tree) }
             }
-            return newFiles
+            return shows
         }
     }
 
@@ -175,7 +188,10 @@ public final class Catalog: Sendable {
     }
 
     public func node(_ inode: UInt64) -> Node? {
-        tree.withLock { $0.nodes[inode] }
+        if let node = tree.withLock({ $0.nodes[inode] }) { return node }
+        guard let url = tree.withLock({ $0.placeholdersByInode[inode]?.url }) else { return nil }
+        build(url: url)
+        return tree.withLock { $0.nodes[inode] }
     }
 
     public func lookup(parent: UInt64, name: String) -> Node? {
@@ -185,14 +201,17 @@ public final class Catalog: Sendable {
             case .show(let show): return show.byName[name]
             case .episode, .playlist, nil: return nil
             }
-        }
+        } ?? lookupPlaceholder(parent: parent, name: name)
     }
 
     public func children(of inode: UInt64) -> [DirectoryEntry]? {
-        tree.withLock { tree in
+        if tree.withLock({ $0.nodes[inode] == nil }), let url = tree.withLock({ $0.placeholdersByInode[inode]?.url }) {
+            build(url: url)
+        }
+        return tree.withLock { tree in
             switch tree.nodes[inode] {
             case .root:
-                return tree.shows.map { DirectoryEntry(name: $0.name, inode: $0.inode, kind: .directory) }
+                return Self.rootEntries(tree)
             case .show(let show):
                 return show.entries
             case .episode, .playlist, nil:
@@ -222,12 +241,18 @@ public final class Catalog: Sendable {
         return try updating.withLock { _ in
             // No copy of the tree is held while it is changed: a copy would
             // make every update of a large mount copy every node.
-            let (previous, taken) = tree.withLock { tree in
-                (tree.shows.first { $0.feedURL == url }, Set(tree.shows.map { Array($0.name.utf8) }))
+            let (previous, taken, placeholder) = tree.withLock { tree in
+                (
+                    tree.shows.first { $0.feedURL == url },
+                    Set(tree.shows.map { Array($0.name.utf8) } + tree.placeholders.values.map { Array($0.name.utf8) }),
+                    tree.placeholders[url]
+                )
             }
             let name: String
             if let previous {
                 name = previous.name
+            } else if let placeholder {
+                name = placeholder.name
             } else {
                 var taken = taken
                 name = Naming.uniqueName(stem: Naming.sanitize(feed.title), suffix: "", taken: &taken)
@@ -268,14 +293,14 @@ public final class Catalog: Sendable {
     // MARK: - Private methods
 
     /// The kinds of node whose inode numbers come from index ids.
-    private enum InodeKind: UInt64 {
+    enum InodeKind: UInt64 {
         case show = 1, episode = 2, playlist = 3
     }
 
     /// The inode of an index id: the kind in the bits from 40 up, the id's
     /// low 40 bits below. A damaged index may hold any id; a negative or
     /// huge one gives a wrong number, never a trap.
-    private static func inode(_ kind: InodeKind, id: Int64) -> UInt64 {
+    static func inode(_ kind: InodeKind, id: Int64) -> UInt64 {
         (kind.rawValue << 40) | (UInt64(truncatingIfNeeded: id) & ((1 << 40) - 1))
     }
 
@@ -358,6 +383,13 @@ public final class Catalog: Sendable {
 
     /// Puts `show` in the tree in place of `previous` (or at the end).
     private static func install(_ show: Show, replacing previous: Show?, into tree: inout Tree) {
+        if let placeholder = tree.placeholders.removeValue(forKey: show.feedURL) {
+            tree.placeholdersByName[placeholder.name] = nil
+            tree.placeholdersByInode[placeholder.inode] = nil
+        }
+        if !tree.rootOrder.isEmpty, previous == nil, !tree.rootOrder.contains(show.feedURL) {
+            tree.rootOrder.append(show.feedURL)
+        }
         if let previous, let position = tree.shows.firstIndex(where: { $0.inode == previous.inode }) {
             tree.shows[position] = show
         } else {
