@@ -185,6 +185,19 @@ public final class CacheIndex: Sendable {
         }
     }
 
+    /// The URLs of the feeds that have a kept copy, without reading the
+    /// copies.
+    public func keptFeedURLs() throws(IndexError) -> Set<String> {
+        try connection.withLock { db throws(IndexError) -> Set<String> in
+            let query = try db.prepare("SELECT url FROM feeds WHERE body IS NOT NULL")
+            var urls = Set<String>()
+            while try query.step() {
+                if let url = query.text(0) { urls.insert(url) }
+            }
+            return urls
+        }
+    }
+
     /// Keeps `body` as the last good copy of the feed at `url`.
     public func saveFeedBody(
         url: String, body: [UInt8], etag: String?, lastModified: String?, fetchedAt: Int64

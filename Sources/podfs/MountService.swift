@@ -41,6 +41,10 @@ struct MountService {
     /// Seconds a mount waits for feeds it has no kept copy of before it is
     /// ready; those that come later appear when they come.
     var readyDeadline = 2.5
+    /// The same for a mount that has shows to list at once: feeds it has
+    /// no kept copy of (a new subscription, a host that failed before) are
+    /// waited for only this long.
+    var warmReadyDeadline = 0.3
     /// How many feed fetches run at once, in all and per host.
     var feedLimits = FeedSchedule.Limits.standard
     /// The User-Agent of every request (`-o user_agent=`).
@@ -118,11 +122,15 @@ struct MountService {
         // The shows the last mount had: listed at once, built from their
         // kept copies in the background or when first looked into.
         let saved = ShowList.read(directory: cacheDirectory)
-        let lazy = !saved.isEmpty && Set(feedURLs).isSubset(of: Set(saved.map(\.url)))
+        let wanted = Set(feedURLs)
+        // Only shows whose kept copy is still in the index (a damaged index
+        // is rebuilt empty).
+        let kept = (try? index.keptFeedURLs()) ?? []
+        let listable = saved.filter { wanted.contains($0.url) && kept.contains($0.url) }
+        let lazy = !listable.isEmpty
         let keptURLs: Set<String>
         if lazy {
-            let wanted = Set(feedURLs)
-            catalog.list(saved.filter { wanted.contains($0.url) }) { url in
+            catalog.list(listable) { url in
                 guard let feed = loader.kept(url: url) else {
                     catalog.dropPlaceholder(url: url)
                     return
@@ -134,7 +142,7 @@ struct MountService {
                     catalog.dropPlaceholder(url: url)
                 }
             }
-            keptURLs = wanted
+            keptURLs = Set(catalog.placeholderURLs)
             logger.info("shows listed from the last mount", metadata: ["feeds": "\(catalog.placeholderURLs.count)"])
         } else {
             keptURLs = try Self.showKeptCopies(of: feedURLs, loader: loader, catalog: catalog, adopt: adopt)
@@ -161,14 +169,15 @@ struct MountService {
                     ShowList.write(catalog.placeholdersToSave, directory: cacheDirectory, logger: logger)
                     Heap.giveBackFreedMemory()
                     reader.evictIfOverLimit()
-                    refresher.start()
                 })
             : nil
-        if let building { building.start() } else { refresher.start() }
+        building?.start()
+        refresher.start()
         // A cold mount is ready when its feeds are in, or after a short
-        // deadline; shows that come later appear when they come.
+        // deadline; a mount with shows to list waits far less for the feeds
+        // it has nothing of. Shows that come later appear when they come.
         let waiting = refresher.waitForAnswers(
-            from: Set(feedURLs).subtracting(keptURLs), timeout: readyDeadline)
+            from: wanted.subtracting(keptURLs), timeout: keptURLs.isEmpty ? readyDeadline : warmReadyDeadline)
         // A feed still waiting but answered once is waiting for its retry
         // (a Retry-After): with nothing to show, that is a failure to say.
         let unanswered = waiting.filter { feedStatus.record(url: $0)?.pending == true }

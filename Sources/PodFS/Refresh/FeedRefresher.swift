@@ -92,6 +92,9 @@ public final class FeedRefresher: Sendable {
             return true
         }
         guard starting else { return }
+        // Pending from now, not from when the thread gets to it: a mount
+        // reads these records as soon as this returns.
+        note(statusStore.markPending(urls: urls))
         let thread = Thread { [self] in
             FeedRound.blockTerminationSignals()
             refreshAll()
@@ -173,7 +176,7 @@ public final class FeedRefresher: Sendable {
     private func refresh(url: String) -> FeedRound.Ended {
         // A feed the mount does not show yet is asked for in full: its kept
         // copy, if any, did not parse.
-        let shown = catalog.feedURLs.contains(url)
+        let shown = catalog.feedURLs.contains(url) || catalog.placeholderURLs.contains(url)
         switch loader.refresh(url: url, conditional: shown) {
         case .notModified:
             logger.debug("feed not modified", metadata: ["feed.url": .url(url)])
