@@ -129,13 +129,15 @@ warm=$(since "$t")
 pid=$(sed -n 's/.*pid \([0-9]*\).*/\1/p' <<<"$out" | head -1)
 warm_shows=$(ls "$mnt" | wc -l)
 warm_cpu=$(awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f", ($14 + $15) / hz}' "/proc/$pid/stat")
-sleep 3
+# Every file listed: builds every show that the background pass has not.
+warm_files=$(find "$mnt" -mindepth 2 -type f | wc -l)
+warm_all=$(since "$t")
 warm_peak_kib=$(awk '/VmHWM/ {print $2}' "/proc/$pid/status")
 "$podfs" unmount "$mnt" >/dev/null
 
 awk -v feeds="$feeds" -v hosts="$hosts" -v delay="$delay" -v items="$items" -v curl="$curl_time" \
     -v cold="$cold" -v listed="$listed" -v warm="$warm" -v files="$files" -v peak="$peak_kib" \
-    -v cpu="$cpu" -v wcpu="$warm_cpu" -v cores="$(nproc)" -v wpeak="$warm_peak_kib" -v wshows="$warm_shows" -v summary="$(cat "$work/summary")" 'BEGIN {
+    -v cpu="$cpu" -v wcpu="$warm_cpu" -v cores="$(nproc)" -v wpeak="$warm_peak_kib" -v wshows="$warm_shows" -v wall="$warm_all" -v wfiles="$warm_files" -v summary="$(cat "$work/summary")" 'BEGIN {
   allowed = 1.5 * curl; if (allowed < 3) allowed = 3
   target_kib = 64 * 1024 + files
   printf "podfs many-feeds bench: %d feeds (%d items) on %d hosts, +%d ms per request, plus a hanging host and a refusing port\n", feeds, items, hosts, delay
@@ -143,8 +145,9 @@ awk -v feeds="$feeds" -v hosts="$hosts" -v delay="$delay" -v items="$items" -v c
   printf "| cold ready | %.2f s | <= 3 s |\n", cold
   printf "| every show listed | %.2f s (%.2f x curl) | <= 1.5 x curl, at least 3 s: %.2f s |\n", listed, listed / curl, allowed
   printf "| warm remount ready | %.2f s (%d shows listed at once) | <= 0.5 s |\n", warm, wshows
+  printf "| warm remount, every file listed (find) | %.2f s (%d files) | |\n", wall, wfiles
   printf "| peak RSS, cold | %.1f MiB for %d files: %.0f B/file over 64 MiB | <= 64 MiB + 1 KiB/file: %.1f MiB |\n", peak / 1024, files, (peak - 65536) * 1024 / files, target_kib / 1024
-  printf "| peak RSS, warm remount | %.1f MiB | %.1f MiB |\n", wpeak / 1024, target_kib / 1024
+  printf "| peak RSS, warm remount, after every file was listed | %.1f MiB | %.1f MiB |\n", wpeak / 1024, target_kib / 1024
   printf "| curl --parallel (reference) | %.2f s | |\n", curl
   printf "daemon CPU until every show was listed: %.2f s (%d cores); until the warm remount was ready: %.2f s\n", cpu, cores, wcpu
   printf "status after the cold mount: %s\n", summary

@@ -14,14 +14,18 @@ final class KeptCopyPass: Sendable {
     private let adopt: @Sendable ([Catalog.Show]) -> Void
     private let logger: Logger
     private let then: @Sendable () -> Void
+    /// Told each placeholder dropped because its kept copy gave no show.
+    private let dropped: @Sendable (Catalog.Placeholder?) -> Void
     /// Set to stop between batches. Guarded by its lock.
     private let stopping = Locked(false)
     private let ended = DispatchSemaphore(value: 0)
 
     init(
         urls: [String], loader: FeedLoader, catalog: Catalog, adopt: @escaping @Sendable ([Catalog.Show]) -> Void,
-        logger: Logger, then: @escaping @Sendable () -> Void
+        logger: Logger, dropped: @escaping @Sendable (Catalog.Placeholder?) -> Void,
+        then: @escaping @Sendable () -> Void
     ) {
+        self.dropped = dropped
         self.urls = urls
         self.loader = loader
         self.catalog = catalog
@@ -58,7 +62,7 @@ final class KeptCopyPass: Sendable {
         }
         guard !stopping.withLock({ $0 }) else { return }
         // A placeholder whose kept copy gave no show waits for its feed.
-        for url in catalog.placeholderURLs { catalog.dropPlaceholder(url: url) }
+        for url in catalog.placeholderURLs { dropped(catalog.dropPlaceholder(url: url)) }
         logger.info(
             "kept copies shown",
             metadata: [

@@ -42,8 +42,9 @@ struct MountService {
     /// ready; those that come later appear when they come.
     var readyDeadline = 2.5
     /// The same for a mount that has shows to list at once: feeds it has
-    /// no kept copy of (a new subscription, a host that failed before) are
-    /// waited for only this long.
+    /// no kept copy of (a new subscription, a feed that failed before) are
+    /// waited for only this long, and one that never answered in the last
+    /// mount not at all.
     var warmReadyDeadline = 0.3
     /// How many feed fetches run at once, in all and per host.
     var feedLimits = FeedSchedule.Limits.standard
@@ -129,17 +130,28 @@ struct MountService {
         let listable = saved.filter { wanted.contains($0.url) && kept.contains($0.url) }
         let lazy = !listable.isEmpty
         let keptURLs: Set<String>
+        // Tells the kernel a listed show is gone (its kept copy gave none).
+        let kernel = Locked<(any KernelCacheInvalidator)?>(nil)
+        let forget: @Sendable (Catalog.Placeholder?) -> Void = { placeholder in
+            guard let placeholder, let invalidator = kernel.withLock({ $0 }) else { return }
+            invalidator.invalidate(inode: Catalog.rootInode)
+            invalidator.invalidate(parent: Catalog.rootInode, name: placeholder.name)
+        }
         if lazy {
             catalog.list(listable) { url in
+                // Called from a request handler: the kernel is told from
+                // another thread (docs/DESIGN.md, "Feeds").
                 guard let feed = loader.kept(url: url) else {
-                    catalog.dropPlaceholder(url: url)
+                    let dropped = catalog.dropPlaceholder(url: url)
+                    DispatchQueue.global().async { forget(dropped) }
                     return
                 }
                 do {
                     adopt(try catalog.add([(url: url, feed: feed)]))
                 } catch {
                     logger.error("could not show the kept copy", metadata: ["feed.url": .url(url), "error": "\(error)"])
-                    catalog.dropPlaceholder(url: url)
+                    let dropped = catalog.dropPlaceholder(url: url)
+                    DispatchQueue.global().async { forget(dropped) }
                 }
             }
             keptURLs = Set(catalog.placeholderURLs)
@@ -153,6 +165,10 @@ struct MountService {
         let fileSystem = PodFileSystem(
             catalog: catalog, reader: reader, logger: logger,
             control: StatusFiles.make(cacheDirectory: cacheDirectory, mountpoint: mountpoint, logger: logger))
+        // Feeds that never answered in the last mount (still pending when it
+        // ended: a host that hangs) hold no mount that has shows to list.
+        let records = feedStatus.records
+        let silentBefore = wanted.subtracting(keptURLs).filter { records[$0]?.pending == true }
         let refresher = FeedRefresher(
             urls: feedURLs, interval: refreshInterval, limits: feedLimits, loader: loader, catalog: catalog,
             reader: reader, statusStore: feedStatus, logger: logger,
@@ -165,7 +181,7 @@ struct MountService {
         let building = lazy
             ? KeptCopyPass(
                 urls: catalog.placeholderURLs, loader: loader, catalog: catalog, adopt: adopt, logger: logger,
-                then: { [cacheDirectory] in
+                dropped: forget, then: { [cacheDirectory] in
                     ShowList.write(catalog.placeholdersToSave, directory: cacheDirectory, logger: logger)
                     Heap.giveBackFreedMemory()
                     reader.evictIfOverLimit()
@@ -176,8 +192,11 @@ struct MountService {
         // A cold mount is ready when its feeds are in, or after a short
         // deadline; a mount with shows to list waits far less for the feeds
         // it has nothing of. Shows that come later appear when they come.
-        let waiting = refresher.waitForAnswers(
-            from: wanted.subtracting(keptURLs), timeout: keptURLs.isEmpty ? readyDeadline : warmReadyDeadline)
+        let waiting = keptURLs.isEmpty
+            ? refresher.waitForAnswers(from: wanted, timeout: readyDeadline)
+            : refresher.waitForAnswers(
+                from: wanted.subtracting(keptURLs).subtracting(silentBefore), timeout: warmReadyDeadline)
+                .union(silentBefore)
         // A feed still waiting but answered once is waiting for its retry
         // (a Retry-After): with nothing to show, that is a failure to say.
         let unanswered = waiting.filter { feedStatus.record(url: $0)?.pending == true }
@@ -206,6 +225,7 @@ struct MountService {
         }
         // From here on a feed that lands tells the kernel what changed.
         refresher.attach(invalidator: session)
+        kernel.withLock { $0 = session }
         reader.attach(invalidator: session)
         let readAhead = session.setReadAhead(kib: readAheadKiB)
         if readAhead < readAheadKiB {

@@ -177,7 +177,12 @@ public final class FeedRefresher: Sendable {
         // A feed the mount does not show yet is asked for in full: its kept
         // copy, if any, did not parse.
         let shown = catalog.feedURLs.contains(url) || catalog.placeholderURLs.contains(url)
-        switch loader.refresh(url: url, conditional: shown) {
+        let outcome = loader.refresh(url: url, conditional: shown)
+        // A fetch cut short by the unmount says nothing about the feed: it
+        // stays pending (a feed still pending when a mount ends holds no
+        // next mount).
+        guard lifecycle.withLock({ $0 == .running || $0 == .idle }) else { return .settled }
+        switch outcome {
         case .notModified:
             logger.debug("feed not modified", metadata: ["feed.url": .url(url)])
             note(url: url, ok: true, detail: "not modified")
