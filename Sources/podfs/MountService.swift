@@ -187,16 +187,25 @@ struct MountService {
                     reader.evictIfOverLimit()
                 })
             : nil
-        building?.start()
-        refresher.start()
+        // What the mount waits for before it is ready: a cold mount, every
+        // feed; one with shows to list, the feeds it has nothing of, except
+        // those that never answered last time. With nothing to wait for, the
+        // background work starts after the mount is ready, so it takes no
+        // CPU from getting there.
+        let waitFor = keptURLs.isEmpty ? wanted : wanted.subtracting(keptURLs).subtracting(silentBefore)
+        let startEarly = !waitFor.isEmpty
+        if startEarly {
+            building?.start()
+            refresher.start()
+        } else {
+            feedStatus.markPending(urls: feedURLs)
+        }
         // A cold mount is ready when its feeds are in, or after a short
         // deadline; a mount with shows to list waits far less for the feeds
         // it has nothing of. Shows that come later appear when they come.
-        let waiting = keptURLs.isEmpty
-            ? refresher.waitForAnswers(from: wanted, timeout: readyDeadline)
-            : refresher.waitForAnswers(
-                from: wanted.subtracting(keptURLs).subtracting(silentBefore), timeout: warmReadyDeadline)
-                .union(silentBefore)
+        let waiting = refresher.waitForAnswers(
+            from: waitFor, timeout: keptURLs.isEmpty ? readyDeadline : warmReadyDeadline)
+            .union(wanted.subtracting(keptURLs).subtracting(waitFor))
         // A feed still waiting but answered once is waiting for its retry
         // (a Retry-After): with nothing to show, that is a failure to say.
         let unanswered = waiting.filter { feedStatus.record(url: $0)?.pending == true }
@@ -240,6 +249,10 @@ struct MountService {
             report("warning: \(waiting.count) feed(s) still loading; their shows appear when they come (podfs status)")
         }
         report("ready")
+        if !startEarly {
+            building?.start()
+            refresher.start()
+        }
         if readiness == .pipe {
             // Nothing more for the parent: detach stdout from its pipe.
             let devNull = open("/dev/null", O_WRONLY)

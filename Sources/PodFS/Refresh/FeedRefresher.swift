@@ -121,7 +121,8 @@ public final class FeedRefresher: Sendable {
     /// `waitUntilStopped`.
     public func requestStop() {
         let wasRunning = lifecycle.withLock { state -> Bool in
-            defer { if state != .stopped { state = .stopping } }
+            // Never started: no thread to wait for.
+            defer { state = state == .idle ? .stopped : state == .stopped ? .stopped : .stopping }
             return state == .running
         }
         round.withLock { $0 }?.stop()
