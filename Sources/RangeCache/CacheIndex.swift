@@ -392,6 +392,19 @@ public final class CacheIndex: Sendable {
         }
     }
 
+    /// The bytes the cache holds in all, as `usage()` would sum them, in
+    /// one aggregate query (a mount asks at start, before it is ready).
+    public func cachedBytes() throws(IndexError) -> Int64 {
+        try connection.withLock { db throws(IndexError) -> Int64 in
+            // TOTAL is a float: no overflow, whatever a damaged index holds.
+            let query = try db.prepare(
+                "SELECT CAST(MIN(TOTAL(CASE WHEN upper <= 1099511627776 AND upper > lower THEN upper - lower "
+                    + "ELSE 0 END), 9.0e18) AS INTEGER) FROM ranges")
+            guard try query.step() else { return 0 }
+            return max(0, query.int64(0))
+        }
+    }
+
     /// Every feed with its episodes, ranges and last-read times, read in one
     /// transaction so the picture is consistent while a mount writes.
     public func snapshot() throws(IndexError) -> [FeedSnapshot] {

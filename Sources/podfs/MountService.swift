@@ -364,7 +364,7 @@ struct MountService {
         var stats = statvfs()
         guard statvfs(cacheDirectory, &stats) == 0 else { return nil }
         let free = Int64(stats.f_bavail) * Int64(stats.f_frsize)
-        let held = (try? index.usage().reduce(Int64(0)) { $0 + $1.bytes }) ?? 0
+        let held = (try? index.cachedBytes()) ?? 0
         let limit = (free + held) / 2
         logger.info("cache size cap", metadata: ["cap.bytes": "\(limit)", "rule": "half of free space plus cached"])
         return limit
