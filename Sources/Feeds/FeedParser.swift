@@ -48,7 +48,7 @@ public enum FeedParser {
     /// name here before reading a new element's text.
     private static let textElements: Set<String> = [
         "title", "guid", "id", "pubDate", "lastBuildDate", "date", "published", "updated", "issued", "modified",
-        "url", "logo", "icon", "image",
+        "url", "logo", "icon", "image", "new-feed-url",
     ]
 
     // MARK: - Public methods
@@ -127,6 +127,9 @@ public enum FeedParser {
         feed.imageURL =
             [itunesImage, rssImage].lazy.compactMap { $0 }
             .compactMap { FeedURL.resolveHTTP($0, base: baseURL) }.first
+        feed.newFeedURL = channel.child("new-feed-url", in: .itunes)?.trimmedText
+            .flatMap { FeedURL.resolveHTTP($0, base: baseURL) }
+        feed.showGUID = channel.child("guid", in: .podcastIndex)?.trimmedText.flatMap { $0.isEmpty ? nil : $0 }
         return feed
     }
 

@@ -24,6 +24,14 @@ public struct ParsedFeed: Sendable, Equatable {
     /// Episodes in document order.
     public var episodes: [ParsedEpisode]
 
+    /// `itunes:new-feed-url`: where the publisher says the feed now lives;
+    /// an absolute http(s) URL. Followed only when it leads to a feed that
+    /// parses (docs/DESIGN.md, "Feeds").
+    public var newFeedURL: String?
+
+    /// `podcast:guid`: the show's own identity, the same on every host.
+    public var showGUID: String?
+
     /// What the parser had to repair or leave out to read a document that is
     /// not well-formed XML, one sentence each, for the log and
     /// `podfs status`. Empty for a well-formed feed.

@@ -13,12 +13,20 @@ public struct HTTPRequest: Sendable {
     /// Who wrote `url`: decides which address zones it may reach (see
     /// `AddressPolicy`). The user's own URLs (feed SOURCEs) may go anywhere.
     public var issuer: URLIssuer
+    /// Seconds to wait for a connection.
+    public var connectTimeout: Int
+    /// Seconds the whole transfer may take; `nil`: no limit (a body that
+    /// stalls still fails, by the low-speed rule).
+    public var totalTimeout: Int?
 
     public init(
         url: String, range: Range<Int64>? = nil, ifRange: String? = nil,
-        headers: [(name: String, value: String)] = [], acceptCompressed: Bool = false, issuer: URLIssuer = .user
+        headers: [(name: String, value: String)] = [], acceptCompressed: Bool = false, issuer: URLIssuer = .user,
+        connectTimeout: Int = 15, totalTimeout: Int? = nil
     ) {
         self.issuer = issuer
+        self.connectTimeout = connectTimeout
+        self.totalTimeout = totalTimeout
         self.url = url
         self.range = range
         self.ifRange = ifRange

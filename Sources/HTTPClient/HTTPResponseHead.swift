@@ -34,6 +34,16 @@ public struct HTTPResponseHead: Sendable {
     /// redirected to it. A later direct request for `effectiveURL` carries
     /// this issuer, so remembering a redirect never widens what it reaches.
     public var issuer: URLIssuer
+    /// The statuses of the redirects followed to `effectiveURL`, in order.
+    public var redirectStatuses: [Int] = []
+
+    /// Where the resource now lives for good: `effectiveURL` when every
+    /// redirect on the way was permanent (301, 308); `nil` with no
+    /// redirect or with a temporary one (302, 303, 307) on the way.
+    public var permanentURL: String? {
+        guard !redirectStatuses.isEmpty, redirectStatuses.allSatisfy({ $0 == 301 || $0 == 308 }) else { return nil }
+        return effectiveURL
+    }
 
     public init(
         status: Int, headers: [(name: String, value: String)], effectiveURL: String,

@@ -20,6 +20,8 @@ final class Transfer {
     /// The status of the response whose headers are arriving (`nil` when
     /// its status line could not be read).
     private var pendingStatus: Int?
+    /// The statuses of the redirects followed so far, in order.
+    private var redirectStatuses: [Int] = []
     private var headDelivered = false
     private var aborted = false
     /// Whether body bytes arrived since the last `endBodyBatch()`.
@@ -78,7 +80,10 @@ final class Transfer {
         podfs_curl_easy_setopt_str(easy, CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
         podfs_curl_easy_setopt_long(easy, CURLOPT_FOLLOWLOCATION, 1)
         podfs_curl_easy_setopt_long(easy, CURLOPT_MAXREDIRS, 10)
-        podfs_curl_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT, 15)
+        podfs_curl_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT, request.connectTimeout)
+        if let total = request.totalTimeout {
+            podfs_curl_easy_setopt_long(easy, CURLOPT_TIMEOUT, total)
+        }
         // A stalled body (less than 1 byte/s for 30 s) fails instead of hanging.
         podfs_curl_easy_setopt_long(easy, CURLOPT_LOW_SPEED_LIMIT, 1)
         podfs_curl_easy_setopt_long(easy, CURLOPT_LOW_SPEED_TIME, Self.lowSpeedTime)
@@ -196,6 +201,9 @@ final class Transfer {
         let line = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[0..<count]), as: UTF8.self)
         if line.hasPrefix("HTTP/") {
             // A new response in a redirect chain (or after 100-continue).
+            if let previous = pendingStatus, RedirectRule.isFollowed(status: previous) {
+                redirectStatuses.append(previous)
+            }
             pendingHeaders.removeAll(keepingCapacity: true)
             pendingStatus = HTTPResponseHead.status(ofStatusLine: line)
             return true
@@ -245,9 +253,10 @@ final class Transfer {
         var urlPointer: UnsafeMutablePointer<CChar>?
         podfs_curl_easy_getinfo_str(easy, CURLINFO_EFFECTIVE_URL, &urlPointer)
         let effective = urlPointer.map { String(cString: $0) } ?? request.url
-        let head = HTTPResponseHead(
+        var head = HTTPResponseHead(
             status: status, headers: pendingHeaders, effectiveURL: effective, connectedZone: connectedZone,
             issuer: hopIssuer)
+        head.redirectStatuses = redirectStatuses
         if !delegate.receive(head: head) {
             aborted = true
             return false

@@ -185,6 +185,19 @@ public final class CacheIndex: Sendable {
         }
     }
 
+    /// The URLs of the feeds that have a kept copy, without reading the
+    /// copies.
+    public func keptFeedURLs() throws(IndexError) -> Set<String> {
+        try connection.withLock { db throws(IndexError) -> Set<String> in
+            let query = try db.prepare("SELECT url FROM feeds WHERE body IS NOT NULL")
+            var urls = Set<String>()
+            while try query.step() {
+                if let url = query.text(0) { urls.insert(url) }
+            }
+            return urls
+        }
+    }
+
     /// Keeps `body` as the last good copy of the feed at `url`.
     public func saveFeedBody(
         url: String, body: [UInt8], etag: String?, lastModified: String?, fetchedAt: Int64
@@ -224,28 +237,45 @@ public final class CacheIndex: Sendable {
     public func register(
         feedURL: String, episodes: [(key: String, url: String)]
     ) throws(IndexError) -> (feedID: Int64, records: [EpisodeRecord]) {
-        try connection.withLock { db throws(IndexError) -> (feedID: Int64, records: [EpisodeRecord]) in
-            try db.transaction { () throws(IndexError) -> (feedID: Int64, records: [EpisodeRecord]) in
-                let feedID = try Self.feedID(db, url: feedURL)
+        try register(feeds: [(feedURL: feedURL, episodes: episodes)])[0]
+    }
+
+    /// `register` for many feeds in one transaction, each statement
+    /// prepared once, and a row that already says the same is not written
+    /// again: a mount of a thousand kept feeds registers them all at once,
+    /// with one sync at most.
+    public func register(
+        feeds: [(feedURL: String, episodes: [(key: String, url: String)])]
+    ) throws(IndexError) -> [(feedID: Int64, records: [EpisodeRecord])] {
+        try connection.withLock { db throws(IndexError) -> [(feedID: Int64, records: [EpisodeRecord])] in
+            try db.transaction { () throws(IndexError) -> [(feedID: Int64, records: [EpisodeRecord])] in
                 let insert = try db.prepare(
                     "INSERT INTO episodes (key, feed_id, url) VALUES (?, ?, ?) "
-                        + "ON CONFLICT(key) DO UPDATE SET url = excluded.url, feed_id = excluded.feed_id")
-                var records: [EpisodeRecord] = []
-                records.reserveCapacity(episodes.count)
-                for episode in episodes {
-                    try insert.reset()
-                    try insert.bind(1, episode.key)
-                    try insert.bind(2, feedID)
-                    try insert.bind(3, episode.url)
-                    try insert.run()
-                    guard let record = try Self.episode(db, key: episode.key) else {
-                        throw IndexError(
-                            message: "could not register episode \(episode.key) in the cache index \(db.path)",
-                            sqliteMessage: nil, code: 0)
+                        + "ON CONFLICT(key) DO UPDATE SET url = excluded.url, feed_id = excluded.feed_id "
+                        + "WHERE url IS NOT excluded.url OR feed_id IS NOT excluded.feed_id")
+                let lookup = try EpisodeLookup(db)
+                var result: [(feedID: Int64, records: [EpisodeRecord])] = []
+                result.reserveCapacity(feeds.count)
+                for feed in feeds {
+                    let feedID = try Self.feedID(db, url: feed.feedURL)
+                    var records: [EpisodeRecord] = []
+                    records.reserveCapacity(feed.episodes.count)
+                    for episode in feed.episodes {
+                        try insert.reset()
+                        try insert.bind(1, episode.key)
+                        try insert.bind(2, feedID)
+                        try insert.bind(3, episode.url)
+                        try insert.run()
+                        guard let record = try lookup.record(key: episode.key) else {
+                            throw IndexError(
+                                message: "could not register episode \(episode.key) in the cache index \(db.path)",
+                                sqliteMessage: nil, code: 0)
+                        }
+                        records.append(record)
                     }
-                    records.append(record)
+                    result.append((feedID, records))
                 }
-                return (feedID, records)
+                return result
             }
         }
     }
@@ -359,6 +389,19 @@ public final class CacheIndex: Sendable {
                 result.append((query.text(0) ?? "", query.int64(1), query.optionalInt64(2)))
             }
             return result
+        }
+    }
+
+    /// The bytes the cache holds in all, as `usage()` would sum them, in
+    /// one aggregate query (a mount asks at start, before it is ready).
+    public func cachedBytes() throws(IndexError) -> Int64 {
+        try connection.withLock { db throws(IndexError) -> Int64 in
+            // TOTAL is a float: no overflow, whatever a damaged index holds.
+            let query = try db.prepare(
+                "SELECT CAST(MIN(TOTAL(CASE WHEN upper <= 1099511627776 AND upper > lower THEN upper - lower "
+                    + "ELSE 0 END), 9.0e18) AS INTEGER) FROM ranges")
+            guard try query.step() else { return 0 }
+            return max(0, query.int64(0))
         }
     }
 
@@ -479,28 +522,42 @@ public final class CacheIndex: Sendable {
     }
 
     private static func episode(_ db: SQLiteConnection, key: String) throws(IndexError) -> EpisodeRecord? {
-        let query = try db.prepare(
-            "SELECT id, url, length, etag, last_modified FROM episodes WHERE key = ?")
-        try query.bind(1, key)
-        guard try query.step() else { return nil }
-        let id = query.int64(0)
-        let ranges = try db.prepare("SELECT lower, upper FROM ranges WHERE episode_id = ? ORDER BY lower")
-        try ranges.bind(1, id)
-        // A damaged or hand-edited index may hold any integer: values no
-        // episode can have are left out, so a length or range read back is
-        // one the read path can compute with (`EpisodeRecord.positions`).
-        var found: [Range<Int64>] = []
-        while try ranges.step() {
-            let lower = ranges.int64(0)
-            let upper = ranges.int64(1)
-            if lower < upper, lower >= 0, upper <= EpisodeRecord.positions.upperBound {
-                found.append(lower..<upper)
-            }
+        try EpisodeLookup(db).record(key: key)
+    }
+
+    /// Reads episode records by key with statements prepared once.
+    private struct EpisodeLookup {
+        let query: SQLiteStatement
+        let ranges: SQLiteStatement
+
+        init(_ db: SQLiteConnection) throws(IndexError) {
+            query = try db.prepare("SELECT id, url, length, etag, last_modified FROM episodes WHERE key = ?")
+            ranges = try db.prepare("SELECT lower, upper FROM ranges WHERE episode_id = ? ORDER BY lower")
         }
-        let length = query.optionalInt64(2).flatMap { EpisodeRecord.positions.contains($0) ? $0 : nil }
-        return EpisodeRecord(
-            id: id, key: key, url: query.text(1) ?? "", length: length,
-            etag: query.text(3), lastModified: query.text(4), ranges: found)
+
+        func record(key: String) throws(IndexError) -> EpisodeRecord? {
+            try query.reset()
+            try query.bind(1, key)
+            guard try query.step() else { return nil }
+            let id = query.int64(0)
+            try ranges.reset()
+            try ranges.bind(1, id)
+            // A damaged or hand-edited index may hold any integer: values no
+            // episode can have are left out, so a length or range read back is
+            // one the read path can compute with (`EpisodeRecord.positions`).
+            var found: [Range<Int64>] = []
+            while try ranges.step() {
+                let lower = ranges.int64(0)
+                let upper = ranges.int64(1)
+                if lower < upper, lower >= 0, upper <= EpisodeRecord.positions.upperBound {
+                    found.append(lower..<upper)
+                }
+            }
+            let length = query.optionalInt64(2).flatMap { EpisodeRecord.positions.contains($0) ? $0 : nil }
+            return EpisodeRecord(
+                id: id, key: key, url: query.text(1) ?? "", length: length,
+                etag: query.text(3), lastModified: query.text(4), ranges: found)
+        }
     }
 
     /// `mkdir -p`: creates `path` and any missing parents.

@@ -15,6 +15,12 @@ struct CurlSource: RangeSource, FeedSource {
     /// Who wrote which URL; fed by feed fetches, the catalogue and redirects.
     let zones: FeedZones
 
+    /// Seconds a feed's host has to accept the connection.
+    static let feedConnectTimeout = 10
+    /// Seconds a whole feed fetch may take: a host that accepts and never
+    /// answers holds one fetch slot this long, and nothing else.
+    static let feedTotalTimeout = 60
+
     func fetch(url: String, range: Range<Int64>, validator: String?, sink: any FetchSink) {
         let request = HTTPRequest(url: url, range: range, ifRange: validator, issuer: zones.issuer(of: url))
         client.start(request, delegate: SinkAdapter(sink: sink, requestedURL: url, zones: zones))
@@ -28,13 +34,20 @@ struct CurlSource: RangeSource, FeedSource {
     }
 
     func fetchFeed(url: String, validators: FeedValidators?) throws(FetchError) -> FeedResponse {
+        try fetchFeed(url: url, validators: validators, subscribedAs: url).response
+    }
+
+    func fetchFeed(url: String, validators: FeedValidators?, subscribedAs: String) throws(FetchError) -> FeedAnswer {
         var headers: [(name: String, value: String)] = []
         if let etag = validators?.etag { headers.append(("If-None-Match", etag)) }
         if let lastModified = validators?.lastModified { headers.append(("If-Modified-Since", lastModified)) }
         let response: HTTPResponse
         do {
             response = try client.fetchAll(
-                HTTPRequest(url: url, headers: headers, acceptCompressed: true), limit: feedLimit)
+                HTTPRequest(
+                    url: url, headers: headers, acceptCompressed: true, connectTimeout: Self.feedConnectTimeout,
+                    totalTimeout: Self.feedTotalTimeout),
+                limit: feedLimit)
         } catch let error where error.kind == .tooLarge {
             throw FetchError(
                 isTransient: false, isUnreachable: false,
@@ -45,14 +58,17 @@ struct CurlSource: RangeSource, FeedSource {
             throw FetchError(error)
         }
         if let zone = response.head.connectedZone {
+            // The catalogue knows the feed by the URL it was subscribed with.
             zones.recordFeed(url: url, zone: zone)
+            zones.recordFeed(url: subscribedAs, zone: zone)
         }
+        let movedTo = response.head.permanentURL
         let answer = OriginAnswer(
             status: response.head.status, retryAfter: response.head.header("retry-after"),
             now: Date().timeIntervalSince1970)
         switch answer {
         case .usable: break
-        case .notModified where validators != nil: return .notModified
+        case .notModified where validators != nil: return FeedAnswer(response: .notModified, movedTo: movedTo)
         case .notModified, .transient, .final:
             var failure = answer.failure(status: response.head.status, url: url)
             if let retryAfter = answer.retryAfter {
@@ -60,7 +76,9 @@ struct CurlSource: RangeSource, FeedSource {
             }
             throw failure
         }
-        return .body(response.body, etag: response.head.etag, lastModified: response.head.lastModified)
+        return FeedAnswer(
+            response: .body(response.body, etag: response.head.etag, lastModified: response.head.lastModified),
+            movedTo: movedTo)
     }
 
     /// `64 MiB`, `512 KiB` or `100 bytes`.

@@ -18,6 +18,8 @@ struct MountOptions {
     var proxy: HTTPProxy?
     /// `-o refresh=INTERVAL`, as typed.
     var refresh: String?
+    /// `-o user_agent=TEXT`: sent instead of podfs's own User-Agent.
+    var userAgent: String?
     /// The rest of the CLI's options (`log_file=`, `log_level=`, `syslog`,
     /// `commit_interval=`, `revalidate_after=`, `debug`, `nonempty`).
     var daemon = DaemonOptions()
@@ -66,6 +68,17 @@ struct MountOptions {
                         throw ValidationError("-o refresh needs an interval, e.g. -o refresh=30m, refresh=3600 or refresh=off")
                     }
                     refresh = value
+                case "user_agent":
+                    // A control character (CR, LF) would end the header
+                    // early and smuggle in another.
+                    guard let value, !value.isEmpty, value.utf8.count <= 512,
+                        !value.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F })
+                    else {
+                        throw ValidationError(
+                            "-o user_agent needs text of at most 512 bytes without control characters, "
+                                + "e.g. -o user_agent='MyPlayer/2.0' (write a comma as \\,)")
+                    }
+                    userAgent = value
                 case "allow_other", "allow_root", "auto_unmount":
                     fuseOptions.append(name)
                 case _ where Self.ignored.contains(name) || name.hasPrefix("x-systemd.") || name.hasPrefix("comment="):
@@ -74,7 +87,7 @@ struct MountOptions {
                     if try daemon.parse(name: name, value: value) { continue }
                     throw ValidationError(
                         "unknown mount option '\(option)'. podfs takes -o cache_dir=DIR, cache_size=SIZE, max_feed_size=SIZE, "
-                            + "refresh=INTERVAL, allow_private, proxy=URL, allow_other, allow_root, " + DaemonOptions.summary + " "
+                            + "refresh=INTERVAL, allow_private, proxy=URL, user_agent=TEXT, allow_other, allow_root, " + DaemonOptions.summary + " "
                             + "(and ignores fstab's auto, noauto, user, _netdev, nofail, x-systemd.*).")
                 }
             }

@@ -2,6 +2,7 @@ import FUSEBridge
 import Feeds
 import Foundation
 import HTTPClient
+import Locking
 import Logging
 import PodFS
 import RangeCache
@@ -37,6 +38,18 @@ struct MountService {
     /// `-o proxy=URL`: every request goes through it; `nil`: no proxy,
     /// whatever the environment says.
     var proxy: HTTPProxy?
+    /// Seconds a mount waits for feeds it has no kept copy of before it is
+    /// ready; those that come later appear when they come.
+    var readyDeadline = 2.5
+    /// The same for a mount that has shows to list at once: feeds it has
+    /// no kept copy of (a new subscription, a feed that failed before) are
+    /// waited for only this long, and one that never answered in the last
+    /// mount not at all.
+    var warmReadyDeadline = 0.3
+    /// How many feed fetches run at once, in all and per host.
+    var feedLimits = FeedSchedule.Limits.standard
+    /// The User-Agent of every request (`-o user_agent=`).
+    var userAgent = PodfsVersion.userAgent
 
     /// Mounts and serves until unmounted; returns the exit status.
     func run() -> Int32 {
@@ -78,7 +91,7 @@ struct MountService {
         defer { lock.release() }
         let index = try CacheIndex(directory: cacheDirectory, logger: logger)
         let policy = addressPolicy(logger: logger)
-        let client = HTTPClient(logger: logger, policy: policy, proxy: proxy)
+        let client = HTTPClient(logger: logger, userAgent: userAgent, policy: policy, proxy: proxy)
         let source = CurlSource(client: client, feedLimit: feedLimit, zones: FeedZones(policy: policy))
         let feedURLs: [String]
         do {
@@ -86,41 +99,12 @@ struct MountService {
         } catch {
             throw MountError(error.message)
         }
-        let loader = FeedLoader(source: source, index: index, logger: logger)
+        let loader = FeedLoader(
+            source: source, index: index, moves: FeedMoves(directory: cacheDirectory), logger: logger)
         let feedStatus = FeedStatusStore(directory: cacheDirectory)
-        var feeds: [(url: String, feed: ParsedFeed)] = []
-        var failures: [String] = []
-        var anyFresh = false
-        for url in feedURLs {
-            switch loader.load(url: url) {
-            case .fresh(let feed):
-                anyFresh = true
-                feeds.append((url: url, feed: feed))
-                feedStatus.record(url: url, ok: true, detail: "loaded")
-            case .cached(let feed, let reason):
-                feeds.append((url: url, feed: feed))
-                feedStatus.record(url: url, ok: false, detail: reason + " (showing the last good copy)")
-            case .failed(let reason):
-                logger.error("feed left out", metadata: ["feed.url": .url(url), "reason": "\(reason)"])
-                failures.append("\(FeedURL.redacted(url, for: .log)): \(reason)")
-                feedStatus.record(url: url, ok: false, detail: reason)
-            }
-        }
-        if feeds.isEmpty {
-            client.shutdown()
-            throw MountError(
-                "no feed could be loaded and none is cached:\n  " + failures.joined(separator: "\n  ")
-                    + "\nCheck the URL and the network, then mount again.")
-        }
-        let catalog = try Catalog(feeds: feeds, index: index, logger: logger)
-        for show in catalog.shows {
-            source.zones.adopt(urls: (show.episodes + show.extras).map(\.url), feedURL: show.feedURL)
-        }
-        // The catalogue has what it needs; the parsed feeds (tens of MB for
-        // a large one) would otherwise live as long as the mount.
-        feeds.removeAll()
-        // Parsing left tens of MB of freed heap behind; give it back.
-        Heap.giveBackFreedMemory()
+        // Kept copies serve at once (docs/DESIGN.md, "Feeds"): the mount
+        // shows them now and revalidates them in the background.
+        let catalog = try Catalog(feeds: [], index: index, logger: logger)
         var tuning = EpisodeReader.Tuning()
         tuning.revalidateAfter = revalidateAfter
         tuning.commitEveryChunk = commitInterval == 0
@@ -129,14 +113,128 @@ struct MountService {
         _ = CachePrivacy.writeFile(
             cacheDirectory + "/cache-size", Array((tuning.cacheLimit.map { String($0) } ?? "none").utf8))
         let reader = EpisodeReader(index: index, source: source, logger: logger, tuning: tuning)
-        reader.adopt(catalog.shows.flatMap { $0.episodes + $0.extras })
-        reader.evictIfOverLimit()
+        let zones = source.zones
+        let adopt: @Sendable ([Catalog.Show]) -> Void = { shows in
+            for show in shows {
+                zones.adopt(urls: (show.episodes + show.extras).map(\.url), feedURL: show.feedURL)
+                reader.adopt(show.episodes + show.extras)
+            }
+        }
+        // The shows the last mount had: listed at once, built from their
+        // kept copies in the background or when first looked into.
+        let saved = ShowList.read(directory: cacheDirectory)
+        let wanted = Set(feedURLs)
+        // Only shows whose kept copy is still in the index (a damaged index
+        // is rebuilt empty).
+        let kept = (try? index.keptFeedURLs()) ?? []
+        let listable = saved.filter { wanted.contains($0.url) && kept.contains($0.url) }
+        let lazy = !listable.isEmpty
+        let keptURLs: Set<String>
+        // Tells the kernel a listed show is gone (its kept copy gave none).
+        let kernel = Locked<(any KernelCacheInvalidator)?>(nil)
+        let forget: @Sendable (Catalog.Placeholder?) -> Void = { placeholder in
+            guard let placeholder, let invalidator = kernel.withLock({ $0 }) else { return }
+            invalidator.invalidate(inode: Catalog.rootInode)
+            invalidator.invalidate(parent: Catalog.rootInode, name: placeholder.name)
+        }
+        if lazy {
+            catalog.list(listable) { url in
+                // Called from a request handler: the kernel is told from
+                // another thread (docs/DESIGN.md, "Feeds").
+                guard let feed = loader.kept(url: url) else {
+                    let dropped = catalog.dropPlaceholder(url: url)
+                    DispatchQueue.global().async { forget(dropped) }
+                    return
+                }
+                do {
+                    adopt(try catalog.add([(url: url, feed: feed)]))
+                } catch {
+                    logger.error("could not show the kept copy", metadata: ["feed.url": .url(url), "error": "\(error)"])
+                    let dropped = catalog.dropPlaceholder(url: url)
+                    DispatchQueue.global().async { forget(dropped) }
+                }
+            }
+            keptURLs = Set(catalog.placeholderURLs)
+            logger.info("shows listed from the last mount", metadata: ["feeds": "\(catalog.placeholderURLs.count)"])
+        } else {
+            keptURLs = try Self.showKeptCopies(of: feedURLs, loader: loader, catalog: catalog, adopt: adopt)
+            logger.info("kept copies shown", metadata: ["feeds": "\(keptURLs.count)", "episodes": "\(catalog.episodeCount)"])
+            Heap.giveBackFreedMemory()
+            reader.evictIfOverLimit()
+        }
         let fileSystem = PodFileSystem(
             catalog: catalog, reader: reader, logger: logger,
             control: StatusFiles.make(cacheDirectory: cacheDirectory, mountpoint: mountpoint, logger: logger))
-        let session = try FUSESession(
-            mountpoint: mountpoint, fileSystemName: "podfs", options: fuseOptions,
-            fileSystem: fileSystem, logger: logger)
+        // Feeds that never answered in the last mount (still pending when it
+        // ended: a host that hangs) hold no mount that has shows to list.
+        let records = feedStatus.records
+        let silentBefore = wanted.subtracting(keptURLs).filter { records[$0]?.pending == true }
+        let refresher = FeedRefresher(
+            urls: feedURLs, interval: refreshInterval, limits: feedLimits, loader: loader, catalog: catalog,
+            reader: reader, statusStore: feedStatus, logger: logger,
+            onNewFiles: { urls, feedURL in zones.adopt(urls: urls, feedURL: feedURL) },
+            // The episodes read last are the likeliest to be reopened: check
+            // them with the origin as soon as one feed answered, not at
+            // their first open. Offline, the checks would only fail.
+            onFirstAnswer: { reader.revalidateRecentlyRead() })
+        // The background pass over the placeholders, then the first round.
+        let building = lazy
+            ? KeptCopyPass(
+                urls: catalog.placeholderURLs, loader: loader, catalog: catalog, adopt: adopt, logger: logger,
+                dropped: forget, then: { [cacheDirectory] in
+                    ShowList.write(catalog.placeholdersToSave, directory: cacheDirectory, logger: logger)
+                    Heap.giveBackFreedMemory()
+                    reader.evictIfOverLimit()
+                })
+            : nil
+        // What the mount waits for before it is ready: a cold mount, every
+        // feed; one with shows to list, the feeds it has nothing of, except
+        // those that never answered last time. With nothing to wait for, the
+        // background work starts after the mount is ready, so it takes no
+        // CPU from getting there.
+        let waitFor = keptURLs.isEmpty ? wanted : wanted.subtracting(keptURLs).subtracting(silentBefore)
+        let startEarly = !waitFor.isEmpty
+        if startEarly {
+            building?.start()
+            refresher.start()
+        } else {
+            feedStatus.markPending(urls: feedURLs)
+        }
+        // A cold mount is ready when its feeds are in, or after a short
+        // deadline; a mount with shows to list waits far less for the feeds
+        // it has nothing of. Shows that come later appear when they come.
+        let waiting = refresher.waitForAnswers(
+            from: waitFor, timeout: keptURLs.isEmpty ? readyDeadline : warmReadyDeadline)
+            .union(wanted.subtracting(keptURLs).subtracting(waitFor))
+        // A feed still waiting but answered once is waiting for its retry
+        // (a Retry-After): with nothing to show, that is a failure to say.
+        let unanswered = waiting.filter { feedStatus.record(url: $0)?.pending == true }
+        let listed = catalog.feedURLs.union(catalog.placeholderURLs)
+        let failures = feedURLs.filter { !listed.contains($0) && !unanswered.contains($0) }.map { url in
+            "\(FeedURL.redacted(url, for: .log)): \(feedStatus.record(url: url)?.detail ?? "unknown")"
+        }
+        if listed.isEmpty && unanswered.isEmpty {
+            refresher.requestStop()
+            client.shutdown()
+            refresher.waitUntilStopped()
+            throw MountError(
+                "no feed could be loaded and none is cached:\n  " + failures.joined(separator: "\n  ")
+                    + "\nCheck the URL and the network, then mount again.")
+        }
+        let session: FUSESession
+        do {
+            session = try FUSESession(
+                mountpoint: mountpoint, fileSystemName: "podfs", options: fuseOptions,
+                fileSystem: fileSystem, logger: logger)
+        } catch {
+            refresher.requestStop()
+            client.shutdown()
+            refresher.waitUntilStopped()
+            throw error
+        }
+        // From here on a feed that lands tells the kernel what changed.
+        refresher.attach(invalidator: session)
+        kernel.withLock { $0 = session }
         reader.attach(invalidator: session)
         let readAhead = session.setReadAhead(kib: readAheadKiB)
         if readAhead < readAheadKiB {
@@ -145,22 +243,16 @@ struct MountService {
         }
         reader.startFlushing(interval: commitInterval)
         reader.warmUp()
-        // The episodes read last are the likeliest to be reopened: check
-        // them with the origin now, not at their first open. Not when no
-        // feed could be fetched: offline, the checks would only fail.
-        if anyFresh { reader.revalidateRecentlyRead() }
-        let zones = source.zones
-        let refresher = refreshInterval.map { interval in
-            FeedRefresher(
-                urls: feedURLs, interval: interval, loader: loader, catalog: catalog, reader: reader,
-                statusStore: feedStatus, logger: logger,
-                onNewFiles: { urls, feedURL in zones.adopt(urls: urls, feedURL: feedURL) })
-        }
-        refresher?.attach(invalidator: session)
-        refresher?.start()
         logger.info("mounted", metadata: ["mountpoint": "\(mountpoint)", "cache": "\(cacheDirectory)"])
         for failure in failures { report("warning: left out \(failure)") }
+        if !waiting.isEmpty {
+            report("warning: \(waiting.count) feed(s) still loading; their shows appear when they come (podfs status)")
+        }
         report("ready")
+        if !startEarly {
+            building?.start()
+            refresher.start()
+        }
         if readiness == .pipe {
             // Nothing more for the parent: detach stdout from its pipe.
             let devNull = open("/dev/null", O_WRONLY)
@@ -176,15 +268,48 @@ struct MountService {
         logger.info("unmounting: saving the cache index")
         // Stop refreshing first: shutting the client down cuts a refresh's
         // fetch short, and nothing invalidates after the session closes.
-        refresher?.requestStop()
+        building?.stop()
+        refresher.requestStop()
         client.shutdown()
-        refresher?.waitUntilStopped()
+        building?.waitUntilStopped()
+        refresher.requestStop()
+        refresher.waitUntilStopped()
+        ShowList.write(catalog.placeholdersToSave, directory: cacheDirectory, logger: logger)
         reader.stopFlushing()
         index.checkpoint()
         session.close()
         reader.detachInvalidator()
         logger.info("stopped", metadata: ["exit.status": "\(status == 0 ? 0 : 1)"])
         return status == 0 ? 0 : 1
+    }
+
+    /// Shows the kept copies of `urls` that parse, in SOURCE order: parsed
+    /// on a few threads a batch at a time, each batch added to the
+    /// catalogue and let go, so the mount never holds every feed parsed at
+    /// once. Returns the URLs shown.
+    static func showKeptCopies(
+        of urls: [String], loader: FeedLoader, catalog: Catalog, adopt: ([Catalog.Show]) -> Void,
+        shouldStop: () -> Bool = { false }
+    ) throws -> Set<String> {
+        let batchSize = 64
+        let workers = max(1, min(ProcessInfo.processInfo.activeProcessorCount, 8))
+        var shown = Set<String>()
+        for start in stride(from: 0, to: urls.count, by: batchSize) where !shouldStop() {
+            let batch = Array(urls[start..<min(start + batchSize, urls.count)])
+            let parsed = Locked<[Int: ParsedFeed]>([:])
+            DispatchQueue.concurrentPerform(iterations: min(workers, batch.count)) { worker in
+                for position in stride(from: worker, to: batch.count, by: min(workers, batch.count)) {
+                    if let feed = loader.kept(url: batch[position]) { parsed.withLock { $0[position] = feed } }
+                }
+            }
+            let byPosition = parsed.withLock { $0 }
+            let feeds = batch.indices.compactMap { position in
+                byPosition[position].map { (url: batch[position], feed: $0) }
+            }
+            adopt(try catalog.add(feeds))
+            shown.formUnion(feeds.map(\.url))
+        }
+        return shown
     }
 
     /// The variables libcurl would take a proxy from (`HTTP_PROXY` in
@@ -237,7 +362,7 @@ struct MountService {
     private func cacheLimit(index: CacheIndex, logger: Logger) throws -> Int64? {
         if let cacheSize { return cacheSize.bytes }
         guard let free = VolumeSpace(of: cacheDirectory)?.free else { return nil }
-        let held = (try? index.usage().reduce(Int64(0)) { $0 + $1.bytes }) ?? 0
+        let held = (try? index.cachedBytes()) ?? 0
         let limit = (free + held) / 2
         logger.info("cache size cap", metadata: ["cap.bytes": "\(limit)", "rule": "half of free space plus cached"])
         return limit

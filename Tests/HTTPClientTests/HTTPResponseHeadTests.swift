@@ -68,3 +68,21 @@ import Testing
         #expect(largest.multipliedReportingOverflow(by: 1 << 20).overflow == false)
     }
 }
+
+/// Which redirect chains are a feed's move.
+@Suite struct PermanentURLTests {
+    private static func head(_ statuses: [Int]) -> HTTPResponseHead {
+        var head = HTTPResponseHead(status: 200, headers: [], effectiveURL: "https://new.example/feed.xml")
+        head.redirectStatuses = statuses
+        return head
+    }
+
+    @Test func onlyAChainOfPermanentRedirectsIsAMove() {
+        #expect(Self.head([301]).permanentURL == "https://new.example/feed.xml")
+        #expect(Self.head([308, 301]).permanentURL == "https://new.example/feed.xml")
+        #expect(Self.head([]).permanentURL == nil)
+        #expect(Self.head([302]).permanentURL == nil)
+        #expect(Self.head([307]).permanentURL == nil)
+        #expect(Self.head([301, 302]).permanentURL == nil)
+    }
+}

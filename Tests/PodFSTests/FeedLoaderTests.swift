@@ -77,7 +77,7 @@ import Testing
             source.answer.withLock { $0 = .success(.body(Self.feed(["A", "B"]), etag: "\"v1\"", lastModified: nil)) }
             _ = loader.load(url: Self.url)
             source.answer.withLock { $0 = .success(.body(Array("not a feed".utf8), etag: "\"v2\"", lastModified: nil)) }
-            guard case .failed(let reason) = loader.refresh(url: Self.url) else {
+            guard case .failed(let reason, _, _) = loader.refresh(url: Self.url) else {
                 Issue.record("a broken feed must fail")
                 return
             }
@@ -86,7 +86,7 @@ import Testing
             source.answer.withLock {
                 $0 = .failure(FetchError(isTransient: true, isUnreachable: true, message: "no route to host"))
             }
-            guard case .failed(let offline) = loader.refresh(url: Self.url) else {
+            guard case .failed(let offline, _, _) = loader.refresh(url: Self.url) else {
                 Issue.record("an unreachable origin must fail")
                 return
             }

@@ -332,3 +332,19 @@ import Testing
         }
     }
 }
+
+/// The mount's quick total of cached bytes agrees with `usage()`.
+@Suite struct CachedBytesTests {
+    @Test func theTotalIsTheSumOfUsage() throws {
+        let directory = NSTemporaryDirectory() + "podfs-cached-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var logger = Logger(label: "test")
+        logger.logLevel = .critical
+        let index = try CacheIndex(directory: directory, logger: logger)
+        #expect(try index.cachedBytes() == 0)
+        _ = try index.register(feedURL: "https://f.example/feed", episodes: [(key: "a", url: "u1"), (key: "b", url: "u2")])
+        try index.commitRanges([(key: "a", ranges: [0..<100, 200..<250]), (key: "b", ranges: [10..<20])])
+        #expect(try index.cachedBytes() == 160)
+        #expect(try index.cachedBytes() == index.usage().reduce(0) { $0 + $1.bytes })
+    }
+}

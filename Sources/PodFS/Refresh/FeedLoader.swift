@@ -27,21 +27,26 @@ public struct FeedLoader: Sendable {
         case updated(ParsedFeed)
         /// `304 Not Modified`, or the same bytes as the kept copy.
         case notModified
-        /// Nothing usable: why, in words for the log and `podfs status`.
-        case failed(reason: String)
+        /// Nothing usable: why, in words for the log and `podfs status`;
+        /// whether asking again soon may help, and when the origin said
+        /// to (`Retry-After`, seconds).
+        case failed(reason: String, isTransient: Bool = false, retryAfter: Double? = nil)
     }
 
     // MARK: - Properties
 
     private let source: any FeedSource
     private let index: CacheIndex
+    /// Where moved feeds live now; `nil`: moves are not remembered.
+    private let moves: FeedMoves?
     private let logger: Logger
 
     // MARK: - Init
 
-    public init(source: any FeedSource, index: CacheIndex, logger: Logger) {
+    public init(source: any FeedSource, index: CacheIndex, moves: FeedMoves? = nil, logger: Logger) {
         self.source = source
         self.index = index
+        self.moves = moves
         self.logger = logger
     }
 
@@ -65,7 +70,7 @@ public struct FeedLoader: Sendable {
             // index, an older parser's copy): ask for the whole feed.
             if case .updated(let feed) = fetch(url: url, validators: nil, stored: nil) { return .fresh(feed) }
             reason = "the origin said the feed did not change, but the kept copy does not parse"
-        case .failed(let why):
+        case .failed(let why, _, _):
             reason = why
         }
         if let feed = storedFeed() {
@@ -79,12 +84,29 @@ public struct FeedLoader: Sendable {
         return .failed(reason: reason)
     }
 
-    /// Fetches a feed again, conditionally on the kept copy. The mount keeps
-    /// its listing unless this returns `.updated`.
-    public func refresh(url: String) -> RefreshOutcome {
-        let stored = storedCopy(url: url)
+    /// Fetches a feed again, conditionally on the kept copy unless
+    /// `conditional` is false (a feed the mount does not show yet: its kept
+    /// copy, if any, did not parse). The mount keeps its listing unless
+    /// this returns `.updated`.
+    public func refresh(url: String, conditional: Bool = true) -> RefreshOutcome {
+        let stored = conditional ? storedCopy(url: url) : nil
         let validators = stored.map { FeedValidators(etag: $0.etag, lastModified: $0.lastModified) }
         return fetch(url: url, validators: validators, stored: stored)
+    }
+
+    /// The kept copy of a feed, parsed; `nil` when there is none or it no
+    /// longer parses. What a mount shows at once, before any fetch
+    /// (docs/DESIGN.md, "Feeds": kept copies serve at once).
+    public func kept(url: String) -> ParsedFeed? {
+        guard let stored = storedCopy(url: url) else { return nil }
+        do {
+            return try FeedParser.parse(stored.body, baseURL: moves?.location(of: url) ?? url)
+        } catch {
+            logger.warning(
+                "the kept copy of the feed does not parse; waiting for the origin's",
+                metadata: ["feed.url": .url(url), "error": "\(error.message)"])
+            return nil
+        }
     }
 
     // MARK: - Private methods
@@ -99,28 +121,73 @@ public struct FeedLoader: Sendable {
     }
 
     /// One conditional GET; a body that parses is kept with its validators.
+    /// `url` is the feed as subscribed: it is fetched where it lives now
+    /// (`FeedMoves`), and kept under its own URL, so a move keeps the
+    /// show's folder and cache.
     private func fetch(url: String, validators: FeedValidators?, stored: StoredFeed?) -> RefreshOutcome {
-        let response: FeedResponse
+        let location = moves?.location(of: url) ?? url
+        let answer: FeedAnswer
         do {
-            response = try source.fetchFeed(url: url, validators: validators?.isEmpty == false ? validators : nil)
+            answer = try source.fetchFeed(
+                url: location, validators: validators?.isEmpty == false ? validators : nil, subscribedAs: url)
         } catch {
-            return .failed(reason: "the feed could not be fetched: \(error.message)")
+            return .failed(
+                reason: "the feed could not be fetched: \(error.message)",
+                isTransient: error.isTransient && !error.isUnreachable, retryAfter: error.retryAfter)
         }
-        guard case .body(let body, let etag, let lastModified) = response else { return .notModified }
+        if let moved = answer.movedTo, moved != location {
+            remember(url: url, movedTo: moved, because: "it answered with a permanent redirect (301 or 308)")
+        }
+        guard case .body(var body, var etag, var lastModified) = answer.response else { return .notModified }
         if let stored, stored.body == body {
             // Same bytes (an origin without validators): only the validators
             // and the time are news.
             save(url: url, body: body, etag: etag, lastModified: lastModified)
             return .notModified
         }
-        let feed: ParsedFeed
+        var feed: ParsedFeed
         do {
-            feed = try FeedParser.parse(body, baseURL: url)
+            feed = try FeedParser.parse(body, baseURL: location)
         } catch {
             return .failed(reason: "the feed does not parse: \(error.message)")
         }
+        let here = answer.movedTo ?? location
+        if let next = feed.newFeedURL, next != here, next != location,
+            let moved = follow(newFeedURL: next, of: url)
+        {
+            (feed, body, etag, lastModified) = moved
+        }
         save(url: url, body: body, etag: etag, lastModified: lastModified)
         return .updated(feed)
+    }
+
+    /// Fetches the `itunes:new-feed-url` of the feed subscribed as `url`;
+    /// when it answers with a feed that parses, that is the feed from now
+    /// on. Anything else leaves the feed where it was.
+    private func follow(
+        newFeedURL next: String, of url: String
+    ) -> (ParsedFeed, [UInt8], etag: String?, lastModified: String?)? {
+        do {
+            let answer = try source.fetchFeed(url: next, validators: nil, subscribedAs: url)
+            guard case .body(let body, let etag, let lastModified) = answer.response else { return nil }
+            let feed = try FeedParser.parse(body, baseURL: answer.movedTo ?? next)
+            remember(url: url, movedTo: answer.movedTo ?? next, because: "its itunes:new-feed-url leads to a feed")
+            return (feed, body, etag, lastModified)
+        } catch {
+            logger.warning(
+                "the feed names a new URL that gives no feed; staying where it is",
+                metadata: ["feed.url": .url(url), "feed.new_url": .url(next), "error": "\(error)"])
+            return nil
+        }
+    }
+
+    private func remember(url: String, movedTo newURL: String, because reason: String) {
+        logger.notice(
+            "the feed moved; fetching it from the new URL from now on (its folder and cache stay)",
+            metadata: ["feed.url": .url(url), "feed.new_url": .url(newURL), "reason": "\(reason)"])
+        if let problem = moves?.record(url: url, movedTo: newURL) {
+            logger.warning("could not remember the feed's move", metadata: ["error": "\(problem)"])
+        }
     }
 
     private func save(url: String, body: [UInt8], etag: String?, lastModified: String?) {

@@ -4,9 +4,12 @@ import Foundation
 public import Logging
 import Locking
 
-/// Refreshes every feed of a mount on an interval, on a thread of its own.
+/// Fetches every feed of a mount: once as the mount starts, then on an
+/// interval, on a thread of its own; each round fetches concurrently within
+/// the bounds of `FeedSchedule` (docs/DESIGN.md, "Feeds").
 ///
-/// A feed that changed gets its new listing in the catalogue, and the
+/// A feed that changed, or one the mount did not show yet, gets its new
+/// listing in the catalogue as soon as its fetch lands. A feed that changed gets its new listing in the catalogue, and the
 /// kernel is told to forget what it cached of the show folder (names that
 /// came or went, the folder's attributes, the playlist) — from this thread,
 /// never from inside a request handler (libfuse `doc/README.notifications`).
@@ -26,7 +29,9 @@ public final class FeedRefresher: Sendable {
 
     /// Every SOURCE feed, in SOURCE order (also those that failed at mount).
     private let urls: [String]
-    private let interval: Double
+    /// Seconds between rounds; `nil`: only the first round.
+    private let interval: Double?
+    private let limits: FeedSchedule.Limits
     private let loader: FeedLoader
     private let catalog: Catalog
     private let reader: EpisodeReader
@@ -36,22 +41,34 @@ public final class FeedRefresher: Sendable {
     /// Told the new files of a feed (their URLs and the feed's), before any
     /// of them can be opened: the address-zone rule learns who listed them.
     private let onNewFiles: @Sendable (_ urls: [String], _ feedURL: String) -> Void
+    /// Called once, when the first feed of the mount fetched well.
+    private let onFirstAnswer: @Sendable () -> Void
+    private let hadAnAnswer = Locked(false)
     private let lifecycle = Locked(Lifecycle.idle)
     /// Signalled to wake the thread early (stop).
     private let wake = DispatchSemaphore(value: 0)
     /// Signalled when the thread has ended.
     private let ended = DispatchSemaphore(value: 0)
+    /// The round under way, for `requestStop`.
+    private let round = Locked<FeedRound?>(nil)
+    /// Feeds that had an answer (good or bad) in this mount. Guarded by its
+    /// lock; `answered` is signalled after each new one.
+    private let answeredURLs = Locked<Set<String>>([])
+    private let answered = DispatchSemaphore(value: 0)
 
     // MARK: - Init
 
     public init(
-        urls: [String], interval: Double, loader: FeedLoader, catalog: Catalog, reader: EpisodeReader,
-        statusStore: FeedStatusStore, logger: Logger,
-        onNewFiles: @escaping @Sendable (_ urls: [String], _ feedURL: String) -> Void = { _, _ in }
+        urls: [String], interval: Double?, limits: FeedSchedule.Limits = .standard, loader: FeedLoader,
+        catalog: Catalog, reader: EpisodeReader, statusStore: FeedStatusStore, logger: Logger,
+        onNewFiles: @escaping @Sendable (_ urls: [String], _ feedURL: String) -> Void = { _, _ in },
+        onFirstAnswer: @escaping @Sendable () -> Void = {}
     ) {
         self.onNewFiles = onNewFiles
+        self.onFirstAnswer = onFirstAnswer
         self.urls = urls
         self.interval = interval
+        self.limits = limits
         self.loader = loader
         self.catalog = catalog
         self.reader = reader
@@ -66,7 +83,8 @@ public final class FeedRefresher: Sendable {
         self.invalidator.withLock { $0 = invalidator }
     }
 
-    /// Starts the thread: the first refresh comes one interval from now.
+    /// Starts the thread: the first round now, the next ones every
+    /// interval.
     public func start() {
         let starting = lifecycle.withLock { state -> Bool in
             guard state == .idle else { return false }
@@ -74,26 +92,40 @@ public final class FeedRefresher: Sendable {
             return true
         }
         guard starting else { return }
+        // Pending from now, not from when the thread gets to it: a mount
+        // reads these records as soon as this returns.
+        note(statusStore.markPending(urls: urls))
         let thread = Thread { [self] in
-            Self.blockTerminationSignals()
-            while wake.wait(timeout: .now() + interval) == .timedOut {
-                guard lifecycle.withLock({ $0 == .running }) else { break }
-                refreshAll()
+            FeedRound.blockTerminationSignals()
+            refreshAll()
+            if let interval {
+                while wake.wait(timeout: .now() + interval) == .timedOut {
+                    guard lifecycle.withLock({ $0 == .running }) else { break }
+                    refreshAll()
+                }
             }
             ended.signal()
         }
         thread.name = "podfs-refresh"
         thread.start()
-        logger.info("refreshing feeds in the background", metadata: ["interval.seconds": "\(interval)"])
+        logger.info(
+            "fetching feeds in the background",
+            metadata: [
+                "interval.seconds": "\(interval.map { "\($0)" } ?? "off")", "feeds": "\(urls.count)",
+                "limit.total": "\(limits.total)", "limit.per_host": "\(limits.perHost)",
+            ])
     }
 
-    /// Asks the thread to stop; a refresh under way ends when its fetch does
-    /// (shut the HTTP client down to cut it short). Then `waitUntilStopped`.
+    /// Asks the thread to stop; fetches under way end when their transfer
+    /// does (shut the HTTP client down to cut them short). Then
+    /// `waitUntilStopped`.
     public func requestStop() {
         let wasRunning = lifecycle.withLock { state -> Bool in
-            defer { if state != .stopped { state = .stopping } }
+            // Never started: no thread to wait for.
+            defer { state = state == .idle ? .stopped : state == .stopped ? .stopped : .stopping }
             return state == .running
         }
+        round.withLock { $0 }?.stop()
         if wasRunning { wake.signal() }
     }
 
@@ -106,25 +138,61 @@ public final class FeedRefresher: Sendable {
         if wasRunning { ended.wait() }
     }
 
-    /// Refreshes every feed once, in SOURCE order.
+    /// Fetches every feed once, concurrently within the bounds, and returns
+    /// when all have ended.
     public func refreshAll() {
-        for url in urls {
-            guard lifecycle.withLock({ $0 == .running || $0 == .idle }) else { return }
-            refresh(url: url)
+        let current = FeedRound(urls: urls, limits: limits, settled: { [self] url in answer(url) }) { [self] url, _ in
+            guard lifecycle.withLock({ $0 == .running || $0 == .idle }) else { return .settled }
+            return refresh(url: url)
+        }
+        note(statusStore.markPending(urls: urls))
+        round.withLock { $0 = current }
+        guard lifecycle.withLock({ $0 == .running || $0 == .idle }) else { return }
+        current.start()
+        // The status file catches up with the records while the round runs.
+        while !current.wait(timeout: 1) { note(statusStore.flush()) }
+        round.withLock { $0 = nil }
+        note(statusStore.flush())
+        // The round's parses left freed heap behind; give it back (once a
+        // round: it walks the whole heap).
+        Heap.giveBackFreedMemory()
+    }
+
+    /// Waits until each of `urls` had its answer in this mount (it loaded,
+    /// or failed with no retry to come), or `timeout` seconds passed. Returns the URLs still
+    /// waiting.
+    public func waitForAnswers(from urls: Set<String>, timeout: Double) -> Set<String> {
+        let deadline = DispatchTime.now() + timeout
+        while true {
+            let left = urls.subtracting(answeredURLs.withLock { $0 })
+            if left.isEmpty || answered.wait(timeout: deadline) == .timedOut {
+                return urls.subtracting(answeredURLs.withLock { $0 })
+            }
         }
     }
 
     // MARK: - Private methods
 
-    private func refresh(url: String) {
-        switch loader.refresh(url: url) {
+    /// One attempt at one feed; says whether to try again soon.
+    private func refresh(url: String) -> FeedRound.Ended {
+        // A feed the mount does not show yet is asked for in full: its kept
+        // copy, if any, did not parse.
+        let shown = catalog.feedURLs.contains(url) || catalog.placeholderURLs.contains(url)
+        let outcome = loader.refresh(url: url, conditional: shown)
+        // A fetch cut short by the unmount says nothing about the feed: it
+        // stays pending (a feed still pending when a mount ends holds no
+        // next mount).
+        guard lifecycle.withLock({ $0 == .running || $0 == .idle }) else { return .settled }
+        switch outcome {
         case .notModified:
             logger.debug("feed not modified", metadata: ["feed.url": .url(url)])
             note(url: url, ok: true, detail: "not modified")
-        case .failed(let reason):
+        case .failed(let reason, let isTransient, let retryAfter):
             logger.warning(
-                "feed refresh failed; keeping the previous listing", metadata: ["feed.url": .url(url), "reason": "\(reason)"])
-            note(url: url, ok: false, detail: reason)
+                shown ? "feed refresh failed; keeping the previous listing" : "feed could not be loaded",
+                metadata: ["feed.url": .url(url), "reason": "\(reason)"])
+            note(url: url, ok: false, detail: shown ? reason + " (showing the last good copy)" : reason)
+            return FeedRound.Ended(isTransient: isTransient, retryAfter: retryAfter)
         case .updated(let feed):
             do {
                 let change = try catalog.update(url: url, feed: feed)
@@ -138,14 +206,18 @@ public final class FeedRefresher: Sendable {
                         "files.removed": "\(change.removedNames.count)",
                     ])
                 note(url: url, ok: true, detail: "updated")
-                // The new copy's parse left freed heap behind; give it back.
-                Heap.giveBackFreedMemory()
             } catch {
                 let reason = "the new listing could not be registered in the cache index: \(error)"
                 logger.error("feed refresh failed; keeping the previous listing", metadata: ["feed.url": .url(url), "reason": "\(reason)"])
                 note(url: url, ok: false, detail: reason)
             }
         }
+        return .settled
+    }
+
+    private func answer(_ url: String) {
+        let new = answeredURLs.withLock { $0.insert(url).inserted }
+        if new { answered.signal() }
     }
 
     /// Tells the kernel what changed: new names (it may remember they were
@@ -154,8 +226,11 @@ public final class FeedRefresher: Sendable {
     private func invalidate(_ change: Catalog.Change) {
         guard !change.isEmpty, let invalidator = invalidator.withLock({ $0 }) else { return }
         if change.isNewShow {
+            // The kernel can know nothing inside a folder that did not
+            // exist: the root and the folder's name are all it may hold.
             invalidator.invalidate(inode: Catalog.rootInode)
             invalidator.invalidate(parent: Catalog.rootInode, name: change.showName)
+            return
         }
         for name in change.addedNames + change.removedNames {
             invalidator.invalidate(parent: change.showInode, name: name)
@@ -165,17 +240,13 @@ public final class FeedRefresher: Sendable {
     }
 
     private func note(url: String, ok: Bool, detail: String) {
-        if let problem = statusStore.record(url: url, ok: ok, detail: detail) {
-            logger.warning("could not record the feed's refresh for podfs status", metadata: ["error": "\(problem)"])
-        }
+        if ok, hadAnAnswer.withLock({ had in defer { had = true }; return !had }) { onFirstAnswer() }
+        note(statusStore.record(url: url, ok: ok, detail: detail))
     }
 
-    /// Leaves SIGINT/SIGTERM to the FUSE loop's thread
-    /// (docs/FUSE-SWIFT-NOTES.md, "Signals").
-    private static func blockTerminationSignals() {
-        var set = sigset_t()
-        sigemptyset(&set)
-        for signal in [SIGINT, SIGTERM, SIGHUP, SIGQUIT] { sigaddset(&set, signal) }
-        pthread_sigmask(SIG_BLOCK, &set, nil)
+    private func note(_ problem: String?) {
+        if let problem {
+            logger.warning("could not record the feed's refresh for podfs status", metadata: ["error": "\(problem)"])
+        }
     }
 }

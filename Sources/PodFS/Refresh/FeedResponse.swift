@@ -22,7 +22,25 @@ public enum FeedResponse: Sendable, Equatable {
     case notModified
 }
 
+/// A feed GET's answer and where the feed moved for good, if it did.
+public struct FeedAnswer: Sendable, Equatable {
+    public var response: FeedResponse
+    /// The URL reached through permanent redirects only (301, 308); `nil`
+    /// without a redirect or with a temporary one (302, 307) on the way.
+    public var movedTo: String?
+
+    public init(response: FeedResponse, movedTo: String? = nil) {
+        self.response = response
+        self.movedTo = movedTo
+    }
+}
+
 extension FeedSource {
+    /// A source that cannot tell moves never reports one.
+    public func fetchFeed(url: String, validators: FeedValidators?, subscribedAs: String) throws(FetchError) -> FeedAnswer {
+        FeedAnswer(response: try fetchFeed(url: url, validators: validators))
+    }
+
     /// A source that cannot ask conditionally always gets the whole body.
     public func fetchFeed(url: String, validators: FeedValidators?) throws(FetchError) -> FeedResponse {
         .body(try fetchFeed(url: url), etag: nil, lastModified: nil)

@@ -18,12 +18,25 @@ public final class FeedStatusStore: Sendable {
         public var ok: Bool
         /// "updated", "not modified", "loaded", or why it failed.
         public var detail: String
+        /// The mount asked for the feed and has no answer yet (`nil` in
+        /// files of older versions: not pending). `ok` and `detail` then
+        /// tell how the check before went.
+        public var pending: Bool?
 
-        public init(checkedAt: Int64, ok: Bool, detail: String) {
+        public init(checkedAt: Int64, ok: Bool, detail: String, pending: Bool? = nil) {
             self.checkedAt = checkedAt
             self.ok = ok
             self.detail = detail
+            self.pending = pending
         }
+    }
+
+    /// The records and when the file was last written. Guarded by its
+    /// lock.
+    private struct State {
+        var records: [String: Record] = [:]
+        var dirty = false
+        var writtenAt = 0.0
     }
 
     // MARK: - Properties
@@ -31,10 +44,15 @@ public final class FeedStatusStore: Sendable {
     /// The file's name inside the cache directory.
     public static let fileName = "feed-status.json"
 
+    /// At most this many seconds pass between a record and the file
+    /// showing it while records keep coming (a round of a thousand feeds
+    /// writes the file a few times, not a thousand).
+    public static let writeInterval = 0.5
+
     private let path: String
     /// Feed URL to its last record. Guarded by its lock, which also
     /// serialises writing the file.
-    private let records = Locked<[String: Record]>([:])
+    private let state = Locked(State())
 
     // MARK: - Init
 
@@ -42,40 +60,81 @@ public final class FeedStatusStore: Sendable {
     public init(directory: String) {
         path = directory + "/" + Self.fileName
         let existing = Self.read(directory: directory)
-        records.withLock { $0 = existing }
+        state.withLock { $0.records = existing }
     }
 
     // MARK: - Methods
 
-    /// Records how a feed's check went and rewrites the file. A failure to
-    /// write is returned for the caller to log; the record stays in memory.
+    /// Records how a feed's check went; the file is rewritten unless it
+    /// was less than `writeInterval` ago (then `flush` writes it). A failure
+    /// to write is returned for the caller to log; the record stays in
+    /// memory.
     @discardableResult
     public func record(url: String, ok: Bool, detail: String, at time: Int64? = nil) -> String? {
         let time = time ?? Int64(Date().timeIntervalSince1970)
-        return records.withLock { records -> String? in
-            records[url] = Record(checkedAt: time, ok: ok, detail: detail)
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-            do {
-                let data = try encoder.encode(records)
-                let aside = path + ".tmp"
-                // Private like the rest of the cache: it names the feeds.
-                let written = CachePrivacy.writeFile(aside, Array(data))
-                guard written == 0 else { return "could not write \(aside): \(String(cString: strerror(written)))" }
-                guard rename(aside, path) == 0 else {
-                    return "could not replace \(path): \(String(cString: strerror(errno)))"
-                }
-                return nil
-            } catch {
-                return "could not write \(path): \(error.localizedDescription)"
-            }
+        return state.withLock { state -> String? in
+            state.records[url] = Record(checkedAt: time, ok: ok, detail: detail)
+            state.dirty = true
+            guard Date().timeIntervalSince1970 - state.writtenAt >= Self.writeInterval else { return nil }
+            return write(&state)
         }
+    }
+
+    /// Marks feeds as asked for and not answered yet, keeping how their
+    /// last check went; writes the file.
+    @discardableResult
+    public func markPending(urls: [String], at time: Int64? = nil) -> String? {
+        let time = time ?? Int64(Date().timeIntervalSince1970)
+        return state.withLock { state -> String? in
+            for url in urls {
+                var record = state.records[url] ?? Record(checkedAt: time, ok: false, detail: "never loaded")
+                record.pending = true
+                state.records[url] = record
+            }
+            state.dirty = true
+            return write(&state)
+        }
+    }
+
+    /// Writes what `record` left unwritten, if anything.
+    @discardableResult
+    public func flush() -> String? {
+        state.withLock { state in state.dirty ? write(&state) : nil }
     }
 
     /// The last record of `url`, if any.
     public func record(url: String) -> Record? {
-        records.withLock { $0[url] }
+        state.withLock { $0.records[url] }
     }
+
+    /// Every record, by feed URL.
+    public var records: [String: Record] {
+        state.withLock { $0.records }
+    }
+
+    // MARK: - Private methods
+
+    private func write(_ state: inout State) -> String? {
+        state.dirty = false
+        state.writtenAt = Date().timeIntervalSince1970
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        do {
+            let data = try encoder.encode(state.records)
+            let aside = path + ".tmp"
+            // Private like the rest of the cache: it names the feeds.
+            let written = CachePrivacy.writeFile(aside, Array(data))
+            guard written == 0 else { return "could not write \(aside): \(String(cString: strerror(written)))" }
+            guard rename(aside, path) == 0 else {
+                return "could not replace \(path): \(String(cString: strerror(errno)))"
+            }
+            return nil
+        } catch {
+            return "could not write \(path): \(error.localizedDescription)"
+        }
+    }
+
+    // MARK: - Reading the file
 
     /// The records in `directory`'s file; empty when there is none or it
     /// does not decode.

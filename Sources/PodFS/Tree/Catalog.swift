@@ -1,4 +1,6 @@
+import Dispatch
 public import FUSEBridge
+import Foundation
 public import Feeds
 public import Logging
 public import RangeCache
@@ -18,8 +20,9 @@ import Locking
 public final class Catalog: Sendable {
     // MARK: - Nested types
 
-    /// A show directory.
-    public struct Show: Sendable {
+    /// A show directory. A class, so a `Node` holding one stays a word
+    /// wide: the tree holds a node per file, twice.
+    public final class Show: Sendable {
         public let inode: UInt64
         public let name: String
         public let feedURL: String
@@ -35,6 +38,23 @@ public final class Catalog: Sendable {
         let entries: [DirectoryEntry]
         /// Cache key to name, for the next refresh to keep.
         let names: [String: String]
+
+        init(
+            inode: UInt64, name: String, feedURL: String, modificationTime: Int64, episodes: [Episode],
+            extras: [Episode], playlist: Playlist, byName: [String: Node], entries: [DirectoryEntry],
+            names: [String: String]
+        ) {
+            self.inode = inode
+            self.name = name
+            self.feedURL = feedURL
+            self.modificationTime = modificationTime
+            self.episodes = episodes
+            self.extras = extras
+            self.playlist = playlist
+            self.byName = byName
+            self.entries = entries
+            self.names = names
+        }
     }
 
     /// What an inode is.
@@ -66,7 +86,7 @@ public final class Catalog: Sendable {
     }
 
     /// The whole tree, swapped as one value. Guarded by `tree`'s lock.
-    private struct Tree {
+    struct Tree {
         var shows: [Show] = []
         var showsByName: [String: Show] = [:]
         /// Every node served in this mount, files that left their feed
@@ -74,18 +94,28 @@ public final class Catalog: Sendable {
         var nodes: [UInt64: Node] = [Catalog.rootInode: .root]
         /// Every file's `Episode` by cache key, for reuse across refreshes.
         var filesByKey: [String: Episode] = [:]
+        /// Shows known from the last mount and not built yet, by feed URL
+        /// (`Catalog+Placeholders`).
+        var placeholders: [String: Placeholder] = [:]
+        var placeholdersByName: [String: Placeholder] = [:]
+        var placeholdersByInode: [UInt64: Placeholder] = [:]
+        /// Feed URLs in the order the root lists them, while placeholders
+        /// exist (a show built from one keeps its place); empty otherwise.
+        var rootOrder: [String] = []
     }
 
     // MARK: - Properties
 
     public static let rootInode: UInt64 = 1
 
-    private let index: CacheIndex
-    private let logger: Logger
-    private let tree = Locked(Tree())
+    let index: CacheIndex
+    let logger: Logger
+    let tree = Locked(Tree())
+    /// Builds the shows of placeholders on demand (set by the mount).
+    let builder = Locked<(@Sendable (_ url: String) -> Void)?>(nil)
     /// Held by `update` from start to end: one refresh at a time may read,
     /// rebuild and swap the tree.
-    private let updating = Locked(0)
+    let updating = Locked(0)
 
     // MARK: - Init
 
@@ -94,18 +124,51 @@ public final class Catalog: Sendable {
     public init(feeds: [(url: String, feed: ParsedFeed)], index: CacheIndex, logger: Logger) throws {
         self.index = index
         self.logger = logger
-        let directoryNames = Naming.directoryNames(feeds.map { $0.feed.title })
-        var tree = Tree()
-        for (position, entry) in feeds.enumerated() {
-            let (show, _) = try Self.makeShow(
-                url: entry.url, feed: entry.feed, name: directoryNames[position], previous: nil, tree: tree,
-                index: index, logger: logger)
-            Self.install(show, replacing: nil, into: &tree)
+        try add(feeds)
+    }
+
+    // MARK: - Adding shows
+
+    /// Adds the directories of feeds the tree does not have yet (in order;
+    /// feeds it has are left out): laid out on a few threads, registered in
+    /// one transaction, installed in one step. A mount adds its kept copies
+    /// a batch at a time, so it never holds them all parsed at once.
+    /// Returns the shows added (their files are new to the reader).
+    @discardableResult
+    public func add(_ feeds: [(url: String, feed: ParsedFeed)]) throws -> [Show] {
+        try updating.withLock { _ in
+            let (present, existing) = tree.withLock { tree in
+                (Set(tree.shows.map(\.feedURL)), Set(tree.shows.map { Array($0.name.utf8) }))
+            }
+            var seen = present
+            let feeds = feeds.filter { seen.insert($0.url).inserted }
+            let placeholders = tree.withLock { $0.placeholders }
+            var taken = existing.union(placeholders.values.map { Array($0.name.utf8) })
+            // A show built from a placeholder keeps the name it was listed with.
+            let names = feeds.map {
+                placeholders[$0.url]?.name
+                    ?? Naming.uniqueName(stem: Naming.sanitize($0.feed.title), suffix: "", taken: &taken)
+            }
+            let layouts = Self.layouts(
+                feeds.indices.map { (url: feeds[$0].url, feed: feeds[$0].feed, name: names[$0]) }, logger: logger)
+            // Every file of a new show is new: all are registered in one
+            // transaction.
+            let registered = try index.register(
+                feeds: feeds.indices.map { position in
+                    (feedURL: feeds[position].url, episodes: layouts[position].files.map { (key: $0.key, url: $0.url) })
+                })
+            var shows: [Show] = []
+            for (position, entry) in feeds.enumerated() {
+                let (show, _) = try Self.makeShow(
+                    url: entry.url, feed: entry.feed, layout: layouts[position], name: names[position],
+                    previous: nil, known: { _ in nil }, register: { _ in registered[position] })
+                shows.append(show)
+            }
+            tree.withLock { tree in
+                for show in shows { Self.install(show, replacing: nil, into: &tree) }
+            }
+            return shows
         }
-        self.tree.withLock { $0 = tree }
-        logger.info(
-            "catalogue ready",
-            metadata: ["feeds": "\(tree.shows.count)", "episodes": "\(tree.shows.reduce(0) { $0 + $1.episodes.count })"])
     }
 
     // MARK: - Reading
@@ -125,7 +188,10 @@ public final class Catalog: Sendable {
     }
 
     public func node(_ inode: UInt64) -> Node? {
-        tree.withLock { $0.nodes[inode] }
+        if let node = tree.withLock({ $0.nodes[inode] }) { return node }
+        guard let url = tree.withLock({ $0.placeholdersByInode[inode]?.url }) else { return nil }
+        build(url: url)
+        return tree.withLock { $0.nodes[inode] }
     }
 
     public func lookup(parent: UInt64, name: String) -> Node? {
@@ -135,14 +201,17 @@ public final class Catalog: Sendable {
             case .show(let show): return show.byName[name]
             case .episode, .playlist, nil: return nil
             }
-        }
+        } ?? lookupPlaceholder(parent: parent, name: name)
     }
 
     public func children(of inode: UInt64) -> [DirectoryEntry]? {
-        tree.withLock { tree in
+        if tree.withLock({ $0.nodes[inode] == nil }), let url = tree.withLock({ $0.placeholdersByInode[inode]?.url }) {
+            build(url: url)
+        }
+        return tree.withLock { tree in
             switch tree.nodes[inode] {
             case .root:
-                return tree.shows.map { DirectoryEntry(name: $0.name, inode: $0.inode, kind: .directory) }
+                return Self.rootEntries(tree)
             case .show(let show):
                 return show.entries
             case .episode, .playlist, nil:
@@ -158,18 +227,45 @@ public final class Catalog: Sendable {
     /// names, inodes and state; new ones are registered in the index.
     /// Returns what changed, for the kernel's caches and the reader.
     public func update(url: String, feed: ParsedFeed) throws -> Change {
-        try updating.withLock { _ in
-            let current = tree.withLock { $0 }
-            let previous = current.shows.first { $0.feedURL == url }
+        // The layout (names for every file) is the costly part: it is made
+        // before taking `updating`, so feeds that land together lay out in
+        // parallel. Only one round fetches a feed at a time, so the show's
+        // previous names cannot change meanwhile; a new show's name can
+        // (another show may take it), and then the layout is made again.
+        let (before, provisional) = tree.withLock { tree in
+            (tree.shows.first { $0.feedURL == url }, Naming.sanitize(feed.title))
+        }
+        var layout = ShowLayout(
+            feedURL: url, feed: feed, directoryName: before?.name ?? provisional,
+            previousNames: before?.names ?? [:], logger: logger)
+        return try updating.withLock { _ in
+            // No copy of the tree is held while it is changed: a copy would
+            // make every update of a large mount copy every node.
+            let (previous, taken, placeholder) = tree.withLock { tree in
+                (
+                    tree.shows.first { $0.feedURL == url },
+                    Set(tree.shows.map { Array($0.name.utf8) } + tree.placeholders.values.map { Array($0.name.utf8) }),
+                    tree.placeholders[url]
+                )
+            }
             let name: String
             if let previous {
                 name = previous.name
+            } else if let placeholder {
+                name = placeholder.name
             } else {
-                var taken = Set(current.shows.map { Array($0.name.utf8) })
+                var taken = taken
                 name = Naming.uniqueName(stem: Naming.sanitize(feed.title), suffix: "", taken: &taken)
             }
+            if name != (before?.name ?? provisional) || previous?.inode != before?.inode {
+                layout = ShowLayout(
+                    feedURL: url, feed: feed, directoryName: name, previousNames: previous?.names ?? [:],
+                    logger: logger)
+            }
             let (show, newFiles) = try Self.makeShow(
-                url: url, feed: feed, name: name, previous: previous, tree: current, index: index, logger: logger)
+                url: url, feed: feed, layout: layout, name: name, previous: previous,
+                known: { key in self.tree.withLock { $0.filesByKey[key] } },
+                register: { [index] in try index.register(feedURL: url, episodes: $0) })
             tree.withLock { Self.install(show, replacing: previous, into: &$0) }
             let before = Set(previous?.byName.keys.map { $0 } ?? [])
             let after = Set(show.byName.keys)
@@ -197,28 +293,29 @@ public final class Catalog: Sendable {
     // MARK: - Private methods
 
     /// The kinds of node whose inode numbers come from index ids.
-    private enum InodeKind: UInt64 {
+    enum InodeKind: UInt64 {
         case show = 1, episode = 2, playlist = 3
     }
 
     /// The inode of an index id: the kind in the bits from 40 up, the id's
     /// low 40 bits below. A damaged index may hold any id; a negative or
     /// huge one gives a wrong number, never a trap.
-    private static func inode(_ kind: InodeKind, id: Int64) -> UInt64 {
+    static func inode(_ kind: InodeKind, id: Int64) -> UInt64 {
         (kind.rawValue << 40) | (UInt64(truncatingIfNeeded: id) & ((1 << 40) - 1))
     }
 
     /// A show directory for `feed`: reuses the `Episode` of every file
     /// the tree already has, registers the others.
     private static func makeShow(
-        url: String, feed: ParsedFeed, name: String, previous: Show?, tree: Tree, index: CacheIndex,
-        logger: Logger
+        url: String, feed: ParsedFeed, layout: ShowLayout, name: String, previous: Show?,
+        known: (String) -> Episode?,
+        register: ([(key: String, url: String)]) throws -> (feedID: Int64, records: [EpisodeRecord])
     ) throws -> (Show, newFiles: [Episode]) {
-        let layout = ShowLayout(
-            feedURL: url, feed: feed, directoryName: name, previousNames: previous?.names ?? [:], logger: logger)
         let files = layout.files
-        let missing = files.filter { tree.filesByKey[$0.key] == nil }
-        let registered = try index.register(feedURL: url, episodes: missing.map { (key: $0.key, url: $0.url) })
+        let reused = Dictionary(
+            files.compactMap { item in known(item.key).map { (item.key, $0) } }, uniquingKeysWith: { first, _ in first })
+        let missing = files.filter { reused[$0.key] == nil }
+        let registered = try register(missing.map { (key: $0.key, url: $0.url) })
         let records = Dictionary(zip(missing.map(\.key), registered.records), uniquingKeysWith: { first, _ in first })
         let showInode = Self.inode(.show, id: registered.feedID)
         let newest = feed.episodes.compactMap(\.published).max()
@@ -228,7 +325,7 @@ public final class Catalog: Sendable {
         var extras: [Episode] = []
         for item in files {
             let episode: Episode
-            if let known = tree.filesByKey[item.key] {
+            if let known = reused[item.key] {
                 episode = known
             } else {
                 let record = records[item.key]
@@ -267,8 +364,32 @@ public final class Catalog: Sendable {
         return (show, newFiles)
     }
 
+    /// The layouts of `feeds`, made on a few threads.
+    private static func layouts(
+        _ feeds: [(url: String, feed: ParsedFeed, name: String)], logger: Logger
+    ) -> [ShowLayout] {
+        let made = Locked<[Int: ShowLayout]>([:])
+        let workers = max(1, min(ProcessInfo.processInfo.activeProcessorCount, 8, feeds.count))
+        DispatchQueue.concurrentPerform(iterations: workers) { worker in
+            for position in stride(from: worker, to: feeds.count, by: workers) {
+                let entry = feeds[position]
+                let layout = ShowLayout(feedURL: entry.url, feed: entry.feed, directoryName: entry.name, logger: logger)
+                made.withLock { $0[position] = layout }
+            }
+        }
+        let byPosition = made.withLock { $0 }
+        return feeds.indices.map { byPosition[$0]! }
+    }
+
     /// Puts `show` in the tree in place of `previous` (or at the end).
     private static func install(_ show: Show, replacing previous: Show?, into tree: inout Tree) {
+        if let placeholder = tree.placeholders.removeValue(forKey: show.feedURL) {
+            tree.placeholdersByName[placeholder.name] = nil
+            tree.placeholdersByInode[placeholder.inode] = nil
+        }
+        if !tree.rootOrder.isEmpty, previous == nil, !tree.rootOrder.contains(show.feedURL) {
+            tree.rootOrder.append(show.feedURL)
+        }
         if let previous, let position = tree.shows.firstIndex(where: { $0.inode == previous.inode }) {
             tree.shows[position] = show
         } else {

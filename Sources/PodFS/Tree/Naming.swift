@@ -76,6 +76,15 @@ public enum Naming {
     /// space; both ends are trimmed; leading `.` and `-` go; nothing left (or
     /// dots only) gives "untitled"; at most 255 bytes.
     public static func sanitize(_ title: String?) -> String {
+        // Most titles are plain ASCII: the same rules on bytes, without
+        // asking Unicode's tables about every character (a thousand feeds
+        // hold hundreds of thousands of titles).
+        if let name = asciiSanitized(title ?? "") { return name }
+        return sanitizedScalars(title)
+    }
+
+    /// `sanitize` without its ASCII fast path (tests compare the two).
+    static func sanitizedScalars(_ title: String?) -> String {
         var scalars = String.UnicodeScalarView()
         var pendingSpace = false
         for scalar in normalized(visibleScalars(title ?? "")).unicodeScalars {
@@ -95,6 +104,36 @@ public enum Naming {
         let name = String(scalars)
         if name.isEmpty { return "untitled" }
         return cut(name, keeping: "")
+    }
+
+    /// `sanitize` for a title of printable ASCII, TAB, LF and CR only;
+    /// `nil` for any other title. ASCII is already NFC, and of it only
+    /// those three and the space are white space; nothing else is
+    /// invisible.
+    private static func asciiSanitized(_ title: String) -> String? {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(title.utf8.count)
+        var pendingSpace = false
+        for byte in title.utf8 {
+            switch byte {
+            case 0x09, 0x0A, 0x0D, 0x20:
+                pendingSpace = true
+                continue
+            case 0x21...0x7E:
+                break
+            default:
+                return nil
+            }
+            if bytes.isEmpty, byte == UInt8(ascii: ".") || byte == UInt8(ascii: "-") {
+                pendingSpace = false
+                continue
+            }
+            if pendingSpace, !bytes.isEmpty { bytes.append(0x20) }
+            pendingSpace = false
+            bytes.append(byte == UInt8(ascii: "/") ? UInt8(ascii: "_") : byte)
+        }
+        if bytes.isEmpty { return "untitled" }
+        return cut(String(decoding: bytes, as: UTF8.self), keeping: "")
     }
 
     /// Whether `scalar` draws nothing or changes how its neighbours draw,

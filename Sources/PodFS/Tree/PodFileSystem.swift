@@ -53,6 +53,7 @@ public final class PodFileSystem: FileSystem {
 
     public func getattr(inode: UInt64, reply: AttributesReply) {
         if let control, let attributes = control.attributes(inode) { return reply.attributes(attributes, timeout: 0) }
+        if let listed = placeholderAttributes(inode) { return reply.attributes(listed.0, timeout: listed.1) }
         guard let node = catalog.node(inode) else {
             reply.fail(.notFound)
             return
@@ -83,6 +84,7 @@ public final class PodFileSystem: FileSystem {
 
     public func listedAttributes(inode: UInt64) -> (Attributes, Double)? {
         if let control, control.owns(inode) { return nil }
+        if let listed = placeholderAttributes(inode) { return listed }
         guard let node = catalog.node(inode) else { return nil }
         return attributes(of: node)
     }
@@ -169,6 +171,15 @@ public final class PodFileSystem: FileSystem {
     }
 
     // MARK: - Private methods
+
+    /// A show folder listed from the last mount and not built yet: its
+    /// attributes need no building (`Catalog+Placeholders`).
+    private func placeholderAttributes(_ inode: UInt64) -> (Attributes, Double)? {
+        guard let time = catalog.placeholderTime(inode: inode) else { return nil }
+        let attributes = Attributes(
+            inode: inode, kind: .directory, permissions: 0o555, size: 0, modificationTime: time, linkCount: 2)
+        return (attributes, cacheTimeout)
+    }
 
     /// Attributes and how long the kernel may keep them. An episode's size
     /// is the feed's claim until an open or a check asks the origin: once

@@ -1,0 +1,118 @@
+import FUSEBridge
+import Foundation
+
+/// Shows listed before they are built: a mount with kept copies lists its
+/// root at once from the shows the last mount had, and builds each show from
+/// its kept copy in the background, or at once when something looks into it
+/// (docs/DESIGN.md, "Feeds": kept copies serve at once).
+///
+/// A placeholder has the name, inode and time its show had, so building it
+/// changes nothing the kernel may have seen; the built show takes its place
+/// in the root's order.
+extension Catalog {
+    // MARK: - Nested types
+
+    /// A show as the last mount listed it.
+    public struct Placeholder: Codable, Sendable, Equatable {
+        public var url: String
+        public var name: String
+        public var inode: UInt64
+        public var modificationTime: Int64
+
+        public init(url: String, name: String, inode: UInt64, modificationTime: Int64) {
+            self.url = url
+            self.name = name
+            self.inode = inode
+            self.modificationTime = modificationTime
+        }
+    }
+
+    // MARK: - Methods
+
+    /// Lists `placeholders` (in order) for shows the tree does not have;
+    /// `builder` builds the show of a URL (from its kept copy, through
+    /// `add`) when something looks into it before the background pass did.
+    /// A name or inode already taken is left out.
+    public func list(_ placeholders: [Placeholder], builder: @escaping @Sendable (_ url: String) -> Void) {
+        self.builder.withLock { $0 = builder }
+        tree.withLock { tree in
+            tree.rootOrder = tree.shows.map(\.feedURL)
+            for placeholder in placeholders
+            where tree.placeholders[placeholder.url] == nil && tree.showsByName[placeholder.name] == nil
+                && tree.placeholdersByName[placeholder.name] == nil && tree.nodes[placeholder.inode] == nil
+                && !tree.rootOrder.contains(placeholder.url)
+            {
+                tree.placeholders[placeholder.url] = placeholder
+                tree.placeholdersByName[placeholder.name] = placeholder
+                tree.placeholdersByInode[placeholder.inode] = placeholder
+                tree.rootOrder.append(placeholder.url)
+            }
+        }
+    }
+
+    /// Forgets the placeholder of `url` (its kept copy did not give a
+    /// show); returns it, for the caller to tell the kernel.
+    @discardableResult
+    public func dropPlaceholder(url: String) -> Placeholder? {
+        tree.withLock { tree in
+            guard let placeholder = tree.placeholders.removeValue(forKey: url) else { return nil }
+            tree.placeholdersByName[placeholder.name] = nil
+            tree.placeholdersByInode[placeholder.inode] = nil
+            tree.rootOrder.removeAll { $0 == url }
+            return placeholder
+        }
+    }
+
+    /// The URLs of shows listed and not built yet.
+    public var placeholderURLs: [String] {
+        tree.withLock { tree in tree.rootOrder.filter { tree.placeholders[$0] != nil } }
+    }
+
+    /// What the next mount lists before it builds anything: every show, in
+    /// the root's order.
+    public var placeholdersToSave: [Placeholder] {
+        tree.withLock { tree in
+            Self.rootEntries(tree).compactMap { entry in
+                if let placeholder = tree.placeholdersByInode[entry.inode] { return placeholder }
+                guard case .show(let show) = tree.nodes[entry.inode] else { return nil }
+                return Placeholder(
+                    url: show.feedURL, name: show.name, inode: show.inode, modificationTime: show.modificationTime)
+            }
+        }
+    }
+
+    /// The modification time a placeholder's directory shows.
+    func placeholderTime(inode: UInt64) -> Int64? {
+        tree.withLock { $0.placeholdersByInode[inode]?.modificationTime }
+    }
+
+    // MARK: - Internal methods
+
+    /// The show named `name` in the root, built from its placeholder.
+    func lookupPlaceholder(parent: UInt64, name: String) -> Node? {
+        guard parent == Catalog.rootInode, let url = tree.withLock({ $0.placeholdersByName[name]?.url }) else {
+            return nil
+        }
+        build(url: url)
+        return tree.withLock { $0.showsByName[name].map { .show($0) } }
+    }
+
+    /// Builds the show of a placeholder now, on the caller's thread.
+    func build(url: String) {
+        guard let builder = builder.withLock({ $0 }) else { return }
+        builder(url)
+    }
+
+    /// The root's entries: in `rootOrder` while placeholders exist, so a
+    /// show built from one keeps its place during a listing.
+    static func rootEntries(_ tree: Tree) -> [DirectoryEntry] {
+        guard !tree.rootOrder.isEmpty else {
+            return tree.shows.map { DirectoryEntry(name: $0.name, inode: $0.inode, kind: .directory) }
+        }
+        let shows = Dictionary(tree.shows.map { ($0.feedURL, $0) }, uniquingKeysWith: { first, _ in first })
+        return tree.rootOrder.compactMap { url in
+            if let show = shows[url] { return DirectoryEntry(name: show.name, inode: show.inode, kind: .directory) }
+            return tree.placeholders[url].map { DirectoryEntry(name: $0.name, inode: $0.inode, kind: .directory) }
+        }
+    }
+}

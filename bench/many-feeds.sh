@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# Subscriptions at scale (issue 21): N feeds behind a proxy that adds a
+# delay per request, plus one host that accepts and never answers and one
+# port that refuses. Prints, from one run: cold ready time, time until every
+# show is listed, warm remount ready time, peak RSS per listed file, and the
+# time `curl --parallel` takes for the same feeds, each beside its target.
+#
+#   bench/many-feeds.sh [--feeds N] [--hosts H] [--delay-ms MS] [--seed S]
+#       defaults: 1000 feeds (20-400 items each), 10 hosts, 50 ms
+#
+# The feeds are spread over H hosts (H delaying proxies on their own
+# ports, one origin behind them), as an OPML's feeds are spread over
+# hosting services. Needs root for FUSE; runs itself inside `unshare -n`
+# (loopback only) with the test origin. Not a test: it asserts nothing.
+set -euo pipefail
+if [ -z "${PODFS_BENCH_NETNS:-}" ]; then
+  exec env PODFS_BENCH_NETNS=1 unshare -n sh -c 'ip link set lo up && exec "$0" "$@"' "$0" "$@"
+fi
+feeds=1000; hosts=10; delay=50; seed=21
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --feeds) feeds="$2"; shift 2 ;;
+    --hosts) hosts="$2"; shift 2 ;;
+    --delay-ms) delay="$2"; shift 2 ;;
+    --seed) seed="$2"; shift 2 ;;
+    *) echo "usage: $0 [--feeds N] [--hosts H] [--delay-ms MS] [--seed S]" >&2; exit 2 ;;
+  esac
+done
+repo="$(cd "$(dirname "$0")/.." && pwd)"
+work="$(mktemp -d /tmp/podfs-many-XXXX)"
+www="$work/www"; mnt="$work/mnt"; cache="$work/cache"
+mkdir -p "$www/f" "$mnt"
+pids=(); podfs=""
+cleanup() {
+  if [ -n "$podfs" ]; then "$podfs" unmount "$mnt" >/dev/null 2>&1 || fusermount3 -u -z "$mnt" 2>/dev/null || true; fi
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+cd "$repo"
+swift build -c release --product podfs >/dev/null
+podfs="$(swift build -c release --show-bin-path)/podfs"
+
+# N feeds of 20-400 items, with show notes (text no file shows).
+python3 - "$www/f" "$feeds" "$seed" <<'PY'
+import random, sys
+root, n, seed = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+rng = random.Random(seed)
+months = "Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split()
+notes = '<p>Show notes with <a href="https://example.org/">links</a> and a paragraph of text.</p>' * 3
+total = 0
+for f in range(n):
+    items = rng.randint(20, 400)
+    total += items
+    out = ['<?xml version="1.0" encoding="UTF-8"?>\n<rss version="2.0" '
+           'xmlns:itunes="http://www.itunes.com/dtds/podcast-1.0.dtd"><channel>'
+           '<title>Show %d</title><description>%s</description>\n' % (f, notes)]
+    for i in reversed(range(items)):
+        out.append(
+            '<item><title>Episode %d of show %d</title><guid>s%d-e%d</guid>'
+            '<pubDate>Mon, %d %s %d 10:00:00 GMT</pubDate><description><![CDATA[%s]]></description>'
+            '<enclosure url="{{BASE}}/e/%d/%d.mp3" length="%d" type="audio/mpeg"/></item>\n'
+            % (i, f, f, i, 1 + i % 28, months[(i // 28) % 12], 2000 + i // 336, notes, f, i, 30000000 + i))
+    out.append('</channel></rss>\n')
+    with open("%s/%d.xml" % (root, f), "w") as fh:
+        fh.write("".join(out))
+print(total, file=open(root + "/../items", "w"))
+PY
+items=$(cat "$www/items")
+
+python3 Tests/Origin/origin.py --root "$www" --port 0 --port-file "$work/port" >/dev/null 2>&1 &
+pids+=($!)
+for _ in $(seq 100); do [ -s "$work/port" ] && break; sleep 0.05; done
+origin_port=$(cat "$work/port")
+curl -sf -X POST -d '{"gzip": true}' "http://127.0.0.1:$origin_port/_origin/config" >/dev/null
+# H delaying proxies: H hosts.
+proxy_ports=()
+for h in $(seq 0 $((hosts - 1))); do
+  port=$((20000 + h))
+  python3 bench/delayproxy.py "$port" "$origin_port" "$delay" &
+  pids+=($!)
+  proxy_ports+=("$port")
+done
+# A host that accepts and never answers; a port that refuses.
+python3 -c '
+import socket, time
+s = socket.create_server(("127.0.0.1", 20999), backlog=64)
+held = []
+while True:
+    c, _ = s.accept(); held.append(c)
+' &
+pids+=($!)
+sleep 0.5
+list="$work/feeds.txt"
+for f in $(seq 0 $((feeds - 1))); do
+  echo "http://127.0.0.1:${proxy_ports[$((f % hosts))]}/f/$f.xml"
+done > "$list"
+echo "http://127.0.0.1:20999/hanging.xml" >> "$list"
+echo "http://127.0.0.1:1/refused.xml" >> "$list"
+
+now() { date +%s.%N; }
+since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
+
+# The network's reference: curl --parallel for the same feeds (gzip).
+sed -n "1,${feeds}p" "$list" | sed 's/^/url = /; s/$/\noutput = \/dev\/null/' > "$work/curl.cfg"
+t=$(now); curl -s --no-progress-meter --parallel --parallel-max 50 --compressed -K "$work/curl.cfg" >/dev/null 2>&1 || true; curl_time=$(since "$t")
+
+# Cold: ready, then every show listed.
+t=$(now)
+out=$("$podfs" mount --cache-dir "$cache" --refresh off "$list" "$mnt" 2>"$work/mount.err")
+cold=$(since "$t")
+pid=$(sed -n 's/.*pid \([0-9]*\).*/\1/p' <<<"$out" | head -1)
+for _ in $(seq 6000); do
+  [ "$(ls "$mnt" | wc -l)" -ge "$feeds" ] && break
+  sleep 0.02
+done
+listed=$(since "$t")
+cpu=$(awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f", ($14 + $15) / hz}' "/proc/$pid/stat")
+files=$(find "$mnt" -mindepth 2 -type f | wc -l)
+peak_kib=$(awk '/VmHWM/ {print $2}' "/proc/$pid/status")
+"$podfs" status --cache-dir "$cache" | sed -n 2p > "$work/summary"
+"$podfs" unmount "$mnt" >/dev/null
+
+# Warm remount: ready from the kept copies.
+t=$(now)
+out=$("$podfs" mount --cache-dir "$cache" --refresh off "$list" "$mnt" 2>>"$work/mount.err")
+warm=$(since "$t")
+pid=$(sed -n 's/.*pid \([0-9]*\).*/\1/p' <<<"$out" | head -1)
+warm_shows=$(ls "$mnt" | wc -l)
+warm_cpu=$(awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f", ($14 + $15) / hz}' "/proc/$pid/stat")
+# Every file listed: builds every show that the background pass has not.
+warm_files=$(find "$mnt" -mindepth 2 -type f | wc -l)
+warm_all=$(since "$t")
+warm_peak_kib=$(awk '/VmHWM/ {print $2}' "/proc/$pid/status")
+"$podfs" unmount "$mnt" >/dev/null
+
+awk -v feeds="$feeds" -v hosts="$hosts" -v delay="$delay" -v items="$items" -v curl="$curl_time" \
+    -v cold="$cold" -v listed="$listed" -v warm="$warm" -v files="$files" -v peak="$peak_kib" \
+    -v cpu="$cpu" -v wcpu="$warm_cpu" -v cores="$(nproc)" -v wpeak="$warm_peak_kib" -v wshows="$warm_shows" -v wall="$warm_all" -v wfiles="$warm_files" -v summary="$(cat "$work/summary")" 'BEGIN {
+  allowed = 1.5 * curl; if (allowed < 3) allowed = 3
+  target_kib = 64 * 1024 + files
+  printf "podfs many-feeds bench: %d feeds (%d items) on %d hosts, +%d ms per request, plus a hanging host and a refusing port\n", feeds, items, hosts, delay
+  printf "| figure | podfs | target |\n|---|---|---|\n"
+  printf "| cold ready | %.2f s | <= 3 s |\n", cold
+  printf "| every show listed | %.2f s (%.2f x curl) | <= 1.5 x curl, at least 3 s: %.2f s |\n", listed, listed / curl, allowed
+  printf "| warm remount ready | %.2f s (%d shows listed at once) | <= 0.5 s |\n", warm, wshows
+  printf "| warm remount, every file listed (find) | %.2f s (%d files) | |\n", wall, wfiles
+  printf "| peak RSS, cold | %.1f MiB for %d files: %.0f B/file over 64 MiB | <= 64 MiB + 1 KiB/file: %.1f MiB |\n", peak / 1024, files, (peak - 65536) * 1024 / files, target_kib / 1024
+  printf "| peak RSS, warm remount, after every file was listed | %.1f MiB | %.1f MiB |\n", wpeak / 1024, target_kib / 1024
+  printf "| curl --parallel (reference) | %.2f s | |\n", curl
+  printf "daemon CPU until every show was listed: %.2f s (%d cores); until the warm remount was ready: %.2f s\n", cpu, cores, wcpu
+  printf "status after the cold mount: %s\n", summary
+}'
