@@ -12,9 +12,12 @@ final class TestOrigin {
 
     var base: String { "http://\(host):\(port)" }
 
-    init(root: String, host: String = "127.0.0.1") throws {
+    /// `port` 0 takes a free one; a fixed one is for a cache made for it
+    /// (inside the test's own network namespace nothing else holds it).
+    init(root: String, host: String = "127.0.0.1", port: Int = 0) throws {
         self.root = root
         self.host = host
+        self.port = port
         try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
         try start()
     }

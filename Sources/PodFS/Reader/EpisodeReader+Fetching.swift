@@ -88,9 +88,9 @@ extension EpisodeReader {
                     if old > 0 { try? scratch.punchHole(0..<old) }
                     if old != new { try? scratch.resize(to: new) }
                 case .saveVersion(let version):
-                    try index.setValidator(
+                    try index.setValidator(EpisodeValidator(
                         key: episode.key, length: version.length ?? 0, etag: version.etag,
-                        lastModified: version.lastModified)
+                        lastModified: version.lastModified))
                 case .saveVersionLater:
                     markDirty(episode)
                 case .logChanged:

@@ -1,0 +1,46 @@
+/// The variant of each episode the cache holds (docs/DESIGN.md, "Episodes
+/// and their variants"): the link and validator it is pinned to, whether its
+/// origin serves different bytes per request, and whether it is complete.
+/// Schema 2 (`IndexSchema`).
+extension CacheIndex {
+    // MARK: - Methods
+
+    /// Marks the episode's origin as serving different bytes per request,
+    /// saying why (`nil` clears the mark). Kept across mounts.
+    public func markUnstable(key: String, reason: String?) throws(IndexError) {
+        try connection.withLock { db throws(IndexError) in
+            let update = try db.prepare("UPDATE episodes SET unstable = ? WHERE key = ?")
+            try update.bind(1, reason)
+            try update.bind(2, key)
+            try update.run()
+        }
+    }
+
+    /// Marks the episode final (every byte of one variant is cached) or
+    /// not (its bytes were dropped).
+    public func markFinal(key: String, _ isFinal: Bool) throws(IndexError) {
+        try connection.withLock { db throws(IndexError) in
+            let update = try db.prepare("UPDATE episodes SET final = ? WHERE key = ?")
+            try update.bind(1, Int64(isFinal ? 1 : 0))
+            try update.bind(2, key)
+            try update.run()
+        }
+    }
+
+    // MARK: - Internal methods
+
+    /// Saves a validator and the link it pins (inside the caller's lock and,
+    /// where it matters, transaction).
+    static func save(_ validator: EpisodeValidator, _ db: SQLiteConnection) throws(IndexError) {
+        let update = try db.prepare(
+            "UPDATE episodes SET length = ?, etag = ?, last_modified = ?, pinned_url = ?, pinned_issuer = ? "
+                + "WHERE key = ?")
+        try update.bind(1, validator.length)
+        try update.bind(2, validator.etag)
+        try update.bind(3, validator.lastModified)
+        try update.bind(4, validator.pinnedURL)
+        try update.bind(5, validator.pinnedIssuer)
+        try update.bind(6, validator.key)
+        try update.run()
+    }
+}
