@@ -27,6 +27,18 @@ extension CacheIndex {
         }
     }
 
+    /// Who sent podfs to `url` when it was pinned (`EpisodeVariant
+    /// .pinnedIssuer`), if an episode is pinned to it. Failures read as
+    /// unknown: the caller then applies its strictest rule.
+    public func pinnedIssuer(url: String) -> String? {
+        try? connection.withLock { db throws(IndexError) -> String? in
+            let query = try db.prepare(
+                "SELECT pinned_issuer FROM episodes WHERE pinned_url = ? AND pinned_issuer IS NOT NULL LIMIT 1")
+            try query.bind(1, url)
+            return try query.step() ? query.text(0) : nil
+        }
+    }
+
     // MARK: - Internal methods
 
     /// Saves a validator and the link it pins (inside the caller's lock and,

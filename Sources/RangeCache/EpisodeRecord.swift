@@ -22,6 +22,21 @@ public struct EpisodeRecord: Sendable, Equatable {
     /// Where the cached variant comes from and how the origin behaves
     /// (schema 2; an index of schema 1 reads as nothing known).
     public var variant = EpisodeVariant()
+
+    public init(
+        id: Int64, key: String, url: String, length: Int64?, etag: String?, lastModified: String?,
+        ranges: [Range<Int64>], lastRead: Int64? = nil, variant: EpisodeVariant = EpisodeVariant()
+    ) {
+        self.id = id
+        self.key = key
+        self.url = url
+        self.length = length
+        self.etag = etag
+        self.lastModified = lastModified
+        self.ranges = ranges
+        self.lastRead = lastRead
+        self.variant = variant
+    }
 }
 
 /// The variant of an episode the cache holds (docs/DESIGN.md, "Episodes and

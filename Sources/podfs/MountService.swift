@@ -79,7 +79,8 @@ struct MountService {
         let index = try CacheIndex(directory: cacheDirectory, logger: logger)
         let policy = addressPolicy(logger: logger)
         let client = HTTPClient(logger: logger, policy: policy, proxy: proxy)
-        let source = CurlSource(client: client, feedLimit: feedLimit, zones: FeedZones(policy: policy))
+        let zones = FeedZones(policy: policy, pinnedIssuer: { index.pinnedIssuer(url: $0) })
+        let source = CurlSource(client: client, feedLimit: feedLimit, zones: zones)
         let feedURLs: [String]
         do {
             feedURLs = try FeedSources.urls(sources)
@@ -149,7 +150,6 @@ struct MountService {
         // them with the origin now, not at their first open. Not when no
         // feed could be fetched: offline, the checks would only fail.
         if anyFresh { reader.revalidateRecentlyRead() }
-        let zones = source.zones
         let refresher = refreshInterval.map { interval in
             FeedRefresher(
                 urls: feedURLs, interval: interval, loader: loader, catalog: catalog, reader: reader,

@@ -134,6 +134,27 @@ final class TestOrigin {
         (try pathStats(name)["ranges"] as? [String]) ?? []
     }
 
+    /// How many variants a stitched path (`stitch` fault) was given so far.
+    func variants(_ name: String) throws -> Int {
+        let variants = try stats()["variants"] as? [String: Any]
+        return (variants?["/" + name] as? NSNumber)?.intValue ?? 0
+    }
+
+    /// Body bytes sent for every variant of a stitched path since the last
+    /// reset.
+    func variantBytesSent(_ name: String) throws -> Int64 {
+        let paths = try stats()["paths"] as? [String: Any] ?? [:]
+        return paths.filter { $0.key.hasPrefix("/_variants/\(name).v") }.values.reduce(0) { sum, entry in
+            sum + (((entry as? [String: Any])?["bytes"] as? NSNumber)?.int64Value ?? 0)
+        }
+    }
+
+    /// The bytes of variant `n` of a stitched file whose own bytes are
+    /// `data` (as origin.py makes them).
+    static func variant(_ n: Int, of data: Data, adBytes: Int) -> Data {
+        Data(repeating: UInt8((0x40 + n) & 0xff), count: adBytes * (1 + n % 3)) + data
+    }
+
     /// How many responses a `hold` fault is holding now.
     func held() throws -> Int {
         (try stats()["held"] as? NSNumber)?.intValue ?? -1

@@ -52,6 +52,16 @@ Fault config keys:
                                 0xEE bytes never ends (until the client hangs up)
   gzip_encoded: ["/x"]          the file is already gzip data: send it as is with
                                 "Content-Encoding: gzip" (e.g. a decompression bomb)
+  stitch: {"/x.mp3": {"mode": "redirect", "ad_bytes": N, "expires_after": S}}  a host that
+                                stitches ads per request (Megaphone-like): each request of
+                                /x.mp3 gets a 302 to a fresh signed link of a new variant n
+                                (1, 2, ...), /_variants/x.mp3.vN?sig=...&exp=..., whose bytes
+                                are ad_bytes * (1 + n % 3) bytes of value (0x40 + n) & 0xff
+                                followed by the file, served with Range, If-Range and an
+                                ETag of its own; with expires_after, a link answers 403 once
+                                that many seconds passed since it was issued. Merged per
+                                path; the stats' "variants" count what was issued per path
+                                (kept across reset, so numbers are never reused)
   gzip: true                    templates go gzip-compressed to clients that accept it
                                 (whole-body GETs only; the path's "encodings" stat counts them)
 "count" is the number of requests the fault applies to; -1 or missing = always.
@@ -109,6 +119,8 @@ class Origin:
         self.config = {}
         self.log_file = open(log_path, "a", buffering=1) if log_path else None
         self.log_lock = threading.Lock()
+        # Variants issued per stitched path (never reset: names stay unique).
+        self.variants = {}
         self.reset()
 
     # ---- counters -------------------------------------------------------
@@ -170,6 +182,7 @@ class Origin:
                 "held": self.held,
                 "holds": self.holds,
                 "paths": json.loads(json.dumps(self.paths)),
+                "variants": dict(self.variants),
             }
 
     # ---- fault config ---------------------------------------------------
@@ -180,7 +193,7 @@ class Origin:
             for key, value in update.items():
                 if value is None:
                     self.config.pop(key, None)
-                elif key in ("redirects", "status") and isinstance(value, dict):
+                elif key in ("redirects", "status", "stitch") and isinstance(value, dict):
                     cur = dict(self.config.get(key) or {})
                     for p, v in value.items():
                         if v is None:
@@ -265,6 +278,28 @@ class Origin:
     def fail_all(self):
         with self.lock:
             return bool(self.config.get("fail_all"))
+
+    def stitch_for(self, path):
+        with self.lock:
+            entry = (self.config.get("stitch") or {}).get(path)
+            return dict(entry) if isinstance(entry, dict) else None
+
+    def new_variant(self, path, fs, ad_bytes):
+        """Writes variant n of the file at fs; returns its URL path."""
+        with self.lock:
+            n = self.variants.get(path, 0) + 1
+            self.variants[path] = n
+        with open(fs, "rb") as f:
+            data = f.read()
+        ad = bytes([(0x40 + n) & 0xFF]) * (ad_bytes * (1 + n % 3))
+        name = "/_variants%s.v%d" % (path, n)
+        target = os.path.join(self.root, *name.split("/")[1:])
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        tmp = target + ".tmp"
+        with open(tmp, "wb") as f:
+            f.write(ad + data)
+        os.replace(tmp, target)
+        return name
 
     def redirect_for(self, path):
         with self.lock:
@@ -668,6 +703,23 @@ class Handler(BaseHTTPRequestHandler):
                 hdrs["Location"] = str(fault["location"])
             o.count_status(path, code)
             return code, self._simple(code, "origin fault %d\n" % code, headers=hdrs, path=path)
+
+        stitch = o.stitch_for(path)
+        if stitch is not None and stitch.get("mode", "redirect") == "redirect" and self._fs_path(path):
+            name = o.new_variant(path, self._fs_path(path), int(stitch.get("ad_bytes", 65536)))
+            query = "sig=%08x" % (zlib.crc32(name.encode()) & 0xFFFFFFFF)
+            if stitch.get("expires_after") is not None:
+                query += "&exp=%.3f" % (time.time() + float(stitch["expires_after"]))
+            target = self._base() + urllib.parse.quote(name) + "?" + query
+            o.count_status(path, 302)
+            return 302, self._simple(302, "redirect to %s\n" % target,
+                                     headers={"Location": target}, path=path)
+
+        if path.startswith("/_variants/"):
+            exp = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query).get("exp")
+            if exp and float(exp[0]) < time.time():
+                o.count_status(path, 403)
+                return 403, self._simple(403, "link expired\n", path=path)
 
         target = o.redirect_for(path)
         if target:

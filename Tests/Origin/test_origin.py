@@ -366,6 +366,28 @@ class OriginTest(unittest.TestCase):
         r, data = self.request("GET", "/other.mp3")
         self.assertEqual((r.status, data), (200, b"other file bytes"))
 
+    def test_stitch_redirects_each_request_to_a_new_variant(self):
+        self.control("/_origin/config", {"stitch": {"/ep.mp3": {"ad_bytes": 100, "expires_after": 0.5}}})
+        links = []
+        for n in (1, 2):
+            r, _ = self.request("GET", "/ep.mp3")
+            self.assertEqual(r.status, 302)
+            links.append(r.getheader("Location").split(str(self.port), 1)[1])
+        self.assertIn("/_variants/ep.mp3.v1?sig=", links[0])
+        self.assertIn("/_variants/ep.mp3.v2?sig=", links[1])
+        r1, one = self.request("GET", links[0])
+        r2, two = self.request("GET", links[1])
+        self.assertEqual(one, b"\x41" * 200 + BIG)
+        self.assertEqual(two, b"\x42" * 300 + BIG)
+        self.assertNotEqual(r1.getheader("ETag"), r2.getheader("ETag"))
+        # If-Range with the variant's own ETag: a 206 of that variant.
+        r, data = self.request("GET", links[0], {"Range": "bytes=0-9", "If-Range": r1.getheader("ETag")})
+        self.assertEqual((r.status, data), (206, b"\x41" * 10))
+        self.assertEqual(self.control("/_origin/stats", method="GET")["variants"], {"/ep.mp3": 2})
+        time.sleep(0.6)
+        r, _ = self.request("GET", links[0])
+        self.assertEqual(r.status, 403)
+
     def test_fail_all(self):
         self.control("/_origin/config", {"fail_all": True})
         c = self.conn()

@@ -35,15 +35,7 @@ public final class Episode: Sendable {
         self.name = name
         self.modificationTime = modificationTime
         self.feedLength = feedLength
-        var initial = State()
-        if let record {
-            initial.length = record.length
-            initial.etag = record.etag
-            initial.lastModified = record.lastModified
-            initial.present = RangeSet(record.ranges)
-            initial.lastRead = record.lastRead ?? 0
-        }
-        self.state = Locked(initial)
+        self.state = Locked(record.map(State.init(restoring:)) ?? State())
     }
 
     // MARK: - Methods

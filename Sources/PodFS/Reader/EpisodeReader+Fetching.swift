@@ -87,10 +87,10 @@ extension EpisodeReader {
                     // new version is written.
                     if old > 0 { try? scratch.punchHole(0..<old) }
                     if old != new { try? scratch.resize(to: new) }
-                case .saveVersion(let version):
+                case .saveVersion(let version, let pinnedURL, let pinnedIssuer):
                     try index.setValidator(EpisodeValidator(
                         key: episode.key, length: version.length ?? 0, etag: version.etag,
-                        lastModified: version.lastModified))
+                        lastModified: version.lastModified, pinnedURL: pinnedURL, pinnedIssuer: pinnedIssuer))
                 case .saveVersionLater:
                     markDirty(episode)
                 case .logChanged:

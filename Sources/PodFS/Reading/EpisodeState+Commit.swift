@@ -51,7 +51,9 @@ extension Episode.State {
     mutating func takeCommitSnapshot(key: String) -> CommitSnapshot {
         var validator: EpisodeValidator?
         if validatorDirty, let length {
-            validator = EpisodeValidator(key: key, length: length, etag: etag, lastModified: lastModified)
+            validator = EpisodeValidator(
+                key: key, length: length, etag: etag, lastModified: lastModified, pinnedURL: effectiveURL,
+                pinnedIssuer: pinnedIssuer)
         }
         validatorDirty = false
         defer { dirty = false }

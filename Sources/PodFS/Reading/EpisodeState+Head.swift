@@ -29,8 +29,9 @@ extension Episode.State {
         /// give it the new length: only after the index forgot them (it
         /// must never list a punched byte).
         case reshape(ScratchFile, old: Int64, new: Int64)
-        /// Save the new length and validators with the drop.
-        case saveVersion(OriginVersion)
+        /// Save the new length and validators with the drop, and the link
+        /// they came from (pinned, with who sent podfs there).
+        case saveVersion(OriginVersion, pinnedURL: String?, pinnedIssuer: String?)
         /// Save them with the next commit of ranges.
         case saveVersionLater
         case logChanged
@@ -109,6 +110,7 @@ extension Episode.State {
     mutating func forgetRedirect(enclosureURL: String) -> Bool {
         guard effectiveURL != nil, effectiveURL != enclosureURL else { return false }
         effectiveURL = nil
+        pinnedIssuer = nil
         return true
     }
 
@@ -129,10 +131,12 @@ extension Episode.State {
             dropped = dropVersion(keeping: id, existing: context.existingScratch)
             durable.append(.dropIndexRanges)
             if let scratch, let old = length { durable.append(.reshape(scratch, old: old, new: total)) }
-            durable.append(.saveVersion(answer))
+            durable.append(.saveVersion(answer, pinnedURL: head.effectiveURL, pinnedIssuer: head.issuer))
             then.append(.logChanged)
             invalidate = true
-        } else if version != answer {
+        } else if version != answer || effectiveURL != head.effectiveURL || pinnedIssuer != head.issuer {
+            // The same variant, newly told or at a link not pinned yet (an
+            // index of schema 1): saved with the next commit.
             validatorDirty = true
             then.append(.saveVersionLater)
         }
@@ -142,7 +146,7 @@ extension Episode.State {
             if (length ?? context.feedLength ?? 0) != total { invalidate = true }
             length = total
         }
-        (etag, lastModified, effectiveURL) = (head.etag, head.lastModified, head.effectiveURL)
+        (etag, lastModified, effectiveURL, pinnedIssuer) = (head.etag, head.lastModified, head.effectiveURL, head.issuer)
         validation = .confirmed(at: context.now)
         if head.status == 200, progress.cursor > 0 || progress.upper < total, !warnedIgnoresRange, !changed {
             warnedIgnoresRange = true

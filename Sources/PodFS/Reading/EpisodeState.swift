@@ -98,8 +98,13 @@ extension Episode {
         var length: Int64?
         var etag: String?
         var lastModified: String?
-        /// Where the enclosure URL redirected to last time; used directly.
+        /// The link the cached variant came from (the end of the enclosure
+        /// URL's redirect chain), asked directly with `If-Range`; pinned in
+        /// the index across mounts (docs/DESIGN.md, "Episodes and their
+        /// variants"). `nil`: the next fetch follows the enclosure URL.
         var effectiveURL: String?
+        /// Who sent podfs to `effectiveURL` (`FetchHead.issuer`).
+        var pinnedIssuer: String?
         /// Whether a response in this mount confirmed the cached version,
         /// and the probe asking, if one is on its way.
         var validation = Validation.unconfirmed(lastConfirmed: nil)
@@ -153,6 +158,20 @@ extension Episode {
 
         /// The last fetch id handed out; ids are the episode's own.
         var lastFetchID: UInt64 = 0
+
+        init() {}
+
+        /// The state an earlier mount left in the index: its ranges, its
+        /// validator and the link it is pinned to.
+        init(restoring record: EpisodeRecord) {
+            length = record.length
+            etag = record.etag
+            lastModified = record.lastModified
+            effectiveURL = record.variant.pinnedURL
+            pinnedIssuer = record.variant.pinnedIssuer
+            present = RangeSet(record.ranges)
+            lastRead = record.lastRead ?? 0
+        }
 
         /// Bytes a read can be answered from now: on disk or in `spill`.
         var available: RangeSet {
