@@ -140,19 +140,22 @@ final class TestOrigin {
         return (variants?["/" + name] as? NSNumber)?.intValue ?? 0
     }
 
-    /// Body bytes sent for every variant of a stitched path since the last
-    /// reset.
+    /// Body bytes sent for a stitched path (at the path itself and at every
+    /// variant's link) since the last reset.
     func variantBytesSent(_ name: String) throws -> Int64 {
         let paths = try stats()["paths"] as? [String: Any] ?? [:]
-        return paths.filter { $0.key.hasPrefix("/_variants/\(name).v") }.values.reduce(0) { sum, entry in
+        let stitched = paths.filter { $0.key.hasPrefix("/_variants/\(name).v") || $0.key == "/" + name }
+        return stitched.values.reduce(0) { sum, entry in
             sum + (((entry as? [String: Any])?["bytes"] as? NSNumber)?.int64Value ?? 0)
         }
     }
 
     /// The bytes of variant `n` of a stitched file whose own bytes are
     /// `data` (as origin.py makes them).
-    static func variant(_ n: Int, of data: Data, adBytes: Int) -> Data {
-        Data(repeating: UInt8((0x40 + n) & 0xff), count: adBytes * (1 + n % 3)) + data
+    static func variant(_ n: Int, of data: Data, adBytes: Int, sameLength: Bool = false) -> Data {
+        let ad = Data(repeating: UInt8((0x40 + n) & 0xff), count: adBytes * (1 + n % 3))
+        guard sameLength else { return ad + data }
+        return ad.prefix(data.count) + data.dropFirst(ad.count)
     }
 
     /// How many responses a `hold` fault is holding now.

@@ -61,7 +61,15 @@ Fault config keys:
                                 ETag of its own; with expires_after, a link answers 403 once
                                 that many seconds passed since it was issued. Merged per
                                 path; the stats' "variants" count what was issued per path
-                                (kept across reset, so numbers are never reused)
+                                (kept across reset, so numbers are never reused).
+                                "mode": "same_url" stitches at the URL itself: each request
+                                gets variant n's bytes there, with "etag": "per_request" (a
+                                strong ETag per variant, the default), "weak" (W/"n") or
+                                "none" (no ETag, no Last-Modified); "same_length": true
+                                overwrites the file's first bytes with the ad instead
+                                (every variant as long as the file)
+  if_range_200: ["/x"|"*"]      a CDN that answers any Range with If-Range by a 200 with
+                                the whole body, even when the validator matches
   gzip: true                    templates go gzip-compressed to clients that accept it
                                 (whole-body GETs only; the path's "encodings" stat counts them)
 "count" is the number of requests the fault applies to; -1 or missing = always.
@@ -284,14 +292,16 @@ class Origin:
             entry = (self.config.get("stitch") or {}).get(path)
             return dict(entry) if isinstance(entry, dict) else None
 
-    def new_variant(self, path, fs, ad_bytes):
-        """Writes variant n of the file at fs; returns its URL path."""
+    def new_variant(self, path, fs, ad_bytes, same_length=False):
+        """Writes variant n of the file at fs; returns its URL path and n."""
         with self.lock:
             n = self.variants.get(path, 0) + 1
             self.variants[path] = n
         with open(fs, "rb") as f:
             data = f.read()
         ad = bytes([(0x40 + n) & 0xFF]) * (ad_bytes * (1 + n % 3))
+        if same_length:
+            ad, data = ad[:len(data)], data[len(ad):]
         name = "/_variants%s.v%d" % (path, n)
         target = os.path.join(self.root, *name.split("/")[1:])
         os.makedirs(os.path.dirname(target), exist_ok=True)
@@ -299,7 +309,12 @@ class Origin:
         with open(tmp, "wb") as f:
             f.write(ad + data)
         os.replace(tmp, target)
-        return name
+        return name, n
+
+    def if_range_200(self, path):
+        with self.lock:
+            paths = self.config.get("if_range_200") or []
+            return "*" in paths or path in paths
 
     def redirect_for(self, path):
         with self.lock:
@@ -706,7 +721,7 @@ class Handler(BaseHTTPRequestHandler):
 
         stitch = o.stitch_for(path)
         if stitch is not None and stitch.get("mode", "redirect") == "redirect" and self._fs_path(path):
-            name = o.new_variant(path, self._fs_path(path), int(stitch.get("ad_bytes", 65536)))
+            name, _ = o.new_variant(path, self._fs_path(path), int(stitch.get("ad_bytes", 65536)))
             query = "sig=%08x" % (zlib.crc32(name.encode()) & 0xFFFFFFFF)
             if stitch.get("expires_after") is not None:
                 query += "&exp=%.3f" % (time.time() + float(stitch["expires_after"]))
@@ -714,6 +729,19 @@ class Handler(BaseHTTPRequestHandler):
             o.count_status(path, 302)
             return 302, self._simple(302, "redirect to %s\n" % target,
                                      headers={"Location": target}, path=path)
+
+        if stitch is not None and stitch.get("mode") == "same_url" and self._fs_path(path):
+            name, n = o.new_variant(path, self._fs_path(path), int(stitch.get("ad_bytes", 65536)),
+                                    bool(stitch.get("same_length")))
+            kind = stitch.get("etag", "per_request")
+            etag = {"none": None, "weak": 'W/"variant-%d"' % n}.get(kind, '"variant-%d"' % n)
+            vfs = self._fs_path(name)
+            fd = os.open(vfs, os.O_RDONLY)
+            try:
+                return self._serve_file(path, vfs, fd, os.fstat(fd), rng,
+                                        validators={"etag": etag, "lastmod": kind != "none"})
+            finally:
+                os.close(fd)
 
         if path.startswith("/_variants/"):
             exp = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query).get("exp")
@@ -758,7 +786,7 @@ class Handler(BaseHTTPRequestHandler):
             if fd is not None:
                 os.close(fd)
 
-    def _serve_file(self, path, fs, fd, st, rng):
+    def _serve_file(self, path, fs, fd, st, rng, validators=None):
         o = self.origin
         head = self.command == "HEAD"
         ext = os.path.splitext(fs)[1].lower()
@@ -783,12 +811,17 @@ class Handler(BaseHTTPRequestHandler):
         lastmod_ts = int(st.st_mtime)
         lastmod = http_date(lastmod_ts)
         common = {"ETag": etag, "Last-Modified": lastmod}
+        if validators is not None:
+            etag = validators.get("etag")
+            common = {"ETag": etag} if etag else {}
+            if validators.get("lastmod"):
+                common["Last-Modified"] = lastmod
 
         # Conditional GET
         inm = self.headers.get("If-None-Match")
         ims = self.headers.get("If-Modified-Since")
         not_modified = False
-        if inm is not None:
+        if inm is not None and etag is not None:
             not_modified = etag_matches(inm, etag, weak=True)
         elif ims is not None:
             t = parse_http_date(ims)
@@ -806,10 +839,13 @@ class Handler(BaseHTTPRequestHandler):
         if rng is not None and not o.ignore_range(path):
             r = parse_range(rng, size)
             if_range = self.headers.get("If-Range")
-            if r is not None and if_range is not None:
+            if r is not None and if_range is not None and o.if_range_200(path):
+                r = None
+            elif r is not None and if_range is not None:
                 if_range = if_range.strip()
                 if if_range.startswith('"') or if_range.startswith("W/"):
-                    ok = if_range == etag
+                    # A weak validator never matches in If-Range (RFC 9110).
+                    ok = etag is not None and if_range == etag and not etag.startswith("W/")
                 else:
                     t = parse_http_date(if_range)
                     ok = t is not None and int(t) == lastmod_ts

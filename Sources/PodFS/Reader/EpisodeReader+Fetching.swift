@@ -97,6 +97,8 @@ extension EpisodeReader {
                     logger.warning(
                         "the episode changed at the origin; its cached bytes were dropped",
                         metadata: ["episode.key": "\(episode.key)", "episode.name": "\(episode.name)"])
+                case .markUnstable(let reason):
+                    markUnstable(episode, reason: reason)
                 case .logIgnoresRange:
                     logger.notice(
                         "the origin ignores Range requests; streaming the episode from its start",

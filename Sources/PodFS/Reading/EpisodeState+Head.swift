@@ -35,6 +35,9 @@ extension Episode.State {
         /// Save them with the next commit of ranges.
         case saveVersionLater
         case logChanged
+        /// The origin serves different bytes per request: keep the mark in
+        /// the index and say so once (`Episode.State.unstableReason`).
+        case markUnstable(String)
         case logIgnoresRange
         /// Drop the kernel's pages of the episode (a new version), or only
         /// its attributes (a size learned for the same bytes).
@@ -123,6 +126,9 @@ extension Episode.State {
         let answer = OriginVersion(length: total, etag: head.etag, lastModified: head.lastModified)
         let changed = version.isReplaced(by: answer)
         if changed && !context.holdingIndexLock { return (.needsIndexLock, [], []) }
+        let reason = Self.unstableReason(
+            was: version, now: answer, confirmedInThisMount: validated, status: head.status,
+            askedRange: progress.cursor > 0 || progress.upper < total)
         var durable: [HeadEffect] = []
         var then: [HeadEffect] = []
         var invalidate = false
@@ -161,6 +167,10 @@ extension Episode.State {
         progress.upper =
             head.status == 416 || !bodyWanted ? start : (head.status == 200 ? total : min(total, (last ?? 0) + 1))
         fetches[id] = progress
+        if let reason, unstable == nil {
+            unstable = reason
+            then.append(.markUnstable(reason))
+        }
         if invalidate { then.append(.invalidateKernel(pages: changed)) }
         if !dropped.isEmpty { then.append(.fail(dropped)) }
         then.append(.answerOpens(answerOpens(dropAttributes: invalidate)))

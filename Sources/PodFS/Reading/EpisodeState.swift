@@ -105,6 +105,10 @@ extension Episode {
         var effectiveURL: String?
         /// Who sent podfs to `effectiveURL` (`FetchHead.issuer`).
         var pinnedIssuer: String?
+        /// Why the origin was found to serve different bytes per request
+        /// (`Episode.State.unstableReason`), kept in the index; `nil` while
+        /// it looks stable.
+        var unstable: String?
         /// Whether a response in this mount confirmed the cached version,
         /// and the probe asking, if one is on its way.
         var validation = Validation.unconfirmed(lastConfirmed: nil)
@@ -169,6 +173,7 @@ extension Episode {
             lastModified = record.lastModified
             effectiveURL = record.variant.pinnedURL
             pinnedIssuer = record.variant.pinnedIssuer
+            unstable = record.variant.unstable
             present = RangeSet(record.ranges)
             lastRead = record.lastRead ?? 0
         }
