@@ -153,9 +153,9 @@ final class TestOrigin {
     /// The bytes of variant `n` of a stitched file whose own bytes are
     /// `data` (as origin.py makes them).
     static func variant(_ n: Int, of data: Data, adBytes: Int, sameLength: Bool = false) -> Data {
-        let ad = Data(repeating: UInt8((0x40 + n) & 0xff), count: adBytes * (1 + n % 3))
-        guard sameLength else { return ad + data }
-        return ad.prefix(data.count) + data.dropFirst(ad.count)
+        let value = UInt8((0x40 + n) & 0xff)
+        guard !sameLength else { return Data(data.map { $0 ^ value }) }
+        return Data(repeating: value, count: adBytes * (1 + n % 3)) + data
     }
 
     /// How many responses a `hold` fault is holding now.

@@ -66,8 +66,8 @@ Fault config keys:
                                 gets variant n's bytes there, with "etag": "per_request" (a
                                 strong ETag per variant, the default), "weak" (W/"n") or
                                 "none" (no ETag, no Last-Modified); "same_length": true
-                                overwrites the file's first bytes with the ad instead
-                                (every variant as long as the file)
+                                gives every byte XOR that value instead (new bytes
+                                everywhere, every variant as long as the file)
   if_range_200: ["/x"|"*"]      a CDN that answers any Range with If-Range by a 200 with
                                 the whole body, even when the validator matches
   gzip: true                    templates go gzip-compressed to clients that accept it
@@ -301,7 +301,9 @@ class Origin:
             data = f.read()
         ad = bytes([(0x40 + n) & 0xFF]) * (ad_bytes * (1 + n % 3))
         if same_length:
-            ad, data = ad[:len(data)], data[len(ad):]
+            # New bytes everywhere at the same length: every byte XOR the
+            # variant's ad byte.
+            ad, data = b"", bytes(b ^ ((0x40 + n) & 0xFF) for b in data)
         name = "/_variants%s.v%d" % (path, n)
         target = os.path.join(self.root, *name.split("/")[1:])
         os.makedirs(os.path.dirname(target), exist_ok=True)

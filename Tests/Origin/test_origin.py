@@ -402,11 +402,11 @@ class OriginTest(unittest.TestCase):
         self.control("/_origin/config", {"stitch": {"/ep.mp3": {
             "mode": "same_url", "ad_bytes": 100, "etag": "none", "same_length": True}}})
         r, data = self.request("GET", "/ep.mp3", {"Range": "bytes=0-9"})
-        self.assertEqual((r.status, data), (206, bytes([0x43 + n]) * 10))
+        self.assertEqual((r.status, data), (206, bytes(b ^ (0x43 + n) for b in BIG[:10])))
         self.assertIsNone(r.getheader("ETag"))
         self.assertIsNone(r.getheader("Last-Modified"))
         r, data = self.request("GET", "/ep.mp3")
-        self.assertEqual((len(data), data[:5], data[400:]), (len(BIG), bytes([0x44 + n]) * 5, BIG[400:]))
+        self.assertEqual(data, bytes(b ^ (0x44 + n) for b in BIG))
         self.control("/_origin/config", {"stitch": {"/ep.mp3": {"mode": "same_url", "etag": "weak"}}})
         r, _ = self.request("GET", "/ep.mp3", {"Range": "bytes=0-9"})
         self.assertTrue(r.getheader("ETag").startswith('W/"variant-'))

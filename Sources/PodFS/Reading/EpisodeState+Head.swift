@@ -162,6 +162,11 @@ extension Episode.State {
         // or an origin that ignores Range) wants its head only.
         let bodyWanted = !(context.isBackground && head.status == 200)
         progress.generation = generation
+        if head.status != 206 || start != progress.cursor {
+            // Not the range asked: nothing of it is an overlap to hold.
+            progress.checkUpTo = 0
+            progress.held = nil
+        }
         progress.cursor = start
         progress.received = start
         progress.upper =
@@ -184,7 +189,7 @@ extension Episode.State {
 
     /// A new version: the old one's bytes, waiters and fetches go (all but
     /// fetch `id`), and older handles read EIO. Returns the waiters.
-    private mutating func dropVersion(keeping id: UInt64, existing: ScratchFile?) -> [any DataReplying] {
+    mutating func dropVersion(keeping id: UInt64, existing: ScratchFile?) -> [any DataReplying] {
         kernelPagesStale = true
         generation &+= 1
         present = RangeSet()

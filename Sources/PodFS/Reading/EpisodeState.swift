@@ -44,6 +44,14 @@ extension Episode {
         var received: Int64
         /// How far the writer has allocated blocks ahead (writer only).
         var allocated: Int64 = 0
+        /// Bytes below this were cached, or on their way, when the fetch
+        /// began: the fetch starts a little before them, and those bytes
+        /// are kept in `held` and compared with the cached ones, never
+        /// written (`Episode.State.checkingContinuity`).
+        var checkUpTo: Int64 = 0
+        /// Overlap bytes that arrived, waiting to be compared with the
+        /// bytes on disk at `offset` once those are there.
+        var held: (offset: Int64, bytes: [UInt8])?
         /// A short fetch for a read that jumped (not read-ahead): its
         /// readers are answered from memory on the network thread as the
         /// bytes arrive, without waiting for the writer's hop.
