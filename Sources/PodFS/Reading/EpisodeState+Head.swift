@@ -124,7 +124,7 @@ extension Episode.State {
     ) -> (HeadVerdict, durable: [HeadEffect], then: [HeadEffect]) {
         guard var progress = fetches[id], progress.generation == generation else { return (.stale, [], []) }
         let answer = OriginVersion(length: total, etag: head.etag, lastModified: head.lastModified)
-        let changed = version.isReplaced(by: answer)
+        let changed = version.isReplaced(by: answer) || restartsStream(id: id)
         if changed && !context.holdingIndexLock { return (.needsIndexLock, [], []) }
         let reason = Self.unstableReason(
             was: version, now: answer, confirmedInThisMount: validated, status: head.status,

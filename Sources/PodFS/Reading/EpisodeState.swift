@@ -117,6 +117,9 @@ extension Episode {
         /// (`Episode.State.unstableReason`), kept in the index; `nil` while
         /// it looks stable.
         var unstable: String?
+        /// The fetch streaming an unstable episode whole, while it runs
+        /// (`Episode.State.streamingWhole`).
+        var streamID: UInt64?
         /// Whether a response in this mount confirmed the cached version,
         /// and the probe asking, if one is on its way.
         var validation = Validation.unconfirmed(lastConfirmed: nil)
