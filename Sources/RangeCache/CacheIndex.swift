@@ -126,7 +126,9 @@ public final class CacheIndex: Sendable {
     /// Registers a feed and its episodes in one transaction and returns the
     /// feed's id and each episode's record, in the order given. Existing rows
     /// keep their id (so inode numbers stay stable) and their ranges; a
-    /// changed enclosure URL is updated.
+    /// changed enclosure URL is updated. An enclosure whose path changed
+    /// (not merely its query) is another file: the episode's ranges, its
+    /// validator and its variant are forgotten (`forgetIfMoved`).
     public func register(
         feedURL: String, episodes: [(key: String, url: String)]
     ) throws(IndexError) -> (feedID: Int64, records: [EpisodeRecord]) {
@@ -139,6 +141,7 @@ public final class CacheIndex: Sendable {
                 var records: [EpisodeRecord] = []
                 records.reserveCapacity(episodes.count)
                 for episode in episodes {
+                    try Self.forgetIfMoved(db, key: episode.key, url: episode.url)
                     try insert.reset()
                     try insert.bind(1, episode.key)
                     try insert.bind(2, feedID)

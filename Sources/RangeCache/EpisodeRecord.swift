@@ -78,10 +78,12 @@ public struct EpisodeValidator: Sendable, Equatable {
     public let pinnedURL: String?
     /// Who sent podfs to `pinnedURL` (`EpisodeVariant.pinnedIssuer`).
     public let pinnedIssuer: String?
+    /// Whether every byte of this variant is cached (`EpisodeVariant.isFinal`).
+    public let isFinal: Bool
 
     public init(
         key: String, length: Int64, etag: String?, lastModified: String?, pinnedURL: String? = nil,
-        pinnedIssuer: String? = nil
+        pinnedIssuer: String? = nil, isFinal: Bool = false
     ) {
         self.key = key
         self.length = length
@@ -89,6 +91,7 @@ public struct EpisodeValidator: Sendable, Equatable {
         self.lastModified = lastModified
         self.pinnedURL = pinnedURL
         self.pinnedIssuer = pinnedIssuer
+        self.isFinal = isFinal
     }
 }
 

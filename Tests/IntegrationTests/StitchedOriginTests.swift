@@ -86,4 +86,33 @@ struct StitchedOriginTests {
         #expect(found.count == 1, "the full read is exactly one variant")
         #expect(issued >= 2, "the enclosure URL was followed again")
     }
+
+    @Test func aCompleteEpisodeIsKeptWhenItsLinkExpiredAndTheHostServesAnotherVariant() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        try fixture.publish(Fixture.episodes(sizes: [3 * Self.mib]))
+        try stitch(fixture, expiresAfter: 1)
+        try fixture.mount()
+        let first = fixture.directory + "/first"
+        try Harness.sh("cat '\(fixture.path(0))' > '\(first)'")
+        try fixture.unmount()
+        let kept = try Data(contentsOf: URL(fileURLWithPath: first))
+        #expect(matches(kept, fixture, issued: try fixture.origin.variants("ep1.mp3")).count == 1)
+        // The pinned link expires; the enclosure leads to a new variant.
+        Thread.sleep(forTimeInterval: 1.5)
+        for _ in 0..<2 {
+            try fixture.origin.reset()
+            try fixture.mount()
+            let copy = fixture.directory + "/copy"
+            try Harness.sh("cat '\(fixture.path(0))' > '\(copy)'")
+            let sent = try fixture.origin.variantBytesSent("ep1.mp3")
+            let pinned = try fixture.origin.statuses("_variants/ep1.mp3.v1")
+            try fixture.unmount()
+            #expect(pinned.contains(403), "the pinned link was asked and had expired")
+            print("complete episode, remount: origin sent \(sent) bytes, pinned link answered \(pinned)")
+            #expect(try Data(contentsOf: URL(fileURLWithPath: copy)) == kept, "the same variant as before")
+            #expect(sent <= 64 * 1024, "at most 64 KiB of origin traffic")
+        }
+        #expect(try fixture.origin.variants("ep1.mp3") == 1, "the enclosure was not followed to another variant")
+    }
 }

@@ -113,6 +113,27 @@ import Testing
         }
     }
 
+    // MARK: - The feed changing an episode
+
+    @Test func anEnclosureAtANewPathForgetsTheEpisodeButANewQueryDoesNot() throws {
+        try withFixtureCache { directory in
+            let index = try CacheIndex(directory: directory, logger: logger)
+            let key = fixtureKey(1)
+            try index.setValidator(EpisodeValidator(
+                key: key, length: 4_194_304, etag: fixtureETag, lastModified: nil, pinnedURL: "http://cdn/v1",
+                pinnedIssuer: "loopback", isFinal: true))
+            _ = try index.register(
+                feedURL: fixtureFeed, episodes: [(key: key, url: "http://127.0.0.1:18080/ep1.mp3?updated=2")])
+            let same = try #require(try index.episode(key: key))
+            #expect(same.ranges == [fixtureRange] && same.variant.isFinal && same.variant.pinnedURL == "http://cdn/v1")
+            _ = try index.register(
+                feedURL: fixtureFeed, episodes: [(key: key, url: "http://127.0.0.1:18080/new/ep1.mp3?updated=3")])
+            let moved = try #require(try index.episode(key: key))
+            #expect(moved.ranges.isEmpty && moved.length == nil && moved.etag == nil)
+            #expect(moved.variant == EpisodeVariant())
+        }
+    }
+
     // MARK: - Newer versions
 
     @Test func newerSchemaIsRefusedAndLeftAlone() throws {

@@ -97,6 +97,10 @@ extension EpisodeReader {
                     logger.warning(
                         "the episode changed at the origin; its cached bytes were dropped",
                         metadata: ["episode.key": "\(episode.key)", "episode.name": "\(episode.name)"])
+                case .logKeptFinal:
+                    logger.info(
+                        "kept the complete episode; its host now serves another variant at another link",
+                        metadata: ["episode.key": "\(episode.key)", "episode.name": "\(episode.name)"])
                 case .markUnstable(let reason):
                     markUnstable(episode, reason: reason)
                 case .logIgnoresRange:

@@ -35,6 +35,9 @@ extension Episode.State {
         /// Save them with the next commit of ranges.
         case saveVersionLater
         case logChanged
+        /// A final episode was kept though its host now serves another
+        /// variant (`Episode.State.keepFinal`).
+        case logKeptFinal
         /// The origin serves different bytes per request: keep the mark in
         /// the index and say so once (`Episode.State.unstableReason`).
         case markUnstable(String)
@@ -109,12 +112,14 @@ extension Episode.State {
     /// A final answer came (a 404, say): forgets the remembered end of the
     /// redirect chain, which may have expired (a signed CDN link), so the
     /// next attempt goes through `enclosureURL` again. Returns whether it
-    /// did: the fetch is then worth one more attempt.
+    /// did: the fetch is then worth one more attempt. Not for a final
+    /// episode: the enclosure would only lead to another variant, and its
+    /// opens are answered from the cache as when offline (`keepsFinal`).
     mutating func forgetRedirect(enclosureURL: String) -> Bool {
         guard effectiveURL != nil, effectiveURL != enclosureURL else { return false }
         effectiveURL = nil
         pinnedIssuer = nil
-        return true
+        return !isComplete
     }
 
     /// Fetch `id`'s response head arrived, with a body at `start` of an
@@ -125,6 +130,9 @@ extension Episode.State {
         guard var progress = fetches[id], progress.generation == generation else { return (.stale, [], []) }
         let answer = OriginVersion(length: total, etag: head.etag, lastModified: head.lastModified)
         let changed = version.isReplaced(by: answer) || restartsStream(id: id)
+        if changed, keepsFinal(answerFrom: head.effectiveURL) {
+            return (.accepted, [], keepFinal(id: id, now: context.now))
+        }
         if changed && !context.holdingIndexLock { return (.needsIndexLock, [], []) }
         let reason = Self.unstableReason(
             was: version, now: answer, confirmedInThisMount: validated, status: head.status,
@@ -195,6 +203,7 @@ extension Episode.State {
         present = RangeSet()
         spill.removeAll()
         dirty = false
+        isFinal = false
         let dropped = waiters.map(\.reply)
         waiters.removeAll()
         for (other, _) in fetches where other != id { fetches[other] = nil }
@@ -209,7 +218,7 @@ extension Episode.State {
     /// After a change the kernel must drop its pages of the old version
     /// before an open reads: keep_cache off does that at the open, and the
     /// attributes it showed are dropped before it returns.
-    private mutating func answerOpens(dropAttributes: Bool) -> [(any OpenReplying, OpenOptions)] {
+    mutating func answerOpens(dropAttributes: Bool) -> [(any OpenReplying, OpenOptions)] {
         let opens = openWaiters.map { waiter in
             handles[waiter.handle] = Episode.HandleState(generation: generation)
             let options = OpenOptions(

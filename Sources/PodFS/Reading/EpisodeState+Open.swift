@@ -38,7 +38,7 @@ extension Episode.State {
         handle: UInt64, reply: any OpenReplying, now: Double, feedLength: Int64?, tuning: EpisodeReader.Tuning
     ) -> [OpenEffect] {
         let dropAttributes = markOpened(now: now)
-        if unstable != nil {
+        if unstable != nil || finalLinkGone {
             return openStreamed(handle: handle, reply: reply, dropAttributes: dropAttributes)
         }
         if validated, let at = validatedAt, now - at < tuning.revalidateAfter {
@@ -142,6 +142,7 @@ extension Episode.State {
         spill.removeAll()
         dirty = false
         scratch = nil
+        isFinal = false
         return true
     }
 

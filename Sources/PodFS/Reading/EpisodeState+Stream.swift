@@ -34,8 +34,9 @@ extension Episode.State {
         return [.fetch(id: id, range: start..<length)] + kept
     }
 
-    /// Opens an episode marked unstable. A complete one is served as it
-    /// is: no request could confirm it, any answer is another variant. A
+    /// Opens an episode marked unstable, or a final one (`isComplete`). A
+    /// complete one is served as it is: no request is sent, which for an
+    /// unstable origin could only bring another variant. A
     /// partial one is streamed whole from byte 0, the stream being the
     /// open's probe: its head drops the bytes of the old variant (durably,
     /// as a version change) and answers the open on the new one, so the

@@ -120,6 +120,11 @@ extension Episode {
         /// The fetch streaming an unstable episode whole, while it runs
         /// (`Episode.State.streamingWhole`).
         var streamID: UInt64?
+        /// Every byte of one variant is cached: kept as it is, whatever the
+        /// origin serves now (`Episode.State.noteIfFinal`).
+        var isFinal = false
+        /// The link the final variant came from (`keepsFinal`).
+        var finalURL: String?
         /// Whether a response in this mount confirmed the cached version,
         /// and the probe asking, if one is on its way.
         var validation = Validation.unconfirmed(lastConfirmed: nil)
@@ -185,6 +190,8 @@ extension Episode {
             effectiveURL = record.variant.pinnedURL
             pinnedIssuer = record.variant.pinnedIssuer
             unstable = record.variant.unstable
+            isFinal = record.variant.isFinal
+            finalURL = record.variant.isFinal ? record.variant.pinnedURL : nil
             present = RangeSet(record.ranges)
             lastRead = record.lastRead ?? 0
         }
