@@ -57,6 +57,16 @@ struct StitchedOriginTests {
                 + "\(bytes.count - cached) missing (\(String(format: "%.3f", Double(sent) / Double(bytes.count))) x "
                 + "the size); variants issued \(issuedBefore) then \(issued); full read = variant \(found)")
         #expect(found.count == 1, "the full read is exactly one variant")
+        // Users can see it: an attribute of the file, and podfs status.
+        let attribute = try Harness.sh("getfattr --only-values -n user.podfs.variant '\(fixture.path(0))'")
+        try fixture.unmount()
+        let json = try Harness.run(Harness.podfs, ["status", "--cache-dir", fixture.cacheDirectory, "--json"])
+        let text = try Harness.sh("'\(Harness.podfs)' status --cache-dir '\(fixture.cacheDirectory)'")
+        print("user.podfs.variant: \(attribute)")
+        #expect(attribute.contains("pinned"))
+        #expect(json.text.contains("\"pinned\" : true") && json.text.contains("\"final\" : true"), "\(json.text)")
+        #expect(text.contains("final, pinned"), "\(text)")
+        try fixture.mount()
         #expect(issued == issuedBefore, "the remount asked the pinned link, not the enclosure URL")
         #expect(try fixture.origin.requests("ep1.mp3") == 0)
         #expect(sent <= Int64(bytes.count - cached) + 64 * 1024, "the remount fetched only the missing bytes")

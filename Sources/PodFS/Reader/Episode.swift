@@ -50,6 +50,21 @@ public final class Episode: Sendable {
         state.withLock { $0.present.count }
     }
 
+    /// What `user.podfs.variant` says (docs/DESIGN.md, "Episodes and their
+    /// variants"): "stitched per request (why), streamed whole", "final",
+    /// "pinned", comma separated, or "one variant" when nothing applies.
+    public var variantSummary: String {
+        let (unstable, complete, pinned) = state.withLock { state in
+            (state.unstable, state.isComplete, state.effectiveURL.map { $0 != url } ?? false)
+        }
+        var marks: [String] = []
+        if let unstable { marks.append("stitched per request (\(unstable))") }
+        if unstable != nil, !complete { marks.append("streamed whole") }
+        if complete { marks.append("final") }
+        if pinned { marks.append("pinned") }
+        return marks.isEmpty ? "one variant" : marks.joined(separator: ", ")
+    }
+
     var attributes: Attributes {
         attributes(size: size)
     }
