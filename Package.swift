@@ -68,6 +68,7 @@ let package = Package(
         .testTarget(
             name: "RangeCacheTests",
             dependencies: ["RangeCache", .product(name: "Logging", package: "swift-log")],
+            exclude: ["Fixtures"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "HTTPClientTests", dependencies: ["HTTPClient"], swiftSettings: swiftSettings),

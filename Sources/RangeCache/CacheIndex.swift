@@ -7,58 +7,6 @@ internal import CSQLite
 public import Logging
 internal import Locking
 
-/// What the index knows about one episode: its row, its validator, and the
-/// byte ranges that are durably on disk in its scratch file.
-public struct EpisodeRecord: Sendable, Equatable {
-    /// The byte positions an episode may have, 0 to 1 TiB: a length or a
-    /// range outside them is not read back from the index.
-    public static let positions: ClosedRange<Int64> = 0...(1 << 40)
-
-    public let id: Int64
-    public let key: String
-    public let url: String
-    /// The origin's total length, once a response has told it.
-    public let length: Int64?
-    public let etag: String?
-    public let lastModified: String?
-    /// Committed ranges: on disk and fdatasync'ed before they were recorded.
-    public let ranges: [Range<Int64>]
-    /// When the episode was last read (seconds since the epoch), if ever.
-    public var lastRead: Int64? = nil
-}
-
-/// An episode's length and validator as a response told them.
-public struct EpisodeValidator: Sendable, Equatable {
-    public let key: String
-    public let length: Int64
-    public let etag: String?
-    public let lastModified: String?
-
-    public init(key: String, length: Int64, etag: String?, lastModified: String?) {
-        self.key = key
-        self.length = length
-        self.etag = etag
-        self.lastModified = lastModified
-    }
-}
-
-/// A feed and its episodes as the index knows them, for `podfs status`.
-public struct FeedSnapshot: Sendable {
-    public let url: String
-    /// The last good copy of the feed, if one was saved.
-    public let body: [UInt8]?
-    public let fetchedAt: Int64?
-    public let episodes: [EpisodeRecord]
-}
-
-/// The last good copy of a feed document.
-public struct StoredFeed: Sendable, Equatable {
-    public let body: [UInt8]
-    public let etag: String?
-    public let lastModified: String?
-    public let fetchedAt: Int64
-}
-
 /// The range index: one SQLite database (WAL, `synchronous=FULL`) in the
 /// cache directory, next to the `data/` directory of scratch files.
 ///
@@ -83,13 +31,16 @@ public final class CacheIndex: Sendable {
     /// one replaced it), or `nil`.
     public let damagedIndexMovedTo: String?
 
-    // MARK: - Private properties
+    /// The schema version the index had when it was opened: older than
+    /// `IndexSchema.current` only for a read-only open (`podfs status`),
+    /// which reads an older index as it is and leaves its migration to the
+    /// next mount.
+    public let schemaVersion: Int64
 
-    private let connection: Locked<SQLiteConnection>
-    private let logger: Logger
+    // MARK: - Internal properties
 
-    /// Bumped whenever the schema changes.
-    private static let schemaVersion: Int64 = 1
+    let connection: Locked<SQLiteConnection>
+    let logger: Logger
 
     // MARK: - Init
 
@@ -110,11 +61,8 @@ public final class CacheIndex: Sendable {
         let db = try SQLiteConnection(path: path, readOnly: true)
         sqlite3_busy_timeout(db.handle, 5000)
         let version = try db.scalarInt64("PRAGMA user_version") ?? 0
-        guard version == Self.schemaVersion else {
-            throw IndexError(
-                message: "the cache index \(path) has schema version \(version), this podfs knows \(Self.schemaVersion)",
-                sqliteMessage: nil, code: SQLITE_NOTADB)
-        }
+        try IndexSchema.refuseNewer(version, path: path)
+        schemaVersion = version
         connection = Locked(db)
         damagedIndexMovedTo = nil
     }
@@ -133,7 +81,7 @@ public final class CacheIndex: Sendable {
         }
         try Self.makeDirectory(directory + "/data")
         let path = directory + "/index.sqlite"
-        let opened: SQLiteConnection
+        var opened: (db: SQLiteConnection, foundVersion: Int64)
         var movedTo: String?
         do {
             opened = try Self.open(path: path)
@@ -153,79 +101,24 @@ public final class CacheIndex: Sendable {
             movedTo = aside
             opened = try Self.open(path: path)
         }
-        connection = Locked(opened)
+        if opened.foundVersion != 0 && opened.foundVersion != IndexSchema.current {
+            logger.info(
+                "upgraded the cache index to this podfs's schema; everything cached is kept",
+                metadata: [
+                    "index.path": "\(path)", "schema.from": "\(opened.foundVersion)",
+                    "schema.to": "\(IndexSchema.current)",
+                ])
+        }
+        schemaVersion = IndexSchema.current
+        connection = Locked(opened.db)
         damagedIndexMovedTo = movedTo
     }
 
-    // MARK: - Paths and keys
+    // MARK: - Paths
 
     /// Where the scratch file of the episode with `key` lives.
     public func dataPath(forKey key: String) -> String {
         directory + "/data/" + key
-    }
-
-    /// The stable key of an episode: 32 hex digits derived from the feed's URL
-    /// and the episode's identity (guid, else enclosure URL). The same on every
-    /// run and every machine, unlike `Hasher`.
-    public static func episodeKey(feedURL: String, identity: String) -> String {
-        var bytes = Array(feedURL.utf8)
-        bytes.append(0)
-        bytes.append(contentsOf: identity.utf8)
-        let first = fnv1a64(bytes, basis: 0xcbf2_9ce4_8422_2325)
-        let second = fnv1a64(bytes, basis: 0x84222325_cbf29ce4 ^ 0x9e37_79b9_7f4a_7c15)
-        return hex(mix(first)) + hex(mix(second ^ first))
-    }
-
-    // MARK: - Feeds
-
-    /// The row id of the feed with `url`, creating the row if needed.
-    public func feedID(url: String) throws(IndexError) -> Int64 {
-        try connection.withLock { db throws(IndexError) -> Int64 in
-            try Self.feedID(db, url: url)
-        }
-    }
-
-    /// The URLs of the feeds that have a kept copy, without reading the
-    /// copies.
-    public func keptFeedURLs() throws(IndexError) -> Set<String> {
-        try connection.withLock { db throws(IndexError) -> Set<String> in
-            let query = try db.prepare("SELECT url FROM feeds WHERE body IS NOT NULL")
-            var urls = Set<String>()
-            while try query.step() {
-                if let url = query.text(0) { urls.insert(url) }
-            }
-            return urls
-        }
-    }
-
-    /// Keeps `body` as the last good copy of the feed at `url`.
-    public func saveFeedBody(
-        url: String, body: [UInt8], etag: String?, lastModified: String?, fetchedAt: Int64
-    ) throws(IndexError) {
-        try connection.withLock { db throws(IndexError) in
-            _ = try Self.feedID(db, url: url)
-            let update = try db.prepare(
-                "UPDATE feeds SET body = ?, etag = ?, last_modified = ?, fetched_at = ? WHERE url = ?")
-            try update.bind(1, body)
-            try update.bind(2, etag)
-            try update.bind(3, lastModified)
-            try update.bind(4, fetchedAt)
-            try update.bind(5, url)
-            try update.run()
-        }
-    }
-
-    /// The last good copy of the feed at `url`, if one was saved.
-    public func feedBody(url: String) throws(IndexError) -> StoredFeed? {
-        try connection.withLock { db throws(IndexError) -> StoredFeed? in
-            let query = try db.prepare(
-                "SELECT body, etag, last_modified, fetched_at FROM feeds WHERE url = ? AND body IS NOT NULL")
-            try query.bind(1, url)
-            guard try query.step(), let body = query.blob(0) else { return nil }
-            return StoredFeed(
-                body: body, etag: query.text(1), lastModified: query.text(2),
-                fetchedAt: query.optionalInt64(3) ?? 0)
-        }
     }
 
     // MARK: - Episodes
@@ -233,7 +126,9 @@ public final class CacheIndex: Sendable {
     /// Registers a feed and its episodes in one transaction and returns the
     /// feed's id and each episode's record, in the order given. Existing rows
     /// keep their id (so inode numbers stay stable) and their ranges; a
-    /// changed enclosure URL is updated.
+    /// changed enclosure URL is updated. An enclosure whose path changed
+    /// (not merely its query) is another file: the episode's ranges, its
+    /// validator and its variant are forgotten (`forgetIfMoved`).
     public func register(
         feedURL: String, episodes: [(key: String, url: String)]
     ) throws(IndexError) -> (feedID: Int64, records: [EpisodeRecord]) {
@@ -253,7 +148,7 @@ public final class CacheIndex: Sendable {
                     "INSERT INTO episodes (key, feed_id, url) VALUES (?, ?, ?) "
                         + "ON CONFLICT(key) DO UPDATE SET url = excluded.url, feed_id = excluded.feed_id "
                         + "WHERE url IS NOT excluded.url OR feed_id IS NOT excluded.feed_id")
-                let lookup = try EpisodeLookup(db)
+                let lookup = try EpisodeLookup(db, schema: schemaVersion)
                 var result: [(feedID: Int64, records: [EpisodeRecord])] = []
                 result.reserveCapacity(feeds.count)
                 for feed in feeds {
@@ -261,6 +156,7 @@ public final class CacheIndex: Sendable {
                     var records: [EpisodeRecord] = []
                     records.reserveCapacity(feed.episodes.count)
                     for episode in feed.episodes {
+                        try Self.forgetIfMoved(db, key: episode.key, url: episode.url)
                         try insert.reset()
                         try insert.bind(1, episode.key)
                         try insert.bind(2, feedID)
@@ -283,22 +179,15 @@ public final class CacheIndex: Sendable {
     /// The record of the episode with `key`, or `nil`.
     public func episode(key: String) throws(IndexError) -> EpisodeRecord? {
         try connection.withLock { db throws(IndexError) -> EpisodeRecord? in
-            try Self.episode(db, key: key)
+            try Self.episode(db, key: key, schema: self.schemaVersion)
         }
     }
 
-    /// Records the origin's length and validator for an episode.
-    public func setValidator(
-        key: String, length: Int64, etag: String?, lastModified: String?
-    ) throws(IndexError) {
+    /// Records the origin's length and validator for an episode, with the
+    /// link they came from (`EpisodeValidator`).
+    public func setValidator(_ validator: EpisodeValidator) throws(IndexError) {
         try connection.withLock { db throws(IndexError) in
-            let update = try db.prepare(
-                "UPDATE episodes SET length = ?, etag = ?, last_modified = ? WHERE key = ?")
-            try update.bind(1, length)
-            try update.bind(2, etag)
-            try update.bind(3, lastModified)
-            try update.bind(4, key)
-            try update.run()
+            try Self.save(validator, db)
         }
     }
 
@@ -311,15 +200,8 @@ public final class CacheIndex: Sendable {
         guard !batch.isEmpty || !validators.isEmpty else { return }
         try connection.withLock { db throws(IndexError) in
             try db.transaction { () throws(IndexError) in
-                let update = try db.prepare(
-                    "UPDATE episodes SET length = ?, etag = ?, last_modified = ? WHERE key = ?")
                 for validator in validators {
-                    try update.reset()
-                    try update.bind(1, validator.length)
-                    try update.bind(2, validator.etag)
-                    try update.bind(3, validator.lastModified)
-                    try update.bind(4, validator.key)
-                    try update.run()
+                    try Self.save(validator, db)
                 }
                 let delete = try db.prepare(
                     "DELETE FROM ranges WHERE episode_id = (SELECT id FROM episodes WHERE key = ?)")
@@ -420,7 +302,7 @@ public final class CacheIndex: Sendable {
                 try episodes.bind(1, id)
                 var records: [EpisodeRecord] = []
                 while try episodes.step() {
-                    guard let key = episodes.text(0), var record = try Self.episode(db, key: key) else { continue }
+                    guard let key = episodes.text(0), var record = try Self.episode(db, key: key, schema: self.schemaVersion) else { continue }
                     record.lastRead = episodes.optionalInt64(1)
                     records.append(record)
                 }
@@ -446,7 +328,9 @@ public final class CacheIndex: Sendable {
 
     // MARK: - Private methods
 
-    private static func open(path: String) throws(IndexError) -> SQLiteConnection {
+    /// Opens the index at `path`, creating or migrating its tables; returns
+    /// it with the schema version it had (0: new).
+    private static func open(path: String) throws(IndexError) -> (db: SQLiteConnection, foundVersion: Int64) {
         // SQLite would create the file 0644; its -wal and -shm take the
         // mode of the file.
         let created = CachePrivacy.createFile(path)
@@ -460,44 +344,7 @@ public final class CacheIndex: Sendable {
         // journal_mode reads the file: the first place a non-database shows.
         _ = try db.scalarText("PRAGMA journal_mode = WAL")
         try db.execute("PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON")
-        let version = try db.scalarInt64("PRAGMA user_version") ?? 0
-        if version == 0 {
-            try db.transaction { () throws(IndexError) in
-                try db.execute(
-                    """
-                    CREATE TABLE IF NOT EXISTS feeds (
-                        id INTEGER PRIMARY KEY,
-                        url TEXT NOT NULL UNIQUE,
-                        body BLOB,
-                        etag TEXT,
-                        last_modified TEXT,
-                        fetched_at INTEGER
-                    );
-                    CREATE TABLE IF NOT EXISTS episodes (
-                        id INTEGER PRIMARY KEY,
-                        key TEXT NOT NULL UNIQUE,
-                        feed_id INTEGER NOT NULL REFERENCES feeds(id),
-                        url TEXT NOT NULL,
-                        length INTEGER,
-                        etag TEXT,
-                        last_modified TEXT,
-                        last_read INTEGER
-                    );
-                    CREATE TABLE IF NOT EXISTS ranges (
-                        episode_id INTEGER NOT NULL REFERENCES episodes(id) ON DELETE CASCADE,
-                        lower INTEGER NOT NULL,
-                        upper INTEGER NOT NULL,
-                        PRIMARY KEY (episode_id, lower),
-                        CHECK (lower >= 0 AND upper > lower)
-                    ) WITHOUT ROWID;
-                    PRAGMA user_version = \(schemaVersion);
-                    """)
-            }
-        } else if version != schemaVersion {
-            throw IndexError(
-                message: "the cache index \(path) has schema version \(version), this podfs knows \(schemaVersion)",
-                sqliteMessage: nil, code: SQLITE_NOTADB)
-        }
+        let found = try IndexSchema.prepare(db, path: path)
         // A damaged page shows here rather than in the middle of a read.
         let check = try db.scalarText("PRAGMA quick_check")
         if check != "ok" {
@@ -505,59 +352,13 @@ public final class CacheIndex: Sendable {
                 message: "the cache index \(path) failed its integrity check", sqliteMessage: check,
                 code: SQLITE_CORRUPT)
         }
-        return db
+        return (db, found)
     }
 
-    private static func feedID(_ db: SQLiteConnection, url: String) throws(IndexError) -> Int64 {
-        let insert = try db.prepare("INSERT INTO feeds (url) VALUES (?) ON CONFLICT(url) DO NOTHING")
-        try insert.bind(1, url)
-        try insert.run()
-        let query = try db.prepare("SELECT id FROM feeds WHERE url = ?")
-        try query.bind(1, url)
-        guard try query.step() else {
-            // No URL: it may carry the feed's token, and this ends up in logs.
-            throw IndexError(message: "could not register a feed in the cache index \(db.path)", sqliteMessage: nil, code: 0)
-        }
-        return query.int64(0)
-    }
-
-    private static func episode(_ db: SQLiteConnection, key: String) throws(IndexError) -> EpisodeRecord? {
-        try EpisodeLookup(db).record(key: key)
-    }
-
-    /// Reads episode records by key with statements prepared once.
-    private struct EpisodeLookup {
-        let query: SQLiteStatement
-        let ranges: SQLiteStatement
-
-        init(_ db: SQLiteConnection) throws(IndexError) {
-            query = try db.prepare("SELECT id, url, length, etag, last_modified FROM episodes WHERE key = ?")
-            ranges = try db.prepare("SELECT lower, upper FROM ranges WHERE episode_id = ? ORDER BY lower")
-        }
-
-        func record(key: String) throws(IndexError) -> EpisodeRecord? {
-            try query.reset()
-            try query.bind(1, key)
-            guard try query.step() else { return nil }
-            let id = query.int64(0)
-            try ranges.reset()
-            try ranges.bind(1, id)
-            // A damaged or hand-edited index may hold any integer: values no
-            // episode can have are left out, so a length or range read back is
-            // one the read path can compute with (`EpisodeRecord.positions`).
-            var found: [Range<Int64>] = []
-            while try ranges.step() {
-                let lower = ranges.int64(0)
-                let upper = ranges.int64(1)
-                if lower < upper, lower >= 0, upper <= EpisodeRecord.positions.upperBound {
-                    found.append(lower..<upper)
-                }
-            }
-            let length = query.optionalInt64(2).flatMap { EpisodeRecord.positions.contains($0) ? $0 : nil }
-            return EpisodeRecord(
-                id: id, key: key, url: query.text(1) ?? "", length: length,
-                etag: query.text(3), lastModified: query.text(4), ranges: found)
-        }
+    /// The episode's row and ranges, read from an index of version `schema`
+    /// (a read-only open may see one not yet migrated).
+    static func episode(_ db: SQLiteConnection, key: String, schema: Int64) throws(IndexError) -> EpisodeRecord? {
+        try EpisodeLookup(db, schema: schema).record(key: key)
     }
 
     /// `mkdir -p`: creates `path` and any missing parents.
@@ -567,27 +368,5 @@ public final class CacheIndex: Sendable {
         throw IndexError(
             message: "could not create the cache directory \(path)",
             sqliteMessage: String(cString: strerror(code)), code: SQLITE_CANTOPEN)
-    }
-
-    private static func fnv1a64(_ bytes: [UInt8], basis: UInt64) -> UInt64 {
-        var hash = basis
-        for byte in bytes {
-            hash ^= UInt64(byte)
-            hash &*= 0x0000_0100_0000_01b3
-        }
-        return hash
-    }
-
-    /// The splitmix64 finalizer: spreads every input bit over the output.
-    private static func mix(_ value: UInt64) -> UInt64 {
-        var z = value &+ 0x9e37_79b9_7f4a_7c15
-        z = (z ^ (z >> 30)) &* 0xbf58_476d_1ce4_e5b9
-        z = (z ^ (z >> 27)) &* 0x94d0_49bb_1331_11eb
-        return z ^ (z >> 31)
-    }
-
-    private static func hex(_ value: UInt64) -> String {
-        let digits = String(value, radix: 16)
-        return String(repeating: "0", count: 16 - digits.count) + digits
     }
 }

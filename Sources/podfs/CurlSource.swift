@@ -112,7 +112,8 @@ private final class SinkAdapter: HTTPTransferDelegate {
             status: head.status, rangeFirst: range.flatMap { $0.first >= 0 ? $0.first : nil },
             rangeLast: range.flatMap { $0.last >= 0 ? $0.last : nil }, total: range?.total,
             contentLength: head.contentLength, etag: head.etag, lastModified: head.lastModified,
-            effectiveURL: head.effectiveURL, retryAfter: head.header("retry-after"))
+            effectiveURL: head.effectiveURL, retryAfter: head.header("retry-after"),
+            issuer: Self.zoneName(zones.issuer(of: head.effectiveURL)))
         return sink.receive(head: fetchHead)
     }
 
@@ -122,6 +123,12 @@ private final class SinkAdapter: HTTPTransferDelegate {
 
     func bodyBatchEnded() {
         sink.bodyBatchEnded()
+    }
+
+    /// A server issuer's zone as the index keeps it (`nil` for the user).
+    private static func zoneName(_ issuer: URLIssuer) -> String? {
+        if case .server(let zone) = issuer { return zone.rawValue }
+        return nil
     }
 
     func complete(error: HTTPError?) {

@@ -27,12 +27,16 @@ final class FeedZones: Sendable {
     // MARK: - Properties
 
     private let policy: AddressPolicy
+    /// Who sent podfs to a link pinned in an earlier mount (the index's
+    /// `pinned_issuer`), by URL, as `AddressZone`'s raw value.
+    private let pinnedIssuer: @Sendable (String) -> String?
     private let state = Locked(State())
 
     // MARK: - Init
 
-    init(policy: AddressPolicy) {
+    init(policy: AddressPolicy, pinnedIssuer: @escaping @Sendable (String) -> String? = { _ in nil }) {
         self.policy = policy
+        self.pinnedIssuer = pinnedIssuer
     }
 
     // MARK: - Methods
@@ -65,6 +69,13 @@ final class FeedZones: Sendable {
         }
         if let redirected { return redirected }
         if let zone { return .server(zone) }
+        // A link pinned in an earlier mount keeps the zone of the server
+        // that redirected there (docs/DESIGN.md, "Episodes and their
+        // variants"), remembered from then on.
+        if feedURL == nil, let raw = pinnedIssuer(url), let pinned = AddressZone(rawValue: raw) {
+            state.withLock { $0.redirected[url] = .server(pinned) }
+            return .server(pinned)
+        }
         guard let feedURL else { return .server(.global) }
         // A feed shown from the cache (its origin was unreachable at mount)
         // was not fetched in this mount: its zone is where its URL leads

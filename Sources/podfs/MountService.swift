@@ -92,7 +92,9 @@ struct MountService {
         let index = try CacheIndex(directory: cacheDirectory, logger: logger)
         let policy = addressPolicy(logger: logger)
         let client = HTTPClient(logger: logger, userAgent: userAgent, policy: policy, proxy: proxy)
-        let source = CurlSource(client: client, feedLimit: feedLimit, zones: FeedZones(policy: policy))
+        let source = CurlSource(
+            client: client, feedLimit: feedLimit,
+            zones: FeedZones(policy: policy, pinnedIssuer: { index.pinnedIssuer(url: $0) }))
         let feedURLs: [String]
         do {
             feedURLs = try FeedSources.urls(sources)

@@ -59,6 +59,17 @@ struct CacheReport: Encodable {
         /// Seconds since the epoch.
         var lastRead: Int64?
         var ranges: [[Int64]]
+        /// Why its host was found to stitch ads per request (it serves
+        /// different bytes per request), or `nil`.
+        var unstable: String?
+        /// Whether later ranges go to a pinned link (the end of the
+        /// enclosure's redirect chain) rather than the enclosure URL.
+        var pinned: Bool
+        /// Whether its host stitches per request and it is not complete:
+        /// its next read streams it whole from byte 0.
+        var streaming: Bool
+        /// Whether every byte of one variant is cached (kept as it is).
+        var final: Bool
     }
 
     /// How the last load or refresh of a feed went.
@@ -165,6 +176,8 @@ struct CacheReport: Encodable {
                 out += "  \(padded)  \(Self.leftPad(size, 11))  \(Self.leftPad(Self.percent(episode.cachedBytes, of: episode.size, bare: true), 4))"
                 out += "  [\(Self.map(episode))]"
                 if let lastRead = episode.lastRead { out += "  read \(Self.date(lastRead))" }
+                let marks = Self.marks(episode)
+                if !marks.isEmpty { out += "  " + marks }
                 out += "\n"
             }
         }
@@ -217,10 +230,25 @@ struct CacheReport: Encodable {
 
     private static func episode(_ record: EpisodeRecord, name: String?, feedLength: Int64?) -> Episode {
         let cached = record.ranges.reduce(Int64(0)) { $0 + ($1.upperBound - $1.lowerBound) }
+        let complete = record.length.map { $0 > 0 && cached == $0 } ?? false
+        let final = record.variant.isFinal && complete
         return Episode(
             name: name, url: FeedURL.redacted(record.url), key: record.key, size: record.length ?? feedLength ?? 0,
             sizeConfirmed: record.length != nil, cachedBytes: cached, lastRead: record.lastRead,
-            ranges: record.ranges.map { [$0.lowerBound, $0.upperBound] })
+            ranges: record.ranges.map { [$0.lowerBound, $0.upperBound] }, unstable: record.variant.unstable,
+            pinned: record.variant.pinnedURL.map { $0 != record.url } ?? false,
+            streaming: record.variant.unstable != nil && !complete, final: final)
+    }
+
+    /// What the text report says of an episode's variant, e.g. "final,
+    /// pinned" or "stitched per request, streamed whole".
+    static func marks(_ episode: Episode) -> String {
+        var marks: [String] = []
+        if episode.unstable != nil { marks.append("stitched per request") }
+        if episode.streaming { marks.append("streamed whole") }
+        if episode.final { marks.append("final") }
+        if episode.pinned { marks.append("pinned") }
+        return marks.joined(separator: ", ")
     }
 
     /// Ten cells, one per tenth of the episode.

@@ -21,12 +21,13 @@ final class Fixture {
     private(set) var episodes: [EpisodeFile] = []
     static let showTitle = "Test Show"
 
-    init() throws {
+    /// `originPort` 0 lets the origin take a free port.
+    init(originPort: Int = 0) throws {
         directory = NSTemporaryDirectory() + "podfs-it-\(UUID().uuidString.prefix(8))"
         mountpoint = directory + "/mnt"
         cacheDirectory = directory + "/cache"
         try FileManager.default.createDirectory(atPath: mountpoint, withIntermediateDirectories: true)
-        origin = try TestOrigin(root: directory + "/origin")
+        origin = try TestOrigin(root: directory + "/origin", port: originPort)
     }
 
     /// Serves `episodes` and a feed listing them.

@@ -12,9 +12,12 @@ final class TestOrigin {
 
     var base: String { "http://\(host):\(port)" }
 
-    init(root: String, host: String = "127.0.0.1") throws {
+    /// `port` 0 takes a free one; a fixed one is for a cache made for it
+    /// (inside the test's own network namespace nothing else holds it).
+    init(root: String, host: String = "127.0.0.1", port: Int = 0) throws {
         self.root = root
         self.host = host
+        self.port = port
         try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
         try start()
     }
@@ -129,6 +132,30 @@ final class TestOrigin {
     /// that had one, in order.
     func ranges(_ name: String) throws -> [String] {
         (try pathStats(name)["ranges"] as? [String]) ?? []
+    }
+
+    /// How many variants a stitched path (`stitch` fault) was given so far.
+    func variants(_ name: String) throws -> Int {
+        let variants = try stats()["variants"] as? [String: Any]
+        return (variants?["/" + name] as? NSNumber)?.intValue ?? 0
+    }
+
+    /// Body bytes sent for a stitched path (at the path itself and at every
+    /// variant's link) since the last reset.
+    func variantBytesSent(_ name: String) throws -> Int64 {
+        let paths = try stats()["paths"] as? [String: Any] ?? [:]
+        let stitched = paths.filter { $0.key.hasPrefix("/_variants/\(name).v") || $0.key == "/" + name }
+        return stitched.values.reduce(0) { sum, entry in
+            sum + (((entry as? [String: Any])?["bytes"] as? NSNumber)?.int64Value ?? 0)
+        }
+    }
+
+    /// The bytes of variant `n` of a stitched file whose own bytes are
+    /// `data` (as origin.py makes them).
+    static func variant(_ n: Int, of data: Data, adBytes: Int, sameLength: Bool = false) -> Data {
+        let value = UInt8((0x40 + n) & 0xff)
+        guard !sameLength else { return Data(data.map { $0 ^ value }) }
+        return Data(repeating: value, count: adBytes * (1 + n % 3)) + data
     }
 
     /// How many responses a `hold` fault is holding now.

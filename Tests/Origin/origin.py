@@ -52,6 +52,24 @@ Fault config keys:
                                 0xEE bytes never ends (until the client hangs up)
   gzip_encoded: ["/x"]          the file is already gzip data: send it as is with
                                 "Content-Encoding: gzip" (e.g. a decompression bomb)
+  stitch: {"/x.mp3": {"mode": "redirect", "ad_bytes": N, "expires_after": S}}  a host that
+                                stitches ads per request (Megaphone-like): each request of
+                                /x.mp3 gets a 302 to a fresh signed link of a new variant n
+                                (1, 2, ...), /_variants/x.mp3.vN?sig=...&exp=..., whose bytes
+                                are ad_bytes * (1 + n % 3) bytes of value (0x40 + n) & 0xff
+                                followed by the file, served with Range, If-Range and an
+                                ETag of its own; with expires_after, a link answers 403 once
+                                that many seconds passed since it was issued. Merged per
+                                path; the stats' "variants" count what was issued per path
+                                (kept across reset, so numbers are never reused).
+                                "mode": "same_url" stitches at the URL itself: each request
+                                gets variant n's bytes there, with "etag": "per_request" (a
+                                strong ETag per variant, the default), "weak" (W/"n") or
+                                "none" (no ETag, no Last-Modified); "same_length": true
+                                gives every byte XOR that value instead (new bytes
+                                everywhere, every variant as long as the file)
+  if_range_200: ["/x"|"*"]      a CDN that answers any Range with If-Range by a 200 with
+                                the whole body, even when the validator matches
   gzip: true                    templates go gzip-compressed to clients that accept it
                                 (whole-body GETs only; the path's "encodings" stat counts them)
 "count" is the number of requests the fault applies to; -1 or missing = always.
@@ -109,6 +127,8 @@ class Origin:
         self.config = {}
         self.log_file = open(log_path, "a", buffering=1) if log_path else None
         self.log_lock = threading.Lock()
+        # Variants issued per stitched path (never reset: names stay unique).
+        self.variants = {}
         self.reset()
 
     # ---- counters -------------------------------------------------------
@@ -170,6 +190,7 @@ class Origin:
                 "held": self.held,
                 "holds": self.holds,
                 "paths": json.loads(json.dumps(self.paths)),
+                "variants": dict(self.variants),
             }
 
     # ---- fault config ---------------------------------------------------
@@ -180,7 +201,7 @@ class Origin:
             for key, value in update.items():
                 if value is None:
                     self.config.pop(key, None)
-                elif key in ("redirects", "status") and isinstance(value, dict):
+                elif key in ("redirects", "status", "stitch") and isinstance(value, dict):
                     cur = dict(self.config.get(key) or {})
                     for p, v in value.items():
                         if v is None:
@@ -265,6 +286,37 @@ class Origin:
     def fail_all(self):
         with self.lock:
             return bool(self.config.get("fail_all"))
+
+    def stitch_for(self, path):
+        with self.lock:
+            entry = (self.config.get("stitch") or {}).get(path)
+            return dict(entry) if isinstance(entry, dict) else None
+
+    def new_variant(self, path, fs, ad_bytes, same_length=False):
+        """Writes variant n of the file at fs; returns its URL path and n."""
+        with self.lock:
+            n = self.variants.get(path, 0) + 1
+            self.variants[path] = n
+        with open(fs, "rb") as f:
+            data = f.read()
+        ad = bytes([(0x40 + n) & 0xFF]) * (ad_bytes * (1 + n % 3))
+        if same_length:
+            # New bytes everywhere at the same length: every byte XOR the
+            # variant's ad byte.
+            ad, data = b"", bytes(b ^ ((0x40 + n) & 0xFF) for b in data)
+        name = "/_variants%s.v%d" % (path, n)
+        target = os.path.join(self.root, *name.split("/")[1:])
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        tmp = target + ".tmp"
+        with open(tmp, "wb") as f:
+            f.write(ad + data)
+        os.replace(tmp, target)
+        return name, n
+
+    def if_range_200(self, path):
+        with self.lock:
+            paths = self.config.get("if_range_200") or []
+            return "*" in paths or path in paths
 
     def redirect_for(self, path):
         with self.lock:
@@ -669,6 +721,36 @@ class Handler(BaseHTTPRequestHandler):
             o.count_status(path, code)
             return code, self._simple(code, "origin fault %d\n" % code, headers=hdrs, path=path)
 
+        stitch = o.stitch_for(path)
+        if stitch is not None and stitch.get("mode", "redirect") == "redirect" and self._fs_path(path):
+            name, _ = o.new_variant(path, self._fs_path(path), int(stitch.get("ad_bytes", 65536)))
+            query = "sig=%08x" % (zlib.crc32(name.encode()) & 0xFFFFFFFF)
+            if stitch.get("expires_after") is not None:
+                query += "&exp=%.3f" % (time.time() + float(stitch["expires_after"]))
+            target = self._base() + urllib.parse.quote(name) + "?" + query
+            o.count_status(path, 302)
+            return 302, self._simple(302, "redirect to %s\n" % target,
+                                     headers={"Location": target}, path=path)
+
+        if stitch is not None and stitch.get("mode") == "same_url" and self._fs_path(path):
+            name, n = o.new_variant(path, self._fs_path(path), int(stitch.get("ad_bytes", 65536)),
+                                    bool(stitch.get("same_length")))
+            kind = stitch.get("etag", "per_request")
+            etag = {"none": None, "weak": 'W/"variant-%d"' % n}.get(kind, '"variant-%d"' % n)
+            vfs = self._fs_path(name)
+            fd = os.open(vfs, os.O_RDONLY)
+            try:
+                return self._serve_file(path, vfs, fd, os.fstat(fd), rng,
+                                        validators={"etag": etag, "lastmod": kind != "none"})
+            finally:
+                os.close(fd)
+
+        if path.startswith("/_variants/"):
+            exp = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query).get("exp")
+            if exp and float(exp[0]) < time.time():
+                o.count_status(path, 403)
+                return 403, self._simple(403, "link expired\n", path=path)
+
         target = o.redirect_for(path)
         if target:
             if target.startswith("/"):
@@ -706,7 +788,7 @@ class Handler(BaseHTTPRequestHandler):
             if fd is not None:
                 os.close(fd)
 
-    def _serve_file(self, path, fs, fd, st, rng):
+    def _serve_file(self, path, fs, fd, st, rng, validators=None):
         o = self.origin
         head = self.command == "HEAD"
         ext = os.path.splitext(fs)[1].lower()
@@ -731,12 +813,17 @@ class Handler(BaseHTTPRequestHandler):
         lastmod_ts = int(st.st_mtime)
         lastmod = http_date(lastmod_ts)
         common = {"ETag": etag, "Last-Modified": lastmod}
+        if validators is not None:
+            etag = validators.get("etag")
+            common = {"ETag": etag} if etag else {}
+            if validators.get("lastmod"):
+                common["Last-Modified"] = lastmod
 
         # Conditional GET
         inm = self.headers.get("If-None-Match")
         ims = self.headers.get("If-Modified-Since")
         not_modified = False
-        if inm is not None:
+        if inm is not None and etag is not None:
             not_modified = etag_matches(inm, etag, weak=True)
         elif ims is not None:
             t = parse_http_date(ims)
@@ -754,10 +841,13 @@ class Handler(BaseHTTPRequestHandler):
         if rng is not None and not o.ignore_range(path):
             r = parse_range(rng, size)
             if_range = self.headers.get("If-Range")
-            if r is not None and if_range is not None:
+            if r is not None and if_range is not None and o.if_range_200(path):
+                r = None
+            elif r is not None and if_range is not None:
                 if_range = if_range.strip()
                 if if_range.startswith('"') or if_range.startswith("W/"):
-                    ok = if_range == etag
+                    # A weak validator never matches in If-Range (RFC 9110).
+                    ok = etag is not None and if_range == etag and not etag.startswith("W/")
                 else:
                     t = parse_http_date(if_range)
                     ok = t is not None and int(t) == lastmod_ts

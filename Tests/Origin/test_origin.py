@@ -366,6 +366,60 @@ class OriginTest(unittest.TestCase):
         r, data = self.request("GET", "/other.mp3")
         self.assertEqual((r.status, data), (200, b"other file bytes"))
 
+    def test_stitch_redirects_each_request_to_a_new_variant(self):
+        # Variant numbers are never reused, also across tests.
+        base = self.control("/_origin/stats", method="GET")["variants"].get("/ep.mp3", 0)
+        self.control("/_origin/config", {"stitch": {"/ep.mp3": {"ad_bytes": 100, "expires_after": 0.5}}})
+        links = []
+        for _ in (1, 2):
+            r, _ = self.request("GET", "/ep.mp3")
+            self.assertEqual(r.status, 302)
+            links.append(r.getheader("Location").split(str(self.port), 1)[1])
+        one_n, two_n = base + 1, base + 2
+        self.assertIn("/_variants/ep.mp3.v%d?sig=" % one_n, links[0])
+        self.assertIn("/_variants/ep.mp3.v%d?sig=" % two_n, links[1])
+        r1, one = self.request("GET", links[0])
+        r2, two = self.request("GET", links[1])
+        self.assertEqual(one, bytes([0x40 + one_n]) * (100 * (1 + one_n % 3)) + BIG)
+        self.assertEqual(two, bytes([0x40 + two_n]) * (100 * (1 + two_n % 3)) + BIG)
+        self.assertNotEqual(r1.getheader("ETag"), r2.getheader("ETag"))
+        # If-Range with the variant's own ETag: a 206 of that variant.
+        r, data = self.request("GET", links[0], {"Range": "bytes=0-9", "If-Range": r1.getheader("ETag")})
+        self.assertEqual((r.status, data), (206, bytes([0x40 + one_n]) * 10))
+        self.assertEqual(self.control("/_origin/stats", method="GET")["variants"], {"/ep.mp3": two_n})
+        time.sleep(0.6)
+        r, _ = self.request("GET", links[0])
+        self.assertEqual(r.status, 403)
+
+    def test_stitch_at_the_same_url(self):
+        n = self.control("/_origin/stats", method="GET")["variants"].get("/ep.mp3", 0)
+        self.control("/_origin/config", {"stitch": {"/ep.mp3": {"mode": "same_url", "ad_bytes": 100}}})
+        r1, one = self.request("GET", "/ep.mp3")
+        r2, two = self.request("GET", "/ep.mp3", {"Range": "bytes=0-9", "If-Range": r1.getheader("ETag")})
+        self.assertEqual(one[:100], bytes([0x41 + n]) * 100)
+        self.assertEqual((r2.status, two[:10]), (200, bytes([0x42 + n]) * 10), "a new variant: If-Range fails")
+        self.assertNotEqual(r1.getheader("ETag"), r2.getheader("ETag"))
+        self.control("/_origin/config", {"stitch": {"/ep.mp3": {
+            "mode": "same_url", "ad_bytes": 100, "etag": "none", "same_length": True}}})
+        r, data = self.request("GET", "/ep.mp3", {"Range": "bytes=0-9"})
+        self.assertEqual((r.status, data), (206, bytes(b ^ (0x43 + n) for b in BIG[:10])))
+        self.assertIsNone(r.getheader("ETag"))
+        self.assertIsNone(r.getheader("Last-Modified"))
+        r, data = self.request("GET", "/ep.mp3")
+        self.assertEqual(data, bytes(b ^ (0x44 + n) for b in BIG))
+        self.control("/_origin/config", {"stitch": {"/ep.mp3": {"mode": "same_url", "etag": "weak"}}})
+        r, _ = self.request("GET", "/ep.mp3", {"Range": "bytes=0-9"})
+        self.assertTrue(r.getheader("ETag").startswith('W/"variant-'))
+
+    def test_if_range_200(self):
+        r, _ = self.request("GET", "/ep.mp3")
+        etag = r.getheader("ETag")
+        self.control("/_origin/config", {"if_range_200": ["/ep.mp3"]})
+        r, data = self.request("GET", "/ep.mp3", {"Range": "bytes=0-9", "If-Range": etag})
+        self.assertEqual((r.status, len(data)), (200, len(BIG)))
+        r, data = self.request("GET", "/ep.mp3", {"Range": "bytes=0-9"})
+        self.assertEqual((r.status, data), (206, BIG[:10]))
+
     def test_fail_all(self):
         self.control("/_origin/config", {"fail_all": True})
         c = self.conn()

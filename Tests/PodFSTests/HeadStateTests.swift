@@ -130,7 +130,7 @@ final class FakeOpenReply: OpenReplying {
         let (verdict, durable, then) = state.head(id: id, answer, start: start, last: last, total: total, context: context(lock: true))
         #expect(verdict == .accepted)
         // Drop first, then save the new version; both before any new byte.
-        guard durable.count == 2, case .dropIndexRanges = durable[0], case .saveVersion(let version) = durable[1] else {
+        guard durable.count == 2, case .dropIndexRanges = durable[0], case .saveVersion(let version, _, _) = durable[1] else {
             Issue.record("the index forgets the old ranges, then learns the new version: \(durable)")
             return
         }

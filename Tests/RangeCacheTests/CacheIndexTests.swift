@@ -182,8 +182,7 @@ import Testing
             do {
                 let index = try CacheIndex(directory: directory, logger: logger)
                 _ = try index.register(feedURL: feedURL, episodes: [(key: a, url: "https://x.example/a")])
-                try index.setValidator(
-                    key: a, length: 12_345_678, etag: "\"abc\"", lastModified: "Wed, 21 Oct 2015 07:28:00 GMT")
+                try index.setValidator(EpisodeValidator(key: a, length: 12_345_678, etag: "\"abc\"", lastModified: "Wed, 21 Oct 2015 07:28:00 GMT"))
             }
             do {
                 let index = try CacheIndex(directory: directory, logger: logger)
@@ -191,7 +190,7 @@ import Testing
                 #expect(record.length == 12_345_678)
                 #expect(record.etag == "\"abc\"")
                 #expect(record.lastModified == "Wed, 21 Oct 2015 07:28:00 GMT")
-                try index.setValidator(key: a, length: 99, etag: nil, lastModified: nil)
+                try index.setValidator(EpisodeValidator(key: a, length: 99, etag: nil, lastModified: nil))
                 let cleared = try #require(try index.episode(key: a))
                 #expect(cleared.length == 99)
                 #expect(cleared.etag == nil)
@@ -211,14 +210,14 @@ import Testing
             try index.commitRanges([
                 (key: a, ranges: [0..<100, 200..<Int64.max, (1 << 40)..<((1 << 40) + 1)]),
             ])
-            try index.setValidator(key: a, length: Int64.max, etag: nil, lastModified: nil)
-            try index.setValidator(key: b, length: -1, etag: nil, lastModified: nil)
+            try index.setValidator(EpisodeValidator(key: a, length: Int64.max, etag: nil, lastModified: nil))
+            try index.setValidator(EpisodeValidator(key: b, length: -1, etag: nil, lastModified: nil))
             let record = try #require(try index.episode(key: a))
             #expect(record.ranges == [0..<100])
             #expect(record.length == nil)
             #expect(try index.usage().first { $0.key == a }?.bytes == 100)
             #expect(try index.episode(key: b)?.length == nil)
-            try index.setValidator(key: b, length: 1 << 40, etag: nil, lastModified: nil)
+            try index.setValidator(EpisodeValidator(key: b, length: 1 << 40, etag: nil, lastModified: nil))
             #expect(try index.episode(key: b)?.length == 1 << 40)
         }
     }

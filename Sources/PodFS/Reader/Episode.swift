@@ -35,15 +35,7 @@ public final class Episode: Sendable {
         self.name = name
         self.modificationTime = modificationTime
         self.feedLength = feedLength
-        var initial = State()
-        if let record {
-            initial.length = record.length
-            initial.etag = record.etag
-            initial.lastModified = record.lastModified
-            initial.present = RangeSet(record.ranges)
-            initial.lastRead = record.lastRead ?? 0
-        }
-        self.state = Locked(initial)
+        self.state = Locked(record.map(State.init(restoring:)) ?? State())
     }
 
     // MARK: - Methods
@@ -56,6 +48,21 @@ public final class Episode: Sendable {
     /// Bytes of this episode on disk now.
     public var cachedBytes: Int64 {
         state.withLock { $0.present.count }
+    }
+
+    /// What `user.podfs.variant` says (docs/DESIGN.md, "Episodes and their
+    /// variants"): "stitched per request (why), streamed whole", "final",
+    /// "pinned", comma separated, or "one variant" when nothing applies.
+    public var variantSummary: String {
+        let (unstable, complete, pinned) = state.withLock { state in
+            (state.unstable, state.isComplete, state.effectiveURL.map { $0 != url } ?? false)
+        }
+        var marks: [String] = []
+        if let unstable { marks.append("stitched per request (\(unstable))") }
+        if unstable != nil, !complete { marks.append("streamed whole") }
+        if complete { marks.append("final") }
+        if pinned { marks.append("pinned") }
+        return marks.isEmpty ? "one variant" : marks.joined(separator: ", ")
     }
 
     var attributes: Attributes {

@@ -73,7 +73,7 @@ extension EpisodeReader {
     }
 
     /// Carries out a head's effects; returns whether the transfer goes on.
-    private func run(_ effects: [Episode.State.HeadEffect], episode: Episode, fetch: Fetch? = nil) -> Bool {
+    func run(_ effects: [Episode.State.HeadEffect], episode: Episode, fetch: Fetch? = nil) -> Bool {
         var goesOn = true
         // The durable effects stop at the first failure: bytes the index
         // may still list are never freed (guarantee 1).
@@ -87,16 +87,22 @@ extension EpisodeReader {
                     // new version is written.
                     if old > 0 { try? scratch.punchHole(0..<old) }
                     if old != new { try? scratch.resize(to: new) }
-                case .saveVersion(let version):
-                    try index.setValidator(
+                case .saveVersion(let version, let pinnedURL, let pinnedIssuer):
+                    try index.setValidator(EpisodeValidator(
                         key: episode.key, length: version.length ?? 0, etag: version.etag,
-                        lastModified: version.lastModified)
+                        lastModified: version.lastModified, pinnedURL: pinnedURL, pinnedIssuer: pinnedIssuer))
                 case .saveVersionLater:
                     markDirty(episode)
                 case .logChanged:
                     logger.warning(
                         "the episode changed at the origin; its cached bytes were dropped",
                         metadata: ["episode.key": "\(episode.key)", "episode.name": "\(episode.name)"])
+                case .logKeptFinal:
+                    logger.info(
+                        "kept the complete episode; its host now serves another variant at another link",
+                        metadata: ["episode.key": "\(episode.key)", "episode.name": "\(episode.name)"])
+                case .markUnstable(let reason):
+                    markUnstable(episode, reason: reason)
                 case .logIgnoresRange:
                     logger.notice(
                         "the origin ignores Range requests; streaming the episode from its start",
@@ -171,6 +177,11 @@ extension EpisodeReader {
     /// present, so they cannot overwrite new bytes that are.
     private func write(_ chunk: BodyChunk, count: Int, at offset: Int64, generation: UInt64, for fetch: Fetch) {
         let episode = fetch.episode
+        // Overlap bytes are held and compared, never written (see
+        // `EpisodeReader+Variants`); the rest of the chunk is written.
+        let original = (offset: offset, count: count)
+        guard let (offset, count, skipped) = holdOverlap(chunk, count: count, at: offset, generation: generation, for: fetch)
+        else { return }
         let end = offset + Int64(count)
         if !disk.isFull {
             // Created outside the lock; a failure is logged and the bytes
@@ -182,8 +193,8 @@ extension EpisodeReader {
         let target = episode.state.withLock {
             $0.writeTarget(id: fetch.id, generation: generation, range: offset..<end, step: Self.preallocationStep)
         }
-        guard let (scratch, allocation) = target else { return }
-        let bytes = UnsafeRawBufferPointer(rebasing: chunk.bytes[0..<count])
+        guard let (scratch, allocation, _) = target else { return }
+        let bytes = UnsafeRawBufferPointer(rebasing: chunk.bytes[skipped..<skipped + count])
         var written = false
         if let scratch, !disk.isFull {
             // A failure here (no room, no support) shows in the write below.
@@ -195,6 +206,9 @@ extension EpisodeReader {
                 cacheWriteFailed(error, episode: episode)
             }
         }
+        // Held overlaps these bytes complete are compared before the bytes
+        // are marked present: a mismatch drops them unseen.
+        if written, !compareHeldOverlaps(of: episode, written: offset..<end) { return }
         let ready = episode.state.withLock { state in
             state.bodyWritten(
                 id: fetch.id, range: offset..<end, generation: generation, written: written, bytes: bytes,
@@ -208,10 +222,12 @@ extension EpisodeReader {
             disk.noteSpilled(count, episode: episode)
         }
         for read in ready {
-            if read.spilled.isEmpty {
+            if read.spilled.isEmpty && skipped == 0 {
                 // The bytes of this chunk come from memory, which saves
                 // reading back what was just written; the rest is on disk.
-                answer(read.waiter.reply, with: .arriving(read.waiter.range, chunk, count: count, at: offset), episode: episode)
+                answer(
+                    read.waiter.reply, with: .arriving(read.waiter.range, chunk, count: original.count, at: original.offset),
+                    episode: episode)
             } else {
                 answer(read.waiter.reply, with: .cached(read.waiter.range, read.scratch, spilled: read.spilled), episode: episode)
             }

@@ -180,7 +180,8 @@ public final class EpisodeReader: Sendable {
             now: monotonicSeconds(), wallClock: Int64(Date().timeIntervalSince1970), link: link.withLock { $0 },
             tuning: tuning)
         let (effects, url, validator) = episode.state.withLock { state in
-            let effects = state.read(handle: handle, offset: offset, size: size, reply: reply, context: context)
+            let effects = state.checkingContinuity(state.streamingWhole(
+                state.read(handle: handle, offset: offset, size: size, reply: reply, context: context)))
             return (effects, state.effectiveURL ?? episode.url, self.validator(state))
         }
         for effect in effects {

@@ -15,10 +15,15 @@ public struct FetchHead: Sendable {
     public var effectiveURL: String
     /// `Retry-After` as sent (seconds or an HTTP date), on a busy answer.
     public var retryAfter: String?
+    /// Who sent podfs to `effectiveURL` (the address zone of the server
+    /// that wrote it, as the HTTP layer spells it), kept with a pinned link
+    /// so a later mount fetches it under the same zone rule (guarantee 6).
+    public var issuer: String?
 
     public init(
         status: Int, rangeFirst: Int64?, rangeLast: Int64?, total: Int64?, contentLength: Int64?,
-        etag: String?, lastModified: String?, effectiveURL: String, retryAfter: String? = nil
+        etag: String?, lastModified: String?, effectiveURL: String, retryAfter: String? = nil,
+        issuer: String? = nil
     ) {
         self.status = status
         self.rangeFirst = rangeFirst
@@ -29,6 +34,7 @@ public struct FetchHead: Sendable {
         self.lastModified = lastModified
         self.effectiveURL = effectiveURL
         self.retryAfter = retryAfter
+        self.issuer = issuer
     }
 
     /// The longest wait a `Retry-After` may ask for: a day. A longer one

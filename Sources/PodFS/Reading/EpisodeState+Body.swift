@@ -61,11 +61,14 @@ extension Episode.State {
     }
 
     /// On the writer, before it writes `range` for fetch `id` of
-    /// `generation`: the file to write to and the blocks to allocate ahead
-    /// (long fetches allocate `step` bytes at a time). `nil`: stale.
+    /// `generation`: the file to write to, the blocks to allocate ahead
+    /// (long fetches allocate `step` bytes at a time) and the part of the
+    /// range that overlaps bytes cached or on their way when the fetch
+    /// began: it is held and compared, not written (`checkingContinuity`).
+    /// `nil`: stale.
     mutating func writeTarget(
         id: UInt64, generation: UInt64, range: Range<Int64>, step: Int64
-    ) -> (scratch: ScratchFile?, allocation: Range<Int64>?)? {
+    ) -> (scratch: ScratchFile?, allocation: Range<Int64>?, check: Range<Int64>?)? {
         guard self.generation == generation, var progress = fetches[id], progress.generation == generation
         else { return nil }
         var allocation: Range<Int64>?
@@ -75,7 +78,11 @@ extension Episode.State {
             progress.allocated = upper
             fetches[id] = progress
         }
-        return (scratch, allocation)
+        var check: Range<Int64>?
+        if range.lowerBound < progress.checkUpTo {
+            check = range.lowerBound..<min(range.upperBound, progress.checkUpTo)
+        }
+        return (scratch, allocation, check)
     }
 
     /// The writer stored `bytes` at `range` (`written`), or could not: they

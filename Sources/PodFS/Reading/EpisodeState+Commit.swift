@@ -49,9 +49,12 @@ extension Episode.State {
     /// Takes what the next commit saves of this episode and marks it heard
     /// of; `commitFailed` undoes that.
     mutating func takeCommitSnapshot(key: String) -> CommitSnapshot {
+        noteIfFinal()
         var validator: EpisodeValidator?
         if validatorDirty, let length {
-            validator = EpisodeValidator(key: key, length: length, etag: etag, lastModified: lastModified)
+            validator = EpisodeValidator(
+                key: key, length: length, etag: etag, lastModified: lastModified, pinnedURL: effectiveURL,
+                pinnedIssuer: pinnedIssuer, isFinal: isFinal)
         }
         validatorDirty = false
         defer { dirty = false }

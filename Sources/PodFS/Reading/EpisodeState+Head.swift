@@ -29,11 +29,18 @@ extension Episode.State {
         /// give it the new length: only after the index forgot them (it
         /// must never list a punched byte).
         case reshape(ScratchFile, old: Int64, new: Int64)
-        /// Save the new length and validators with the drop.
-        case saveVersion(OriginVersion)
+        /// Save the new length and validators with the drop, and the link
+        /// they came from (pinned, with who sent podfs there).
+        case saveVersion(OriginVersion, pinnedURL: String?, pinnedIssuer: String?)
         /// Save them with the next commit of ranges.
         case saveVersionLater
         case logChanged
+        /// A final episode was kept though its host now serves another
+        /// variant (`Episode.State.keepFinal`).
+        case logKeptFinal
+        /// The origin serves different bytes per request: keep the mark in
+        /// the index and say so once (`Episode.State.unstableReason`).
+        case markUnstable(String)
         case logIgnoresRange
         /// Drop the kernel's pages of the episode (a new version), or only
         /// its attributes (a size learned for the same bytes).
@@ -105,11 +112,14 @@ extension Episode.State {
     /// A final answer came (a 404, say): forgets the remembered end of the
     /// redirect chain, which may have expired (a signed CDN link), so the
     /// next attempt goes through `enclosureURL` again. Returns whether it
-    /// did: the fetch is then worth one more attempt.
+    /// did: the fetch is then worth one more attempt. Not for a final
+    /// episode: the enclosure would only lead to another variant, and its
+    /// opens are answered from the cache as when offline (`keepsFinal`).
     mutating func forgetRedirect(enclosureURL: String) -> Bool {
         guard effectiveURL != nil, effectiveURL != enclosureURL else { return false }
         effectiveURL = nil
-        return true
+        pinnedIssuer = nil
+        return !isComplete
     }
 
     /// Fetch `id`'s response head arrived, with a body at `start` of an
@@ -119,8 +129,14 @@ extension Episode.State {
     ) -> (HeadVerdict, durable: [HeadEffect], then: [HeadEffect]) {
         guard var progress = fetches[id], progress.generation == generation else { return (.stale, [], []) }
         let answer = OriginVersion(length: total, etag: head.etag, lastModified: head.lastModified)
-        let changed = version.isReplaced(by: answer)
+        let changed = version.isReplaced(by: answer) || restartsStream(id: id)
+        if changed, keepsFinal(answerFrom: head.effectiveURL) {
+            return (.accepted, [], keepFinal(id: id, now: context.now))
+        }
         if changed && !context.holdingIndexLock { return (.needsIndexLock, [], []) }
+        let reason = Self.unstableReason(
+            was: version, now: answer, confirmedInThisMount: validated, status: head.status,
+            askedRange: progress.cursor > 0 || progress.upper < total)
         var durable: [HeadEffect] = []
         var then: [HeadEffect] = []
         var invalidate = false
@@ -129,10 +145,12 @@ extension Episode.State {
             dropped = dropVersion(keeping: id, existing: context.existingScratch)
             durable.append(.dropIndexRanges)
             if let scratch, let old = length { durable.append(.reshape(scratch, old: old, new: total)) }
-            durable.append(.saveVersion(answer))
+            durable.append(.saveVersion(answer, pinnedURL: head.effectiveURL, pinnedIssuer: head.issuer))
             then.append(.logChanged)
             invalidate = true
-        } else if version != answer {
+        } else if version != answer || effectiveURL != head.effectiveURL || pinnedIssuer != head.issuer {
+            // The same variant, newly told or at a link not pinned yet (an
+            // index of schema 1): saved with the next commit.
             validatorDirty = true
             then.append(.saveVersionLater)
         }
@@ -142,7 +160,7 @@ extension Episode.State {
             if (length ?? context.feedLength ?? 0) != total { invalidate = true }
             length = total
         }
-        (etag, lastModified, effectiveURL) = (head.etag, head.lastModified, head.effectiveURL)
+        (etag, lastModified, effectiveURL, pinnedIssuer) = (head.etag, head.lastModified, head.effectiveURL, head.issuer)
         validation = .confirmed(at: context.now)
         if head.status == 200, progress.cursor > 0 || progress.upper < total, !warnedIgnoresRange, !changed {
             warnedIgnoresRange = true
@@ -152,11 +170,20 @@ extension Episode.State {
         // or an origin that ignores Range) wants its head only.
         let bodyWanted = !(context.isBackground && head.status == 200)
         progress.generation = generation
+        if head.status != 206 || start != progress.cursor {
+            // Not the range asked: nothing of it is an overlap to hold.
+            progress.checkUpTo = 0
+            progress.held = nil
+        }
         progress.cursor = start
         progress.received = start
         progress.upper =
             head.status == 416 || !bodyWanted ? start : (head.status == 200 ? total : min(total, (last ?? 0) + 1))
         fetches[id] = progress
+        if let reason, unstable == nil {
+            unstable = reason
+            then.append(.markUnstable(reason))
+        }
         if invalidate { then.append(.invalidateKernel(pages: changed)) }
         if !dropped.isEmpty { then.append(.fail(dropped)) }
         then.append(.answerOpens(answerOpens(dropAttributes: invalidate)))
@@ -170,12 +197,13 @@ extension Episode.State {
 
     /// A new version: the old one's bytes, waiters and fetches go (all but
     /// fetch `id`), and older handles read EIO. Returns the waiters.
-    private mutating func dropVersion(keeping id: UInt64, existing: ScratchFile?) -> [any DataReplying] {
+    mutating func dropVersion(keeping id: UInt64, existing: ScratchFile?) -> [any DataReplying] {
         kernelPagesStale = true
         generation &+= 1
         present = RangeSet()
         spill.removeAll()
         dirty = false
+        isFinal = false
         let dropped = waiters.map(\.reply)
         waiters.removeAll()
         for (other, _) in fetches where other != id { fetches[other] = nil }
@@ -190,7 +218,7 @@ extension Episode.State {
     /// After a change the kernel must drop its pages of the old version
     /// before an open reads: keep_cache off does that at the open, and the
     /// attributes it showed are dropped before it returns.
-    private mutating func answerOpens(dropAttributes: Bool) -> [(any OpenReplying, OpenOptions)] {
+    mutating func answerOpens(dropAttributes: Bool) -> [(any OpenReplying, OpenOptions)] {
         let opens = openWaiters.map { waiter in
             handles[waiter.handle] = Episode.HandleState(generation: generation)
             let options = OpenOptions(

@@ -38,6 +38,9 @@ extension Episode.State {
         handle: UInt64, reply: any OpenReplying, now: Double, feedLength: Int64?, tuning: EpisodeReader.Tuning
     ) -> [OpenEffect] {
         let dropAttributes = markOpened(now: now)
+        if unstable != nil || finalLinkGone {
+            return openStreamed(handle: handle, reply: reply, dropAttributes: dropAttributes)
+        }
         if validated, let at = validatedAt, now - at < tuning.revalidateAfter {
             handles[handle] = Episode.HandleState(generation: generation)
             defer { kernelPagesStale = false }
@@ -103,7 +106,10 @@ extension Episode.State {
     /// A mount's check of a recently read episode (one byte, `If-Range`):
     /// `nil` when the episode is confirmed, checked, busy or not cached.
     mutating func startMountCheck() -> ProbeStart? {
-        guard !validated, probeID == nil, fetches.isEmpty, openWaiters.isEmpty, let length, length > 0 else {
+        // An unstable origin's answer would be another variant: nothing to
+        // check against (`openStreamed`).
+        guard unstable == nil, !validated, probeID == nil, fetches.isEmpty, openWaiters.isEmpty, let length, length > 0
+        else {
             return nil
         }
         // The first byte not cached, so no byte crosses the network twice;
@@ -136,6 +142,7 @@ extension Episode.State {
         spill.removeAll()
         dirty = false
         scratch = nil
+        isFinal = false
         return true
     }
 

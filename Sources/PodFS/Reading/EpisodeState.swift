@@ -44,6 +44,14 @@ extension Episode {
         var received: Int64
         /// How far the writer has allocated blocks ahead (writer only).
         var allocated: Int64 = 0
+        /// Bytes below this were cached, or on their way, when the fetch
+        /// began: the fetch starts a little before them, and those bytes
+        /// are kept in `held` and compared with the cached ones, never
+        /// written (`Episode.State.checkingContinuity`).
+        var checkUpTo: Int64 = 0
+        /// Overlap bytes that arrived, waiting to be compared with the
+        /// bytes on disk at `offset` once those are there.
+        var held: (offset: Int64, bytes: [UInt8])?
         /// A short fetch for a read that jumped (not read-ahead): its
         /// readers are answered from memory on the network thread as the
         /// bytes arrive, without waiting for the writer's hop.
@@ -98,8 +106,25 @@ extension Episode {
         var length: Int64?
         var etag: String?
         var lastModified: String?
-        /// Where the enclosure URL redirected to last time; used directly.
+        /// The link the cached variant came from (the end of the enclosure
+        /// URL's redirect chain), asked directly with `If-Range`; pinned in
+        /// the index across mounts (docs/DESIGN.md, "Episodes and their
+        /// variants"). `nil`: the next fetch follows the enclosure URL.
         var effectiveURL: String?
+        /// Who sent podfs to `effectiveURL` (`FetchHead.issuer`).
+        var pinnedIssuer: String?
+        /// Why the origin was found to serve different bytes per request
+        /// (`Episode.State.unstableReason`), kept in the index; `nil` while
+        /// it looks stable.
+        var unstable: String?
+        /// The fetch streaming an unstable episode whole, while it runs
+        /// (`Episode.State.streamingWhole`).
+        var streamID: UInt64?
+        /// Every byte of one variant is cached: kept as it is, whatever the
+        /// origin serves now (`Episode.State.noteIfFinal`).
+        var isFinal = false
+        /// The link the final variant came from (`keepsFinal`).
+        var finalURL: String?
         /// Whether a response in this mount confirmed the cached version,
         /// and the probe asking, if one is on its way.
         var validation = Validation.unconfirmed(lastConfirmed: nil)
@@ -153,6 +178,23 @@ extension Episode {
 
         /// The last fetch id handed out; ids are the episode's own.
         var lastFetchID: UInt64 = 0
+
+        init() {}
+
+        /// The state an earlier mount left in the index: its ranges, its
+        /// validator and the link it is pinned to.
+        init(restoring record: EpisodeRecord) {
+            length = record.length
+            etag = record.etag
+            lastModified = record.lastModified
+            effectiveURL = record.variant.pinnedURL
+            pinnedIssuer = record.variant.pinnedIssuer
+            unstable = record.variant.unstable
+            isFinal = record.variant.isFinal
+            finalURL = record.variant.isFinal ? record.variant.pinnedURL : nil
+            present = RangeSet(record.ranges)
+            lastRead = record.lastRead ?? 0
+        }
 
         /// Bytes a read can be answered from now: on disk or in `spill`.
         var available: RangeSet {

@@ -13,7 +13,9 @@ public final class PodFileSystem: FileSystem {
 
     /// Extended attribute names, a public interface (docs/DESIGN.md, "What a
     /// mount shows").
-    public static let attributeNames = ["user.podfs.url", "user.podfs.guid", "user.podfs.cached_bytes"]
+    public static let attributeNames = [
+        "user.podfs.url", "user.podfs.guid", "user.podfs.cached_bytes", "user.podfs.variant",
+    ]
 
     private let catalog: Catalog
     private let reader: EpisodeReader
@@ -147,6 +149,7 @@ public final class PodFileSystem: FileSystem {
             guard let guid = episode.guid else { throw .noAttribute }
             return Array(guid.utf8)
         case "user.podfs.cached_bytes": return Array(String(episode.cachedBytes).utf8)
+        case "user.podfs.variant": return Array(episode.variantSummary.utf8)
         default: throw .noAttribute
         }
     }

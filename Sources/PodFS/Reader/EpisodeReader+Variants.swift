@@ -1,0 +1,81 @@
+import Logging
+import RangeCache
+
+/// The driver's side of an episode's variant (docs/DESIGN.md, "Episodes
+/// and their variants"): marks the state machine decided on, kept in the
+/// index and said once in the log.
+extension EpisodeReader {
+    // MARK: - Methods
+
+    /// The episode's origin serves different bytes per request: the mark
+    /// goes to the index (a failure is logged; the mark is a hint, the
+    /// bytes stay one variant either way).
+    func markUnstable(_ episode: Episode, reason: String) {
+        logger.notice(
+            "the origin serves different bytes per request (it stitches ads per request); podfs keeps one variant",
+            metadata: ["episode.key": "\(episode.key)", "episode.name": "\(episode.name)", "reason": "\(reason)"])
+        do {
+            try index.markUnstable(key: episode.key, reason: reason)
+        } catch {
+            logger.warning("could not record an unstable origin in the cache index", metadata: ["error": "\(error)"])
+        }
+    }
+}
+
+extension EpisodeReader {
+    // MARK: - Continuity
+
+    /// An overlap did not match (`Episode.State.continuityBroken`): under
+    /// the index lock, as a version change, the cached bytes are forgotten
+    /// durably before they are freed; then readers of them fail.
+    func continuityBroken(_ episode: Episode, fetchID: UInt64) {
+        let outcome = indexLock.withLock { _ -> (durable: [Episode.State.HeadEffect], then: [Episode.State.HeadEffect])? in
+            guard let outcome = episode.state.withLock({ $0.continuityBroken(id: fetchID) }) else { return nil }
+            _ = run(outcome.durable, episode: episode)
+            return outcome
+        }
+        guard let outcome else { return }
+        _ = run(outcome.then, episode: episode)
+    }
+}
+
+extension EpisodeReader {
+    // MARK: - Overlaps
+
+    /// On the writer: holds the part of a chunk that overlaps bytes cached
+    /// or on their way when its fetch began (`Episode.State.hold`) and
+    /// compares what can be compared now. Returns where the rest of the
+    /// chunk goes (`skipped` bytes were held), or `nil` when nothing is
+    /// left to write (all held, stale, or a mismatch dropped the episode).
+    func holdOverlap(
+        _ chunk: BodyChunk, count: Int, at offset: Int64, generation: UInt64, for fetch: Fetch
+    ) -> (offset: Int64, count: Int, skipped: Int)? {
+        let episode = fetch.episode
+        let checkUpTo = episode.state.withLock { $0.fetches[fetch.id]?.checkUpTo ?? 0 }
+        guard offset < checkUpTo else { return (offset, count, 0) }
+        let skipped = Int(min(Int64(count), checkUpTo - offset))
+        let bytes = Array(UnsafeRawBufferPointer(rebasing: chunk.bytes[0..<skipped]))
+        let range = offset..<offset + Int64(skipped)
+        guard episode.state.withLock({ $0.hold(id: fetch.id, generation: generation, range: range, bytes: bytes) }),
+            compareHeldOverlaps(of: episode), skipped < count
+        else { return nil }
+        return (offset + Int64(skipped), count - skipped, skipped)
+    }
+
+    /// Compares every held overlap whose bytes are on disk (counting
+    /// `written`, just written, not yet marked) with those bytes. `false`:
+    /// one differed, and the episode's cached bytes were dropped.
+    func compareHeldOverlaps(of episode: Episode, written: Range<Int64>? = nil) -> Bool {
+        let ready = episode.state.withLock { $0.takeComparableOverlaps(written: written) }
+        guard !ready.isEmpty else { return true }
+        guard let scratch = episode.state.withLock({ $0.scratch }) else { return true }
+        for overlap in ready {
+            let cached = try? scratch.read(count: overlap.bytes.count, at: overlap.offset)
+            if cached != overlap.bytes {
+                continuityBroken(episode, fetchID: overlap.id)
+                return false
+            }
+        }
+        return true
+    }
+}

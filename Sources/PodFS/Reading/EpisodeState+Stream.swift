@@ -1,0 +1,75 @@
+import FUSEBridge
+import RangeCache
+
+/// Unstable origins are streamed whole (docs/DESIGN.md, "Episodes and their
+/// variants"): an episode whose origin serves different bytes per request
+/// is fetched as one sequential response, so its bytes are one variant by
+/// construction. Reads are answered as the bytes arrive; a read ahead of
+/// the stream waits for it.
+extension Episode.State {
+    // MARK: - Events
+
+    /// For an episode marked unstable, replaces the fetches `effects` plan
+    /// by one stream: from the end of the cached bytes that start at byte 0
+    /// to the end of the episode, started once; reads wait for it. Other
+    /// episodes' effects pass unchanged.
+    mutating func streamingWhole(_ effects: [ReadEffect]) -> [ReadEffect] {
+        guard unstable != nil, let length else { return effects }
+        var kept: [ReadEffect] = []
+        var wanted = false
+        for effect in effects {
+            if case .fetch(let id, _) = effect {
+                fetches[id] = nil
+                wanted = true
+            } else {
+                kept.append(effect)
+            }
+        }
+        guard wanted, !streamOnItsWay else { return kept }
+        let start = present.coveredPrefix(from: 0)
+        guard start < length else { return kept }
+        let id = takeFetchID()
+        fetches[id] = Episode.FetchProgress(cursor: start, upper: length, generation: generation)
+        streamID = id
+        return [.fetch(id: id, range: start..<length)] + kept
+    }
+
+    /// Opens an episode marked unstable, or a final one (`isComplete`). A
+    /// complete one is served as it is: no request is sent, which for an
+    /// unstable origin could only bring another variant. A
+    /// partial one is streamed whole from byte 0, the stream being the
+    /// open's probe: its head drops the bytes of the old variant (durably,
+    /// as a version change) and answers the open on the new one, so the
+    /// file never reads a byte of another variant and never gets EIO.
+    mutating func openStreamed(
+        handle: UInt64, reply: any OpenReplying, dropAttributes: Bool
+    ) -> [OpenEffect] {
+        if let length, present.contains(0..<length) || (streamOnItsWay && probeID == nil) {
+            handles[handle] = Episode.HandleState(generation: generation)
+            defer { kernelPagesStale = false }
+            return [.answer(reply, OpenOptions(handle: handle, keepCache: !kernelPagesStale, dropAttributes: dropAttributes))]
+        }
+        openWaiters.append(Episode.OpenWaiter(reply: reply, handle: handle, dropAttributes: dropAttributes))
+        if streamOnItsWay { return [] }
+        let probe = startProbe(range: 0..<EpisodeRecord.positions.upperBound, minimumFetch: 0)
+        streamID = probe.id
+        return [.probe(probe)]
+    }
+
+    /// Whether the head of fetch `id` starts an unstable episode's stream
+    /// over bytes of another variant: they go, as for a version change.
+    func restartsStream(id: UInt64) -> Bool {
+        guard unstable != nil, id == streamID, let progress = fetches[id], progress.cursor == 0, let length else {
+            return false
+        }
+        return !present.isEmpty && !present.contains(0..<length)
+    }
+
+    // MARK: - Private properties
+
+    /// Whether this version's stream is still on its way.
+    private var streamOnItsWay: Bool {
+        guard let streamID, let progress = fetches[streamID] else { return false }
+        return progress.generation == generation && progress.cursor < progress.upper
+    }
+}

@@ -1,0 +1,133 @@
+/// Origins that serve different bytes per request (docs/DESIGN.md,
+/// "Episodes and their variants"): hosts that stitch ads into each
+/// response. Continuity is checked, not assumed: a response that shows the
+/// origin is such a host marks the episode unstable, and the mark is kept
+/// in the index.
+extension Episode.State {
+    // MARK: - Static methods
+
+    /// Why a response head shows an origin that serves different bytes per
+    /// request, or `nil`:
+    /// - the length or the validator changed from the one a response in
+    ///   this mount already confirmed (a change between mounts is a
+    ///   publisher's new version, not a sign of stitching);
+    /// - a range was asked and the whole body came (200) with the same
+    ///   validator: an `If-Range` the origin does not honour, or no ranges.
+    static func unstableReason(
+        was old: OriginVersion, now new: OriginVersion, confirmedInThisMount: Bool, status: Int, askedRange: Bool
+    ) -> String? {
+        if confirmedInThisMount, let before = old.length, let after = new.length, before != after {
+            return "the length changed between requests (\(before) then \(after) bytes)"
+        }
+        if confirmedInThisMount, old.isReplaced(by: new) {
+            return "the validator changed between requests"
+        }
+        if status == 200, askedRange, !old.isReplaced(by: new) {
+            return "a range was asked and the whole body came (HTTP 200)"
+        }
+        return nil
+    }
+}
+
+/// The overlap check: a fetch that continues cached bytes starts a little
+/// before them and compares (docs/DESIGN.md, "Episodes and their variants").
+/// An origin with no validator that stitches at one URL is caught here.
+extension Episode.State {
+    // MARK: - Static properties
+
+    /// How many cached bytes a continuing fetch asks again, to compare.
+    static let overlapBytes: Int64 = 4096
+
+    /// Why an overlap that did not match marks the origin.
+    static let overlapMismatch = "bytes fetched again did not match the cached ones"
+
+    // MARK: - Events
+
+    /// Widens each fetch in `effects` that continues bytes cached or on
+    /// their way to start up to `overlapBytes` before them, for an episode
+    /// without a strong ETag. Those bytes are held as they arrive and
+    /// compared with the ones on disk (`hold`, `takeComparableOverlaps`).
+    /// A strong ETag sent in `If-Range` vouches for the bytes instead (an
+    /// origin that answered the range with it serves the same variant), so
+    /// an honest origin is never asked for a byte twice (guarantee 2).
+    mutating func checkingContinuity(_ effects: [ReadEffect]) -> [ReadEffect] {
+        effects.map { effect in
+            guard case .fetch(let id, let range) = effect, range.lowerBound > 0, var progress = fetches[id],
+                progress.cursor == range.lowerBound, let floor = continuedFrom(range.lowerBound, excluding: id)
+            else { return effect }
+            let start = max(floor, range.lowerBound - Self.overlapBytes)
+            progress.cursor = start
+            progress.received = start
+            progress.checkUpTo = range.lowerBound
+            fetches[id] = progress
+            return .fetch(id: id, range: start..<range.upperBound)
+        }
+    }
+
+    /// Overlap bytes `bytes` of fetch `id` arrived for `range` (below its
+    /// `checkUpTo`): kept to compare, never written. `false`: stale.
+    mutating func hold(id: UInt64, generation: UInt64, range: Range<Int64>, bytes: [UInt8]) -> Bool {
+        guard self.generation == generation, var progress = fetches[id], progress.generation == generation
+        else { return false }
+        var held = progress.held ?? (offset: range.lowerBound, bytes: [])
+        if held.offset + Int64(held.bytes.count) == range.lowerBound, held.bytes.count < Int(Self.overlapBytes) * 2 {
+            held.bytes += bytes
+        }
+        progress.held = held
+        progress.cursor = max(progress.cursor, range.upperBound)
+        fetches[id] = progress
+        return true
+    }
+
+    /// Held overlaps whose bytes are all on disk (in `present`, or in
+    /// `written`, which the writer just wrote and has not marked yet), taken
+    /// to be compared by the writer outside the lock, each with its fetch.
+    mutating func takeComparableOverlaps(written: Range<Int64>? = nil) -> [(id: UInt64, offset: Int64, bytes: [UInt8])] {
+        var onDisk = present
+        if let written { onDisk.insert(written) }
+        var ready: [(id: UInt64, offset: Int64, bytes: [UInt8])] = []
+        for (id, progress) in fetches where progress.generation == generation {
+            guard let held = progress.held, !held.bytes.isEmpty,
+                onDisk.contains(held.offset..<held.offset + Int64(held.bytes.count))
+            else { continue }
+            ready.append((id, held.offset, held.bytes))
+            fetches[id]?.held = nil
+        }
+        return ready
+    }
+
+    /// Fetch `id` brought bytes that differ from the cached ones it
+    /// overlapped: the origin serves different bytes per request. Every
+    /// cached byte goes (they may be of another variant than what comes
+    /// next) and this response stops; the mark is kept. Apply under the
+    /// index lock, like a version change. `nil`: the fetch is stale.
+    mutating func continuityBroken(id: UInt64) -> (durable: [HeadEffect], then: [HeadEffect])? {
+        guard let progress = fetches[id], progress.generation == generation else { return nil }
+        let dropped = dropVersion(keeping: id, existing: nil)
+        fetches[id] = nil
+        var durable: [HeadEffect] = [.dropIndexRanges]
+        if let scratch, let length { durable.append(.reshape(scratch, old: length, new: length)) }
+        var then: [HeadEffect] = []
+        if unstable == nil {
+            unstable = Self.overlapMismatch
+            then.append(.markUnstable(Self.overlapMismatch))
+        }
+        then.append(.invalidateKernel(pages: true))
+        if !dropped.isEmpty { then.append(.fail(dropped)) }
+        return (durable, then)
+    }
+
+    // MARK: - Private methods
+
+    /// Where the bytes just before `offset` begin, when a fetch at `offset`
+    /// continues them (cached bytes, or a fetch of this version on its way
+    /// that ends there) and the episode has no strong ETag.
+    private func continuedFrom(_ offset: Int64, excluding id: UInt64) -> Int64? {
+        if let etag, !etag.hasPrefix("W/") { return nil }
+        if let run = present.ranges.first(where: { $0.upperBound == offset }) { return run.lowerBound }
+        for (other, progress) in fetches where other != id && progress.generation == generation {
+            if progress.cursor < offset && progress.upper == offset { return progress.cursor }
+        }
+        return nil
+    }
+}

@@ -1,0 +1,89 @@
+/// The variant of each episode the cache holds (docs/DESIGN.md, "Episodes
+/// and their variants"): the link and validator it is pinned to, whether its
+/// origin serves different bytes per request, and whether it is complete.
+/// Schema 2 (`IndexSchema`).
+extension CacheIndex {
+    // MARK: - Methods
+
+    /// Marks the episode's origin as serving different bytes per request,
+    /// saying why (`nil` clears the mark). Kept across mounts.
+    public func markUnstable(key: String, reason: String?) throws(IndexError) {
+        try connection.withLock { db throws(IndexError) in
+            let update = try db.prepare("UPDATE episodes SET unstable = ? WHERE key = ?")
+            try update.bind(1, reason)
+            try update.bind(2, key)
+            try update.run()
+        }
+    }
+
+    /// Marks the episode final (every byte of one variant is cached) or
+    /// not (its bytes were dropped).
+    public func markFinal(key: String, _ isFinal: Bool) throws(IndexError) {
+        try connection.withLock { db throws(IndexError) in
+            let update = try db.prepare("UPDATE episodes SET final = ? WHERE key = ?")
+            try update.bind(1, Int64(isFinal ? 1 : 0))
+            try update.bind(2, key)
+            try update.run()
+        }
+    }
+
+    /// Who sent podfs to `url` when it was pinned (`EpisodeVariant
+    /// .pinnedIssuer`), if an episode is pinned to it. Failures read as
+    /// unknown: the caller then applies its strictest rule.
+    public func pinnedIssuer(url: String) -> String? {
+        try? connection.withLock { db throws(IndexError) -> String? in
+            let query = try db.prepare(
+                "SELECT pinned_issuer FROM episodes WHERE pinned_url = ? AND pinned_issuer IS NOT NULL LIMIT 1")
+            try query.bind(1, url)
+            return try query.step() ? query.text(0) : nil
+        }
+    }
+
+    // MARK: - Internal methods
+
+    /// When the feed now gives the episode `key` an enclosure at another
+    /// path than the one cached, forgets its ranges, validator and variant:
+    /// even a final episode is replaced when the feed changes it. A new
+    /// query alone (`?updated=`) or a new host (a show that moved to another
+    /// CDN) is the same file.
+    static func forgetIfMoved(_ db: SQLiteConnection, key: String, url: String) throws(IndexError) {
+        let query = try db.prepare("SELECT url FROM episodes WHERE key = ?")
+        try query.bind(1, key)
+        guard try query.step(), let old = query.text(0), enclosurePath(old) != enclosurePath(url) else { return }
+        let ranges = try db.prepare("DELETE FROM ranges WHERE episode_id = (SELECT id FROM episodes WHERE key = ?)")
+        try ranges.bind(1, key)
+        try ranges.run()
+        let reset = try db.prepare(
+            "UPDATE episodes SET length = NULL, etag = NULL, last_modified = NULL, pinned_url = NULL, "
+                + "pinned_issuer = NULL, unstable = NULL, final = 0 WHERE key = ?")
+        try reset.bind(1, key)
+        try reset.run()
+    }
+
+    /// A URL's path: without its scheme, host, query and fragment.
+    static func enclosurePath(_ url: String) -> Substring {
+        var rest = Substring(url)
+        let scheme = Array(rest.utf8)
+        if let colon = scheme.firstIndex(of: UInt8(ascii: ":")), scheme[colon...].starts(with: Array("://".utf8)) {
+            rest = rest.dropFirst(colon + 3)
+            rest = rest[(rest.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? rest.endIndex)...]
+        }
+        return rest.prefix { $0 != "?" && $0 != "#" }
+    }
+
+    /// Saves a validator and the link it pins (inside the caller's lock and,
+    /// where it matters, transaction).
+    static func save(_ validator: EpisodeValidator, _ db: SQLiteConnection) throws(IndexError) {
+        let update = try db.prepare(
+            "UPDATE episodes SET length = ?, etag = ?, last_modified = ?, pinned_url = ?, pinned_issuer = ?, "
+                + "final = ? WHERE key = ?")
+        try update.bind(1, validator.length)
+        try update.bind(2, validator.etag)
+        try update.bind(3, validator.lastModified)
+        try update.bind(4, validator.pinnedURL)
+        try update.bind(5, validator.pinnedIssuer)
+        try update.bind(6, Int64(validator.isFinal ? 1 : 0))
+        try update.bind(7, validator.key)
+        try update.run()
+    }
+}

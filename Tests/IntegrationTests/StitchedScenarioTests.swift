@@ -1,0 +1,142 @@
+import Foundation
+import Testing
+
+/// Each kind of host that stitches ads per request (docs/DESIGN.md,
+/// "Episodes and their variants"), read as a player does and then whole:
+/// which ones podfs marks unstable (kept in the index), what a player
+/// sees, which variants a full read returns and what it cost the origin.
+/// A full read that succeeds is exactly one variant, never a mix.
+@Suite(.serialized, .needsRoot)
+struct StitchedScenarioTests {
+    private static let mib = 1024 * 1024
+    private static let adBytes = 65_536
+    private static let size = 6 * mib + 4321
+
+    /// What one scenario showed.
+    struct Outcome {
+        var playerErrors: Int
+        var fullReadFailed: Bool
+        var variantsInFullRead: [Int]
+        var originBytesPerSize: Double
+        var unstable: String?
+    }
+
+    /// Mounts, reads like a player (the head, a seek to the middle, play
+    /// on, back near the start), then the whole file; with `passes` 2 it
+    /// reads like a player only, unmounts and does it all on the partial
+    /// cache and the marks it kept. Returns what the last pass showed
+    /// (each pass is printed).
+    private func run(
+        _ name: String, stitch: String?, extra: String = "", sameLength: Bool = false, passes: Int = 1
+    ) throws -> Outcome {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        try fixture.publish(Fixture.episodes(sizes: [Self.size]))
+        var config: [String] = []
+        if let stitch { config.append("\"stitch\": {\"/ep1.mp3\": {\"ad_bytes\": \(Self.adBytes)\(stitch)}}") }
+        if !extra.isEmpty { config.append(extra) }
+        try fixture.origin.configure("{" + config.joined(separator: ", ") + "}")
+        var outcome: Outcome?
+        for pass in 1...passes {
+            let issuedBefore = try fixture.origin.variants("ep1.mp3")
+            try fixture.origin.reset()
+            try fixture.mount()
+            let path = fixture.path(0)
+            var errors = 0
+            for (skip, count) in [(0, 4), (48, 8), (56, 8), (5, 2)] {
+                let output = try Harness.run(
+                    "dd", ["if=\(path)", "of=/dev/null", "bs=64k", "skip=\(skip)", "count=\(count)", "iflag=direct"])
+                if output.status != 0 { errors += 1 }
+            }
+            let copy = fixture.directory + "/copy"
+            let command = pass < passes ? "true" : "cat '\(path)' > '\(copy)'"
+            let full = try Harness.run("/bin/sh", ["-c", command], timeout: 300)
+            let bytes = (try? Data(contentsOf: URL(fileURLWithPath: copy))) ?? Data()
+            let issued = try fixture.origin.variants("ep1.mp3")
+            let data = fixture.episodes[0].data
+            let found = full.status != 0 ? [] : (issued == 0 ? (bytes == data ? [0] : []) : (1...issued).filter {
+                TestOrigin.variant($0, of: data, adBytes: Self.adBytes, sameLength: sameLength) == bytes
+            })
+            let sent = try fixture.origin.variantBytesSent("ep1.mp3")
+            try fixture.unmount()
+            let result = Outcome(
+                playerErrors: errors, fullReadFailed: full.status != 0, variantsInFullRead: found,
+                originBytesPerSize: Double(sent) / Double(Self.size), unstable: try unstableMark(fixture))
+            print(
+                "scenario \(name), mount \(pass): player errors \(errors) of 4, full read "
+                    + "\(pass < passes ? "not done" : full.status == 0 ? "ok" : "EIO"), "
+                    + "variants in it \(found) (\(issued - issuedBefore) new this mount, \(issued) in all), "
+                    + "origin bytes / size \(String(format: "%.2f", result.originBytesPerSize)), "
+                    + "unstable: \(result.unstable ?? "no")")
+            outcome = result
+        }
+        return outcome!
+    }
+
+    /// The `unstable` column of the fixture's one episode, read by Python.
+    private func unstableMark(_ fixture: Fixture) throws -> String? {
+        let script =
+            "import sqlite3,sys; r=sqlite3.connect(sys.argv[1]).execute('SELECT unstable FROM episodes').fetchone(); "
+            + "print(r[0] if r and r[0] else '')"
+        let text = try Harness.sh("python3 -c \"\(script)\" '\(fixture.cacheDirectory)/index.sqlite'")
+        let mark = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        return mark.isEmpty ? nil : mark
+    }
+
+    @Test func aRedirectToAFreshSignedVariantPerRequestIsPinnedNotUnstable() throws {
+        let outcome = try run("302 per request to a signed variant", stitch: "")
+        #expect(outcome.unstable == nil)
+        #expect(outcome.playerErrors == 0)
+        #expect(outcome.variantsInFullRead.count == 1)
+    }
+
+    @Test func anETagPerRequestAtOneURLIsMarkedUnstable() throws {
+        let outcome = try run("same URL, ETag per request", stitch: ", \"mode\": \"same_url\"")
+        #expect(outcome.unstable != nil)
+        #expect(outcome.fullReadFailed || outcome.variantsInFullRead.count == 1, "never a mix")
+    }
+
+    @Test func weakETagsPerRequestAreMarkedUnstable() throws {
+        let outcome = try run("same URL, weak ETag per request", stitch: ", \"mode\": \"same_url\", \"etag\": \"weak\"")
+        #expect(outcome.unstable != nil)
+        #expect(outcome.fullReadFailed || outcome.variantsInFullRead.count == 1, "never a mix")
+    }
+
+    @Test func aNewLengthPerRequestWithoutValidatorIsMarkedUnstable() throws {
+        let outcome = try run("same URL, no validator, new length", stitch: ", \"mode\": \"same_url\", \"etag\": \"none\"")
+        #expect(outcome.unstable?.contains("length") == true)
+        #expect(outcome.fullReadFailed || outcome.variantsInFullRead.count == 1, "never a mix")
+    }
+
+    @Test func aCDNThatAnswersIfRangeWithTheWholeBodyIsMarkedUnstable() throws {
+        let outcome = try run("If-Range answered by a 200", stitch: nil, extra: "\"if_range_200\": [\"/ep1.mp3\"]")
+        #expect(outcome.unstable?.contains("200") == true)
+        #expect(outcome.variantsInFullRead == [0])
+    }
+
+    /// Once marked, the next mount streams the episode whole: a player
+    /// sees no error, every read is one variant, and the origin sends
+    /// about one copy (the budget is 1.25 x the size).
+    @Test(arguments: [
+        ("same URL, ETag per request", ", \"mode\": \"same_url\"", false),
+        ("same URL, no validator, new length", ", \"mode\": \"same_url\", \"etag\": \"none\"", false),
+        ("same URL, no validator, same length", ", \"mode\": \"same_url\", \"etag\": \"none\", \"same_length\": true", true),
+    ])
+    func aMarkedEpisodeIsStreamedWholeInTheNextMount(scenario: (String, String, Bool)) throws {
+        let outcome = try run(scenario.0, stitch: scenario.1, sameLength: scenario.2, passes: 2)
+        #expect(outcome.unstable != nil)
+        #expect(outcome.playerErrors == 0)
+        #expect(!outcome.fullReadFailed)
+        #expect(outcome.variantsInFullRead.count == 1, "exactly one variant")
+        #expect(outcome.originBytesPerSize <= 1.25)
+    }
+
+    @Test func sameLengthNewBytesWithoutValidatorAreCaughtByTheOverlap() throws {
+        // Nothing in a head shows it: the overlap check does.
+        let outcome = try run(
+            "same URL, no validator, same length", stitch: ", \"mode\": \"same_url\", \"etag\": \"none\", \"same_length\": true",
+            sameLength: true)
+        #expect(outcome.unstable?.contains("did not match") == true)
+        #expect(outcome.fullReadFailed || outcome.variantsInFullRead.count == 1, "never a mix")
+    }
+}

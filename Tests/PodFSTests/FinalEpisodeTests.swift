@@ -1,0 +1,71 @@
+import RangeCache
+import Testing
+
+@testable import PodFS
+
+/// A complete episode is kept (docs/DESIGN.md, "Episodes and their
+/// variants"): final once every byte is cached, opened without asking the
+/// origin, so no revalidation drops it.
+@Suite struct FinalEpisodeTests {
+    private let mib = ReadBench.mib
+
+    @Test func anEpisodeWithEveryByteBecomesFinalWithTheNextCommit() {
+        var state = ReadBench(length: 4 * mib, present: [0..<(4 * mib)]).state
+        let snapshot = state.takeCommitSnapshot(key: "k")
+        #expect(state.isFinal)
+        #expect(snapshot.validator?.isFinal == true)
+        var partial = ReadBench(length: 4 * mib, present: [0..<mib]).state
+        let none = partial.takeCommitSnapshot(key: "k")
+        #expect(!partial.isFinal && none.validator == nil)
+    }
+
+    @Test func aFinalEpisodeOfAnUnstableOriginOpensWithoutAskingIt() {
+        var state = ReadBench(length: 4 * mib, present: [0..<(4 * mib)], handles: []).state
+        state.validation = .unconfirmed(lastConfirmed: nil)
+        state.isFinal = true
+        state.unstable = "the validator changed between requests"
+        let effects = state.open(handle: 7, reply: FakeOpenReply(), now: 1, feedLength: nil, tuning: EpisodeReader.Tuning())
+        #expect(effects.count == 1)
+        #expect(effects.allSatisfy { if case .answer = $0 { true } else { false } }, "answered, no probe")
+        #expect(state.fetches.isEmpty)
+        #expect(state.startMountCheck() == nil, "no mount check either")
+    }
+
+    @Test func anotherVariantAtAnotherLinkKeepsTheFinalEpisode() throws {
+        var state = ReadBench(length: 4 * mib, present: [0..<(4 * mib)], handles: []).state
+        state.validation = .unconfirmed(lastConfirmed: nil)
+        state.isFinal = true
+        state.finalURL = "http://cdn/v1?sig=a"
+        state.effectiveURL = "http://cdn/v1?sig=a"
+        let effects = state.open(handle: 7, reply: FakeOpenReply(), now: 1, feedLength: nil, tuning: EpisodeReader.Tuning())
+        let probe = try #require(effects.compactMap { if case .probe(let p) = $0 { p } else { nil } }.first)
+        let other = FetchHead(
+            status: 200, rangeFirst: nil, rangeLast: nil, total: nil, contentLength: 5 * mib, etag: "\"v2\"",
+            lastModified: nil, effectiveURL: "http://cdn/v2?sig=b")
+        let context = Episode.State.HeadContext(now: 2, feedLength: nil, isBackground: false, holdingIndexLock: false)
+        let (verdict, durable, then) = state.head(id: probe.id, other, start: 0, last: nil, total: 5 * mib, context: context)
+        #expect(verdict == .accepted && durable.isEmpty, "nothing dropped, no index lock needed")
+        #expect(state.present.ranges == [0..<(4 * mib)] && state.length == 4 * mib && state.etag == "\"v1\"")
+        #expect(then.contains { if case .endAfterHead = $0 { true } else { false } })
+        #expect(state.handles[7] != nil, "the open is answered on the kept variant")
+        // The same link answering another version: a replaced file.
+        #expect(!state.keepsFinal(answerFrom: "http://cdn/v1?sig=a"))
+        // The pinned link gone (403): opens are answered from the cache.
+        let forgot = state.forgetRedirect(enclosureURL: "http://feeds/a.mp3")
+        #expect(!forgot, "no attempt through the enclosure")
+        #expect(state.finalLinkGone)
+        let later = state.open(handle: 8, reply: FakeOpenReply(), now: 3, feedLength: nil, tuning: EpisodeReader.Tuning())
+        #expect(later.allSatisfy { if case .answer = $0 { true } else { false } })
+    }
+
+    @Test func evictionAndANewVersionEndFinality() {
+        var state = ReadBench(length: 4 * mib, present: [0..<(4 * mib)], handles: []).state
+        state.isFinal = true
+        #expect(state.evict { true })
+        #expect(!state.isFinal && !state.isComplete)
+        var other = ReadBench(length: 4 * mib, present: [0..<(4 * mib)], handles: []).state
+        other.isFinal = true
+        _ = other.dropVersion(keeping: 0, existing: nil)
+        #expect(!other.isFinal)
+    }
+}
