@@ -150,6 +150,10 @@ extension EpisodeReader {
                 write(chunk, count: count, at: offset, generation: generation, for: fetch)
             }
         }
+        if plan.count < chunk.count, plan.yielded {
+            // Cut short for a reader that jumped: the rest is deferred.
+            return false
+        }
         if plan.count < chunk.count {
             // A body longer than its Content-Range is a lying origin: stop.
             logger.warning(
@@ -286,9 +290,10 @@ extension EpisodeReader {
 
     /// After a fetch ended for good: carries out `Episode.State.fetchSettled`.
     private func settleAfterFetch(_ episode: Episode, fetch: Fetch, failure: FetchError?) {
-        let effects = episode.state.withLock { state in
-            state.fetchSettled(
+        let (effects, url, validator) = episode.state.withLock { state in
+            let effects = state.fetchSettled(
                 id: fetch.id, failure: failure, isBackground: fetch.isBackground, minimumFetch: tuning.minimumFetch)
+            return (effects, state.effectiveURL ?? episode.url, self.validator(state))
         }
         for effect in effects {
             switch effect {
@@ -302,6 +307,16 @@ extension EpisodeReader {
                 resume((reads, sized), of: episode)
             case .answerAtEnd:
                 answerWaitersAtEnd(episode)
+            case .fill(let id, let range):
+                logger.debug(
+                    "fetching what a fetch gave up for a jump",
+                    metadata: [
+                        "episode.key": "\(episode.key)", "range.lower": "\(range.lowerBound)",
+                        "range.upper": "\(range.upperBound)",
+                    ])
+                let fill = Fetch(id: id, episode: episode, reader: self)
+                _ = fill.nextAttempt()
+                launch(fill, url: url, range: range, validator: validator)
             }
         }
     }

@@ -19,6 +19,9 @@ extension Episode.State {
         /// Readers of a short fetch (a jump, the open's probe) whose bytes
         /// are all here with these: they are answered from memory now.
         var early: [Episode.Waiter]
+        /// The fetch yielded to a reader's jump: bytes past its end are not
+        /// wanted, and the transfer stops without a warning.
+        var yielded = false
     }
 
     /// A reader whose bytes are all here: answered from the chunk just
@@ -57,7 +60,7 @@ extension Episode.State {
                 return true
             }
         }
-        return Arrival(offset: offset, count: count, generation: generation, early: early)
+        return Arrival(offset: offset, count: count, generation: generation, early: early, yielded: progress.cutShort)
     }
 
     /// On the writer, before it writes `range` for fetch `id` of

@@ -4,7 +4,8 @@ import RangeCache
 /// The read event: which bytes a read is answered with, which fetches it
 /// starts, and where it waits. Each byte is asked of the origin by at most
 /// one fetch at a time, however many reads overlap (guarantee 2 of
-/// docs/DESIGN.md): a read joins the fetches already on their way and
+/// docs/DESIGN.md): a read joins the fetches already on their way that
+/// bring its bytes sooner than a request of its own (`JoinOrJump`), and
 /// fetches only the gaps between them.
 extension Episode.State {
     // MARK: - Nested types
@@ -62,6 +63,9 @@ extension Episode.State {
         let window = windowOf(followed.streak)
         var effects: [ReadEffect] = []
         if !available.contains(wanted) {
+            // A fetch that would bring these bytes later than a request of
+            // their own yields first (`JoinOrJump`, `yield`).
+            yieldToJump(wanted: wanted, handle: handle, link: context.link, window: windowOf)
             for gap in uncoveredGaps(in: wanted) {
                 effects.append(planFetch(from: gap, window: window, length: length, tuning: context.tuning))
             }
