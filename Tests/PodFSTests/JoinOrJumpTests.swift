@@ -114,6 +114,24 @@ import Testing
         #expect(bench.state.fetches[stream]?.upper == episode && bench.state.deferred.isEmpty)
     }
 
+    @Test func aStreamHeldBackIsJudgedByItsOwnRate() {
+        // A fast link, but this stream brought 1 MiB in its first second
+        // and nothing since: 7 MiB on would take it seconds.
+        var (bench, stream) = streaming()
+        bench.link = LinkEstimate()
+        bench.link.observe(latency: 0.01)
+        bench.link.observe(bytes: 1_000_000_000, in: 1)
+        bench.state.fetches[stream]?.firstArrival = (bench.now - 1, 2 * mib)
+        bench.state.fetches[stream]?.received = 3 * mib
+        let fast = bench
+        _ = bench.read(at: 10 * mib, size: 64 * 1024)
+        #expect(bench.state.fetches[stream]?.upper == 3 * mib, "a stream held back yields")
+        // The same stream flowing at the link's rate is joined.
+        var flowing = fast
+        flowing.state.fetches[stream]?.firstArrival = (flowing.now - 0.001, 2 * mib)
+        #expect(ReadBench.fetched(flowing.read(at: 10 * mib, size: 64 * 1024)).isEmpty)
+    }
+
     @Test func anotherListenerInsideTheStreamKeepsItsWindow() {
         var (bench, stream) = streaming(handles: [1, 2])
         // Listener 2 plays at 2 MiB too; listener 1 jumps.

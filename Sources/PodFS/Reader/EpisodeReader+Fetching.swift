@@ -136,7 +136,8 @@ extension EpisodeReader {
     /// slower than the network, memory stays flat.
     func fetch(_ fetch: Fetch, handOff chunk: BodyChunk) -> Bool {
         let episode = fetch.episode
-        let plan = episode.state.withLock { $0.bodyArrived(id: fetch.id, count: chunk.count) }
+        let now = monotonicSeconds()
+        let plan = episode.state.withLock { $0.bodyArrived(id: fetch.id, count: chunk.count, now: now) }
         guard let plan else { return false }
         for waiter in plan.early {
             answer(waiter.reply, with: .arriving(waiter.range, chunk, count: plan.count, at: plan.offset), episode: episode)
@@ -230,6 +231,8 @@ extension EpisodeReader {
     /// Called on the network thread when a transfer ended; the completion
     /// runs on the episode's writer, after every chunk queued before it.
     func fetchCompleted(_ fetch: Fetch, error: FetchError?) {
+        // A retry registers its attempt again when it goes out.
+        fetch.episode.transfers.withLock { $0[fetch.id] = nil }
         pendingCompletions.withLock { $0 += 1 }
         writer(for: fetch.episode).async { [self] in
             defer { pendingCompletions.withLock { $0 -= 1 } }

@@ -34,14 +34,16 @@ extension Episode.State {
 
     // MARK: - Events
 
-    /// `count` bytes of fetch `id`'s body arrived on the network thread.
-    /// `nil`: the fetch is stale (another version) and stops.
-    mutating func bodyArrived(id: UInt64, count chunk: Int) -> Arrival? {
+    /// `count` bytes of fetch `id`'s body arrived on the network thread,
+    /// at `now` (monotonic seconds), if told. `nil`: the fetch is stale
+    /// (another version) and stops.
+    mutating func bodyArrived(id: UInt64, count chunk: Int, now: Double? = nil) -> Arrival? {
         guard var progress = fetches[id], progress.generation == generation, scratch != nil || length != nil
         else { return nil }
         let room = progress.upper - progress.received
         let count = Int(min(Int64(chunk), max(0, room)))
         let offset = progress.received
+        if progress.firstArrival == nil, let now { progress.firstArrival = (now, offset) }
         progress.received += Int64(count)
         fetches[id] = progress
         var early: [Episode.Waiter] = []

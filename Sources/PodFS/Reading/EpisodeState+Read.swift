@@ -15,6 +15,9 @@ extension Episode.State {
     enum ReadEffect {
         /// Start fetch `id` (registered in `fetches`) for `range`.
         case fetch(id: UInt64, range: Range<Int64>)
+        /// Stop fetch `id`'s transfer now: it yielded to this read and
+        /// wants no more bytes (`yield`).
+        case stop(id: UInt64)
         /// Answer with `range`, from the scratch file and `spilled`.
         case serve(any DataReplying, Range<Int64>, spilled: [SpillBuffer.Piece])
         /// Answer with no bytes: the read starts at or past the end.
@@ -65,7 +68,8 @@ extension Episode.State {
         if !available.contains(wanted) {
             // A fetch that would bring these bytes later than a request of
             // their own yields first (`JoinOrJump`, `yield`).
-            yieldToJump(wanted: wanted, handle: handle, link: context.link, window: windowOf)
+            let stopped = yieldToJump(wanted: wanted, handle: handle, link: context.link, now: context.now, window: windowOf)
+            effects += stopped.map { ReadEffect.stop(id: $0) }
             for gap in uncoveredGaps(in: wanted) {
                 effects.append(planFetch(from: gap, window: window, length: length, tuning: context.tuning))
             }

@@ -11,10 +11,12 @@ extension Episode.State {
 
     /// Lets the fetches that would bring the first byte of each gap of
     /// `wanted` later than a request of its own yield to this read of
-    /// `handle` (whose streak is already updated).
+    /// `handle` (whose streak is already updated). Returns the fetches that
+    /// want nothing more: their transfers are stopped at once.
     mutating func yieldToJump(
-        wanted: Range<Int64>, handle: UInt64, link: LinkEstimate, window: (Int) -> Int64
-    ) {
+        wanted: Range<Int64>, handle: UInt64, link: LinkEstimate, now: Double, window: (Int) -> Int64
+    ) -> [UInt64] {
+        var stopped: [UInt64] = []
         let following = (handles[handle]?.streak ?? 0) > 0
         for gap in available.gaps(in: wanted) {
             let position = gap.lowerBound
@@ -24,17 +26,20 @@ extension Episode.State {
             {
                 let joins = JoinOrJump.joins(
                     position: position, received: progress.received, need: Int64(gap.count), following: following,
-                    rate: link.throughput, roundTrip: link.latency)
-                if !joins { yield(id, before: position, to: handle, window: window) }
+                    rate: progress.rate(link: link, now: now), roundTrip: link.latency)
+                if !joins, yield(id, before: position, to: handle, window: window) { stopped.append(id) }
             }
         }
+        return stopped
     }
 
     /// Ends fetch `id` where the readers that need it stop, and at most at
     /// `position`: the bytes after that are `deferred`. A fetch that was
-    /// not past its head yet stops empty when the head comes.
-    mutating func yield(_ id: UInt64, before position: Int64, to handle: UInt64, window: (Int) -> Int64) {
-        guard var progress = fetches[id] else { return }
+    /// not past its head yet stops empty when the head comes. Returns
+    /// whether it wants nothing more (its transfer can stop now).
+    @discardableResult
+    mutating func yield(_ id: UInt64, before position: Int64, to handle: UInt64, window: (Int) -> Int64) -> Bool {
+        guard var progress = fetches[id] else { return false }
         var end = progress.received
         for waiter in waiters where waiter.generation == generation {
             // A reader already waiting on this fetch keeps its bytes coming.
@@ -49,11 +54,12 @@ extension Episode.State {
             }
         }
         end = min(end, position, progress.upper)
-        guard end < progress.upper else { return }
+        guard end < progress.upper else { return false }
         deferred.insert(end..<progress.upper)
         progress.upper = end
         progress.cutShort = true
         fetches[id] = progress
+        return end <= progress.received
     }
 
     /// The bytes to fetch now that nothing else is on its way: the first
@@ -76,5 +82,17 @@ extension Episode.State {
         }
         deferred = RangeSet()
         return nil
+    }
+}
+
+extension Episode.FetchProgress {
+    /// The rate this fetch brings its bytes at: the link's, or the fetch's
+    /// own since its first bytes when that is slower (a stream the origin
+    /// or a shared link holds back is not waited for as if it flowed).
+    func rate(link: LinkEstimate, now: Double) -> Double? {
+        guard let first = firstArrival, now > first.time else { return link.throughput }
+        let own = Double(received - first.offset) / (now - first.time)
+        guard let measured = link.throughput else { return own }
+        return min(measured, own)
     }
 }

@@ -52,6 +52,9 @@ extension Episode {
         /// bytes past `upper` are not wanted, and the transfer stops quietly
         /// when they come.
         var cutShort = false
+        /// When its first body bytes arrived (monotonic seconds) and where
+        /// they began: the fetch's own rate since (`ownRate`).
+        var firstArrival: (time: Double, offset: Int64)?
 
         init(cursor: Int64, upper: Int64, generation: UInt64, answersOnArrival: Bool = false) {
             self.cursor = cursor
