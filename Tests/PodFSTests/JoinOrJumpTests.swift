@@ -160,6 +160,28 @@ import Testing
         #expect(bench.state.fetches[probe.key]?.upper == probe.value.upper && bench.state.deferred.isEmpty)
     }
 
+    // MARK: - One window on the link at a time
+
+    @Test func theNextWindowWaitsUntilTheCurrentOneHasAlmostArrived() {
+        // A player far into its streak, one 16 MiB window on its way with
+        // most of it still to come: a second window would halve its rate.
+        var bench = ReadBench(length: episode, present: [0..<5 * mib])
+        bench.link = homeLine
+        bench.state.handles[1] = Episode.HandleState(generation: 0, nextOffset: 5 * mib, streak: 8)
+        let id = bench.state.takeFetchID()
+        var window = Episode.FetchProgress(cursor: 5 * mib, upper: 21 * mib, generation: 0)
+        window.received = 6 * mib
+        bench.state.fetches[id] = window
+        // Less than a window ahead of the reader: the old rule sent the next.
+        #expect(ReadBench.fetched(bench.read(at: 5 * mib + 512 * kib)).isEmpty, "one window on the link")
+        // Its last bytes are arriving: the next one goes out now, its
+        // round trip paid while they come.
+        let overlap = ReadPlan.readAheadOverlap(link: bench.link, tuning: bench.tuning)
+        bench.state.fetches[id]?.received = 21 * mib - overlap
+        let next = ReadBench.fetched(bench.read(at: 5 * mib + 640 * kib))
+        #expect(next.first?.lowerBound == 21 * mib && next.count == 1, "\(next)")
+    }
+
     // MARK: - The gap is filled later, each byte once
 
     @Test func theGapIsFilledWhenNothingElseIsOnItsWay() {

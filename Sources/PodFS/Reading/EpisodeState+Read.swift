@@ -112,6 +112,16 @@ extension Episode.State {
         return .fetch(id: id, range: gap.lowerBound..<upper)
     }
 
+    /// Bytes after `end` that fetches of this version are still to bring
+    /// from the network.
+    private func arrivingBytes(after end: Int64) -> Int64 {
+        var total: Int64 = 0
+        for progress in fetches.values where progress.generation == generation {
+            total = total.saturatingAdding(max(0, progress.upper - max(progress.received, end)))
+        }
+        return total
+    }
+
     /// Keeps a sequential reader's next `window` bytes on their way.
     private mutating func readAhead(
         after end: Int64, window: Int64, length: Int64, context: ReadContext
@@ -129,8 +139,14 @@ extension Episode.State {
             window: window, maximumWindow: context.tuning.maximumWindow,
             outruns: context.link.outruns(window: window))
         guard frontier < length, frontier - end < refill else { return [] }
+        // One window on the link at a time: the next goes out when what
+        // is still to arrive ahead of the reader is what the link holds in
+        // flight, so a window further on never halves the rate of the one
+        // the reader reads from (docs/DESIGN.md, "Read-ahead").
+        var arriving = arrivingBytes(after: end)
+        let overlap = ReadPlan.readAheadOverlap(link: context.link, tuning: context.tuning)
         var effects: [ReadEffect] = []
-        while frontier < length, frontier - end < ahead {
+        while frontier < length, frontier - end < ahead, arriving <= overlap {
             // Up to the next bytes already here or on their way: a window
             // never fetches again what is cached further on.
             let nextCovered = covered.ranges.first { $0.lowerBound > frontier }?.lowerBound ?? length
@@ -138,6 +154,7 @@ extension Episode.State {
             let effect = planFetch(from: frontier..<gapEnd, window: window, length: length, tuning: context.tuning)
             guard case .fetch(_, let range) = effect else { break }
             effects.append(effect)
+            arriving = arriving.saturatingAdding(Int64(range.count))
             covered.insert(range)
             frontier = covered.coveredPrefix(from: range.upperBound)
         }
