@@ -7,10 +7,11 @@
 /// its own costs a round trip to its head, then `need / rate` for the
 /// read's own bytes. The read joins when the fetch wins or ties; a player
 /// that seeks twenty minutes ahead of a running stream jumps, and the
-/// stream yields (`Episode.State.yield`). A reader that reads on (its reads
-/// follow its last one) stays with its stream within `ReadPlan.nearby`:
-/// the kernel's read-ahead sends reads a little ahead of the bytes, and
-/// cutting a stream for each would cost a round trip per read.
+/// stream yields (`Episode.State.yield`). A reader that reads on (its read
+/// lands within its streak's reach, `ReadPlan.follow`) always stays with
+/// its stream: the kernel's read-ahead sends reads ahead of the bytes, and
+/// a daemon slowed down (a busy machine) would otherwise cut its own stream
+/// again and again, each cut wasting what the origin had already sent.
 ///
 /// Pure function of its arguments; the rate and the round trip come from
 /// `LinkEstimate`.
@@ -28,15 +29,14 @@ enum JoinOrJump {
     static func joins(
         position: Int64, received: Int64, need: Int64, following: Bool, rate: Double?, roundTrip: Double?
     ) -> Bool {
-        guard position > received else { return true }
+        guard position > received, !following else { return true }
         let distance = Double(position - received)
-        let slack = following ? Double(ReadPlan.nearby) : 0
         guard let rate, let roundTrip, rate.isFinite, rate > 0, roundTrip.isFinite, roundTrip >= 0 else {
             return distance <= Double(ReadPlan.nearby)
         }
         // Arrival by the fetch: distance / rate. By a request of its own:
         // roundTrip + need / rate. Compared in bytes, so no division.
         let byItsOwn = rate * roundTrip + Double(max(0, need))
-        return distance <= max(slack, byItsOwn)
+        return distance <= byItsOwn
     }
 }
