@@ -6,7 +6,9 @@ Loopback TCP proxy that makes an HTTP origin look far away (this kernel has no n
 Every client->origin chunk (in practice: every HTTP request header) is held for DELAY
 before it is forwarded, and so is every new connection (the TCP handshake), so each
 request costs +DELAY of round trip. Responses flow back zero-copy (splice), optionally
-capped to RATE MB/s shared by all connections.
+capped to RATE MB/s shared by all connections. Capped responses go in slices of
+SLICE bytes, each waiting its turn on the one link, so a capped link delivers
+bytes steadily, as a real one does, not in 1 MiB bursts.
 
 usage: delayproxy.py LISTEN_PORT UPSTREAM_PORT DELAY_MS [RATE_MBPS]
 """
@@ -14,6 +16,7 @@ import fcntl, os, socket, sys, threading, time
 
 F_SETPIPE_SZ = 1031
 CHUNK = 1 << 20
+SLICE = 16 << 10
 rate_lock = threading.Lock()
 next_free = 0.0  # monotonic time at which the capped link is free again
 
@@ -33,13 +36,13 @@ def responses(up, cl, rate):
     fcntl.fcntl(w, F_SETPIPE_SZ, CHUNK)
     try:
         while True:
-            n = os.splice(up.fileno(), w, CHUNK)
+            n = os.splice(up.fileno(), w, SLICE if rate else CHUNK)
             if n == 0:
                 break
+            if rate:
+                throttle(n, rate)
             while n:
                 n -= os.splice(r, cl.fileno(), n)
-            if rate:
-                throttle(CHUNK, rate)
     except OSError:
         pass
     finally:

@@ -26,6 +26,12 @@ struct CurlSource: RangeSource, FeedSource {
         client.start(request, delegate: SinkAdapter(sink: sink, requestedURL: url, zones: zones))
     }
 
+    func start(url: String, range: Range<Int64>, validator: String?, sink: any FetchSink) -> FetchStopper? {
+        let request = HTTPRequest(url: url, range: range, ifRange: validator, issuer: zones.issuer(of: url))
+        let id = client.start(request, delegate: SinkAdapter(sink: sink, requestedURL: url, zones: zones))
+        return { [client] in client.cancel(id) }
+    }
+
     func fetchFeed(url: String) throws(FetchError) -> [UInt8] {
         switch try fetchFeed(url: url, validators: nil) {
         case .body(let body, _, _): return body

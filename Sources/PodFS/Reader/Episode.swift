@@ -20,6 +20,10 @@ public final class Episode: Sendable {
     /// The enclosure length the feed claimed (`nil` when missing or 0).
     public let feedLength: Int64?
     let state: Locked<State>
+    /// The fetches of this episode on the network, by id, so one that
+    /// yielded to a reader's jump can be stopped at once (docs/DESIGN.md,
+    /// "Join or jump"). A leaf lock: never taken with `state` held.
+    let transfers = Locked<[UInt64: Fetch]>([:])
 
     // MARK: - Init
 

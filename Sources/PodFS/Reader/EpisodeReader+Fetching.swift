@@ -142,7 +142,8 @@ extension EpisodeReader {
     /// slower than the network, memory stays flat.
     func fetch(_ fetch: Fetch, handOff chunk: BodyChunk) -> Bool {
         let episode = fetch.episode
-        let plan = episode.state.withLock { $0.bodyArrived(id: fetch.id, count: chunk.count) }
+        let now = monotonicSeconds()
+        let plan = episode.state.withLock { $0.bodyArrived(id: fetch.id, count: chunk.count, now: now) }
         guard let plan else { return false }
         for waiter in plan.early {
             answer(waiter.reply, with: .arriving(waiter.range, chunk, count: plan.count, at: plan.offset), episode: episode)
@@ -155,6 +156,10 @@ extension EpisodeReader {
                 defer { writeBudget.release(count) }
                 write(chunk, count: count, at: offset, generation: generation, for: fetch)
             }
+        }
+        if plan.count < chunk.count, plan.yielded {
+            // Cut short for a reader that jumped: the rest is deferred.
+            return false
         }
         if plan.count < chunk.count {
             // A body longer than its Content-Range is a lying origin: stop.
@@ -242,6 +247,8 @@ extension EpisodeReader {
     /// Called on the network thread when a transfer ended; the completion
     /// runs on the episode's writer, after every chunk queued before it.
     func fetchCompleted(_ fetch: Fetch, error: FetchError?) {
+        // A retry registers its attempt again when it goes out.
+        fetch.episode.transfers.withLock { $0[fetch.id] = nil }
         pendingCompletions.withLock { $0 += 1 }
         writer(for: fetch.episode).async { [self] in
             defer { pendingCompletions.withLock { $0 -= 1 } }
@@ -302,9 +309,10 @@ extension EpisodeReader {
 
     /// After a fetch ended for good: carries out `Episode.State.fetchSettled`.
     private func settleAfterFetch(_ episode: Episode, fetch: Fetch, failure: FetchError?) {
-        let effects = episode.state.withLock { state in
-            state.fetchSettled(
+        let (effects, url, validator) = episode.state.withLock { state in
+            let effects = state.fetchSettled(
                 id: fetch.id, failure: failure, isBackground: fetch.isBackground, minimumFetch: tuning.minimumFetch)
+            return (effects, state.effectiveURL ?? episode.url, self.validator(state))
         }
         for effect in effects {
             switch effect {
@@ -318,6 +326,16 @@ extension EpisodeReader {
                 resume((reads, sized), of: episode)
             case .answerAtEnd:
                 answerWaitersAtEnd(episode)
+            case .fill(let id, let range):
+                logger.debug(
+                    "fetching what a fetch gave up for a jump",
+                    metadata: [
+                        "episode.key": "\(episode.key)", "range.lower": "\(range.lowerBound)",
+                        "range.upper": "\(range.upperBound)",
+                    ])
+                let fill = Fetch(id: id, episode: episode, reader: self)
+                _ = fill.nextAttempt()
+                launch(fill, url: url, range: range, validator: validator)
             }
         }
     }

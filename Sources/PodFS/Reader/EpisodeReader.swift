@@ -198,6 +198,8 @@ public final class EpisodeReader: Sendable {
                 launch(fetch, url: url, range: range, validator: validator)
             case .serve(let reply, let range, let spilled):
                 answer(reply, with: .cached(range, scratchFile(of: episode), spilled: spilled), episode: episode)
+            case .stop(let id):
+                stop([id], of: episode)
             case .answerEmpty(let reply):
                 answer(reply, with: .empty, episode: episode)
             case .fail(let reply):
@@ -295,7 +297,14 @@ public final class EpisodeReader: Sendable {
     /// Sends an attempt of `fetch`, noting when (see `LinkEstimate`).
     func launch(_ fetch: Fetch, url: String, range: Range<Int64>, validator: String?) {
         fetch.markSent()
-        source.fetch(url: url, range: range, validator: validator, sink: fetch)
+        fetch.episode.transfers.withLock { $0[fetch.id] = fetch }
+        fetch.attemptStarted(source.start(url: url, range: range, validator: validator, sink: fetch))
+    }
+
+    /// Stops the transfers of fetches that yielded and want nothing more.
+    func stop(_ ids: [UInt64], of episode: Episode) {
+        let stopping = episode.transfers.withLock { running in ids.compactMap { running[$0] } }
+        for fetch in stopping { fetch.stop() }
     }
 
     /// A response head arrived `seconds` after its request.

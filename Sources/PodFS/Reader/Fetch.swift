@@ -34,6 +34,8 @@ final class Fetch: FetchSink {
     /// (`monotonicSeconds()`), and the body bytes since: what the reader's
     /// `LinkEstimate` learns from.
     private let timing = Locked<(sent: Double, head: Double?, bytes: Int64)>((0, nil, 0))
+    /// Stops the current attempt's transfer (`RangeSource.start`).
+    private let stopper = Locked<FetchStopper?>(nil)
 
     // MARK: - Init
 
@@ -123,6 +125,21 @@ final class Fetch: FetchSink {
     /// The request of an attempt is about to go out.
     func markSent() {
         timing.withLock { $0 = (monotonicSeconds(), nil, 0) }
+    }
+
+    /// The current attempt went out and can be stopped with `stop`.
+    func attemptStarted(_ stop: FetchStopper?) {
+        stopper.withLock { $0 = stop }
+    }
+
+    /// Stops the transfer now: it yielded and wants nothing more. Its
+    /// completion ends it without a retry (`Episode.State.fetchEnded`).
+    func stop() {
+        let stop = stopper.withLock { stop in
+            defer { stop = nil }
+            return stop
+        }
+        stop?()
     }
 
     // MARK: - Retries

@@ -92,6 +92,20 @@ public protocol FetchSink: AnyObject, Sendable {
 public protocol RangeSource: Sendable {
     /// Starts a GET of `range` with `If-Range: validator` when given.
     func fetch(url: String, range: Range<Int64>, validator: String?, sink: any FetchSink)
+    /// Starts a GET as `fetch` does and returns how to stop it early (its
+    /// sink then hears `complete` with an error), or `nil` when it cannot
+    /// be stopped before its next bytes arrive.
+    func start(url: String, range: Range<Int64>, validator: String?, sink: any FetchSink) -> FetchStopper?
+}
+
+/// Stops a transfer on its way (`RangeSource.start`).
+public typealias FetchStopper = @Sendable () -> Void
+
+extension RangeSource {
+    public func start(url: String, range: Range<Int64>, validator: String?, sink: any FetchSink) -> FetchStopper? {
+        fetch(url: url, range: range, validator: validator, sink: sink)
+        return nil
+    }
 }
 
 /// Fetches whole feed documents (the HTTP client implements it).

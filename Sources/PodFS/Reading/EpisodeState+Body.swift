@@ -19,6 +19,9 @@ extension Episode.State {
         /// Readers of a short fetch (a jump, the open's probe) whose bytes
         /// are all here with these: they are answered from memory now.
         var early: [Episode.Waiter]
+        /// The fetch yielded to a reader's jump: bytes past its end are not
+        /// wanted, and the transfer stops without a warning.
+        var yielded = false
     }
 
     /// A reader whose bytes are all here: answered from the chunk just
@@ -31,14 +34,16 @@ extension Episode.State {
 
     // MARK: - Events
 
-    /// `count` bytes of fetch `id`'s body arrived on the network thread.
-    /// `nil`: the fetch is stale (another version) and stops.
-    mutating func bodyArrived(id: UInt64, count chunk: Int) -> Arrival? {
+    /// `count` bytes of fetch `id`'s body arrived on the network thread,
+    /// at `now` (monotonic seconds), if told. `nil`: the fetch is stale
+    /// (another version) and stops.
+    mutating func bodyArrived(id: UInt64, count chunk: Int, now: Double? = nil) -> Arrival? {
         guard var progress = fetches[id], progress.generation == generation, scratch != nil || length != nil
         else { return nil }
         let room = progress.upper - progress.received
         let count = Int(min(Int64(chunk), max(0, room)))
         let offset = progress.received
+        if progress.firstArrival == nil, let now { progress.firstArrival = (now, offset) }
         progress.received += Int64(count)
         fetches[id] = progress
         var early: [Episode.Waiter] = []
@@ -57,7 +62,7 @@ extension Episode.State {
                 return true
             }
         }
-        return Arrival(offset: offset, count: count, generation: generation, early: early)
+        return Arrival(offset: offset, count: count, generation: generation, early: early, yielded: progress.cutShort)
     }
 
     /// On the writer, before it writes `range` for fetch `id` of

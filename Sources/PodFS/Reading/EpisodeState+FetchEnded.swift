@@ -32,6 +32,9 @@ extension Episode.State {
         case resume(reads: [Episode.EarlyRead], sized: [@Sendable () -> Void])
         /// Answer reads at or past the end (`readsAtEnd`).
         case answerAtEnd
+        /// Start fetch `id` (registered in `fetches`) for bytes a fetch
+        /// gave up when it yielded (`fillFetch`).
+        case fill(id: UInt64, range: Range<Int64>)
     }
 
     // MARK: - Events
@@ -47,6 +50,12 @@ extension Episode.State {
     ) -> (FetchEndEffect, FetchError?) {
         var failure = error
         guard let progress = fetches[id] else { return (.ended, failure) }
+        if progress.cutShort, progress.cursor >= progress.upper {
+            // It yielded to a reader's jump and brought all it kept: the
+            // transfer was stopped on purpose.
+            fetches[id] = nil
+            return (.ended, nil)
+        }
         if failure == nil, progress.cursor < progress.upper {
             failure = FetchError(
                 isTransient: true, isUnreachable: false,
@@ -128,7 +137,10 @@ extension Episode.State {
             if !served { failed.append(.failRead(waiter.reply)) }
             return !served
         }
-        return opens + failed + probe + [.resume(reads: early.reads, sized: early.sized), .answerAtEnd]
+        // The link is this episode's again: the bytes a fetch gave up to a
+        // jump come now, after the new place's own fetches.
+        let fill = fillFetch().map { [SettleEffect.fill(id: $0.id, range: $0.range)] } ?? []
+        return opens + failed + probe + [.resume(reads: early.reads, sized: early.sized), .answerAtEnd] + fill
     }
 
     /// Reads that ask for bytes at or past the (now known) end, cut to it,

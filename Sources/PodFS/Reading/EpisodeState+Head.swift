@@ -177,8 +177,11 @@ extension Episode.State {
         }
         progress.cursor = start
         progress.received = start
+        let asked = progress.upper
         progress.upper =
             head.status == 416 || !bodyWanted ? start : (head.status == 200 ? total : min(total, (last ?? 0) + 1))
+        // A fetch that yielded before its head wants no more than it kept.
+        if progress.cutShort, head.status == 206 { progress.upper = min(progress.upper, max(start, asked)) }
         fetches[id] = progress
         if let reason, unstable == nil {
             unstable = reason

@@ -4,7 +4,8 @@ import RangeCache
 /// The read event: which bytes a read is answered with, which fetches it
 /// starts, and where it waits. Each byte is asked of the origin by at most
 /// one fetch at a time, however many reads overlap (guarantee 2 of
-/// docs/DESIGN.md): a read joins the fetches already on their way and
+/// docs/DESIGN.md): a read joins the fetches already on their way that
+/// bring its bytes sooner than a request of its own (`JoinOrJump`), and
 /// fetches only the gaps between them.
 extension Episode.State {
     // MARK: - Nested types
@@ -14,6 +15,9 @@ extension Episode.State {
     enum ReadEffect {
         /// Start fetch `id` (registered in `fetches`) for `range`.
         case fetch(id: UInt64, range: Range<Int64>)
+        /// Stop fetch `id`'s transfer now: it yielded to this read and
+        /// wants no more bytes (`yield`).
+        case stop(id: UInt64)
         /// Answer with `range`, from the scratch file and `spilled`.
         case serve(any DataReplying, Range<Int64>, spilled: [SpillBuffer.Piece])
         /// Answer with no bytes: the read starts at or past the end.
@@ -62,6 +66,10 @@ extension Episode.State {
         let window = windowOf(followed.streak)
         var effects: [ReadEffect] = []
         if !available.contains(wanted) {
+            // A fetch that would bring these bytes later than a request of
+            // their own yields first (`JoinOrJump`, `yield`).
+            let stopped = yieldToJump(wanted: wanted, handle: handle, link: context.link, now: context.now, window: windowOf)
+            effects += stopped.map { ReadEffect.stop(id: $0) }
             for gap in uncoveredGaps(in: wanted) {
                 effects.append(planFetch(from: gap, window: window, length: length, tuning: context.tuning))
             }
@@ -104,6 +112,16 @@ extension Episode.State {
         return .fetch(id: id, range: gap.lowerBound..<upper)
     }
 
+    /// Bytes after `end` that fetches of this version are still to bring
+    /// from the network.
+    private func arrivingBytes(after end: Int64) -> Int64 {
+        var total: Int64 = 0
+        for progress in fetches.values where progress.generation == generation {
+            total = total.saturatingAdding(max(0, progress.upper - max(progress.received, end)))
+        }
+        return total
+    }
+
     /// Keeps a sequential reader's next `window` bytes on their way.
     private mutating func readAhead(
         after end: Int64, window: Int64, length: Int64, context: ReadContext
@@ -121,8 +139,14 @@ extension Episode.State {
             window: window, maximumWindow: context.tuning.maximumWindow,
             outruns: context.link.outruns(window: window))
         guard frontier < length, frontier - end < refill else { return [] }
+        // One window on the link at a time: the next goes out when what
+        // is still to arrive ahead of the reader is what the link holds in
+        // flight, so a window further on never halves the rate of the one
+        // the reader reads from (docs/DESIGN.md, "Read-ahead").
+        var arriving = arrivingBytes(after: end)
+        let overlap = ReadPlan.readAheadOverlap(link: context.link, tuning: context.tuning)
         var effects: [ReadEffect] = []
-        while frontier < length, frontier - end < ahead {
+        while frontier < length, frontier - end < ahead, arriving <= overlap {
             // Up to the next bytes already here or on their way: a window
             // never fetches again what is cached further on.
             let nextCovered = covered.ranges.first { $0.lowerBound > frontier }?.lowerBound ?? length
@@ -130,6 +154,7 @@ extension Episode.State {
             let effect = planFetch(from: frontier..<gapEnd, window: window, length: length, tuning: context.tuning)
             guard case .fetch(_, let range) = effect else { break }
             effects.append(effect)
+            arriving = arriving.saturatingAdding(Int64(range.count))
             covered.insert(range)
             frontier = covered.coveredPrefix(from: range.upperBound)
         }

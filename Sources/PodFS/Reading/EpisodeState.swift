@@ -56,6 +56,13 @@ extension Episode {
         /// readers are answered from memory on the network thread as the
         /// bytes arrive, without waiting for the writer's hop.
         let answersOnArrival: Bool
+        /// Cut short by a read that jumped ahead of it (`Episode.State.yield`):
+        /// bytes past `upper` are not wanted, and the transfer stops quietly
+        /// when they come.
+        var cutShort = false
+        /// When its first body bytes arrived (monotonic seconds) and where
+        /// they began: the fetch's own rate since (`ownRate`).
+        var firstArrival: (time: Double, offset: Int64)?
 
         init(cursor: Int64, upper: Int64, generation: UInt64, answersOnArrival: Bool = false) {
             self.cursor = cursor
@@ -175,6 +182,11 @@ extension Episode {
         var spill = SpillBuffer()
         /// Whether a failed cache write of this episode was logged.
         var warnedWriteFailure = false
+
+        /// Bytes a fetch gave up when it yielded to a reader's jump: fetched
+        /// once the episode has no fetch on its way (`fillFetch`), each byte
+        /// once (what arrived meanwhile is skipped).
+        var deferred = RangeSet()
 
         /// The last fetch id handed out; ids are the episode's own.
         var lastFetchID: UInt64 = 0

@@ -107,6 +107,17 @@ enum ReadPlan {
         return (ahead, refill)
     }
 
+    /// How many bytes still to arrive ahead of a sequential reader let the
+    /// next read-ahead window go out: twice the bytes the link holds in
+    /// flight (`LinkEstimate.readAhead`), at least `minimumFetch`. Below
+    /// that the next window's round trip is paid while the current one's
+    /// last bytes arrive; above it the two would share the link, and the
+    /// one the reader reads from would arrive at half the rate.
+    static func readAheadOverlap(link: LinkEstimate, tuning: EpisodeReader.Tuning) -> Int64 {
+        let bounds = tuning.minimumFetch...max(tuning.minimumFetch, tuning.maximumLinkWindow)
+        return link.readAhead(within: bounds) ?? tuning.minimumFetch
+    }
+
     /// Where the read-ahead window from `frontier` ends: a window on, the
     /// next bytes already covered or the end of the file, whichever comes
     /// first.

@@ -1,0 +1,98 @@
+import RangeCache
+
+/// The listener comes first (docs/DESIGN.md, "Join or jump"): a read whose
+/// bytes a running fetch would bring later than a request of its own
+/// starts that request, and the running fetch yields. It ends where the
+/// readers that need it stop (what it brought stays cached); the bytes it
+/// gave up are `deferred` and fetched once the episode has no fetch on its
+/// way, each byte once (guarantee 2).
+extension Episode.State {
+    // MARK: - Internal methods
+
+    /// Lets the fetches that would bring the first byte of each gap of
+    /// `wanted` later than a request of its own yield to this read of
+    /// `handle` (whose streak is already updated). Returns the fetches that
+    /// want nothing more: their transfers are stopped at once.
+    mutating func yieldToJump(
+        wanted: Range<Int64>, handle: UInt64, link: LinkEstimate, now: Double, window: (Int) -> Int64
+    ) -> [UInt64] {
+        var stopped: [UInt64] = []
+        let following = (handles[handle]?.streak ?? 0) > 0
+        for gap in available.gaps(in: wanted) {
+            let position = gap.lowerBound
+            for (id, progress) in fetches
+            where progress.generation == generation && !progress.answersOnArrival
+                && progress.cursor <= position && position < progress.upper
+            {
+                let joins = JoinOrJump.joins(
+                    position: position, received: progress.received, need: Int64(gap.count), following: following,
+                    rate: progress.rate(link: link, now: now), roundTrip: link.latency)
+                if !joins, yield(id, before: position, to: handle, window: window) { stopped.append(id) }
+            }
+        }
+        return stopped
+    }
+
+    /// Ends fetch `id` where the readers that need it stop, and at most at
+    /// `position`: the bytes after that are `deferred`. A fetch that was
+    /// not past its head yet stops empty when the head comes. Returns
+    /// whether it wants nothing more (its transfer can stop now).
+    @discardableResult
+    mutating func yield(_ id: UInt64, before position: Int64, to handle: UInt64, window: (Int) -> Int64) -> Bool {
+        guard var progress = fetches[id] else { return false }
+        var end = progress.received
+        for waiter in waiters where waiter.generation == generation {
+            // A reader already waiting on this fetch keeps its bytes coming.
+            if waiter.range.overlaps(progress.received..<progress.upper) {
+                end = max(end, waiter.range.upperBound)
+            }
+        }
+        for (other, reader) in handles where other != handle && reader.streak > 0 {
+            // Another reader playing inside the stream keeps its window.
+            if reader.nextOffset >= progress.cursor - ReadPlan.nearby, reader.nextOffset < progress.upper {
+                end = max(end, reader.nextOffset.saturatingAdding(window(reader.streak)))
+            }
+        }
+        end = min(end, position, progress.upper)
+        guard end < progress.upper else { return false }
+        deferred.insert(end..<progress.upper)
+        progress.upper = end
+        progress.cutShort = true
+        fetches[id] = progress
+        return end <= progress.received
+    }
+
+    /// The bytes to fetch now that nothing else is on its way: the first
+    /// deferred stretch that is neither here nor on its way, registered as
+    /// fetch `id`. `nil` while a fetch of this version is on its way, or
+    /// when nothing is deferred.
+    mutating func fillFetch() -> (id: UInt64, range: Range<Int64>)? {
+        guard !deferred.isEmpty, let length else { return nil }
+        guard !fetches.values.contains(where: { $0.generation == generation }) else { return nil }
+        let available = available
+        for stretch in deferred.ranges {
+            let upper = min(stretch.upperBound, length)
+            guard stretch.lowerBound < upper else { continue }
+            if let gap = available.firstGap(in: stretch.lowerBound..<upper) {
+                deferred.remove(0..<gap.upperBound)
+                let id = takeFetchID()
+                fetches[id] = Episode.FetchProgress(cursor: gap.lowerBound, upper: gap.upperBound, generation: generation)
+                return (id, gap)
+            }
+        }
+        deferred = RangeSet()
+        return nil
+    }
+}
+
+extension Episode.FetchProgress {
+    /// The rate this fetch brings its bytes at: the link's, or the fetch's
+    /// own since its first bytes when that is slower (a stream the origin
+    /// or a shared link holds back is not waited for as if it flowed).
+    func rate(link: LinkEstimate, now: Double) -> Double? {
+        guard let first = firstArrival, now > first.time else { return link.throughput }
+        let own = Double(received - first.offset) / (now - first.time)
+        guard let measured = link.throughput else { return own }
+        return min(measured, own)
+    }
+}

@@ -1,0 +1,251 @@
+import FUSEBridge
+import Foundation
+import RangeCache
+import Testing
+
+@testable import PodFS
+
+/// Join or jump, and the listener first (docs/DESIGN.md, "Join or jump"): a
+/// read joins a fetch on its way only when that fetch brings its bytes
+/// sooner than a request of its own; otherwise it fetches at once, the
+/// stream yields, and what the stream gave up is fetched later, each byte
+/// once (guarantee 2).
+@Suite struct JoinOrJumpTests {
+    private let mib = ReadBench.mib
+    private let kib: Int64 = 1024
+    /// A player's hour-long MP3.
+    private let episode: Int64 = 57_601_088
+
+    /// A link 50 ms away each way, 2 MB/s.
+    private var homeLine: LinkEstimate {
+        var link = LinkEstimate()
+        link.observe(latency: 0.1)
+        link.observe(bytes: 2_000_000, in: 1)
+        return link
+    }
+
+    /// A player that read the first 2 MiB of a cold episode while one fetch
+    /// streams the rest (as after the open's probe); the stream has brought
+    /// 2 MiB.
+    private func streaming(handles: [UInt64] = [1]) -> (ReadBench, UInt64) {
+        var bench = ReadBench(length: episode, present: [0..<2 * mib], handles: handles)
+        bench.link = homeLine
+        bench.state.handles[1] = Episode.HandleState(generation: 0, nextOffset: 2 * mib, streak: 5)
+        let id = bench.state.takeFetchID()
+        var stream = Episode.FetchProgress(cursor: 2 * mib, upper: episode, generation: 0)
+        stream.received = 2 * mib + 64 * kib
+        bench.state.fetches[id] = stream
+        return (bench, id)
+    }
+
+    // MARK: - The rule
+
+    @Test func aSeekFarAheadOfTheStreamJumps() {
+        // 20 minutes ahead at 2 MB/s: 9.6 s by the stream, 0.13 s alone.
+        let joins = JoinOrJump.joins(
+            position: 19_200_000, received: 262_144, need: 64 * kib, following: false, rate: 2_000_000,
+            roundTrip: 0.1)
+        #expect(!joins)
+    }
+
+    @Test func aReadJustAheadOfTheStreamJoins() {
+        // 100 KB at 2 MB/s is 50 ms: sooner than a round trip.
+        #expect(
+            JoinOrJump.joins(
+                position: 1_100_000, received: 1_000_000, need: 64 * kib, following: false, rate: 2_000_000,
+                roundTrip: 0.1))
+        // Bytes that already arrived are joined whatever the link.
+        #expect(
+            JoinOrJump.joins(position: 5, received: 10, need: 1, following: false, rate: 1, roundTrip: 100))
+    }
+
+    @Test func theArrivalTimesDecideAtTheirMeetingPoint() {
+        // Round trip 0.1 s at 2 MB/s + 64 KiB: the stream ties at 265,536 B.
+        let tie: Int64 = 200_000 + 65_536
+        let at = { (distance: Int64) in
+            JoinOrJump.joins(
+                position: distance, received: 0, need: 65_536, following: false, rate: 2_000_000, roundTrip: 0.1)
+        }
+        #expect(at(tie))
+        #expect(!at(tie + 1))
+    }
+
+    @Test func aReaderThatReadsOnStaysWithItsStream() {
+        // The kernel's read-ahead runs a little ahead of the bytes: a read
+        // that follows on never cuts its own stream.
+        #expect(
+            JoinOrJump.joins(
+                position: 1 * mib + 1, received: 0, need: 128 * kib, following: true, rate: 100_000_000,
+                roundTrip: 0.0005))
+        #expect(
+            JoinOrJump.joins(
+                position: 10 * mib, received: 0, need: 128 * kib, following: true, rate: 2_000_000, roundTrip: 0.1))
+    }
+
+    @Test func anUnmeasuredLinkJoinsOnlyNearby() {
+        let at = { (position: Int64) in
+            JoinOrJump.joins(position: position, received: 0, need: 1, following: false, rate: nil, roundTrip: 0.1)
+        }
+        #expect(at(ReadPlan.nearby))
+        #expect(!at(ReadPlan.nearby + 1))
+    }
+
+    // MARK: - The state machine: the stream yields
+
+    @Test func aSeekFarAheadStartsItsOwnFetchAndTheStreamYields() {
+        var (bench, stream) = streaming()
+        let seek: Int64 = 20 * mib
+        let effects = bench.read(at: seek, size: 64 * 1024)
+        let fetched = ReadBench.fetched(effects)
+        #expect(fetched.first?.lowerBound == seek, "the read fetches from where it jumped: \(fetched)")
+        // The stream ends where it has come: nobody else reads there.
+        let kept = bench.state.fetches[stream]!
+        #expect(kept.upper == 2 * mib + 64 * kib && kept.cutShort)
+        #expect(bench.state.deferred.ranges == [2 * mib + 64 * kib..<episode])
+        // One fetch per byte: nothing asked twice.
+        for range in fetched { #expect(!range.overlaps(kept.cursor..<kept.upper)) }
+        #expect(bench.state.waiters.count == 1)
+    }
+
+    @Test func aReadTheStreamBringsSoonJoinsIt() {
+        var (bench, stream) = streaming()
+        let effects = bench.read(at: 2 * mib + 128 * kib)
+        #expect(ReadBench.fetched(effects).isEmpty)
+        #expect(bench.state.fetches[stream]?.upper == episode && bench.state.deferred.isEmpty)
+    }
+
+    @Test func aStreamHeldBackIsJudgedByItsOwnRate() {
+        // A fast link, but this stream brought 1 MiB in its first second
+        // and nothing since: 7 MiB on would take it seconds.
+        var (bench, stream) = streaming(handles: [1, 2])
+        // Listener 1 stopped; listener 2 opens and seeks.
+        bench.state.handles[1]?.streak = 0
+        bench.link = LinkEstimate()
+        bench.link.observe(latency: 0.01)
+        bench.link.observe(bytes: 1_000_000_000, in: 1)
+        bench.state.fetches[stream]?.firstArrival = (bench.now - 1, 2 * mib)
+        bench.state.fetches[stream]?.received = 3 * mib
+        let fast = bench
+        _ = bench.read(2, at: 10 * mib, size: 64 * 1024)
+        #expect(bench.state.fetches[stream]?.upper == 3 * mib, "a stream held back yields")
+        // The same stream flowing at the link's rate is joined.
+        var flowing = fast
+        flowing.state.fetches[stream]?.firstArrival = (flowing.now - 0.001, 2 * mib)
+        #expect(ReadBench.fetched(flowing.read(2, at: 10 * mib, size: 64 * 1024)).isEmpty)
+    }
+
+    @Test func anotherListenerInsideTheStreamKeepsItsWindow() {
+        var (bench, stream) = streaming(handles: [1, 2])
+        // Listener 2 plays at 2 MiB too; listener 1 jumps.
+        bench.state.handles[2] = Episode.HandleState(generation: 0, nextOffset: 2 * mib, streak: 3)
+        _ = bench.read(1, at: 30 * mib, size: 64 * 1024)
+        let window = ReadPlan.window(streak: 3, link: bench.link, tuning: bench.tuning)
+        #expect(bench.state.fetches[stream]?.upper == 2 * mib + window)
+        #expect(bench.state.deferred.ranges.first?.lowerBound == 2 * mib + window)
+    }
+
+    @Test func aWaitingReaderKeepsTheBytesItWaitsFor() {
+        var (bench, stream) = streaming(handles: [1, 2])
+        let waiting = 2 * mib + 100 * kib..<2 * mib + 228 * kib
+        bench.state.waiters.append(Episode.Waiter(range: waiting, reply: FakeDataReply(), generation: 0))
+        _ = bench.read(1, at: 40 * mib, size: 64 * 1024)
+        #expect(bench.state.fetches[stream]?.upper == waiting.upperBound)
+    }
+
+    @Test func aShortFetchForAWaitingReaderNeverYields() {
+        var bench = ReadBench(length: episode)
+        bench.link = homeLine
+        _ = bench.read(at: 10 * mib, size: 4096)
+        let probe = bench.state.fetches.first!
+        #expect(probe.value.answersOnArrival)
+        _ = bench.read(at: 10 * mib + 200 * kib, size: 4096)
+        #expect(bench.state.fetches[probe.key]?.upper == probe.value.upper && bench.state.deferred.isEmpty)
+    }
+
+    // MARK: - One window on the link at a time
+
+    @Test func theNextWindowWaitsUntilTheCurrentOneHasAlmostArrived() {
+        // A player far into its streak, one 16 MiB window on its way with
+        // most of it still to come: a second window would halve its rate.
+        var bench = ReadBench(length: episode, present: [0..<5 * mib])
+        bench.link = homeLine
+        bench.state.handles[1] = Episode.HandleState(generation: 0, nextOffset: 5 * mib, streak: 8)
+        let id = bench.state.takeFetchID()
+        var window = Episode.FetchProgress(cursor: 5 * mib, upper: 21 * mib, generation: 0)
+        window.received = 6 * mib
+        bench.state.fetches[id] = window
+        // Less than a window ahead of the reader: the old rule sent the next.
+        #expect(ReadBench.fetched(bench.read(at: 5 * mib + 512 * kib)).isEmpty, "one window on the link")
+        // Its last bytes are arriving: the next one goes out now, its
+        // round trip paid while they come.
+        let overlap = ReadPlan.readAheadOverlap(link: bench.link, tuning: bench.tuning)
+        bench.state.fetches[id]?.received = 21 * mib - overlap
+        let next = ReadBench.fetched(bench.read(at: 5 * mib + 640 * kib))
+        #expect(next.first?.lowerBound == 21 * mib && next.count == 1, "\(next)")
+    }
+
+    // MARK: - The gap is filled later, each byte once
+
+    @Test func theGapIsFilledWhenNothingElseIsOnItsWay() {
+        var (bench, stream) = streaming()
+        let seek: Int64 = 20 * mib
+        let jump = ReadBench.fetched(bench.read(at: seek, size: 64 * 1024))
+        // The stream delivers what it kept and stops on purpose.
+        let kept = bench.state.fetches[stream]!
+        let arrival = bench.state.bodyArrived(id: stream, count: 512 * 1024)
+        #expect(arrival?.yielded == true && arrival?.count == 0, "nothing past the cut")
+        bench.state.present.insert(kept.cursor..<kept.upper)
+        bench.state.fetches[stream]?.cursor = kept.upper
+        let aborted = FetchError(isTransient: true, isUnreachable: false, message: "aborted")
+        let (end, failure) = bench.state.fetchEnded(id: stream, error: aborted, attempt: 1, tuning: bench.tuning)
+        guard case .ended = end else {
+            Issue.record("a stream that yielded is not retried: \(end)")
+            return
+        }
+        #expect(failure == nil)
+        // The jump's fetch is still on its way: no fill yet.
+        let early = bench.state.fetchSettled(id: stream, failure: nil, isBackground: false, minimumFetch: 256 * kib)
+        #expect(fills(early).isEmpty, "the new place comes first")
+        // It lands; then the gap is filled, without the bytes it brought.
+        for range in jump { bench.land(range) }
+        let settled = bench.state.fetchSettled(id: 99, failure: nil, isBackground: false, minimumFetch: 256 * kib)
+        let first = fills(settled)
+        #expect(first == [kept.upper..<seek], "\(first)")
+        for range in first { bench.land(range) }
+        let second = fills(bench.state.fetchSettled(id: 100, failure: nil, isBackground: false, minimumFetch: 256 * kib))
+        #expect(second == [jump.last!.upperBound..<episode], "\(second)")
+        for range in second { bench.land(range) }
+        #expect(fills(bench.state.fetchSettled(id: 101, failure: nil, isBackground: false, minimumFetch: 1)).isEmpty)
+        // Every byte of the episode once, none twice.
+        var all = RangeSet()
+        var total: Int64 = 0
+        for range in [0..<kept.upper] + jump + first + second {
+            #expect(!all.contains(range.lowerBound), "\(range) twice")
+            all.insert(range)
+            total += Int64(range.count)
+        }
+        #expect(all.ranges == [0..<episode] && total == episode)
+    }
+
+    @Test func aFetchThatYieldedBeforeItsHeadStaysEmpty() {
+        var (bench, stream) = streaming()
+        bench.state.fetches[stream]?.received = 2 * mib
+        _ = bench.read(at: 20 * mib, size: 64 * 1024)
+        #expect(bench.state.fetches[stream]?.upper == 2 * mib)
+        let head = FetchHead(
+            status: 206, rangeFirst: 2 * mib, rangeLast: episode - 1, total: episode, contentLength: nil,
+            etag: "\"v1\"", lastModified: nil, effectiveURL: "http://o/a")
+        let context = Episode.State.HeadContext(now: 1, feedLength: episode, isBackground: false, holdingIndexLock: false)
+        let verdict = bench.state.head(
+            id: stream, head, start: 2 * mib, last: episode - 1, total: episode, context: context)
+        #expect(verdict.0 == .accepted)
+        #expect(bench.state.fetches[stream]?.upper == 2 * mib, "the head does not undo the cut")
+    }
+
+    private func fills(_ effects: [Episode.State.SettleEffect]) -> [Range<Int64>] {
+        effects.compactMap { effect in
+            if case .fill(_, let range) = effect { return range }
+            return nil
+        }
+    }
+}
