@@ -26,6 +26,28 @@ import Testing
         #expect(state.waiters.count == 2, "both reads wait for the stream")
     }
 
+    @Test func aSeekFarAheadNeverCutsTheStreamOfAnUnstableEpisode() throws {
+        // A measured link on which a stable episode's read would jump (see
+        // JoinOrJumpTests): 1 MB/s, 50 ms.
+        var bench = ReadBench(length: 64 * mib, present: [0..<mib], handles: [1, 2])
+        bench.state.unstable = "the length changed between requests"
+        bench.link = LinkEstimate()
+        bench.link.observe(latency: 0.05)
+        bench.link.observe(bytes: 1_000_000, in: 1)
+        var state = bench.state
+        _ = state.streamingWhole(bench.read(1, at: mib))
+        let stream = try #require(state.streamID)
+        let far = state.read(
+            handle: 2, offset: 40 * mib, size: 4096, reply: FakeDataReply(),
+            context: .init(now: bench.now, wallClock: 0, link: bench.link, tuning: bench.tuning))
+        let effects = state.streamingWhole(far)
+        #expect(ReadBench.fetched(effects).isEmpty, "no ranged request of its own: it would be another variant")
+        #expect(!effects.contains { if case .stop = $0 { true } else { false } }, "the stream is not stopped")
+        #expect(state.fetches[stream]?.upper == 64 * mib, "the stream still runs to the end")
+        #expect(state.deferred.isEmpty)
+        #expect(state.fillFetch() == nil)
+    }
+
     @Test func aStableEpisodeKeepsItsPlan() throws {
         var bench = ReadBench(length: 10 * mib, present: [0..<mib])
         let planned = bench.read(at: 5 * mib)

@@ -67,9 +67,15 @@ extension Episode.State {
         var effects: [ReadEffect] = []
         if !available.contains(wanted) {
             // A fetch that would bring these bytes later than a request of
-            // their own yields first (`JoinOrJump`, `yield`).
-            let stopped = yieldToJump(wanted: wanted, handle: handle, link: context.link, now: context.now, window: windowOf)
-            effects += stopped.map { ReadEffect.stop(id: $0) }
+            // their own yields first (`JoinOrJump`, `yield`). Not on an
+            // unstable origin: its stream is the episode's one variant, and
+            // a request of the read's own would bring another
+            // (`streamingWhole`).
+            if unstable == nil {
+                let stopped = yieldToJump(
+                    wanted: wanted, handle: handle, link: context.link, now: context.now, window: windowOf)
+                effects += stopped.map { ReadEffect.stop(id: $0) }
+            }
             for gap in uncoveredGaps(in: wanted) {
                 effects.append(planFetch(from: gap, window: window, length: length, tuning: context.tuning))
             }

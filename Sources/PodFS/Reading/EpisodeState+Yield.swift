@@ -68,6 +68,12 @@ extension Episode.State {
     /// when nothing is deferred.
     mutating func fillFetch() -> (id: UInt64, range: Range<Int64>)? {
         guard !deferred.isEmpty, let length else { return nil }
+        // An unstable origin is streamed whole (`streamingWhole`): a ranged
+        // fill would bring bytes of another variant.
+        guard unstable == nil else {
+            deferred = RangeSet()
+            return nil
+        }
         guard !fetches.values.contains(where: { $0.generation == generation }) else { return nil }
         let available = available
         for stretch in deferred.ranges {
