@@ -13,6 +13,18 @@ import Testing
         #expect(try MountOptions(["proxy=socks5h://[::1]:1080"]).proxy?.host == "[::1]")
     }
 
+    @Test func theUserAgentNamesPodfsUnlessReplaced() throws {
+        #expect(PodfsVersion.userAgent.hasPrefix("podfs/\(PodfsVersion.number) "))
+        #expect(try MountOptions(["allow_other"]).userAgent == nil)
+        #expect(try MountOptions(["user_agent=MyPlayer/2.0 (Linux)"]).userAgent == "MyPlayer/2.0 (Linux)")
+        #expect(try MountOptions(["user_agent=A\\,B"]).userAgent == "A,B")
+    }
+
+    @Test(arguments: ["user_agent", "user_agent=", "user_agent=a\r\nX-Evil: 1", "user_agent=tab\there"])
+    func aUserAgentThatCouldBreakTheHeaderIsRefused(_ option: String) {
+        #expect(throws: (any Error).self, "\(option.debugDescription)") { try MountOptions([option]) }
+    }
+
     @Test(arguments: ["proxy", "proxy=", "proxy=ftp://p.example", "proxy=p.example:3128", "proxy=http://",
         "proxy=http://a@b@c/", "proxy=http://p .example"])
     func aProxyThatIsNotAProxyURLIsRefused(_ option: String) {
