@@ -58,6 +58,31 @@ import Testing
         #expect(later.allSatisfy { if case .answer = $0 { true } else { false } })
     }
 
+    @Test func anOpenWhoseOwnProbeFindsThePinnedLinkGoneIsAnsweredFromTheCache() throws {
+        // The order a remount from kept copies makes likely: the open comes
+        // before the mount's check, so its own probe asks the pinned link.
+        var state = ReadBench(length: 4 * mib, present: [0..<(4 * mib)], handles: []).state
+        state.validation = .unconfirmed(lastConfirmed: nil)
+        state.isFinal = true
+        state.finalURL = "http://cdn/v1?sig=a"
+        state.effectiveURL = "http://cdn/v1?sig=a"
+        let reply = FakeOpenReply()
+        let effects = state.open(handle: 7, reply: reply, now: 1, feedLength: nil, tuning: EpisodeReader.Tuning())
+        let probe = try #require(effects.compactMap { if case .probe(let p) = $0 { p } else { nil } }.first)
+        // The pinned link answers 403: the driver forgets it, and the fetch
+        // ends refused (`EpisodeReader.fetch(_:receivedHead:)`).
+        let forgot = state.forgetRedirect(enclosureURL: "http://feeds/a.mp3")
+        #expect(!forgot, "no attempt through the enclosure")
+        let refused = FetchError(isTransient: false, isUnreachable: false, message: "HTTP 403")
+        let (ended, _) = state.fetchEnded(id: probe.id, error: refused, attempt: 1, tuning: EpisodeReader.Tuning())
+        guard case .ended = ended else { Issue.record("a refused probe is not tried again"); return }
+        let settled = state.fetchSettled(id: probe.id, failure: refused, isBackground: false, minimumFetch: 65536)
+        let answers = settled.compactMap { if case .answerOpen(_, let options) = $0 { options } else { nil } }
+        #expect(answers.count == 1, "the open is answered, not failed")
+        #expect(answers.first?.handle == 7)
+        #expect(state.handles[7] != nil)
+    }
+
     @Test func evictionAndANewVersionEndFinality() {
         var state = ReadBench(length: 4 * mib, present: [0..<(4 * mib)], handles: []).state
         state.isFinal = true

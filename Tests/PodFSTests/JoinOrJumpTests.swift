@@ -152,6 +152,30 @@ import Testing
         #expect(bench.state.fetches[stream]?.upper == waiting.upperBound)
     }
 
+    @Test func aReaderWaitingPastTheJumpStillGetsEveryByte() {
+        // A read waits for 1 MiB the stream would bring; reader 2 jumps
+        // into the middle of it. The stream is cut at the jump, the jump's
+        // own fetch covers only its window: the rest of the waiting read's
+        // bytes must still be on their way (a stress run failed such a read).
+        var (bench, stream) = streaming(handles: [1, 2])
+        let waiting = 20 * mib..<21 * mib
+        bench.state.waiters.append(Episode.Waiter(range: waiting, reply: FakeDataReply(), generation: 0))
+        let effects = bench.read(2, at: 20 * mib + 64 * kib, size: 4096)
+        #expect(bench.state.fetches[stream]!.upper <= 20 * mib + 64 * kib, "the stream yielded")
+        let pending = bench.state.pending
+        for waiter in bench.state.waiters {
+            let missing = bench.state.available.gaps(in: waiter.range)
+            #expect(missing.allSatisfy { pending.contains($0) }, "\(waiter.range) waits for bytes nobody brings")
+        }
+        // One fetch per byte all the same.
+        let fetched = ReadBench.fetched(effects)
+        for (index, range) in fetched.enumerated() {
+            for other in fetched[(index + 1)...] { #expect(!range.overlaps(other)) }
+            let kept = bench.state.fetches[stream]!
+            #expect(!range.overlaps(kept.cursor..<kept.upper))
+        }
+    }
+
     @Test func aShortFetchForAWaitingReaderNeverYields() {
         var bench = ReadBench(length: episode)
         bench.link = homeLine

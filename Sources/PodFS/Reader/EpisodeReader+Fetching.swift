@@ -319,6 +319,9 @@ extension EpisodeReader {
             case .answerOpen(let reply, let options):
                 if let options { reply.opened(options) } else { reply.fail(.ioError) }
             case .failRead(let reply):
+                logger.debug(
+                    "a read fails: the fetch it waited for ended and no other brings its bytes",
+                    metadata: ["episode.key": "\(episode.key)", "fetch.id": "\(fetch.id)", "failed": "\(failure != nil)"])
                 answer(reply, with: .eio, episode: episode)
             case .probe(let probe):
                 send(probe, of: episode)

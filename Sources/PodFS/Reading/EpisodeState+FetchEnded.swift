@@ -101,7 +101,11 @@ extension Episode.State {
         let probeEnded = probeID == id || probeID.map { fetches[$0] == nil } ?? false
         if !validated && (!stillPending || probeEnded) {
             probeGone()
-            let usable = length != nil && failure?.isUnreachable == true
+            // Offline, the cache answers; so it does for a final episode
+            // whose pinned link stopped working while this probe asked it
+            // (`finalLinkGone`): the enclosure would only lead to another
+            // variant.
+            let usable = length != nil && (failure?.isUnreachable == true || finalLinkGone)
             if isBackground, !usable, !openWaiters.isEmpty {
                 // Opens joined a mount's check that failed, maybe after most
                 // of its attempts: they get a probe of their own.

@@ -71,6 +71,7 @@ extension Episode.State {
             // unstable origin: its stream is the episode's one variant, and
             // a request of the read's own would bring another
             // (`streamingWhole`).
+            let deferredBefore = deferred
             if unstable == nil {
                 let stopped = yieldToJump(
                     wanted: wanted, handle: handle, link: context.link, now: context.now, window: windowOf)
@@ -80,6 +81,12 @@ extension Episode.State {
                 effects.append(planFetch(from: gap, window: window, length: length, tuning: context.tuning))
             }
             waiters.append(Episode.Waiter(range: wanted, reply: reply, generation: generation))
+            if deferred != deferredBefore {
+                // A fetch was cut at this read's place: bytes other reads
+                // wait for past that place come by a fetch of their own,
+                // not by the deferred fill (which waits for a quiet link).
+                effects += fetchesForOrphanedWaiters(window: window, length: length, tuning: context.tuning)
+            }
         }
         if followed.streak >= 2 {
             effects += readAhead(after: end, window: window, length: length, context: context)
@@ -91,6 +98,21 @@ extension Episode.State {
     }
 
     // MARK: - Private methods
+
+    /// Fetches for the bytes waiting reads need that neither are here nor
+    /// are on their way any more (a fetch that yielded was cut before them).
+    private mutating func fetchesForOrphanedWaiters(
+        window: Int64, length: Int64, tuning: EpisodeReader.Tuning
+    ) -> [ReadEffect] {
+        var effects: [ReadEffect] = []
+        for waiter in waiters where waiter.generation == generation {
+            // `uncoveredGaps` sees each fetch planned here as on its way.
+            while let gap = uncoveredGaps(in: waiter.range).first {
+                effects.append(planFetch(from: gap, window: window, length: length, tuning: tuning))
+            }
+        }
+        return effects
+    }
 
     /// Gaps of `wanted` that are neither here nor on their way.
     private func uncoveredGaps(in wanted: Range<Int64>) -> [Range<Int64>] {
