@@ -244,6 +244,32 @@ struct ReadBench {
         #expect(state.fetches[id] != nil, "still on its way: reads join it")
     }
 
+    @Test func aRetryAsksWhatIsLeftWhenItsDelayHasPassed() {
+        var (state, id) = stateWithFetch()
+        state.fetches[id]?.cursor = 4096
+        let busy = OriginAnswer(status: 503, retryAfter: nil, now: now).failure(status: 503, url: "http://o/a")
+        _ = state.fetchEnded(id: id, error: busy, attempt: 1, tuning: EpisodeReader.Tuning())
+        let upper = state.fetches[id]!.upper
+        #expect(state.retryDue(id: id) == .launch(range: 4096..<upper, validator: "\"v1\"", url: nil))
+        // Meanwhile it yielded to a jump: only what it kept is asked.
+        state.fetches[id]?.upper = 8192
+        #expect(state.retryDue(id: id) == .launch(range: 4096..<8192, validator: "\"v1\"", url: nil))
+        // It yielded all it had: nothing is asked, it is over.
+        state.fetches[id]?.upper = 4096
+        #expect(state.retryDue(id: id) == .settle)
+        #expect(state.fetches[id] == nil)
+    }
+
+    @Test func aRetryOfAReplacedVersionIsNotSent() {
+        var (state, id) = stateWithFetch()
+        let busy = OriginAnswer(status: 503, retryAfter: nil, now: now).failure(status: 503, url: "http://o/a")
+        _ = state.fetchEnded(id: id, error: busy, attempt: 1, tuning: EpisodeReader.Tuning())
+        state.generation &+= 1
+        #expect(state.retryDue(id: id) == .settle)
+        #expect(state.fetches[id] == nil)
+        #expect(state.retryDue(id: id) == .settle, "a fetch already forgotten")
+    }
+
     @Test func retryAfterIsHonouredUpToWhatAReadWaits() {
         var (state, id) = stateWithFetch()
         let soon = OriginAnswer(status: 503, retryAfter: "3", now: now).failure(status: 503, url: "http://o/a")

@@ -267,19 +267,25 @@ extension EpisodeReader {
             state.fetchEnded(id: fetch.id, error: error, attempt: attempt, tuning: tuning)
         }
         switch next {
-        case .retry(let range, let validator, let remembered, let attempt, let delay):
-            let url = remembered ?? episode.url
+        case .retry(let range, _, let remembered, let attempt, let delay):
             logger.info(
                 "retrying a fetch",
                 metadata: [
-                    "episode.url": .url(url), "range.lower": "\(range.lowerBound)", "attempt": "\(attempt)",
-                    "delay.seconds": "\(delay)", "error": "\(failure?.message ?? "")",
+                    "episode.url": .url(remembered ?? episode.url), "range.lower": "\(range.lowerBound)",
+                    "attempt": "\(attempt)", "delay.seconds": "\(delay)", "error": "\(failure?.message ?? "")",
                 ])
             pendingRetries.withLock { $0 += 1 }
             DispatchQueue.global().asyncAfter(deadline: .now() + delay) { [self] in
-                // After shutdown the source refuses at once, and the
-                // completion fails the readers before the session goes.
-                launch(fetch, url: url, range: range, validator: validator)
+                // What to ask is decided when the delay has passed
+                // (`Episode.State.retryDue`). After shutdown the source
+                // refuses at once, and the completion fails the readers
+                // before the session goes.
+                switch episode.state.withLock({ $0.retryDue(id: fetch.id) }) {
+                case .launch(let range, let validator, let remembered):
+                    launch(fetch, url: remembered ?? episode.url, range: range, validator: validator)
+                case .settle:
+                    settleAfterFetch(episode, fetch: fetch, failure: nil)
+                }
                 pendingRetries.withLock { $0 -= 1 }
             }
         case .ended:

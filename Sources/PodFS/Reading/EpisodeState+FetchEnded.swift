@@ -19,6 +19,17 @@ extension Episode.State {
         case ended
     }
 
+    /// What the driver does when a retry's delay has passed (`retryDue`).
+    enum RetryDueEffect: Equatable {
+        /// Send the fetch again for `range`, from where it stopped as the
+        /// state says now; `url` is the remembered end of the redirect
+        /// chain, if any.
+        case launch(range: Range<Int64>, validator: String?, url: String?)
+        /// Nothing is left to ask (the fetch yielded, or the version it
+        /// fetched was replaced meanwhile): it is over, settle who waited.
+        case settle
+    }
+
     /// What the driver does after a fetch ended for good, in this order.
     enum SettleEffect {
         /// Answer an open: with `options`, or EIO when `nil`.
@@ -81,6 +92,20 @@ extension Episode.State {
         }
         fetches[id] = nil
         return (.ended, failure)
+    }
+
+    /// The delay of fetch `id`'s retry has passed (a "time passed" event):
+    /// what it asks for is decided now, not when it stopped, since the
+    /// fetch may have yielded to a jump, or the version may have changed,
+    /// while it waited. The validator and the link are today's too (a
+    /// pinned link forgotten meanwhile is not asked again).
+    mutating func retryDue(id: UInt64) -> RetryDueEffect {
+        guard let progress = fetches[id] else { return .settle }
+        guard progress.generation == generation, progress.cursor < progress.upper else {
+            fetches[id] = nil
+            return .settle
+        }
+        return .launch(range: progress.cursor..<progress.upper, validator: version.ifRange, url: effectiveURL)
     }
 
     /// Fetch `id` ended for good (`failure`: why, if it failed). The opens
