@@ -139,4 +139,38 @@ struct StitchedScenarioTests {
         #expect(outcome.unstable?.contains("did not match") == true)
         #expect(outcome.fullReadFailed || outcome.variantsInFullRead.count == 1, "never a mix")
     }
+
+    /// An origin that drops its ETag while it serves other bytes at the
+    /// same length: the response without it is another version, never
+    /// spliced onto the cached bytes.
+    @Test func anETagThatVanishesMidMountIsNeverSplicedOn() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        try fixture.publish(Fixture.episodes(sizes: [Self.size]))
+        // Every response stops after 512 KiB until released, so what the
+        // jump below asks for comes after the change.
+        try fixture.origin.configure(
+            "{\"hold\": {\"path\": \"/ep1.mp3\", \"after_bytes\": 524288, \"seconds\": 60}}")
+        try fixture.mount()
+        try Harness.sh("dd if='\(fixture.path(0))' of=/dev/null bs=64k count=4 iflag=direct 2>/dev/null")
+        #expect(Harness.eventually(30) { (try? fixture.origin.held()) ?? 0 >= 1 })
+        let other = Harness.bytes(count: Self.size, seed: 77)
+        try fixture.origin.replace("ep1.mp3", other)
+        try fixture.origin.configure("{\"no_etag\": [\"/ep1.mp3\"]}")
+        // A jump far ahead of the held response asks the origin again.
+        let jump = try Harness.run(
+            "dd", ["if=\(fixture.path(0))", "of=/dev/null", "bs=64k", "skip=80", "count=1", "iflag=direct"], timeout: 60)
+        try fixture.origin.clearFaults()
+        try fixture.origin.configure("{\"no_etag\": [\"/ep1.mp3\"]}")
+        print("the jump: dd exit \(jump.status), requests \(try fixture.origin.requests("ep1.mp3"))")
+        let copy = fixture.directory + "/copy"
+        let full = try Harness.run("/bin/sh", ["-c", "cat '\(fixture.path(0))' > '\(copy)'"], timeout: 300)
+        let bytes = (try? Data(contentsOf: URL(fileURLWithPath: copy))) ?? Data()
+        let which = bytes == fixture.episodes[0].data ? "the old" : bytes == other ? "the new" : "a mix"
+        try fixture.unmount()
+        let mark = try unstableMark(fixture)
+        print("ETag dropped mid-mount: full read \(full.status == 0 ? "ok" : "EIO"), \(which) bytes, unstable: \(mark ?? "no")")
+        #expect(full.status != 0 || which != "a mix", "never a mix")
+        #expect(mark?.contains("vanished") == true)
+    }
 }

@@ -68,6 +68,8 @@ Fault config keys:
                                 "none" (no ETag, no Last-Modified); "same_length": true
                                 gives every byte XOR that value instead (new bytes
                                 everywhere, every variant as long as the file)
+  no_etag: ["/x"|"*"]           send no ETag (Last-Modified only): an origin that drops its
+                                validator
   if_range_200: ["/x"|"*"]      a CDN that answers any Range with If-Range by a 200 with
                                 the whole body, even when the validator matches
   gzip: true                    templates go gzip-compressed to clients that accept it
@@ -267,6 +269,11 @@ class Origin:
             paths = self.config.get("endless") or []
             if isinstance(paths, str):
                 paths = [paths]
+            return "*" in paths or path in paths
+
+    def no_etag(self, path):
+        with self.lock:
+            paths = self.config.get("no_etag") or []
             return "*" in paths or path in paths
 
     def gzip_encoded(self, path):
@@ -813,6 +820,9 @@ class Handler(BaseHTTPRequestHandler):
         lastmod_ts = int(st.st_mtime)
         lastmod = http_date(lastmod_ts)
         common = {"ETag": etag, "Last-Modified": lastmod}
+        if o.no_etag(path):
+            etag = None
+            common = {"Last-Modified": lastmod}
         if validators is not None:
             etag = validators.get("etag")
             common = {"ETag": etag} if etag else {}

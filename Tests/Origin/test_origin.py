@@ -411,6 +411,13 @@ class OriginTest(unittest.TestCase):
         r, _ = self.request("GET", "/ep.mp3", {"Range": "bytes=0-9"})
         self.assertTrue(r.getheader("ETag").startswith('W/"variant-'))
 
+    def test_no_etag(self):
+        self.control("/_origin/config", {"no_etag": ["/ep.mp3"]})
+        r, data = self.request("GET", "/ep.mp3", {"Range": "bytes=0-9"})
+        self.assertEqual((r.status, data), (206, BIG[:10]))
+        self.assertIsNone(r.getheader("ETag"))
+        self.assertIsNotNone(r.getheader("Last-Modified"))
+
     def test_if_range_200(self):
         r, _ = self.request("GET", "/ep.mp3")
         etag = r.getheader("ETag")

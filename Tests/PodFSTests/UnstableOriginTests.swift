@@ -29,6 +29,13 @@ import Testing
         #expect(reason(OriginVersion(length: 1000, etag: "\"b\"", lastModified: nil))?.contains("validator") == true)
     }
 
+    @Test func anETagThatVanishesWithinAMountIsAnotherVersion() {
+        let bare = OriginVersion(length: 1000, etag: nil, lastModified: nil)
+        #expect(reason(bare)?.contains("vanished") == true)
+        #expect(Episode.State.validatorVanished(was: v1, now: bare, confirmedInThisMount: true))
+        #expect(!Episode.State.validatorVanished(was: v1, now: bare, confirmedInThisMount: false), "between mounts")
+    }
+
     @Test func aChangeBetweenMountsIsANewVersionNotStitching() {
         #expect(reason(OriginVersion(length: 1200, etag: "\"b\"", lastModified: nil), confirmed: false) == nil)
         #expect(reason(OriginVersion(length: 1200, etag: "\"b\"", lastModified: nil), confirmed: false, status: 200) == nil)

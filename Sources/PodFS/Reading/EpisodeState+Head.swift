@@ -129,7 +129,9 @@ extension Episode.State {
     ) -> (HeadVerdict, durable: [HeadEffect], then: [HeadEffect]) {
         guard var progress = fetches[id], progress.generation == generation else { return (.stale, [], []) }
         let answer = OriginVersion(length: total, etag: head.etag, lastModified: head.lastModified)
-        let changed = version.isReplaced(by: answer) || restartsStream(id: id)
+        let changed =
+            version.isReplaced(by: answer) || restartsStream(id: id)
+            || Self.validatorVanished(was: version, now: answer, confirmedInThisMount: validated)
         if changed, keepsFinal(answerFrom: head.effectiveURL) {
             return (.accepted, [], keepFinal(id: id, now: context.now))
         }

@@ -11,6 +11,8 @@ extension Episode.State {
     /// - the length or the validator changed from the one a response in
     ///   this mount already confirmed (a change between mounts is a
     ///   publisher's new version, not a sign of stitching);
+    /// - an ETag a response of this mount confirmed is missing from the
+    ///   next (`validatorVanished`);
     /// - a range was asked and the whole body came (200) with the same
     ///   validator: an `If-Range` the origin does not honour, or no ranges.
     static func unstableReason(
@@ -21,6 +23,9 @@ extension Episode.State {
         }
         if confirmedInThisMount, old.isReplaced(by: new) {
             return "the validator changed between requests"
+        }
+        if validatorVanished(was: old, now: new, confirmedInThisMount: confirmedInThisMount) {
+            return "the ETag vanished between requests"
         }
         if status == 200, askedRange, !old.isReplaced(by: new) {
             return "a range was asked and the whole body came (HTTP 200)"
@@ -40,6 +45,13 @@ extension Episode.State {
 
     /// Why an overlap that did not match marks the origin.
     static let overlapMismatch = "bytes fetched again did not match the cached ones"
+
+    /// Whether a response of this mount came without the ETag an earlier one
+    /// confirmed: nothing vouches that its bytes continue the cached ones,
+    /// so it counts as another version (and marks the origin unstable).
+    static func validatorVanished(was old: OriginVersion, now new: OriginVersion, confirmedInThisMount: Bool) -> Bool {
+        confirmedInThisMount && old.etag != nil && new.etag == nil
+    }
 
     // MARK: - Events
 
