@@ -55,6 +55,9 @@ extension Episode.State {
         // from the new version would mix two versions.
         guard reader.generation == generation, let length else { return [.fail(reply)] }
         let end = ReadPlan.end(offset: offset, size: size, length: length)
+        // Reads on from where this reader stopped (not merely within its
+        // streak's reach): such a read stays with its stream (`JoinOrJump`).
+        let readsOn = abs(offset - reader.nextOffset) <= ReadPlan.nearby && (reader.streak > 0 || reader.nextOffset > 0)
         lastRead = context.wallClock
         let windowOf = { (streak: Int) in ReadPlan.window(streak: streak, link: context.link, tuning: context.tuning) }
         let (followed, resumed) = ReadPlan.follow(
@@ -68,7 +71,8 @@ extension Episode.State {
         if !available.contains(wanted) {
             // A fetch that would bring these bytes later than a request of
             // their own yields first (`JoinOrJump`, `yield`).
-            let stopped = yieldToJump(wanted: wanted, handle: handle, link: context.link, now: context.now, window: windowOf)
+            let stopped = yieldToJump(
+                wanted: wanted, handle: handle, following: readsOn, link: context.link, now: context.now, window: windowOf)
             effects += stopped.map { ReadEffect.stop(id: $0) }
             for gap in uncoveredGaps(in: wanted) {
                 effects.append(planFetch(from: gap, window: window, length: length, tuning: context.tuning))
