@@ -55,18 +55,23 @@ extension Episode.State {
         // from the new version would mix two versions.
         guard reader.generation == generation, let length else { return [.fail(reply)] }
         let end = ReadPlan.end(offset: offset, size: size, length: length)
-        // Reads on from where this reader stopped (not merely within its
-        // streak's reach): such a read stays with its stream (`JoinOrJump`).
-        let readsOn = abs(offset - reader.nextOffset) <= ReadPlan.nearby && (reader.streak > 0 || reader.nextOffset > 0)
         lastRead = context.wallClock
         let windowOf = { (streak: Int) in ReadPlan.window(streak: streak, link: context.link, tuning: context.tuning) }
         let (followed, resumed) = ReadPlan.follow(
             reader, offset: offset, end: end, lastStream: lastStream, now: context.now, window: windowOf)
         if resumed { lastStream = nil }
+        // A seek within the streak's reach keeps the streak (the window
+        // stays large once the reader reads on there), but it is a jump:
+        // its fetch is a jump's, answered as its bytes arrive, with no
+        // read-ahead yet to share the link with, and it joins a stream only
+        // when that brings its bytes sooner (`JoinOrJump`).
+        let fresh = reader.streak == 0 && reader.nextOffset == 0
+        let readsOn = resumed || (fresh ? offset == 0 : abs(offset - reader.nextOffset) <= ReadPlan.nearby)
+        let jumped = !fresh && !readsOn
         handles[handle] = followed
         if offset >= end { return [.answerEmpty(reply)] }
         let wanted = offset..<end
-        let window = windowOf(followed.streak)
+        let window = windowOf(jumped ? 0 : followed.streak)
         var effects: [ReadEffect] = []
         if !available.contains(wanted) {
             // A fetch that would bring these bytes later than a request of
@@ -79,7 +84,7 @@ extension Episode.State {
             }
             waiters.append(Episode.Waiter(range: wanted, reply: reply, generation: generation))
         }
-        if followed.streak >= 2 {
+        if followed.streak >= 2, !jumped {
             effects += readAhead(after: end, window: window, length: length, context: context)
         }
         if available.contains(wanted) {
