@@ -107,6 +107,16 @@ import Testing
         #expect(bench.state.waiters.count == 1)
     }
 
+    @Test func aSeekWithinTheStreaksReachStillJumps() {
+        // 10 MiB on is within a 16 MiB window's reach, so the streak goes
+        // on; but the reader did not read on from where it stopped.
+        var (bench, stream) = streaming()
+        let fetched = ReadBench.fetched(bench.read(at: 12 * mib, size: 64 * 1024))
+        #expect(bench.state.handles[1]!.streak > 5, "the streak goes on")
+        #expect(fetched.first?.lowerBound == 12 * mib, "\(fetched)")
+        #expect(bench.state.fetches[stream]?.upper == 2 * mib + 64 * kib)
+    }
+
     @Test func aReadTheStreamBringsSoonJoinsIt() {
         var (bench, stream) = streaming()
         let effects = bench.read(at: 2 * mib + 128 * kib)

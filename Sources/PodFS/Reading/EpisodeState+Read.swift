@@ -60,10 +60,18 @@ extension Episode.State {
         let (followed, resumed) = ReadPlan.follow(
             reader, offset: offset, end: end, lastStream: lastStream, now: context.now, window: windowOf)
         if resumed { lastStream = nil }
+        // A seek within the streak's reach keeps the streak (the window
+        // stays large once the reader reads on there), but it is a jump:
+        // its fetch is a jump's, answered as its bytes arrive, with no
+        // read-ahead yet to share the link with, and it joins a stream only
+        // when that brings its bytes sooner (`JoinOrJump`).
+        let fresh = reader.streak == 0 && reader.nextOffset == 0
+        let readsOn = resumed || (fresh ? offset == 0 : abs(offset - reader.nextOffset) <= ReadPlan.nearby)
+        let jumped = !fresh && !readsOn
         handles[handle] = followed
         if offset >= end { return [.answerEmpty(reply)] }
         let wanted = offset..<end
-        let window = windowOf(followed.streak)
+        let window = windowOf(jumped ? 0 : followed.streak)
         var effects: [ReadEffect] = []
         if !available.contains(wanted) {
             // A fetch that would bring these bytes later than a request of
@@ -74,7 +82,8 @@ extension Episode.State {
             let deferredBefore = deferred
             if unstable == nil {
                 let stopped = yieldToJump(
-                    wanted: wanted, handle: handle, link: context.link, now: context.now, window: windowOf)
+                    wanted: wanted, handle: handle, following: readsOn, link: context.link, now: context.now,
+                    window: windowOf)
                 effects += stopped.map { ReadEffect.stop(id: $0) }
             }
             for gap in uncoveredGaps(in: wanted) {
@@ -88,7 +97,7 @@ extension Episode.State {
                 effects += fetchesForOrphanedWaiters(window: window, length: length, tuning: context.tuning)
             }
         }
-        if followed.streak >= 2 {
+        if followed.streak >= 2, !jumped {
             effects += readAhead(after: end, window: window, length: length, context: context)
         }
         if available.contains(wanted) {

@@ -11,13 +11,15 @@ extension Episode.State {
 
     /// Lets the fetches that would bring the first byte of each gap of
     /// `wanted` later than a request of its own yield to this read of
-    /// `handle` (whose streak is already updated). Returns the fetches that
-    /// want nothing more: their transfers are stopped at once.
+    /// `handle` (whose streak is already updated; `following`: the read
+    /// lands within `ReadPlan.nearby` of where the reader stopped). Returns
+    /// the fetches that want nothing more: their transfers are stopped at
+    /// once.
     mutating func yieldToJump(
-        wanted: Range<Int64>, handle: UInt64, link: LinkEstimate, now: Double, window: (Int) -> Int64
+        wanted: Range<Int64>, handle: UInt64, following: Bool, link: LinkEstimate, now: Double,
+        window: (Int) -> Int64
     ) -> [UInt64] {
         var stopped: [UInt64] = []
-        let following = (handles[handle]?.streak ?? 0) > 0
         for gap in available.gaps(in: wanted) {
             let position = gap.lowerBound
             for (id, progress) in fetches

@@ -8,7 +8,7 @@
 /// read's own bytes. The read joins when the fetch wins or ties; a player
 /// that seeks twenty minutes ahead of a running stream jumps, and the
 /// stream yields (`Episode.State.yield`). A reader that reads on (its read
-/// lands within its streak's reach, `ReadPlan.follow`) always stays with
+/// lands within `ReadPlan.nearby` of where it stopped) always stays with
 /// its stream: the kernel's read-ahead sends reads ahead of the bytes, and
 /// a daemon slowed down (a busy machine) would otherwise cut its own stream
 /// again and again, each cut wasting what the origin had already sent.
@@ -21,7 +21,7 @@ enum JoinOrJump {
     ///
     /// - Parameters:
     ///   - need: bytes the read itself wants from `position`.
-    ///   - following: the read continues its reader's streak.
+    ///   - following: the read lands near where its reader stopped.
     ///   - rate: body bytes per second (`LinkEstimate.throughput`).
     ///   - roundTrip: seconds from a request to its head
     ///     (`LinkEstimate.latency`).
