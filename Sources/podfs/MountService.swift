@@ -170,15 +170,21 @@ struct MountService {
         // Feeds that never answered in the last mount (still pending when it
         // ended: a host that hangs) hold no mount that has shows to list.
         let records = feedStatus.records
+        // The episodes read last are the likeliest to be reopened: check
+        // them with the origin as soon as one feed answered (offline, the
+        // checks would only fail), and once more, for those the reader did
+        // not know then, when a remount's shows are built from their kept
+        // copies (an episode checked or being checked is not asked again).
+        let answered = Locked(false)
         let silentBefore = wanted.subtracting(keptURLs).filter { records[$0]?.pending == true }
         let refresher = FeedRefresher(
             urls: feedURLs, interval: refreshInterval, limits: feedLimits, loader: loader, catalog: catalog,
             reader: reader, statusStore: feedStatus, logger: logger,
             onNewFiles: { urls, feedURL in zones.adopt(urls: urls, feedURL: feedURL) },
-            // The episodes read last are the likeliest to be reopened: check
-            // them with the origin as soon as one feed answered, not at
-            // their first open. Offline, the checks would only fail.
-            onFirstAnswer: { reader.revalidateRecentlyRead() })
+            onFirstAnswer: {
+                answered.withLock { $0 = true }
+                reader.revalidateRecentlyRead()
+            })
         // The background pass over the placeholders, then the first round.
         let building = lazy
             ? KeptCopyPass(
@@ -187,6 +193,7 @@ struct MountService {
                     ShowList.write(catalog.placeholdersToSave, directory: cacheDirectory, logger: logger)
                     Heap.giveBackFreedMemory()
                     reader.evictIfOverLimit()
+                    if answered.withLock({ $0 }) { reader.revalidateRecentlyRead() }
                 })
             : nil
         // What the mount waits for before it is ready: a cold mount, every
