@@ -185,6 +185,12 @@ final class FakeOpenReply: OpenReplying {
         let (_, _, then) = apply(&state, head(200, contentLength: 10 * mib), id: id)
         #expect(then.contains { if case .logIgnoresRange = $0 { true } else { false } })
         #expect(state.fetches[id]?.cursor == 0 && state.fetches[id]?.upper == 10 * mib, "streamed from its start")
+        // A second such answer is not logged again (`Episode.Warning`).
+        let second = state.takeFetchID()
+        state.fetches[second] = Episode.FetchProgress(cursor: 3 * mib, upper: 4 * mib, generation: state.generation)
+        let (_, _, again) = apply(&state, head(200, contentLength: 10 * mib), id: second)
+        #expect(!again.contains { if case .logIgnoresRange = $0 { true } else { false } })
+        #expect(state.warned == [.ignoresRange])
     }
 
     // MARK: - The open's probe

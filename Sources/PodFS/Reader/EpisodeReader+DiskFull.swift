@@ -16,10 +16,7 @@ extension EpisodeReader {
             disk.enterFull(error.description, logger: logger)
             return
         }
-        let first = episode.state.withLock { state in
-            defer { state.warnedWriteFailure = true }
-            return !state.warnedWriteFailure
-        }
+        let first = episode.state.withLock { $0.warned.insert(.writeFailure).inserted }
         let metadata: Logger.Metadata = ["episode.key": "\(episode.key)", "error": "\(error)"]
         if first {
             logger.error("could not write to the cache; this episode's new bytes are served from memory", metadata: metadata)

@@ -164,8 +164,9 @@ extension Episode.State {
         }
         (etag, lastModified, effectiveURL, pinnedIssuer) = (head.etag, head.lastModified, head.effectiveURL, head.issuer)
         validation = .confirmed(at: context.now)
-        if head.status == 200, progress.cursor > 0 || progress.upper < total, !warnedIgnoresRange, !changed {
-            warnedIgnoresRange = true
+        if head.status == 200, progress.cursor > 0 || progress.upper < total, !changed,
+            warned.insert(.ignoresRange).inserted
+        {
             then.append(.logIgnoresRange)
         }
         // A mount's check answered with the whole episode (a new version,

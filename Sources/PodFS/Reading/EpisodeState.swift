@@ -107,6 +107,14 @@ extension Episode {
         case confirmed(at: Double)
     }
 
+    /// A warning about an episode that is logged once, not per request.
+    enum Warning: Hashable {
+        /// The origin answered a range with the whole body.
+        case ignoresRange
+        /// A write to the episode's cache file failed (not for lack of room).
+        case writeFailure
+    }
+
     /// Everything mutable about an episode. Guarded by `Episode.state`.
     struct State {
         /// The origin's length, once a response or the index told it.
@@ -171,8 +179,8 @@ extension Episode {
         var sizeWaiters: [@Sendable () -> Void] = []
         var scratch: ScratchFile?
         var lastRead: Int64 = 0
-        /// Whether the "origin ignores Range" warning was logged.
-        var warnedIgnoresRange = false
+        /// The warnings about this episode already logged: each is said once.
+        var warned: Set<Episode.Warning> = []
         /// Where the last sequential reader stopped and how long its streak
         /// was, when it closed (`monotonicSeconds()`): a player that closes
         /// and reopens to read on keeps its read-ahead window.
@@ -180,8 +188,6 @@ extension Episode {
         /// Fetched bytes that could not be written to disk (not in
         /// `present`, never committed).
         var spill = SpillBuffer()
-        /// Whether a failed cache write of this episode was logged.
-        var warnedWriteFailure = false
 
         /// Bytes a fetch gave up when it yielded to a reader's jump: fetched
         /// once the episode has no fetch on its way (`fillFetch`), each byte
