@@ -95,6 +95,9 @@ struct StitchedOriginTests {
         #expect(pinned.contains(403), "the pinned link was asked and had expired")
         #expect(found.count == 1, "the full read is exactly one variant")
         #expect(issued >= 2, "the enclosure URL was followed again")
+        // The log says why the cached 64 KiB went, once.
+        let said = fixture.log().components(separatedBy: "stopped working, and the host now serves another variant")
+        #expect(said.count == 2, "\(fixture.log())")
     }
 
     @Test func aCompleteEpisodeIsKeptWhenItsLinkExpiredAndTheHostServesAnotherVariant() throws {

@@ -146,6 +146,24 @@ final class FakeOpenReply: OpenReplying {
         #expect(ReadBench.failed(late) == 1)
     }
 
+    @Test func aPartialVariantWhoseLinkIsGoneIsDroppedAndSaidSo() {
+        // 1 MiB of a variant cached from a signed link that now answers 403;
+        // the enclosure leads to another variant (another ETag).
+        var bench = ReadBench(length: 10 * mib, present: [0..<mib])
+        bench.state.effectiveURL = "http://cdn/v1?sig=a"
+        _ = bench.read(at: 5 * mib)
+        var state = bench.state
+        let id = state.fetches.keys.min()!
+        let forgot = state.forgetRedirect(enclosureURL: "http://o/a.mp3")
+        #expect(forgot, "tried again through the enclosure")
+        let other = head(206, first: 5 * mib, last: 6 * mib - 1, total: 10 * mib, etag: "\"v2\"")
+        let (verdict, _, then) = apply(&state, other, id: id)
+        #expect(verdict == .accepted && state.present.isEmpty)
+        #expect(then.contains { if case .logVariantGone(dropped: mib) = $0 { true } else { false } }, "\(then)")
+        #expect(!then.contains { if case .logChanged = $0 { true } else { false } })
+        #expect(!state.pinnedLinkGone, "said once")
+    }
+
     @Test func aChangedLengthIsANewVersionToo() {
         var bench = ReadBench(length: 10 * mib, present: [0..<mib])
         _ = bench.read(at: 5 * mib)

@@ -97,6 +97,17 @@ extension EpisodeReader {
                     logger.warning(
                         "the episode changed at the origin; its cached bytes were dropped",
                         metadata: ["episode.key": "\(episode.key)", "episode.name": "\(episode.name)"])
+                case .logVariantGone(let dropped):
+                    logger.warning(
+                        """
+                        the link of the variant this episode was cached from stopped working, and the host now \
+                        serves another variant: its cached bytes were dropped and the episode is fetched again as \
+                        one variant; a player that had it open gets an error and opens it again
+                        """,
+                        metadata: [
+                            "episode.key": "\(episode.key)", "episode.name": "\(episode.name)",
+                            "dropped.bytes": "\(dropped)",
+                        ])
                 case .logKeptFinal:
                     logger.info(
                         "kept the complete episode; its host now serves another variant at another link",

@@ -35,6 +35,9 @@ extension Episode.State {
         /// Save them with the next commit of ranges.
         case saveVersionLater
         case logChanged
+        /// The variant's pinned link stopped working and the enclosure led
+        /// to another variant: `dropped` cached bytes of the old one went.
+        case logVariantGone(dropped: Int64)
         /// A final episode was kept though its host now serves another
         /// variant (`Episode.State.keepFinal`).
         case logKeptFinal
@@ -119,6 +122,7 @@ extension Episode.State {
         guard effectiveURL != nil, effectiveURL != enclosureURL else { return false }
         effectiveURL = nil
         pinnedIssuer = nil
+        pinnedLinkGone = !present.isEmpty && !isComplete
         return !isComplete
     }
 
@@ -144,11 +148,12 @@ extension Episode.State {
         var invalidate = false
         var dropped: [any DataReplying] = []
         if changed {
+            let cachedBefore = present.count
             dropped = dropVersion(keeping: id, existing: context.existingScratch)
             durable.append(.dropIndexRanges)
             if let scratch, let old = length { durable.append(.reshape(scratch, old: old, new: total)) }
             durable.append(.saveVersion(answer, pinnedURL: head.effectiveURL, pinnedIssuer: head.issuer))
-            then.append(.logChanged)
+            then.append(pinnedLinkGone ? .logVariantGone(dropped: cachedBefore) : .logChanged)
             invalidate = true
         } else if version != answer || effectiveURL != head.effectiveURL || pinnedIssuer != head.issuer {
             // The same variant, newly told or at a link not pinned yet (an
@@ -156,6 +161,8 @@ extension Episode.State {
             validatorDirty = true
             then.append(.saveVersionLater)
         }
+        // The enclosure led to a link that answers: said once, if at all.
+        pinnedLinkGone = false
         if length != total {
             // The kernel has seen the size `stat` showed so far; only a
             // different one needs its caches dropped.

@@ -128,6 +128,10 @@ extension Episode {
         var effectiveURL: String?
         /// Who sent podfs to `effectiveURL` (`FetchHead.issuer`).
         var pinnedIssuer: String?
+        /// The pinned link of a partly cached variant stopped working (403,
+        /// 404, 410): if the enclosure now leads to another variant, the
+        /// cached bytes go and the log says why (`forgetRedirect`).
+        var pinnedLinkGone = false
         /// Why the origin was found to serve different bytes per request
         /// (`Episode.State.unstableReason`), kept in the index; `nil` while
         /// it looks stable.
