@@ -50,6 +50,18 @@ public enum CachePrivacy {
         return 0
     }
 
+    /// Replaces the file at `path` with `bytes` at once: written beside it
+    /// (`path.tmp`, private) and renamed over it, so a reader or a crash
+    /// sees the old file or the new one, never half of one. Returns what
+    /// went wrong, naming the file, or `nil`.
+    public static func replaceFile(_ path: String, _ bytes: [UInt8]) -> String? {
+        let aside = path + ".tmp"
+        let written = writeFile(aside, bytes)
+        guard written == 0 else { return "could not write \(aside): \(String(cString: strerror(written)))" }
+        guard rename(aside, path) == 0 else { return "could not replace \(path): \(String(cString: strerror(errno)))" }
+        return nil
+    }
+
     /// Writes `bytes` to `path` (created or truncated) with `fileMode`.
     /// Returns `errno` of the failure, 0 on success.
     public static func writeFile(_ path: String, _ bytes: [UInt8]) -> Int32 {

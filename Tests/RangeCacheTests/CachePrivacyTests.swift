@@ -71,4 +71,19 @@ import Testing
             #expect(FileManager.default.contents(atPath: path) == Data("none".utf8))
         }
     }
+
+    @Test func aReplacedFileIsPrivateWholeAndLeavesNothingAside() throws {
+        try withDirectory { root in
+            let path = root + "/feed-moves.json"
+            FileManager.default.createFile(atPath: path, contents: Data("old".utf8))
+            chmod(path, 0o644)
+            #expect(CachePrivacy.replaceFile(path, Array("new".utf8)) == nil)
+            #expect(FileManager.default.contents(atPath: path) == Data("new".utf8))
+            #expect(mode(path) == 0o600)
+            #expect(!FileManager.default.fileExists(atPath: path + ".tmp"))
+            // A folder that is not there: the message names the file.
+            let missing = CachePrivacy.replaceFile(root + "/gone/x.json", [1])
+            #expect(missing?.contains(root + "/gone/x.json.tmp") == true, "\(missing ?? "nil")")
+        }
+    }
 }

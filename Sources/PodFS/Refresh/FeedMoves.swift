@@ -48,11 +48,7 @@ public final class FeedMoves: Sendable {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
             guard let data = try? encoder.encode(moves) else { return "could not encode the feed moves" }
-            let aside = path + ".tmp"
-            let written = CachePrivacy.writeFile(aside, Array(data))
-            guard written == 0 else { return "could not write \(aside): \(String(cString: strerror(written)))" }
-            guard rename(aside, path) == 0 else { return "could not replace \(path): \(String(cString: strerror(errno)))" }
-            return nil
+            return CachePrivacy.replaceFile(path, Array(data))
         }
     }
 }

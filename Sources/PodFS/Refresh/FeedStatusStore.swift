@@ -121,14 +121,8 @@ public final class FeedStatusStore: Sendable {
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         do {
             let data = try encoder.encode(state.records)
-            let aside = path + ".tmp"
             // Private like the rest of the cache: it names the feeds.
-            let written = CachePrivacy.writeFile(aside, Array(data))
-            guard written == 0 else { return "could not write \(aside): \(String(cString: strerror(written)))" }
-            guard rename(aside, path) == 0 else {
-                return "could not replace \(path): \(String(cString: strerror(errno)))"
-            }
-            return nil
+            return CachePrivacy.replaceFile(path, Array(data))
         } catch {
             return "could not write \(path): \(error.localizedDescription)"
         }
