@@ -83,6 +83,32 @@ import Testing
         #expect(state.handles[7] != nil)
     }
 
+    @Test func aFinalEpisodeWhoseLinkIsGoneKeepsItAcrossMountsAndIsNotCheckedAgain() throws {
+        var state = ReadBench(length: 4 * mib, present: [0..<(4 * mib)], handles: []).state
+        state.validation = .unconfirmed(lastConfirmed: nil)
+        state.isFinal = true
+        state.finalURL = "http://cdn/v1?sig=a"
+        state.effectiveURL = "http://cdn/v1?sig=a"
+        state.pinnedIssuer = "public"
+        // The mount's check finds the link gone (403).
+        let started = state.startMountCheck()
+        let check = try #require(started)
+        let forgot = state.forgetRedirect(enclosureURL: "http://feeds/a.mp3")
+        #expect(!forgot && state.finalLinkGone)
+        let refused = FetchError(isTransient: false, isUnreachable: false, message: "HTTP 403")
+        _ = state.fetchEnded(id: check.id, error: refused, attempt: 1, tuning: EpisodeReader.Tuning())
+        _ = state.fetchSettled(id: check.id, failure: refused, isBackground: true, minimumFetch: 65536)
+        // A second check (the remount's shows built later) does not follow
+        // the enclosure to another variant.
+        let again = state.startMountCheck()
+        #expect(again == nil)
+        // What the index keeps still names the final link and its zone.
+        state.validatorDirty = true
+        let snapshot = state.takeCommitSnapshot(key: "k")
+        let saved = try #require(snapshot.validator)
+        #expect(saved.pinnedURL == "http://cdn/v1?sig=a" && saved.pinnedIssuer == "public" && saved.isFinal)
+    }
+
     @Test func evictionAndANewVersionEndFinality() {
         var state = ReadBench(length: 4 * mib, present: [0..<(4 * mib)], handles: []).state
         state.isFinal = true

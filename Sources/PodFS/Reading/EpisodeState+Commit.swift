@@ -53,7 +53,11 @@ extension Episode.State {
         var validator: EpisodeValidator?
         if validatorDirty, let length {
             validator = EpisodeValidator(
-                key: key, length: length, etag: etag, lastModified: lastModified, pinnedURL: effectiveURL,
+                // A final episode whose link stopped working keeps it: the
+                // next mount then knows the enclosure would only lead to
+                // another variant (`finalLinkGone`).
+                key: key, length: length, etag: etag, lastModified: lastModified,
+                pinnedURL: effectiveURL ?? (isFinal ? finalURL : nil),
                 pinnedIssuer: pinnedIssuer, isFinal: isFinal)
         }
         validatorDirty = false

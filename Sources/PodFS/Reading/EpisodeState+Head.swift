@@ -121,9 +121,12 @@ extension Episode.State {
     mutating func forgetRedirect(enclosureURL: String) -> Bool {
         guard effectiveURL != nil, effectiveURL != enclosureURL else { return false }
         effectiveURL = nil
+        // A final episode keeps its link and who sent podfs there in the
+        // index (`takeCommitSnapshot`): the next mount must know it too.
+        guard !isComplete else { return false }
         pinnedIssuer = nil
-        pinnedLinkGone = !present.isEmpty && !isComplete
-        return !isComplete
+        pinnedLinkGone = !present.isEmpty
+        return true
     }
 
     /// Fetch `id`'s response head arrived, with a body at `start` of an

@@ -108,7 +108,10 @@ extension Episode.State {
     mutating func startMountCheck() -> ProbeStart? {
         // An unstable origin's answer would be another variant: nothing to
         // check against (`openStreamed`).
-        guard unstable == nil, !validated, probeID == nil, fetches.isEmpty, openWaiters.isEmpty, let length, length > 0
+        // Nor a final episode whose link stopped working: the enclosure
+        // would only lead to another variant (`finalLinkGone`).
+        guard unstable == nil, !finalLinkGone, !validated, probeID == nil, fetches.isEmpty, openWaiters.isEmpty,
+            let length, length > 0
         else {
             return nil
         }
