@@ -24,13 +24,10 @@ struct SeekTests {
         // The player starts the episode: 1 MiB read, read-ahead streaming.
         try Harness.sh("dd if='\(fixture.path(0))' of=/dev/null bs=128k count=8 status=none")
         #expect(Harness.eventually(60) { ((try? fixture.origin.held()) ?? 0) >= 1 }, "the stream was never held")
-        // A stream is judged by its own rate since its first byte (`JoinOrJump`):
-        // right after it was held, 1 MiB in a few milliseconds still looks
-        // fast, and on a loaded machine (a slow round trip measured) the seek
-        // could join it and wait for the hold. Held for half a second, its
-        // rate is at most 2 MB/s: the seek's own request is sooner whatever
-        // the machine.
-        Thread.sleep(forTimeInterval: 0.5)
+        // Right after the hold the stream may still look fast (its bytes
+        // came a moment ago): the seek may join it, and is then judged
+        // again while it waits, once the stream is silent for longer than
+        // a request of its own would take (`JoinOrJump`, `recheckDue`).
         let streamRanges = try fixture.origin.ranges("ep1.mp3")
         // The seek: halfway into the furthest window, which holds 1 MiB in
         // (at least 1 MiB before the seek).
@@ -83,6 +80,94 @@ struct SeekTests {
         let total = try fixture.origin.bytesSent("ep1.mp3")
         #expect(total <= Int64(size + Self.slack), "origin sent \(total) bytes for a \(size)-byte file")
         try fixture.unmount()
+    }
+
+    /// A read that joined a stream whose bytes were just ahead, and the
+    /// stream then brought nothing: the read is judged again while it
+    /// waits (`Episode.State.recheckDue`) and gets a fetch of its own, not
+    /// the whole of the origin's hold. The stream here is a read-ahead
+    /// window whose request the origin holds before its head, so the read
+    /// joins it for certain (its bytes are no further than its own size
+    /// from where the window begins) and only the second judgement can
+    /// save it.
+    @Test func aReadThatJoinedAStreamThatNeverCameGetsAFetchOfItsOwn() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        let size = 64 * Self.mib
+        try fixture.publish(Fixture.episodes(sizes: [size]))
+        try fixture.mount(extra: ["--log-level", "debug"])
+        // The player starts the episode, and its read-ahead lands.
+        try Harness.sh("dd if='\(fixture.path(0))' of=/dev/null bs=128k count=8 iflag=direct status=none")
+        var cached = 0
+        let settled = Harness.eventually(60) {
+            let asked = Self.union((try? fixture.origin.ranges("ep1.mp3")) ?? [])
+            cached = Int(Self.cachedBytes(fixture.path(0)) ?? -1)
+            return asked > 0 && cached == asked
+        }
+        try #require(settled, "the read-ahead never landed")
+        try #require(cached % 65536 == 0 && cached >= 4 * Self.mib && cached < size, "cached \(cached)")
+        try fixture.origin.reset()
+        // The next window's request is held before its head.
+        try fixture.origin.configure(#"{"hold_head": {"path": "/ep1.mp3", "seconds": 120, "count": 1}}"#)
+        defer {
+            _ = try? fixture.origin.clearFaults()
+            _ = try? fixture.origin.release()
+        }
+        // The player opens the episode again and reads on from the cache,
+        // and keeps the file open; its read-ahead asks for the next window
+        // at once. It stays more than `ReadPlan.nearby` before that window,
+        // so nobody else keeps it going once the second listener leaves it.
+        let readOn = 4
+        let devNull = open("/dev/null", O_WRONLY)
+        defer { close(devNull) }
+        let player = try Harness.spawn(
+            "sh",
+            ["-c", "exec 3<'\(fixture.path(0))'; dd bs=128k count=\(readOn) of=/dev/null status=none <&3; exec sleep 120"],
+            stdout: devNull, stderr: devNull)
+        var playerStatus: Int32 = 0
+        defer { if kill(player, SIGKILL) == 0 { waitpid(player, &playerStatus, 0) } }
+        #expect(Harness.eventually(60) {
+            ((try? String(contentsOfFile: "/proc/\(player)/comm", encoding: .utf8)) ?? "").hasPrefix("sleep")
+        }, "the player never read on")
+        #expect(Harness.eventually(60) { ((try? fixture.origin.held()) ?? 0) >= 1 }, "the window was never held")
+        let window = try #require(try fixture.origin.ranges("ep1.mp3").compactMap(Self.byteRange).first)
+        #expect(window.lowerBound == cached, "the next window starts where the cache ends: \(window)")
+        // A second listener reads 64 KiB just inside that window.
+        let position = window.lowerBound + 65536
+        let copy = fixture.directory + "/joined"
+        let started = Date()
+        let read = try Harness.run(
+            "dd",
+            ["if=\(fixture.path(0))", "of=\(copy)", "bs=64k", "count=1", "skip=\(position / 65536)", "iflag=direct",
+             "status=none"],
+            timeout: 30)
+        let seconds = Date().timeIntervalSince(started)
+        #expect(read.status == 0, "the read failed: \(read.stderr)")
+        #expect(try fixture.origin.held() >= 1, "the read was answered while the window was still held")
+        let ranges = try fixture.origin.ranges("ep1.mp3")
+        #expect(
+            ranges.compactMap(Self.byteRange).contains { $0.lowerBound == position },
+            "the read asked for its own bytes: \(ranges)")
+        let original = try Data(contentsOf: URL(fileURLWithPath: fixture.originPath(0)))
+        #expect(try Data(contentsOf: URL(fileURLWithPath: copy)) == original.subdata(in: position..<position + 65536))
+        print("a read that joined a held window: answered in \(String(format: "%.3f", seconds)) s; requests \(ranges)")
+        // Released, everything is there, each byte once within the slack.
+        try fixture.origin.clearFaults()
+        try fixture.origin.release()
+        #expect(try fixture.hashOfCopy() == fixture.originHash())
+        let sent = try fixture.origin.bytesSent("ep1.mp3")
+        #expect(
+            sent <= Int64(size - cached + Self.slack),
+            "origin sent \(sent) bytes for \(size - cached) missing: \((try? fixture.origin.ranges("ep1.mp3")) ?? [])")
+        kill(player, SIGKILL)
+        waitpid(player, &playerStatus, 0)
+        try fixture.unmount()
+    }
+
+    /// The episode's cached bytes as its xattr tells.
+    private static func cachedBytes(_ path: String) -> Int64? {
+        let cached = try? Harness.run("getfattr", ["--only-values", "-n", "user.podfs.cached_bytes", path])
+        return cached.flatMap { Int64($0.text.trimmingCharacters(in: .whitespacesAndNewlines)) }
     }
 
     /// What a stopped transfer may have sent past its cut: the origin's

@@ -176,7 +176,9 @@ class Origin:
             st["status_times"].append(round(time.monotonic(), 3))
 
     def count_bytes(self, path, n):
-        if n <= 0:
+        """n body bytes sent for path; a negative n takes back bytes
+        counted before a send that the client cut short."""
+        if n == 0:
             return
         with self.lock:
             self.bytes += n

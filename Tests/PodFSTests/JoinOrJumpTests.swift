@@ -90,6 +90,113 @@ import Testing
         #expect(!at(ReadPlan.nearby + 1))
     }
 
+    @Test func aStreamSilentLongerThanARoundTripLosesEvenJustAhead() {
+        // 100 KB ahead of a 2 MB/s stream: joined while it flows, but not
+        // once it brought nothing for longer than a round trip.
+        let at = { (silence: Double) in
+            JoinOrJump.joins(
+                position: 1_100_000, received: 1_000_000, need: 64 * 1024, following: false, rate: 2_000_000,
+                roundTrip: 0.1, silence: silence)
+        }
+        #expect(at(0))
+        #expect(at(0.01))
+        #expect(!at(0.2))
+        // A reader that reads on stays, silence or not (a stalled
+        // connection is the transfer's timeout's to end).
+        #expect(
+            JoinOrJump.joins(
+                position: 1_100_000, received: 1_000_000, need: 1, following: true, rate: 2_000_000, roundTrip: 0.1,
+                silence: 30))
+    }
+
+    @Test func anUnmeasuredLinkJoinsOnlyAFetchThatIsNotSilent() {
+        let at = { (silence: Double) in
+            JoinOrJump.joins(position: 100, received: 0, need: 1, following: false, rate: nil, roundTrip: nil, silence: silence)
+        }
+        #expect(at(JoinOrJump.quietSilence))
+        #expect(!at(JoinOrJump.quietSilence + 0.01))
+    }
+
+    @Test func theRecheckComesAfterTwiceARequestOfItsOwnWithinBounds() {
+        // 0.1 s + 64 KiB at 2 MB/s = 0.133 s: judged again at 0.266 s.
+        let delay = JoinOrJump.recheckDelay(need: 65_536, rate: 2_000_000, roundTrip: 0.1)
+        #expect(abs(delay - 2 * (0.1 + 65_536.0 / 2_000_000)) < 1e-9)
+        #expect(JoinOrJump.recheckDelay(need: 1, rate: 1e9, roundTrip: 0.0001) == 0.1)
+        #expect(JoinOrJump.recheckDelay(need: 64 * 1024 * 1024, rate: 1000, roundTrip: 5) == 1)
+        #expect(JoinOrJump.recheckDelay(need: 1, rate: nil, roundTrip: nil) == JoinOrJump.quietSilence)
+    }
+
+    // MARK: - The state machine: a stream that stalls is judged again
+
+    /// Listener 2 opens and reads just ahead of the flowing stream: it
+    /// joins. Returns the bench, the stream and the read's bytes.
+    private func joinedJustAhead() -> (ReadBench, UInt64, Range<Int64>) {
+        var (bench, stream) = streaming(handles: [1, 2])
+        bench.state.fetches[stream]?.firstArrival = (bench.now - 1, 0)
+        bench.state.fetches[stream]?.lastArrival = bench.now
+        let position = 2 * mib + 64 * kib + 100_000
+        let effects = bench.read(2, at: position, size: 64 * 1024)
+        #expect(ReadBench.fetched(effects).isEmpty, "it joined the stream: \(effects)")
+        #expect(rechecks(effects).count == 1, "and is judged again later: \(effects)")
+        return (bench, stream, position..<position + 64 * 1024)
+    }
+
+    @Test func aReadThatJoinedAStreamThatStalledGetsAFetchOfItsOwn() {
+        var (bench, stream, wanted) = joinedJustAhead()
+        // The origin holds the stream: nothing for a second.
+        bench.now += 1
+        let effects = bench.recheck()
+        let fetched = ReadBench.fetched(effects)
+        #expect(fetched.first?.lowerBound == wanted.lowerBound, "the read fetches its own bytes: \(effects)")
+        #expect(bench.state.fetches[stream]!.upper <= wanted.lowerBound, "the stalled stream yielded")
+        // Its own short fetch is not a stream: nothing more to judge.
+        #expect(rechecks(effects).isEmpty)
+        #expect(!bench.state.recheckArmed)
+        let pending = bench.state.pending
+        #expect(bench.state.available.gaps(in: wanted).allSatisfy { pending.contains($0) })
+    }
+
+    @Test func aReadThatJoinedAFlowingStreamStaysWithIt() {
+        var (bench, stream, _) = joinedJustAhead()
+        bench.now += 0.05
+        // Bytes keep coming, just not these yet.
+        _ = bench.state.bodyArrived(id: stream, count: 16 * 1024, now: bench.now - 0.001)
+        let effects = bench.recheck()
+        #expect(ReadBench.fetched(effects).isEmpty && bench.state.deferred.isEmpty, "\(effects)")
+        #expect(rechecks(effects).count == 1, "still waiting on the stream: judged again later")
+    }
+
+    @Test func aReadWaitingForAHeadThatNeverComesGetsAFetchOfItsOwn() {
+        // The stream's request is held before its head: no byte ever came.
+        var (bench, stream) = streaming(handles: [1, 2])
+        bench.state.fetches[stream]?.received = 2 * mib
+        // Listener 1 stopped: nobody else needs the stream.
+        bench.state.handles[1]?.streak = 0
+        let effects = bench.read(2, at: 2 * mib + 128 * kib, size: 64 * 1024)
+        #expect(ReadBench.fetched(effects).isEmpty && rechecks(effects).count == 1, "\(effects)")
+        bench.now += 0.5
+        let later = bench.recheck()
+        #expect(ReadBench.fetched(later).first?.lowerBound == 2 * mib + 128 * kib, "\(later)")
+        // Nobody got any of its bytes, and the read's own wait does not
+        // keep it: it stops now, the bytes before the read deferred.
+        #expect(later.contains { if case .stop(stream) = $0 { true } else { false } }, "\(later)")
+        #expect(bench.state.deferred.ranges.first?.lowerBound == 2 * mib)
+    }
+
+    @Test func aReaderThatReadsOnIsNotJudgedAgain() {
+        var (bench, _) = streaming()
+        let effects = bench.read(1, at: 2 * mib + 128 * kib, size: 128 * 1024)
+        #expect(rechecks(effects).isEmpty)
+        bench.now += 10
+        #expect(bench.recheck().isEmpty, "a reader that reads on stays with its stream")
+    }
+
+    @Test func oneRecheckIsArmedAtATime() {
+        var (bench, _, wanted) = joinedJustAhead()
+        let second = bench.read(2, at: wanted.upperBound + 4096, size: 4096)
+        #expect(rechecks(second).isEmpty, "one is on its way already: \(second)")
+    }
+
     // MARK: - The state machine: the stream yields
 
     @Test func aSeekFarAheadStartsItsOwnFetchAndTheStreamYields() {
@@ -274,6 +381,13 @@ import Testing
             id: stream, head, start: 2 * mib, last: episode - 1, total: episode, context: context)
         #expect(verdict.0 == .accepted)
         #expect(bench.state.fetches[stream]?.upper == 2 * mib, "the head does not undo the cut")
+    }
+
+    private func rechecks(_ effects: [Episode.State.ReadEffect]) -> [Double] {
+        effects.compactMap { effect in
+            if case .recheck(let delay) = effect { return delay }
+            return nil
+        }
     }
 
     private func fills(_ effects: [Episode.State.SettleEffect]) -> [Range<Int64>] {

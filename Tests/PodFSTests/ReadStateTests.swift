@@ -51,6 +51,12 @@ struct ReadBench {
         return state.read(handle: handle, offset: offset, size: size, reply: reply, context: context)
     }
 
+    /// The delay of a `.recheck` passed (`Episode.State.recheckDue`).
+    mutating func recheck() -> [Episode.State.ReadEffect] {
+        let context = Episode.State.ReadContext(now: now, wallClock: 1_795_435_200, link: link, tuning: tuning)
+        return state.recheckDue(context: context)
+    }
+
     /// The bytes `effects` ask of the origin.
     static func fetched(_ effects: [Episode.State.ReadEffect]) -> [Range<Int64>] {
         effects.compactMap { effect in

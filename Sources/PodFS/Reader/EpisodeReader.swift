@@ -176,39 +176,16 @@ public final class EpisodeReader: Sendable {
     /// The rules are `Episode.State.read`'s; this carries out its effects
     /// after the lock is released.
     public func read(_ episode: Episode, handle: UInt64, offset: Int64, size: Int, reply: any DataReplying) {
-        let context = Episode.State.ReadContext(
-            now: monotonicSeconds(), wallClock: Int64(Date().timeIntervalSince1970), link: link.withLock { $0 },
-            tuning: tuning)
+        let context = readContext()
         let (effects, url, validator) = episode.state.withLock { state in
             let effects = state.checkingContinuity(state.streamingWhole(
                 state.read(handle: handle, offset: offset, size: size, reply: reply, context: context)))
             return (effects, state.effectiveURL ?? episode.url, self.validator(state))
         }
-        for effect in effects {
-            switch effect {
-            case .fetch(let id, let range):
-                logger.debug(
-                    "fetching",
-                    metadata: [
-                        "episode.key": "\(episode.key)", "range.lower": "\(range.lowerBound)",
-                        "range.upper": "\(range.upperBound)", "read.offset": "\(offset)", "read.size": "\(size)",
-                    ])
-                let fetch = Fetch(id: id, episode: episode, reader: self)
-                _ = fetch.nextAttempt()
-                launch(fetch, url: url, range: range, validator: validator)
-            case .serve(let reply, let range, let spilled):
-                answer(reply, with: .cached(range, scratchFile(of: episode), spilled: spilled), episode: episode)
-            case .stop(let id):
-                stop([id], of: episode)
-            case .answerEmpty(let reply):
-                answer(reply, with: .empty, episode: episode)
-            case .fail(let reply):
-                answer(reply, with: .eio, episode: episode)
-            }
-        }
+        carryOut(effects, of: episode, url: url, validator: validator, read: (offset, size))
     }
 
-    /// Forgets an open file.
+    /// Forgets an open file.    /// Forgets an open file.
     public func release(_ episode: Episode, handle: UInt64) {
         let now = monotonicSeconds()
         episode.state.withLock { $0.release(handle: handle, now: now) }
@@ -289,6 +266,68 @@ public final class EpisodeReader: Sendable {
         for answer in waiting.sized { answer() }
         for early in waiting.reads {
             read(episode, handle: early.handle, offset: early.offset, size: early.size, reply: early.reply)
+        }
+    }
+
+    /// What a read event needs of the world now.
+    private func readContext() -> Episode.State.ReadContext {
+        Episode.State.ReadContext(
+            now: monotonicSeconds(), wallClock: Int64(Date().timeIntervalSince1970), link: link.withLock { $0 },
+            tuning: tuning)
+    }
+
+    /// Carries out a read event's effects (`Episode.State.ReadEffect`), in
+    /// their order, outside the episode's lock. `read`: the read that made
+    /// them, for the log.
+    private func carryOut(
+        _ effects: [Episode.State.ReadEffect], of episode: Episode, url: String, validator: String?,
+        read: (offset: Int64, size: Int)?
+    ) {
+        for effect in effects {
+            switch effect {
+            case .fetch(let id, let range):
+                logger.debug(
+                    "fetching",
+                    metadata: [
+                        "episode.key": "\(episode.key)", "range.lower": "\(range.lowerBound)",
+                        "range.upper": "\(range.upperBound)", "read.offset": "\(read?.offset ?? -1)",
+                        "read.size": "\(read?.size ?? 0)",
+                    ])
+                let fetch = Fetch(id: id, episode: episode, reader: self)
+                _ = fetch.nextAttempt()
+                launch(fetch, url: url, range: range, validator: validator)
+            case .serve(let reply, let range, let spilled):
+                answer(reply, with: .cached(range, scratchFile(of: episode), spilled: spilled), episode: episode)
+            case .stop(let id):
+                stop([id], of: episode)
+            case .answerEmpty(let reply):
+                answer(reply, with: .empty, episode: episode)
+            case .fail(let reply):
+                answer(reply, with: .eio, episode: episode)
+            case .recheck(let delay):
+                scheduleRecheck(of: episode, after: delay)
+            }
+        }
+    }
+
+    /// Judges again, after `delay`, the reads of `episode` that jumped and
+    /// wait for a fetch not their own (`Episode.State.recheckDue`). Counted
+    /// with the retries, so a shutdown waits for it (`drainWriters`).
+    private func scheduleRecheck(of episode: Episode, after delay: Double) {
+        pendingRetries.withLock { $0 += 1 }
+        DispatchQueue.global().asyncAfter(deadline: .now() + delay) { [self] in
+            defer { pendingRetries.withLock { $0 -= 1 } }
+            let context = readContext()
+            let (effects, url, validator) = episode.state.withLock { state in
+                let effects = state.checkingContinuity(state.recheckDue(context: context))
+                return (effects, state.effectiveURL ?? episode.url, self.validator(state))
+            }
+            if effects.contains(where: { if case .fetch = $0 { true } else { false } }) {
+                logger.debug(
+                    "a read that waited for a stalled fetch gets a fetch of its own",
+                    metadata: ["episode.key": "\(episode.key)"])
+            }
+            carryOut(effects, of: episode, url: url, validator: validator, read: nil)
         }
     }
 

@@ -43,7 +43,10 @@ extension Episode.State {
         let room = progress.upper - progress.received
         let count = Int(min(Int64(chunk), max(0, room)))
         let offset = progress.received
-        if progress.firstArrival == nil, let now { progress.firstArrival = (now, offset) }
+        if let now {
+            if progress.firstArrival == nil { progress.firstArrival = (now, offset) }
+            progress.lastArrival = now
+        }
         progress.received += Int64(count)
         fetches[id] = progress
         var early: [Episode.Waiter] = []

@@ -25,6 +25,9 @@ extension Episode.State {
         /// Answer EIO: the handle is unknown, or reads a version the origin
         /// replaced (guarantee 3), or the episode's length is unknown.
         case fail(any DataReplying)
+        /// Run `recheckDue` after `delay` seconds: a read that jumped waits
+        /// for a fetch not its own.
+        case recheck(after: Double)
     }
 
     /// What a read needs to know of the world besides the state.
@@ -83,18 +86,30 @@ extension Episode.State {
             if unstable == nil {
                 let stopped = yieldToJump(
                     wanted: wanted, handle: handle, following: readsOn, link: context.link, now: context.now,
-                    window: windowOf)
+                    since: context.now, window: windowOf)
                 effects += stopped.map { ReadEffect.stop(id: $0) }
             }
             for gap in uncoveredGaps(in: wanted) {
                 effects.append(planFetch(from: gap, window: window, length: length, tuning: context.tuning))
             }
-            waiters.append(Episode.Waiter(range: wanted, reply: reply, generation: generation))
+            waiters.append(
+                Episode.Waiter(
+                    range: wanted, reply: reply, generation: generation, handle: handle, following: readsOn,
+                    since: context.now))
             if deferred != deferredBefore {
                 // A fetch was cut at this read's place: bytes other reads
                 // wait for past that place come by a fetch of their own,
                 // not by the deferred fill (which waits for a quiet link).
                 effects += fetchesForOrphanedWaiters(window: window, length: length, tuning: context.tuning)
+            }
+            if !readsOn, unstable == nil, !recheckArmed, waitsOnAStream(wanted) {
+                // It joined a stream: if that stalls before it brings
+                // these bytes, the read is judged again.
+                recheckArmed = true
+                effects.append(
+                    .recheck(
+                        after: JoinOrJump.recheckDelay(
+                            need: Int64(wanted.count), rate: context.link.throughput, roundTrip: context.link.latency)))
             }
         }
         if followed.streak >= 2, !jumped {
@@ -102,6 +117,42 @@ extension Episode.State {
         }
         if available.contains(wanted) {
             effects.append(.serve(reply, wanted, spilled: spill.pieces(overlapping: wanted)))
+        }
+        return effects
+    }
+
+    /// The delay of a `.recheck` passed: each read that jumped and still
+    /// waits for a fetch not its own is judged again as a new read would
+    /// be (`yieldToJump`, with the silence since the fetch last brought a
+    /// byte, or since the read began to wait). A fetch that lost yields,
+    /// and the read gets a fetch of its own. Armed again while such reads
+    /// wait. Not on an unstable origin: its one stream is its variant.
+    mutating func recheckDue(context: ReadContext) -> [ReadEffect] {
+        recheckArmed = false
+        guard unstable == nil, let length else { return [] }
+        let windowOf = { (streak: Int) in ReadPlan.window(streak: streak, link: context.link, tuning: context.tuning) }
+        let deferredBefore = deferred
+        var effects: [ReadEffect] = []
+        for index in waiters.indices where waiters[index].generation == generation && !waiters[index].following {
+            // Judged as a new read: its own wait does not keep the fetch
+            // it may leave going (`yield`).
+            let waiter = waiters.remove(at: index)
+            let stopped = yieldToJump(
+                wanted: waiter.range, handle: waiter.handle, following: false, link: context.link, now: context.now,
+                since: waiter.since, window: windowOf)
+            waiters.insert(waiter, at: index)
+            effects += stopped.map { ReadEffect.stop(id: $0) }
+        }
+        if deferred != deferredBefore {
+            effects += fetchesForOrphanedWaiters(window: windowOf(0), length: length, tuning: context.tuning)
+        }
+        let waiting = waiters.filter { $0.generation == generation && !$0.following && waitsOnAStream($0.range) }
+        if let need = waiting.map({ Int64($0.range.count) }).max() {
+            recheckArmed = true
+            effects.append(
+                .recheck(
+                    after: JoinOrJump.recheckDelay(
+                        need: need, rate: context.link.throughput, roundTrip: context.link.latency)))
         }
         return effects
     }

@@ -15,8 +15,11 @@ extension Episode.State {
     /// lands within `ReadPlan.nearby` of where the reader stopped). Returns
     /// the fetches that want nothing more: their transfers are stopped at
     /// once.
+    ///
+    /// `since`: when the read began to wait (a fetch that brought nothing
+    /// yet has been silent at least since then).
     mutating func yieldToJump(
-        wanted: Range<Int64>, handle: UInt64, following: Bool, link: LinkEstimate, now: Double,
+        wanted: Range<Int64>, handle: UInt64?, following: Bool, link: LinkEstimate, now: Double, since: Double,
         window: (Int) -> Int64
     ) -> [UInt64] {
         var stopped: [UInt64] = []
@@ -28,11 +31,24 @@ extension Episode.State {
             {
                 let joins = JoinOrJump.joins(
                     position: position, received: progress.received, need: Int64(gap.count), following: following,
-                    rate: progress.rate(link: link, now: now), roundTrip: link.latency)
+                    rate: progress.rate(link: link, now: now), roundTrip: link.latency,
+                    silence: now - (progress.lastArrival ?? since))
                 if !joins, yield(id, before: position, to: handle, window: window) { stopped.append(id) }
             }
         }
         return stopped
+    }
+
+    /// Whether a read of `wanted` that jumped waits, at least in part, for
+    /// a fetch that could yield to it (not a short fetch of its own): it
+    /// is then judged again when `recheckDue` comes.
+    func waitsOnAStream(_ wanted: Range<Int64>) -> Bool {
+        available.gaps(in: wanted).contains { gap in
+            fetches.values.contains { progress in
+                progress.generation == generation && !progress.answersOnArrival
+                    && progress.cursor <= gap.lowerBound && gap.lowerBound < progress.upper
+            }
+        }
     }
 
     /// Ends fetch `id` where the readers that need it stop, and at most at
@@ -40,7 +56,7 @@ extension Episode.State {
     /// not past its head yet stops empty when the head comes. Returns
     /// whether it wants nothing more (its transfer can stop now).
     @discardableResult
-    mutating func yield(_ id: UInt64, before position: Int64, to handle: UInt64, window: (Int) -> Int64) -> Bool {
+    mutating func yield(_ id: UInt64, before position: Int64, to handle: UInt64?, window: (Int) -> Int64) -> Bool {
         guard var progress = fetches[id] else { return false }
         var end = progress.received
         for waiter in waiters where waiter.generation == generation {

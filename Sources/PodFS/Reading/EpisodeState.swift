@@ -22,6 +22,17 @@ extension Episode {
         var range: Range<Int64>
         var reply: any DataReplying
         var generation: UInt64
+        /// The open file that reads, if known (a fetch that yields keeps
+        /// the other readers' windows, `Episode.State.yield`).
+        var handle: UInt64?
+        /// The read landed near where its reader stopped: it stays with
+        /// its stream (`JoinOrJump`) and is never judged again. `false`: it
+        /// jumped, and while it waits for a fetch that is not its own it is
+        /// judged again when `recheckDue` comes.
+        var following = true
+        /// When it began to wait (monotonic seconds): a fetch that brought
+        /// nothing since has been silent at least that long.
+        var since: Double = 0
     }
 
     /// An open waiting for the first response of this mount (validation
@@ -63,6 +74,9 @@ extension Episode {
         /// When its first body bytes arrived (monotonic seconds) and where
         /// they began: the fetch's own rate since (`ownRate`).
         var firstArrival: (time: Double, offset: Int64)?
+        /// When its last body bytes arrived (monotonic seconds): a fetch
+        /// silent since then is judged by that silence too (`silence`).
+        var lastArrival: Double?
 
         init(cursor: Int64, upper: Int64, generation: UInt64, answersOnArrival: Bool = false) {
             self.cursor = cursor
@@ -197,6 +211,12 @@ extension Episode {
         /// once the episode has no fetch on its way (`fillFetch`), each byte
         /// once (what arrived meanwhile is skipped).
         var deferred = RangeSet()
+
+        /// A `recheckDue` event is on its way (the driver's timer): reads
+        /// that jumped and wait for a fetch not their own are judged again
+        /// then, so one that joined a stream which stalled afterwards does
+        /// not wait for it (`EpisodeState+Yield.swift`).
+        var recheckArmed = false
 
         /// The last fetch id handed out; ids are the episode's own.
         var lastFetchID: UInt64 = 0

@@ -13,6 +13,15 @@
 /// a daemon slowed down (a busy machine) would otherwise cut its own stream
 /// again and again, each cut wasting what the origin had already sent.
 ///
+/// A fetch that has brought nothing for a while (`silence`: the origin or
+/// the link holds it back) is expected to stay silent about as long again:
+/// its bytes arrive after `silence + distance / rate`. A stream silent for
+/// longer than a round trip therefore loses to a request of the read's own,
+/// however close its bytes are. Its average rate alone would still look
+/// fast right after a fast start, and a read that joined it would wait for
+/// as long as the hold lasts; a read that joined before the silence began
+/// is judged again while it waits (`Episode.State.recheckDue`).
+///
 /// Pure function of its arguments; the rate and the round trip come from
 /// `LinkEstimate`.
 enum JoinOrJump {
@@ -25,18 +34,43 @@ enum JoinOrJump {
     ///   - rate: body bytes per second (`LinkEstimate.throughput`).
     ///   - roundTrip: seconds from a request to its head
     ///     (`LinkEstimate.latency`).
-    ///   Until both were measured, a read joins within `ReadPlan.nearby`.
+    ///   - silence: seconds since the fetch last brought a byte (0 when it
+    ///     is flowing).
+    ///   Until both were measured, a read joins within `ReadPlan.nearby`
+    ///   a fetch silent for no longer than `quietSilence`.
     static func joins(
-        position: Int64, received: Int64, need: Int64, following: Bool, rate: Double?, roundTrip: Double?
+        position: Int64, received: Int64, need: Int64, following: Bool, rate: Double?, roundTrip: Double?,
+        silence: Double = 0
     ) -> Bool {
         guard position > received, !following else { return true }
         let distance = Double(position - received)
+        let silence = silence.isFinite ? max(0, silence) : .infinity
         guard let rate, let roundTrip, rate.isFinite, rate > 0, roundTrip.isFinite, roundTrip >= 0 else {
-            return distance <= Double(ReadPlan.nearby)
+            return distance <= Double(ReadPlan.nearby) && silence <= quietSilence
         }
-        // Arrival by the fetch: distance / rate. By a request of its own:
-        // roundTrip + need / rate. Compared in bytes, so no division.
+        // Arrival by the fetch: silence + distance / rate. By a request of
+        // its own: roundTrip + need / rate. Compared in bytes, so no
+        // division.
+        let byTheFetch = rate * silence + distance
         let byItsOwn = rate * roundTrip + Double(max(0, need))
-        return distance <= byItsOwn
+        return byTheFetch <= byItsOwn
     }
+
+    /// How long a read that jumped and waits for a fetch not its own waits
+    /// before it is judged again (`Episode.State.recheckDue`): twice what a
+    /// request of its own would take, within 0.1-1 s (0.25 s until the link
+    /// was measured). By then a flowing fetch has brought it, and a fetch
+    /// silent as long has lost to a request of its own.
+    static func recheckDelay(need: Int64, rate: Double?, roundTrip: Double?) -> Double {
+        guard let rate, let roundTrip, rate.isFinite, rate > 0, roundTrip.isFinite, roundTrip >= 0 else {
+            return quietSilence
+        }
+        let own = roundTrip + Double(max(0, need)) / rate
+        return min(1, max(0.1, 2 * own))
+    }
+
+    /// With the link not measured yet: the longest silence a fetch may
+    /// have and still be joined, and the wait before a read that jumped is
+    /// judged again.
+    static let quietSilence = 0.25
 }
