@@ -303,6 +303,87 @@ import Testing
         #expect(bench.state.fetches[probe.key]?.upper == probe.value.upper && bench.state.deferred.isEmpty)
     }
 
+    @Test func aSeekBackWithinTheStreaksReachReadsOnFromTheNewPlace() {
+        // A player 20 MiB in seeks back 10 MiB, within its 16 MiB window's
+        // reach: the seek is a jump, but the next read there reads on, and
+        // its read-ahead goes out (before, the reader stayed at its old
+        // place, so every read after the seek was a jump of its own with
+        // no read-ahead: a round trip per kernel read).
+        var bench = ReadBench(length: episode, present: [0..<20 * mib])
+        bench.link = homeLine
+        bench.state.handles[1] = Episode.HandleState(generation: 0, nextOffset: 20 * mib, streak: 8)
+        bench.state.present = RangeSet([0..<mib, 18 * mib..<20 * mib])
+        let seek = ReadBench.fetched(bench.read(at: 10 * mib, size: 128 * 1024))
+        #expect(seek.count == 1 && seek.first?.lowerBound == 10 * mib, "the seek's own fetch: \(seek)")
+        #expect(bench.state.handles[1]!.nextOffset == 10 * mib + 128 * kib)
+        let next = ReadBench.fetched(bench.read(at: 10 * mib + 128 * kib, size: 128 * 1024))
+        // The read-ahead: from the seek's fetch to the bytes cached at 18 MiB.
+        #expect(next == [seek[0].upperBound..<18 * mib], "the reader reads on with its window: \(next)")
+    }
+
+    // MARK: - The read-ahead left behind yields
+
+    /// A player at 12 MiB with its 16 MiB window on its way (half a MiB
+    /// in), the first 1 MiB and 10-12 MiB cached.
+    private func playingAt12MiB(handles: [UInt64] = [1]) -> (ReadBench, UInt64) {
+        var bench = ReadBench(length: episode, present: [0..<mib, 10 * mib..<12 * mib], handles: handles)
+        bench.link = homeLine
+        bench.state.handles[1] = Episode.HandleState(generation: 0, nextOffset: 12 * mib, streak: 6)
+        let id = bench.state.takeFetchID()
+        var window = Episode.FetchProgress(cursor: 12 * mib, upper: 28 * mib, generation: 0)
+        window.received = 12 * mib + 512 * kib
+        bench.state.fetches[id] = window
+        return (bench, id)
+    }
+
+    @Test func aSeekBackLetsTheWindowLeftBehindYield() {
+        var (bench, window) = playingAt12MiB()
+        let effects = bench.read(at: 5 * mib, size: 64 * 1024)
+        #expect(ReadBench.fetched(effects).first?.lowerBound == 5 * mib, "\(effects)")
+        // The window ends where it has come; the rest is filled later.
+        #expect(bench.state.fetches[window]?.upper == 12 * mib + 512 * kib)
+        #expect(bench.state.deferred.ranges == [12 * mib + 512 * kib..<28 * mib])
+    }
+
+    @Test func aSeekIntoTheCacheLetsItYieldToo() {
+        var (bench, window) = playingAt12MiB()
+        let effects = bench.read(at: 0, size: 64 * 1024)
+        #expect(ReadBench.served(effects) == [0..<64 * kib])
+        #expect(bench.state.fetches[window]?.upper == 12 * mib + 512 * kib)
+    }
+
+    @Test func aWindowNobodyGotAByteOfIsStoppedAtOnce() {
+        var (bench, window) = playingAt12MiB()
+        bench.state.fetches[window]?.received = 12 * mib
+        let effects = bench.read(at: 5 * mib, size: 64 * 1024)
+        #expect(effects.contains { if case .stop(window) = $0 { true } else { false } }, "\(effects)")
+    }
+
+    @Test func theWindowKeepsWhatOthersNeed() {
+        // Another listener plays inside it, and a read of the kernel's
+        // waits on it: both keep their bytes coming.
+        var (bench, window) = playingAt12MiB(handles: [1, 2])
+        bench.state.handles[2] = Episode.HandleState(generation: 0, nextOffset: 12 * mib, streak: 3)
+        _ = bench.read(at: 5 * mib, size: 64 * 1024)
+        let kept = ReadPlan.window(streak: 3, link: bench.link, tuning: bench.tuning)
+        #expect(bench.state.fetches[window]?.upper == 12 * mib + kept)
+        var (alone, stream) = playingAt12MiB()
+        let waiting = 13 * mib..<13 * mib + 128 * kib
+        alone.state.waiters.append(Episode.Waiter(range: waiting, reply: FakeDataReply(), generation: 0))
+        _ = alone.read(at: 5 * mib, size: 64 * 1024)
+        #expect(alone.state.fetches[stream]?.upper == waiting.upperBound)
+    }
+
+    @Test func aReaderThatReadsOnOrAFreshOpenCutsNothing() {
+        var (bench, window) = playingAt12MiB(handles: [1, 2])
+        _ = bench.read(at: 12 * mib, size: 128 * 1024)
+        #expect(bench.state.fetches[window]?.upper == 28 * mib, "reading on")
+        // A second file opened in the cache: not the player's skip.
+        _ = bench.read(2, at: 0, size: 64 * 1024)
+        _ = bench.read(2, at: 5 * mib, size: 64 * 1024)
+        #expect(bench.state.fetches[window]?.upper == 28 * mib, "another file's jump keeps this reader's window")
+    }
+
     // MARK: - One window on the link at a time
 
     @Test func theNextWindowWaitsUntilTheCurrentOneHasAlmostArrived() {

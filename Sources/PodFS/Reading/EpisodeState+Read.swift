@@ -76,6 +76,11 @@ extension Episode.State {
         let wanted = offset..<end
         let window = windowOf(jumped ? 0 : followed.streak)
         var effects: [ReadEffect] = []
+        if jumped, unstable == nil {
+            // The listener skipped: what its old place's read-ahead still
+            // brings must not share the link with the new place.
+            effects += yieldLeftBehind(by: handle, wanted: wanted, window: windowOf).map { ReadEffect.stop(id: $0) }
+        }
         if !available.contains(wanted) {
             // A fetch that would bring these bytes later than a request of
             // their own yields first (`JoinOrJump`, `yield`). Not on an

@@ -39,6 +39,25 @@ extension Episode.State {
         return stopped
     }
 
+    /// Open file `handle` jumped to `wanted`, away from where it read: the
+    /// read-ahead it left behind is far from it now. Each fetch that does
+    /// not bring bytes of `wanted` (those are `yieldToJump`'s) yields where
+    /// it has come, so the new place has the link to itself: it ends where
+    /// the readers that still need it stop (a read waiting on it, another
+    /// open file playing inside it), and the rest is `deferred`, fetched
+    /// once nothing else is on its way. Returns the fetches that want
+    /// nothing more: their transfers are stopped at once.
+    mutating func yieldLeftBehind(by handle: UInt64, wanted: Range<Int64>, window: (Int) -> Int64) -> [UInt64] {
+        var stopped: [UInt64] = []
+        for (id, progress) in fetches
+        where progress.generation == generation && !progress.answersOnArrival && progress.received < progress.upper
+            && !(progress.cursor..<progress.upper).overlaps(wanted)
+        {
+            if yield(id, before: progress.upper, to: handle, window: window) { stopped.append(id) }
+        }
+        return stopped
+    }
+
     /// Whether a read of `wanted` that jumped waits, at least in part, for
     /// a fetch that could yield to it (not a short fetch of its own): it
     /// is then judged again when `recheckDue` comes.

@@ -50,7 +50,10 @@ enum ReadPlan {
         let distance = abs(offset - reader.nextOffset)
         if distance <= max(nearby, window(reader.streak)) {
             reader.streak += 1
-            reader.nextOffset = max(reader.nextOffset, end)
+            // Reads that arrive out of order (the kernel's read-ahead) never
+            // move the reader back; a seek does, backwards as well, so the
+            // next read there reads on.
+            reader.nextOffset = distance <= nearby ? max(reader.nextOffset, end) : end
         } else {
             reader.streak = 0
             reader.nextOffset = end
