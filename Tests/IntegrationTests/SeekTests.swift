@@ -164,6 +164,62 @@ struct SeekTests {
         try fixture.unmount()
     }
 
+    /// A stream from a slow host, cut for a listener's jump while another
+    /// listener plays inside it: it goes on up to the jump, for that
+    /// listener, and is hung up on there, although its bytes come in small
+    /// pieces that never fill a chunk (before, only a full chunk's refusal
+    /// stopped a transfer, so a slow stream went on to its end and shared
+    /// the link with the jump: mpv's seeks at 2 MB/s).
+    @Test func aStreamFromASlowHostIsHungUpOnWhereItWasCut() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        let size = 64 * Self.mib
+        try fixture.publish(Fixture.episodes(sizes: [size]))
+        try fixture.mount()
+        try fixture.origin.reset()
+        try fixture.origin.configure(#"{"pace": {"/ep1.mp3": 4000000}}"#)
+        defer { _ = try? fixture.origin.clearFaults() }
+        // A player reads the episode at the pace the host sends it.
+        let devNull = open("/dev/null", O_WRONLY)
+        defer { close(devNull) }
+        let player = try Harness.spawn(
+            "dd", ["if=\(fixture.path(0))", "of=/dev/null", "bs=128k", "iflag=direct", "status=none"],
+            stdout: devNull, stderr: devNull)
+        var playerStatus: Int32 = 0
+        defer { if kill(player, SIGKILL) == 0 { waitpid(player, &playerStatus, 0) } }
+        var window: Range<Int> = 0..<0
+        let streaming = Harness.eventually(60) {
+            let ranges = ((try? fixture.origin.ranges("ep1.mp3")) ?? []).compactMap(Self.byteRange)
+            window = ranges.max { $0.lowerBound < $1.lowerBound } ?? 0..<0
+            return window.count >= 16 * Self.mib
+        }
+        try #require(streaming, "the read-ahead never reached a 16 MiB window")
+        // A second listener seeks halfway into that window.
+        let seek = (window.lowerBound + window.count / 2) / 65536 * 65536
+        let read = try Harness.run(
+            "dd",
+            ["if=\(fixture.path(0))", "of=/dev/null", "bs=64k", "count=1", "skip=\(seek / 65536)", "iflag=direct",
+             "status=none"],
+            timeout: 60)
+        #expect(read.status == 0, "the seek's read failed: \(read.stderr)")
+        // The window's response ends once its bytes reach the seek.
+        let header = "bytes=\(window.lowerBound)-\(window.upperBound - 1)"
+        var sent: Int?
+        let ended = Harness.eventually(60) {
+            sent = ((try? fixture.origin.finished("ep1.mp3")) ?? []).last { $0.range == header }?.sent
+            return sent != nil
+        }
+        #expect(ended, "the window's request never ended")
+        let kept = seek - window.lowerBound
+        print("a slow stream cut at \(kept) of \(window.count) bytes: the origin sent \(sent ?? -1)")
+        #expect((sent ?? .max) <= kept + Self.slack, "the origin sent \(sent ?? -1) bytes of the window cut at \(kept)")
+        kill(player, SIGKILL)
+        waitpid(player, &playerStatus, 0)
+        try fixture.origin.clearFaults()
+        #expect(try fixture.hashOfCopy() == fixture.originHash())
+        try fixture.unmount()
+    }
+
     /// The episode's cached bytes as its xattr tells.
     private static func cachedBytes(_ path: String) -> Int64? {
         let cached = try? Harness.run("getfattr", ["--only-values", "-n", "user.podfs.cached_bytes", path])

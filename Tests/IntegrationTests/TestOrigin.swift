@@ -128,6 +128,13 @@ final class TestOrigin {
         return entries.map { ($0["range"] as? String, ($0["sent"] as? NSNumber)?.intValue ?? -1) }
     }
 
+    /// Each response for one path that ended since the last reset, done or
+    /// cut short: its Range header and the body bytes it sent.
+    func finished(_ name: String) throws -> [(range: String?, sent: Int)] {
+        let entries = try pathStats(name)["finished"] as? [[String: Any]] ?? []
+        return entries.map { ($0["range"] as? String, ($0["sent"] as? NSNumber)?.intValue ?? -1) }
+    }
+
     /// The Range header of each request for one path since the last reset
     /// that had one, in order.
     func ranges(_ name: String) throws -> [String] {

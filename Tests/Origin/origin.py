@@ -13,7 +13,9 @@ Files ending in .xml, .rss or .opml are templates: "{{BASE}}" becomes
 "http://HOST:PORT" (the Host the request came in on).
 
 Control API (same port, never counted in the stats):
-  GET  /_origin/stats          counters as JSON
+  GET  /_origin/stats          counters as JSON (per path: "ranges" asked, in order, and
+                               "finished": each response's Range header and body bytes sent,
+                               once it ended or was cut short)
   POST /_origin/reset          zero all counters
   POST /_origin/config         merge a JSON fault config, answer the result
   GET  /_origin/config         current fault config
@@ -68,6 +70,8 @@ Fault config keys:
                                 "none" (no ETag, no Last-Modified); "same_length": true
                                 gives every byte XOR that value instead (new bytes
                                 everywhere, every variant as long as the file)
+  pace: {"/x"|"*": N}            send bodies of that path at N bytes per second, in 16 KiB slices
+                                (a slow host: a client's reads come in small pieces)
   no_etag: ["/x"|"*"]           send no ETag (Last-Modified only): an origin that drops its
                                 validator
   if_range_200: ["/x"|"*"]      a CDN that answers any Range with If-Range by a 200 with
@@ -113,6 +117,7 @@ CONTENT_TYPES = {
     ".json": "application/json",
 }
 CHUNK = 256 * 1024
+PACE_SLICE = 16 * 1024
 SENDFILE_MAX = 1 << 30
 
 
@@ -390,6 +395,16 @@ class Origin:
             st["drops"] = st.get("drops", 0) + 1
             st.setdefault("dropped", []).append({"range": range_header, "sent": sent})
 
+    def pace(self, path):
+        """Bytes per second the bodies of path are sent at, or None."""
+        with self.lock:
+            table = self.config.get("pace") or {}
+            value = table.get(path, table.get("*"))
+        try:
+            return float(value) if value and float(value) > 0 else None
+        except (TypeError, ValueError):
+            return None
+
     def head_hold(self, path):
         """The hold_head entry applying to this request of path, consuming a count."""
         with self.lock:
@@ -408,10 +423,23 @@ class Origin:
                     self._body_fault("hold", path, length))
 
     # ---- log ------------------------------------------------------------
-    def log(self, method, path, rng, status, nbytes):
+    def count_finished(self, path, range_header, nbytes):
+        """A response of path ended (done or cut short): its Range header
+        (None without one) and the body bytes it sent."""
+        with self.lock:
+            self._path_stats(path).setdefault("finished", []).append({"range": range_header, "sent": nbytes})
+
+    def log(self, method, path, rng, status, nbytes, started=None):
+        """One line per request, when it ended: the wall-clock time it came
+        in (with milliseconds, to lay beside a client's trace), how long it
+        took, the request and the body bytes sent."""
         if self.log_file is None:
             return
-        line = "%s %s %s %s %d\n" % (method, path, rng or "-", status, nbytes)
+        if started is None:
+            started = time.time()
+        stamp = time.strftime("%H:%M:%S", time.localtime(started)) + ".%03d" % int(started % 1 * 1000)
+        line = "%s +%.3fs %s %s %s %s %d\n" % (stamp, time.time() - started, method, path, rng or "-", status,
+                                              nbytes)
         with self.log_lock:
             try:
                 self.log_file.write(line)
@@ -589,12 +617,14 @@ class Handler(BaseHTTPRequestHandler):
             return
         status, nbytes = "-", 0
         rng = self.headers.get("Range")
+        started = time.time()
         try:
             status, nbytes = self._serve(path, rng)
         except (ConnectionError, BrokenPipeError, socket.timeout):
             self.close_connection = True
         finally:
-            self.origin.log(self.command, path, rng, status, nbytes)
+            self.origin.count_finished(path, rng, nbytes)
+            self.origin.log(self.command, path, rng, status, nbytes, started)
 
     # ---- control API ----------------------------------------------------
     def _json(self, code, obj):
@@ -911,9 +941,10 @@ class Handler(BaseHTTPRequestHandler):
 
         body_length = length + delta if delta < 0 else length
         drop, stall, hold = o.body_faults(path, body_length)
+        pace = o.pace(path)
         if delta < 0:
-            return code, self._send_body(path, fd, body, start, length + delta, drop, stall, hold)
-        sent = self._send_body(path, fd, body, start, length, drop, stall, hold)
+            return code, self._send_body(path, fd, body, start, length + delta, drop, stall, hold, pace)
+        sent = self._send_body(path, fd, body, start, length, drop, stall, hold, pace)
         if delta > 0 and sent == length:
             try:
                 self.connection.sendall(b"\xee" * delta)
@@ -941,8 +972,9 @@ class Handler(BaseHTTPRequestHandler):
         except OSError:
             return sent
 
-    def _send_body(self, path, fd, body, start, length, drop, stall, hold=None):
+    def _send_body(self, path, fd, body, start, length, drop, stall, hold=None, pace=None):
         o = self.origin
+        began = time.monotonic()
         sock = self.connection
         sent = 0
         drop_after = None
@@ -963,7 +995,7 @@ class Handler(BaseHTTPRequestHandler):
             if hold_after >= length:
                 hold_after = None
         try:
-            if drop_after is None and stall_after is None and hold_after is None:
+            if drop_after is None and stall_after is None and hold_after is None and not pace:
                 # Count the body before sending it: a client that reads the
                 # stats right after its response must see these bytes. What
                 # is not sent after all is taken back below.
@@ -1005,7 +1037,11 @@ class Handler(BaseHTTPRequestHandler):
                     limit = min(limit, hold_after)
                 if drop_after is not None:
                     limit = min(limit, drop_after)
-                n = min(CHUNK, limit - sent)
+                n = min(CHUNK if not pace else PACE_SLICE, limit - sent)
+                if pace:
+                    wait = began + sent / pace - time.monotonic()
+                    if wait > 0:
+                        time.sleep(wait)
                 if body is None:
                     data = os.pread(fd, n, start + sent)
                     if not data:

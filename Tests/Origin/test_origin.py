@@ -346,6 +346,16 @@ class OriginTest(unittest.TestCase):
         self.assertEqual((r.status, data), (206, BIG[:100]))
         self.assertGreaterEqual(time.time() - t0, 0.45)
 
+    def test_pace(self):
+        self.control("/_origin/config", {"pace": {"/ep.mp3": 200000}})
+        t0 = time.time()
+        r, data = self.request("GET", "/ep.mp3")
+        self.assertEqual((r.status, data), (200, BIG))
+        # The last slice goes out once the ones before took their time.
+        self.assertGreaterEqual(time.time() - t0, (len(BIG) - 16384) / 200000 * 0.9)
+        r, data = self.request("GET", "/other.mp3")
+        self.assertEqual(data, b"other file bytes")
+
     def test_ignore_range(self):
         self.control("/_origin/config", {"ignore_range": ["/ep.mp3"]})
         r, data = self.request("GET", "/ep.mp3", {"Range": "bytes=0-9"})

@@ -76,7 +76,12 @@ final class Fetch: FetchSink {
     }
 
     func bodyBatchEnded() {
-        handOffGathered()
+        // Refused (the fetch yielded and has all it kept, is stale, or the
+        // origin sent more than it announced): stopped as a refusal inside
+        // `receive(body:)` is. From a slow host every chunk is handed over
+        // here, never full, so without this such a fetch would run to its
+        // end, sharing the link with the reads it yielded to.
+        if !handOffGathered() { stop() }
     }
 
     func complete(error: FetchError?) {
