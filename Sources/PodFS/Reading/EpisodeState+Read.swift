@@ -60,25 +60,26 @@ extension Episode.State {
         let end = ReadPlan.end(offset: offset, size: size, length: length)
         lastRead = context.wallClock
         let windowOf = { (streak: Int) in ReadPlan.window(streak: streak, link: context.link, tuning: context.tuning) }
-        let (followed, resumed) = ReadPlan.follow(
+        let follow = ReadPlan.follow(
             reader, offset: offset, end: end, lastStream: lastStream, now: context.now, window: windowOf)
-        if resumed { lastStream = nil }
+        let followed = follow.reader
+        if follow.resumed { lastStream = nil }
         // A seek within the streak's reach keeps the streak (the window
         // stays large once the reader reads on there), but it is a jump:
         // its fetch is a jump's, answered as its bytes arrive, with no
         // read-ahead yet to share the link with, and it joins a stream only
         // when that brings its bytes sooner (`JoinOrJump`).
         let fresh = reader.streak == 0 && reader.nextOffset == 0
-        let readsOn = resumed || (fresh ? offset == 0 : abs(offset - reader.nextOffset) <= ReadPlan.nearby)
+        let readsOn = follow.resumed || (fresh ? offset == 0 : follow.readsOn)
         let jumped = !fresh && !readsOn
         handles[handle] = followed
         if offset >= end { return [.answerEmpty(reply)] }
         let wanted = offset..<end
         let window = windowOf(jumped ? 0 : followed.streak)
         var effects: [ReadEffect] = []
-        if jumped, unstable == nil {
-            // The listener skipped: what its old place's read-ahead still
-            // brings must not share the link with the new place.
+        if follow.moved, !fresh, unstable == nil {
+            // The listener is at a new place: what its old place's
+            // read-ahead still brings must not share the link with it.
             effects += yieldLeftBehind(by: handle, wanted: wanted, window: windowOf).map { ReadEffect.stop(id: $0) }
         }
         if !available.contains(wanted) {

@@ -92,6 +92,10 @@ extension Episode {
         var generation: UInt64
         var nextOffset: Int64 = 0
         var streak: Int = 0
+        /// Where a read behind `nextOffset`, within the window's reach,
+        /// ended: a seek back, or a read the kernel sent late; a read on
+        /// from here moves the reader here (`ReadPlan.follow`).
+        var rewound: Int64?
         /// Opened before the first response of the mount arrived (nothing
         /// of the episode was cached, so nothing could be served stale):
         /// its reads wait for that response, and it reads the version the

@@ -19,6 +19,21 @@ enum ReadPlan {
 
     // MARK: - Methods
 
+    /// Where a reader is after a read (`follow`).
+    struct Followed {
+        var reader: Episode.HandleState
+        /// It took over `lastStream` (a reopen that reads on).
+        var resumed: Bool
+        /// The read lands near where the reader stopped, or near where it
+        /// seeked back to (`HandleState.rewound`).
+        var readsOn: Bool
+        /// The reader is at a new place now: a jump beyond its window's
+        /// reach, or a read on from where it seeked back to. What it was
+        /// reading ahead at its old place is left behind
+        /// (`Episode.State.yieldLeftBehind`).
+        var moved: Bool
+    }
+
     /// A reader's streak after it read `offset..<end`, and whether it took
     /// over `lastStream` (where the last sequential reader of the episode
     /// stopped, `now` being the same clock as its `closedAt`).
@@ -28,10 +43,15 @@ enum ReadPlan {
     /// "follows on" means "lands near where the last one ended"; a jump
     /// further than that (a listener scrubbing) starts over. `window` is
     /// the read-ahead window of a streak (`window(streak:link:tuning:)`).
+    /// A read behind the reader but within its window's reach is a seek
+    /// back or a read the kernel sent late (under load, by more than
+    /// `nearby`): the reader stays where it was and remembers the place
+    /// (`rewound`); the next read tells which, as it reads on from one or
+    /// the other.
     static func follow(
         _ reader: Episode.HandleState, offset: Int64, end: Int64,
         lastStream: (end: Int64, streak: Int, closedAt: Double)?, now: Double, window: (Int) -> Int64
-    ) -> (reader: Episode.HandleState, resumed: Bool) {
+    ) -> Followed {
         var reader = reader
         var resumed = false
         if reader.streak == 0, reader.nextOffset == 0, let last = lastStream,
@@ -48,17 +68,33 @@ enum ReadPlan {
             reader.streak = 1
         }
         let distance = abs(offset - reader.nextOffset)
+        if distance <= nearby {
+            reader.streak += 1
+            reader.nextOffset = max(reader.nextOffset, end)
+            reader.rewound = nil
+            return Followed(reader: reader, resumed: resumed, readsOn: true, moved: false)
+        }
+        if let back = reader.rewound, abs(offset - back) <= nearby {
+            // It reads on where it seeked back to: it is there now.
+            reader.streak += 1
+            reader.nextOffset = max(back, end)
+            reader.rewound = nil
+            return Followed(reader: reader, resumed: resumed, readsOn: true, moved: true)
+        }
         if distance <= max(nearby, window(reader.streak)) {
             reader.streak += 1
-            // Reads that arrive out of order (the kernel's read-ahead) never
-            // move the reader back; a seek does, backwards as well, so the
-            // next read there reads on.
-            reader.nextOffset = distance <= nearby ? max(reader.nextOffset, end) : end
-        } else {
-            reader.streak = 0
-            reader.nextOffset = end
+            if offset > reader.nextOffset {
+                reader.nextOffset = end
+                reader.rewound = nil
+            } else {
+                reader.rewound = end
+            }
+            return Followed(reader: reader, resumed: resumed, readsOn: false, moved: false)
         }
-        return (reader, resumed)
+        reader.streak = 0
+        reader.nextOffset = end
+        reader.rewound = nil
+        return Followed(reader: reader, resumed: resumed, readsOn: false, moved: true)
     }
 
     /// Where a read of `size` bytes at `offset` ends in a file of `length`
