@@ -172,11 +172,45 @@ import Testing
         var state = cached()
         let check = state.startMountCheck()!
         _ = state.open(handle: 1, reply: FakeOpenReply(), now: 0, feedLength: nil, tuning: tuning)
-        let busy = OriginAnswer(status: 503, retryAfter: nil, now: 0).failure(status: 503, url: "http://o/a")
-        _ = state.fetchEnded(id: check.id, error: busy, attempt: tuning.attempts, tuning: tuning)
-        let settled = state.fetchSettled(id: check.id, failure: busy, isBackground: true, minimumFetch: 1)
+        let refused = OriginAnswer(status: 401, retryAfter: nil, now: 0).failure(status: 401, url: "http://o/a")
+        _ = state.fetchEnded(id: check.id, error: refused, attempt: tuning.attempts, tuning: tuning)
+        let settled = state.fetchSettled(id: check.id, failure: refused, isBackground: true, minimumFetch: 1)
         #expect(settled.contains { if case .probe = $0 { true } else { false } })
         #expect(state.openWaiters.count == 1)
+    }
+
+    @Test(arguments: [408, 429, 500, 503])
+    func anOriginBusyForEveryAttemptOpensACachedEpisodeFromTheCache(status: Int) {
+        // The mount's check, or the open's own probe: either way the
+        // origin said nothing of the episode changing.
+        for background in [true, false] {
+            var state = cached()
+            state.present = RangeSet([0..<mib])
+            let open = FakeOpenReply()
+            let id: UInt64
+            if background {
+                id = state.startMountCheck()!.id
+                _ = state.open(handle: 1, reply: open, now: 0, feedLength: nil, tuning: tuning)
+            } else {
+                id = probes(state.open(handle: 1, reply: open, now: 0, feedLength: nil, tuning: tuning))[0].id
+            }
+            let busy = OriginAnswer(status: status, retryAfter: nil, now: 0).failure(status: status, url: "http://o/a")
+            guard case .ended = state.fetchEnded(id: id, error: busy, attempt: tuning.attempts, tuning: tuning).0 else {
+                Issue.record("the last attempt is not retried")
+                continue
+            }
+            let settled = state.fetchSettled(id: id, failure: busy, isBackground: background, minimumFetch: 1)
+            guard case .answerOpen(_, let options) = settled.first else {
+                Issue.record("the open is answered from the cache: \(settled)")
+                continue
+            }
+            #expect(options?.handle == 1)
+            #expect(!settled.contains { if case .probe = $0 { true } else { false } })
+            // Its cached bytes are served.
+            var bench = ReadBench(length: 10 * mib)
+            bench.state = state
+            #expect(ReadBench.served(bench.read(1, at: 4096, size: 4096)) == [4096..<8192])
+        }
     }
 
     @Test func aReadPastTheNowKnownEndIsCutToIt() {

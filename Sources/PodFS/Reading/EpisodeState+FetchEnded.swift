@@ -126,11 +126,14 @@ extension Episode.State {
         let probeEnded = probeID == id || probeID.map { fetches[$0] == nil } ?? false
         if !validated && (!stillPending || probeEnded) {
             probeGone()
-            // Offline, the cache answers; so it does for a final episode
-            // whose pinned link stopped working while this probe asked it
-            // (`finalLinkGone`): the enclosure would only lead to another
-            // variant.
-            let usable = length != nil && (failure?.isUnreachable == true || finalLinkGone)
+            // Offline, the cache answers; so it does when the origin was
+            // busy for every attempt (408, 429, 5xx, a dropped connection:
+            // it said nothing of the episode changing), and for a final
+            // episode whose pinned link stopped working while this probe
+            // asked it (`finalLinkGone`): the enclosure would only lead to
+            // another variant.
+            let busy = failure.map { $0.isTransient || $0.retryAfter != nil } ?? false
+            let usable = length != nil && (failure?.isUnreachable == true || busy || finalLinkGone)
             if isBackground, !usable, !openWaiters.isEmpty {
                 // Opens joined a mount's check that failed, maybe after most
                 // of its attempts: they get a probe of their own.
