@@ -129,10 +129,16 @@ public final class CacheIndex: Sendable {
     /// changed enclosure URL is updated. An enclosure whose path changed
     /// (not merely its query) is another file: the episode's ranges, its
     /// validator and its variant are forgotten (`forgetIfMoved`).
+    ///
+    /// - Parameter formerKeys: new key to the key the same file had before
+    ///   (a show now known by its `podcast:guid`: its key in the feed URL's
+    ///   scope). An episode with no row under its new key and one under its
+    ///   former key is moved there with its file and everything cached
+    ///   (`EpisodeRekeying`).
     public func register(
-        feedURL: String, episodes: [(key: String, url: String)]
+        feedURL: String, episodes: [(key: String, url: String)], formerKeys: [String: String] = [:]
     ) throws(IndexError) -> (feedID: Int64, records: [EpisodeRecord]) {
-        try register(feeds: [(feedURL: feedURL, episodes: episodes)])[0]
+        try register(feeds: [(feedURL: feedURL, episodes: episodes)], formerKeys: formerKeys)[0]
     }
 
     /// `register` for many feeds in one transaction, each statement
@@ -140,10 +146,28 @@ public final class CacheIndex: Sendable {
     /// again: a mount of a thousand kept feeds registers them all at once,
     /// with one sync at most.
     public func register(
-        feeds: [(feedURL: String, episodes: [(key: String, url: String)])]
+        feeds: [(feedURL: String, episodes: [(key: String, url: String)])], formerKeys: [String: String] = [:]
     ) throws(IndexError) -> [(feedID: Int64, records: [EpisodeRecord])] {
-        try connection.withLock { db throws(IndexError) -> [(feedID: Int64, records: [EpisodeRecord])] in
-            try db.transaction { () throws(IndexError) -> [(feedID: Int64, records: [EpisodeRecord])] in
+        var moved = 0
+        var refused: FileError?
+        var committed = false
+        defer {
+            if committed, moved > 0 {
+                logger.info(
+                    "moved cached episodes to the keys of their show's podcast:guid; nothing is fetched again",
+                    metadata: ["episodes.moved": "\(moved)"])
+            }
+            if let refused {
+                logger.info(
+                    "could not move a cached episode to its show's podcast:guid key; it will be fetched again",
+                    metadata: ["error": "\(refused)"])
+            }
+        }
+        return try connection.withLock { db throws(IndexError) -> [(feedID: Int64, records: [EpisodeRecord])] in
+            var rekeying: EpisodeRekeying?
+            defer { rekeying?.finish(committed: committed) }
+            let result = try db.transaction { () throws(IndexError) -> [(feedID: Int64, records: [EpisodeRecord])] in
+                if !formerKeys.isEmpty { rekeying = try EpisodeRekeying(db, directory: directory) }
                 let insert = try db.prepare(
                     "INSERT INTO episodes (key, feed_id, url) VALUES (?, ?, ?) "
                         + "ON CONFLICT(key) DO UPDATE SET url = excluded.url, feed_id = excluded.feed_id "
@@ -156,6 +180,13 @@ public final class CacheIndex: Sendable {
                     var records: [EpisodeRecord] = []
                     records.reserveCapacity(feed.episodes.count)
                     for episode in feed.episodes {
+                        if let formerKey = formerKeys[episode.key] {
+                            switch try rekeying?.take(from: formerKey, to: episode.key) {
+                            case .moved?: moved += 1
+                            case .refused(let error)?: refused = error
+                            case .unchanged?, nil: break
+                            }
+                        }
                         try Self.forgetIfMoved(db, key: episode.key, url: episode.url)
                         try insert.reset()
                         try insert.bind(1, episode.key)
@@ -173,6 +204,8 @@ public final class CacheIndex: Sendable {
                 }
                 return result
             }
+            committed = true
+            return result
         }
     }
 

@@ -52,6 +52,7 @@ public struct FileError: Error, Sendable {
         case "fstat": "inspect the cache file"
         case "mkdir": "create the cache directory"
         case "unlink": "delete the cache file"
+        case "link": "give the cache file its new name"
         case "lseek": "look for holes in the cache file"
         default: "\(operation) the cache file"
         }

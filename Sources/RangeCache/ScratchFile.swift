@@ -205,6 +205,20 @@ public final class ScratchFile: Sendable {
         throw FileError(operation: "unlink", path: path, errno: Glibc.errno)
     }
 
+    /// Gives the file at `path` a second name, `newPath` (a hard link in the
+    /// same directory), so it is under both until one is removed.
+    static func link(_ path: String, to newPath: String) throws(FileError) {
+        _ = try retrying("link", newPath) { Glibc.link(path, newPath) }
+    }
+
+    /// Flushes a directory's entries to disk, so a name made in it outlives a
+    /// power cut.
+    static func synchronizeDirectory(_ path: String) throws(FileError) {
+        let descriptor = try retrying("open", path) { open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
+        defer { _ = close(descriptor) }
+        _ = try retrying("fsync", path) { fsync(descriptor) }
+    }
+
     /// The file's current size in bytes.
     public func currentLength() throws(FileError) -> Int64 {
         var status = stat()

@@ -212,6 +212,13 @@ struct CacheReport: Encodable {
             for item in layout.files {
                 named[item.key] = (item.name, item.kind == .episode ? item.episode?.enclosureLength : nil)
                 order.append(item.key)
+                // A show whose guid another subscription holds is cached
+                // under its URL's keys (`Catalog`): its files are found
+                // under either.
+                if let former = item.formerKey {
+                    named[former] = named[item.key]
+                    order.append(former)
+                }
             }
         }
         let records = Dictionary(snapshot.episodes.map { ($0.key, $0) }, uniquingKeysWith: { first, _ in first })

@@ -26,6 +26,8 @@ public final class Catalog: Sendable {
         public let inode: UInt64
         public let name: String
         public let feedURL: String
+        /// The scope of its files' keys, kept for the rest of the mount.
+        public let scope: CacheScope
         public let modificationTime: Int64
         /// Episodes in listing order.
         public let episodes: [Episode]
@@ -40,13 +42,14 @@ public final class Catalog: Sendable {
         let names: [String: String]
 
         init(
-            inode: UInt64, name: String, feedURL: String, modificationTime: Int64, episodes: [Episode],
-            extras: [Episode], playlist: Playlist, byName: [String: Node], entries: [DirectoryEntry],
-            names: [String: String]
+            inode: UInt64, name: String, feedURL: String, scope: CacheScope, modificationTime: Int64,
+            episodes: [Episode], extras: [Episode], playlist: Playlist, byName: [String: Node],
+            entries: [DirectoryEntry], names: [String: String]
         ) {
             self.inode = inode
             self.name = name
             self.feedURL = feedURL
+            self.scope = scope
             self.modificationTime = modificationTime
             self.episodes = episodes
             self.extras = extras
@@ -102,6 +105,12 @@ public final class Catalog: Sendable {
         /// Feed URLs in the order the root lists them, while placeholders
         /// exist (a show built from one keeps its place); empty otherwise.
         var rootOrder: [String] = []
+        /// Normalised `podcast:guid` to the feed URL whose keys are scoped
+        /// by it in this mount: the first subscription to claim it
+        /// (`scope(url:feed:)`).
+        var guidClaims: [String: String] = [:]
+        /// Feed URLs refused a guid another subscription holds, logged once.
+        var guidRefusals: Set<String> = []
     }
 
     // MARK: - Properties
@@ -149,19 +158,23 @@ public final class Catalog: Sendable {
                 placeholders[$0.url]?.name
                     ?? Naming.uniqueName(stem: Naming.sanitize($0.feed.title), suffix: "", taken: &taken)
             }
+            // In SOURCE order, so the first of two subscriptions with one
+            // guid keeps it.
+            let scopes = feeds.map { scope(url: $0.url, feed: $0.feed) }
             let layouts = Self.layouts(
-                feeds.indices.map { (url: feeds[$0].url, feed: feeds[$0].feed, name: names[$0]) }, logger: logger)
+                feeds.indices.map { (scope: scopes[$0], feed: feeds[$0].feed, name: names[$0]) }, logger: logger)
             // Every file of a new show is new: all are registered in one
             // transaction.
             let registered = try index.register(
                 feeds: feeds.indices.map { position in
                     (feedURL: feeds[position].url, episodes: layouts[position].files.map { (key: $0.key, url: $0.url) })
-                })
+                },
+                formerKeys: Self.formerKeys(layouts.flatMap(\.files)))
             var shows: [Show] = []
             for (position, entry) in feeds.enumerated() {
                 let (show, _) = try Self.makeShow(
                     url: entry.url, feed: entry.feed, layout: layouts[position], name: names[position],
-                    previous: nil, known: { _ in nil }, register: { _ in registered[position] })
+                    previous: nil, known: { _ in nil }, register: { _, _ in registered[position] })
                 shows.append(show)
             }
             tree.withLock { tree in
@@ -235,8 +248,12 @@ public final class Catalog: Sendable {
         let (before, provisional) = tree.withLock { tree in
             (tree.shows.first { $0.feedURL == url }, Naming.sanitize(feed.title))
         }
+        // A show keeps its scope for the mount: its files' keys are what the
+        // reader and open files use (a feed that gains a guid is moved to
+        // it by the next mount).
+        let scope = before?.scope ?? scope(url: url, feed: feed)
         var layout = ShowLayout(
-            feedURL: url, feed: feed, directoryName: before?.name ?? provisional,
+            scope: scope, feed: feed, directoryName: before?.name ?? provisional,
             previousNames: before?.names ?? [:], logger: logger)
         return try updating.withLock { _ in
             // No copy of the tree is held while it is changed: a copy would
@@ -259,13 +276,13 @@ public final class Catalog: Sendable {
             }
             if name != (before?.name ?? provisional) || previous?.inode != before?.inode {
                 layout = ShowLayout(
-                    feedURL: url, feed: feed, directoryName: name, previousNames: previous?.names ?? [:],
-                    logger: logger)
+                    scope: previous?.scope ?? scope, feed: feed, directoryName: name,
+                    previousNames: previous?.names ?? [:], logger: logger)
             }
             let (show, newFiles) = try Self.makeShow(
                 url: url, feed: feed, layout: layout, name: name, previous: previous,
                 known: { key in self.tree.withLock { $0.filesByKey[key] } },
-                register: { [index] in try index.register(feedURL: url, episodes: $0) })
+                register: { [index] in try index.register(feedURL: url, episodes: $0, formerKeys: $1) })
             tree.withLock { Self.install(show, replacing: previous, into: &$0) }
             let before = Set(previous?.byName.keys.map { $0 } ?? [])
             let after = Set(show.byName.keys)
@@ -309,13 +326,15 @@ public final class Catalog: Sendable {
     private static func makeShow(
         url: String, feed: ParsedFeed, layout: ShowLayout, name: String, previous: Show?,
         known: (String) -> Episode?,
-        register: ([(key: String, url: String)]) throws -> (feedID: Int64, records: [EpisodeRecord])
+        register: (_ episodes: [(key: String, url: String)], _ formerKeys: [String: String]) throws -> (
+            feedID: Int64, records: [EpisodeRecord]
+        )
     ) throws -> (Show, newFiles: [Episode]) {
         let files = layout.files
         let reused = Dictionary(
             files.compactMap { item in known(item.key).map { (item.key, $0) } }, uniquingKeysWith: { first, _ in first })
         let missing = files.filter { reused[$0.key] == nil }
-        let registered = try register(missing.map { (key: $0.key, url: $0.url) })
+        let registered = try register(missing.map { (key: $0.key, url: $0.url) }, formerKeys(missing))
         let records = Dictionary(zip(missing.map(\.key), registered.records), uniquingKeysWith: { first, _ in first })
         let showInode = Self.inode(.show, id: registered.feedID)
         let newest = feed.episodes.compactMap(\.published).max()
@@ -359,21 +378,53 @@ public final class Catalog: Sendable {
         byName[playlist.name] = .playlist(playlist)
         entries.append(DirectoryEntry(name: playlist.name, inode: playlist.inode, kind: .regularFile))
         let show = Show(
-            inode: showInode, name: name, feedURL: url, modificationTime: showTime, episodes: episodes,
+            inode: showInode, name: name, feedURL: url, scope: layout.scope, modificationTime: showTime,
+            episodes: episodes,
             extras: extras, playlist: playlist, byName: byName, entries: entries, names: layout.names)
         return (show, newFiles)
     }
 
+    /// The scope of a show not yet in the tree: the feed's `podcast:guid`
+    /// unless another subscription holds it in this mount (a duplicate in
+    /// the SOURCE), which would make two folders share cache files; then
+    /// its feed URL, and the log says so once.
+    private func scope(url: String, feed: ParsedFeed) -> CacheScope {
+        let wanted = CacheScope(feedURL: url, showGUID: feed.showGUID)
+        guard let guid = wanted.guid else { return wanted }
+        let (holder, firstRefusal) = tree.withLock { tree -> (String, Bool) in
+            let holder = tree.guidClaims[guid, default: url]
+            tree.guidClaims[guid] = holder
+            return (holder, holder != url && tree.guidRefusals.insert(url).inserted)
+        }
+        guard holder != url else { return wanted }
+        if firstRefusal {
+            logger.info(
+                "another subscription has this show's podcast:guid; its files are cached under its feed URL instead",
+                metadata: ["feed.url": .url(url), "show.guid": "\(guid)", "guid.holder": .url(holder)])
+        }
+        return .feedURL(url)
+    }
+
+    /// New key to former key of every file that has one (`ShowLayout.Item
+    /// .formerKey`), for the index to take over.
+    private static func formerKeys(_ files: [ShowLayout.Item]) -> [String: String] {
+        var keys: [String: String] = [:]
+        for file in files {
+            if let former = file.formerKey { keys[file.key] = former }
+        }
+        return keys
+    }
+
     /// The layouts of `feeds`, made on a few threads.
     private static func layouts(
-        _ feeds: [(url: String, feed: ParsedFeed, name: String)], logger: Logger
+        _ feeds: [(scope: CacheScope, feed: ParsedFeed, name: String)], logger: Logger
     ) -> [ShowLayout] {
         let made = Locked<[Int: ShowLayout]>([:])
         let workers = max(1, min(ProcessInfo.processInfo.activeProcessorCount, 8, feeds.count))
         DispatchQueue.concurrentPerform(iterations: workers) { worker in
             for position in stride(from: worker, to: feeds.count, by: workers) {
                 let entry = feeds[position]
-                let layout = ShowLayout(feedURL: entry.url, feed: entry.feed, directoryName: entry.name, logger: logger)
+                let layout = ShowLayout(scope: entry.scope, feed: entry.feed, directoryName: entry.name, logger: logger)
                 made.withLock { $0[position] = layout }
             }
         }

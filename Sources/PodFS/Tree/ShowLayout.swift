@@ -27,6 +27,10 @@ public struct ShowLayout: Sendable {
         public var kind: Kind
         /// The cache key (the scratch file's name and the index row).
         public var key: String
+        /// The key the same file had in the show's URL scope, when `key` is
+        /// in its guid scope (`CacheScope.urlScope`): a cache made before
+        /// the show was known by its guid is taken over from there.
+        public var formerKey: String?
         public var name: String
         /// Where the bytes come from.
         public var url: String
@@ -39,6 +43,9 @@ public struct ShowLayout: Sendable {
 
     /// The key under which the playlist's name is remembered across refreshes.
     public static let playlistKey = "playlist"
+
+    /// The scope every key of the folder is made in.
+    public let scope: CacheScope
 
     /// Episodes in feed order (duplicates left out).
     public private(set) var episodes: [Item] = []
@@ -69,7 +76,8 @@ public struct ShowLayout: Sendable {
 
     // MARK: - Init
 
-    /// Lays out the folder of the feed at `feedURL` named `directoryName`.
+    /// Lays out the folder of the feed at `feedURL` named `directoryName`,
+    /// its keys in the scope the feed asks for (`CacheScope`).
     ///
     /// - Parameter previousNames: cache key to the name the file had before
     ///   this refresh (empty at mount time).
@@ -77,7 +85,20 @@ public struct ShowLayout: Sendable {
         feedURL: String, feed: ParsedFeed, directoryName: String, previousNames: [String: String] = [:],
         logger: Logger
     ) {
-        let items = Self.deduplicated(feedURL: feedURL, feed: feed, logger: logger)
+        self.init(
+            scope: CacheScope(feedURL: feedURL, showGUID: feed.showGUID), feed: feed, directoryName: directoryName,
+            previousNames: previousNames, logger: logger)
+    }
+
+    /// Lays out the folder of the feed at `scope.feedURL` named
+    /// `directoryName`, its keys in `scope` (a catalogue decides it: two
+    /// subscriptions never share a guid scope).
+    public init(
+        scope: CacheScope, feed: ParsedFeed, directoryName: String, previousNames: [String: String] = [:],
+        logger: Logger
+    ) {
+        self.scope = scope
+        let items = Self.deduplicated(scope: scope, feed: feed, logger: logger)
         var keeping: [Int: String] = [:]
         for (position, item) in items.enumerated() {
             if let name = previousNames[item.key] { keeping[position] = name }
@@ -90,12 +111,15 @@ public struct ShowLayout: Sendable {
             }, keeping: keeping)
         var taken = Set(names.map { Array($0.utf8) })
         episodes = zip(items, names).map {
-            Item(kind: .episode, key: $0.0.key, name: $0.1, url: $0.0.parsed.enclosureURL, episode: $0.0.parsed)
+            Item(
+                kind: .episode, key: $0.0.key, formerKey: $0.0.formerKey, name: $0.1, url: $0.0.parsed.enclosureURL,
+                episode: $0.0.parsed)
         }
         // Names that stay take their place before any new one is made.
         var wanted: [(kind: Kind, key: String, stem: String, suffix: String, url: String, episode: ParsedEpisode?)] = []
         if let cover = feed.imageURL {
-            wanted.append((.cover, Self.key(feedURL, "cover", cover), "cover", Self.imageExtension(cover), cover, nil))
+            let key = Self.extraKey(scope, .cover, cover, nil)
+            wanted.append((.cover, key, "cover", Self.imageExtension(cover), cover, nil))
         }
         for episode in episodes {
             guard let parsed = episode.episode else { continue }
@@ -107,11 +131,11 @@ public struct ShowLayout: Sendable {
                     suffix = "." + language + suffix
                 }
                 usedSuffixes.insert(suffix)
-                let key = Self.key(feedURL, parsed.identity + "\u{0}transcript", transcript.url)
+                let key = Self.extraKey(scope, .transcript, transcript.url, parsed)
                 wanted.append((.transcript, key, base, suffix, transcript.url, parsed))
             }
             if let chapters = parsed.chapters {
-                let key = Self.key(feedURL, parsed.identity + "\u{0}chapters", chapters.url)
+                let key = Self.extraKey(scope, .chapters, chapters.url, parsed)
                 wanted.append((.chapters, key, base, ".chapters.json", chapters.url, parsed))
             }
         }
@@ -130,8 +154,12 @@ public struct ShowLayout: Sendable {
         for (position, entry) in wanted.enumerated() where extraNames[position] == nil {
             extraNames[position] = Naming.uniqueName(stem: entry.stem, suffix: entry.suffix, taken: &taken)
         }
-        extras = zip(wanted, extraNames).map {
-            Item(kind: $0.0.kind, key: $0.0.key, name: $0.1 ?? "", url: $0.0.url, episode: $0.0.episode)
+        let urlScope = scope.urlScope
+        extras = zip(wanted, extraNames).map { entry, name in
+            Item(
+                kind: entry.kind, key: entry.key,
+                formerKey: urlScope.map { Self.extraKey($0, entry.kind, entry.url, entry.episode) },
+                name: name ?? "", url: entry.url, episode: entry.episode)
         }
         playlistName = previousPlaylist ?? Naming.uniqueName(stem: directoryName, suffix: ".m3u", taken: &taken)
     }
@@ -170,36 +198,47 @@ public struct ShowLayout: Sendable {
 
     // MARK: - Private methods
 
-    /// A feed's episodes with their keys, duplicates left out: two items
-    /// with the same identity (copied items) would share a cache file; the
-    /// first is kept, or they are told apart by their enclosure.
+    /// A feed's episodes with their keys (and their URL-scope keys, for a
+    /// guid scope), duplicates left out: two items with the same identity
+    /// (copied items) would share a cache file; the first is kept, or they
+    /// are told apart by their enclosure. Which identity an item gets
+    /// depends only on the feed, so its key in either scope is made from
+    /// the same identity.
     private static func deduplicated(
-        feedURL: String, feed: ParsedFeed, logger: Logger
-    ) -> [(parsed: ParsedEpisode, key: String)] {
+        scope: CacheScope, feed: ParsedFeed, logger: Logger
+    ) -> [(parsed: ParsedEpisode, key: String, formerKey: String?)] {
         var seen = Set<String>()
-        var items: [(parsed: ParsedEpisode, key: String)] = []
+        var items: [(parsed: ParsedEpisode, key: String, formerKey: String?)] = []
         items.reserveCapacity(feed.episodes.count)
+        let urlScope = scope.urlScope
         for parsed in feed.episodes {
-            var key = CacheIndex.episodeKey(feedURL: feedURL, identity: parsed.identity)
+            var identity = parsed.identity
+            var key = CacheIndex.episodeKey(feedURL: scope.keyScope, identity: identity)
             if seen.contains(key) {
-                key = CacheIndex.episodeKey(feedURL: feedURL, identity: parsed.identity + "\n" + parsed.enclosureURL)
+                identity = parsed.identity + "\n" + parsed.enclosureURL
+                key = CacheIndex.episodeKey(feedURL: scope.keyScope, identity: identity)
                 if seen.contains(key) {
                     logger.notice(
                         "skipping a duplicate episode",
-                        metadata: ["feed.url": .url(feedURL), "episode.title": "\(parsed.title ?? "")"])
+                        metadata: ["feed.url": .url(scope.feedURL), "episode.title": "\(parsed.title ?? "")"])
                     continue
                 }
             }
             seen.insert(key)
-            items.append((parsed, key))
+            let formerKey = urlScope.map { CacheIndex.episodeKey(feedURL: $0.keyScope, identity: identity) }
+            items.append((parsed, key, formerKey))
         }
         return items
     }
 
-    /// The key of an added file: its role and URL, so a new URL is a new
-    /// file in the cache.
-    private static func key(_ feedURL: String, _ role: String, _ url: String) -> String {
-        CacheIndex.episodeKey(feedURL: feedURL, identity: "\u{0}" + role + "\u{0}" + url)
+    /// The key of an added file: its role (with its episode's identity) and
+    /// URL, so a new URL is a new file in the cache.
+    private static func extraKey(_ scope: CacheScope, _ kind: Kind, _ url: String, _ episode: ParsedEpisode?) -> String {
+        let role = switch kind {
+        case .episode, .cover: kind.rawValue
+        case .transcript, .chapters: (episode?.identity ?? "") + "\u{0}" + kind.rawValue
+        }
+        return CacheIndex.episodeKey(feedURL: scope.keyScope, identity: "\u{0}" + role + "\u{0}" + url)
     }
 
     /// An episode's name without its media extension.
