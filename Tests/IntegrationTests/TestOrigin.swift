@@ -128,6 +128,11 @@ final class TestOrigin {
         return entries.map { ($0["range"] as? String, ($0["sent"] as? NSNumber)?.intValue ?? -1) }
     }
 
+    /// Each User-Agent one path was asked with since the last reset, once.
+    func userAgents(_ name: String) throws -> [String] {
+        (try pathStats(name)["user_agents"] as? [Any])?.compactMap { $0 as? String } ?? []
+    }
+
     /// Each response for one path that ended since the last reset, done or
     /// cut short: its Range header and the body bytes it sent.
     func finished(_ name: String) throws -> [(range: String?, sent: Int)] {

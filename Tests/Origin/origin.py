@@ -15,7 +15,8 @@ Files ending in .xml, .rss or .opml are templates: "{{BASE}}" becomes
 Control API (same port, never counted in the stats):
   GET  /_origin/stats          counters as JSON (per path: "ranges" asked, in order, and
                                "finished": each response's Range header and body bytes sent,
-                               once it ended or was cut short)
+                               once it ended or was cut short; "user_agents": each
+                               User-Agent it was asked with, once)
   POST /_origin/reset          zero all counters
   POST /_origin/config         merge a JSON fault config, answer the result
   GET  /_origin/config         current fault config
@@ -164,6 +165,13 @@ class Origin:
             st["requests"] += 1
             if range_header is not None:
                 st["ranges"].append(range_header)
+
+    def count_user_agent(self, path, user_agent):
+        """Each User-Agent a path was asked with, once (None: no header)."""
+        with self.lock:
+            agents = self._path_stats(path).setdefault("user_agents", [])
+            if user_agent not in agents:
+                agents.append(user_agent)
 
     def count_credentials(self, path, query, authorization):
         """Each request's query string and Authorization header (for tests
@@ -731,6 +739,7 @@ class Handler(BaseHTTPRequestHandler):
         self.conn_counted = True
         o.count_request(path, rng, new_conn)
         o.count_credentials(path, urllib.parse.urlsplit(self.path).query, self.headers.get("Authorization"))
+        o.count_user_agent(path, self.headers.get("User-Agent"))
         if self.command in ("POST", "PUT"):
             self._read_body()
 
