@@ -36,11 +36,7 @@ struct SeekTests {
         let seek = (furthest.lowerBound + furthest.count / 2) / 65536 * 65536
         let copy = fixture.directory + "/seek"
         let started = Date()
-        let read = try Harness.run(
-            "dd",
-            ["if=\(fixture.path(0))", "of=\(copy)", "bs=64k", "count=1", "skip=\(seek / 65536)", "iflag=direct",
-             "status=none"],
-            timeout: 60)
+        let read = try Self.readDirect(fixture, at: seek, to: copy, timeout: 60)
         let seconds = Date().timeIntervalSince(started)
         #expect(read.status == 0, "the seek's read failed: \(read.stderr)")
         #expect(try fixture.origin.held() >= 1, "the seek was answered while the stream was still held")
@@ -130,11 +126,7 @@ struct SeekTests {
         let position = window.lowerBound + 65536
         let copy = fixture.directory + "/joined"
         let started = Date()
-        let read = try Harness.run(
-            "dd",
-            ["if=\(fixture.path(0))", "of=\(copy)", "bs=64k", "count=1", "skip=\(position / 65536)", "iflag=direct",
-             "status=none"],
-            timeout: 30)
+        let read = try Self.readDirect(fixture, at: position, to: copy, timeout: 30)
         let seconds = Date().timeIntervalSince(started)
         #expect(read.status == 0, "the read failed: \(read.stderr)")
         #expect(try fixture.origin.held() >= 1, "the read was answered while the window was still held")
@@ -188,11 +180,7 @@ struct SeekTests {
         try #require(streaming, "the read-ahead never reached a 16 MiB window")
         // A second listener seeks halfway into that window.
         let seek = (window.lowerBound + window.count / 2) / 65536 * 65536
-        let read = try Harness.run(
-            "dd",
-            ["if=\(fixture.path(0))", "of=/dev/null", "bs=64k", "count=1", "skip=\(seek / 65536)", "iflag=direct",
-             "status=none"],
-            timeout: 60)
+        let read = try Self.readDirect(fixture, at: seek, to: "/dev/null", timeout: 60)
         #expect(read.status == 0, "the seek's read failed: \(read.stderr)")
         // The window's response ends once its bytes reach the seek.
         let header = "bytes=\(window.lowerBound)-\(window.upperBound - 1)"
@@ -210,6 +198,18 @@ struct SeekTests {
         try fixture.origin.clearFaults()
         #expect(try fixture.hashOfCopy() == fixture.originHash())
         try fixture.unmount()
+    }
+
+    /// Reads 64 KiB of the episode at `offset` (a multiple of 64 KiB) with
+    /// O_DIRECT, as a player's seek does, into `copy`.
+    private static func readDirect(
+        _ fixture: Fixture, at offset: Int, to copy: String, timeout: Double
+    ) throws -> Harness.Output {
+        try Harness.run(
+            "dd",
+            ["if=\(fixture.path(0))", "of=\(copy)", "bs=64k", "count=1", "skip=\(offset / 65536)", "iflag=direct",
+             "status=none"],
+            timeout: timeout)
     }
 
     /// The episode's cached bytes as its xattr tells.
