@@ -115,11 +115,7 @@ extension Episode.State {
             if !readsOn, unstable == nil, !recheckArmed, waitsOnAStream(wanted) {
                 // It joined a stream: if that stalls before it brings
                 // these bytes, the read is judged again.
-                recheckArmed = true
-                effects.append(
-                    .recheck(
-                        after: JoinOrJump.recheckDelay(
-                            need: Int64(wanted.count), rate: context.link.throughput, roundTrip: context.link.latency)))
+                effects.append(armRecheck(need: Int64(wanted.count), context: context))
             }
         }
         if followed.streak >= 2, !jumped {
@@ -158,16 +154,19 @@ extension Episode.State {
         }
         let waiting = waiters.filter { $0.generation == generation && !$0.following && waitsOnAStream($0.range) }
         if let need = waiting.map({ Int64($0.range.count) }).max() {
-            recheckArmed = true
-            effects.append(
-                .recheck(
-                    after: JoinOrJump.recheckDelay(
-                        need: need, rate: context.link.throughput, roundTrip: context.link.latency)))
+            effects.append(armRecheck(need: need, context: context))
         }
         return effects
     }
 
     // MARK: - Private methods
+
+    /// The `.recheck` for reads waiting for `need` bytes at most, armed.
+    private mutating func armRecheck(need: Int64, context: ReadContext) -> ReadEffect {
+        recheckArmed = true
+        return .recheck(
+            after: JoinOrJump.recheckDelay(need: need, rate: context.link.throughput, roundTrip: context.link.latency))
+    }
 
     /// Fetches for the bytes waiting reads need that neither are here nor
     /// are on their way any more (a fetch that yielded was cut before them).

@@ -25,10 +25,7 @@ extension Episode.State {
         var stopped: [UInt64] = []
         for gap in available.gaps(in: wanted) {
             let position = gap.lowerBound
-            for (id, progress) in fetches
-            where progress.generation == generation && !progress.answersOnArrival
-                && progress.cursor <= position && position < progress.upper
-            {
+            for (id, progress) in streams(bringing: position) {
                 let joins = JoinOrJump.joins(
                     position: position, received: progress.received, need: Int64(gap.count), following: following,
                     rate: progress.rate(link: link, now: now), roundTrip: link.latency,
@@ -62,11 +59,17 @@ extension Episode.State {
     /// a fetch that could yield to it (not a short fetch of its own): it
     /// is then judged again when `recheckDue` comes.
     func waitsOnAStream(_ wanted: Range<Int64>) -> Bool {
-        available.gaps(in: wanted).contains { gap in
-            fetches.values.contains { progress in
-                progress.generation == generation && !progress.answersOnArrival
-                    && progress.cursor <= gap.lowerBound && gap.lowerBound < progress.upper
-            }
+        available.gaps(in: wanted).contains { !streams(bringing: $0.lowerBound).isEmpty }
+    }
+
+    /// The fetches of this version still to bring `position` that could
+    /// yield (not a short fetch a reader waits on).
+    /// Lazy: no allocation on the read path.
+    private func streams(bringing position: Int64) -> LazyFilterSequence<[UInt64: Episode.FetchProgress]> {
+        let generation = generation
+        return fetches.lazy.filter { _, progress in
+            progress.generation == generation && !progress.answersOnArrival
+                && progress.cursor <= position && position < progress.upper
         }
     }
 
