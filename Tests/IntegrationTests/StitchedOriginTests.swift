@@ -100,6 +100,62 @@ struct StitchedOriginTests {
         #expect(said.count == 2, "\(fixture.log())")
     }
 
+    /// Issue 20, item 5: a player holds the file open when the variant it
+    /// reads is gone (its link expired, the enclosure leads to another).
+    /// It keeps reading what was cached of its variant and gets EIO only
+    /// for bytes it never had; a new open reads the new variant whole.
+    @Test func aFileOpenWhenItsVariantIsGoneReadsWhatItHadAndEIOForTheRest() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        try fixture.publish(Fixture.episodes(sizes: [16 * Self.mib]))
+        try stitch(fixture, expiresAfter: 1)
+        // The first variant stops after 2 MiB, so it stays partial.
+        try fixture.origin.configure(
+            "{\"hold\": {\"path\": \"/_variants/ep1.mp3.v1\", \"after_bytes\": \(2 * Self.mib), \"seconds\": 60}}")
+        try fixture.mount()
+        // One open file (O_DIRECT: every read reaches podfs): the first
+        // MiB, then, once the pinned link expired, 12 MiB in (never had),
+        // then the first MiB again.
+        let script = """
+            import mmap, os, sys, time
+            fd = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECT)
+            buf = mmap.mmap(-1, 1 << 20)
+            def read(offset, name):
+                try:
+                    got = os.preadv(fd, [buf], offset)
+                    open(name, "wb").write(buf[:got])
+                    return "ok"
+                except OSError as error:
+                    return "errno %d" % error.errno
+            first = read(0, sys.argv[2] + "/first")
+            time.sleep(1.6)
+            never = read(12 << 20, sys.argv[2] + "/never")
+            again = read(0, sys.argv[2] + "/again")
+            os.close(fd)
+            print(first, never, again, sep=",")
+            """
+        let outcome = try Harness.run("python3", ["-c", script, fixture.path(0), fixture.directory], timeout: 60)
+        let results = outcome.text.trimmingCharacters(in: .whitespacesAndNewlines).components(separatedBy: ",")
+        let pinned = try fixture.origin.statuses("_variants/ep1.mp3.v1")
+        print("a file open when its variant went: reads \(results) (first MiB, 12 MiB in, first MiB again); "
+            + "pinned link answered \(pinned)")
+        try fixture.origin.release()
+        #expect(pinned.contains(403), "the pinned link was asked and had expired")
+        #expect(try fixture.origin.variants("ep1.mp3") >= 2, "the enclosure led to another variant")
+        #expect(results == ["ok", "errno 5", "ok"], "\(outcome.stderr)")
+        let episode = fixture.episodes[0].data
+        let prefix = TestOrigin.variant(1, of: episode, adBytes: Self.adBytes).prefix(Self.mib)
+        let first = try Data(contentsOf: URL(fileURLWithPath: fixture.directory + "/first"))
+        let again = try Data(contentsOf: URL(fileURLWithPath: fixture.directory + "/again"))
+        #expect(first == prefix, "the first MiB of the first variant")
+        #expect(again == first, "read again from the bytes that version had")
+        // A new open reads the new variant, whole and alone.
+        let copy = fixture.directory + "/copy"
+        try Harness.sh("cat '\(fixture.path(0))' > '\(copy)'")
+        let found = matches(try Data(contentsOf: URL(fileURLWithPath: copy)), fixture, issued: try fixture.origin.variants("ep1.mp3"))
+        #expect(found.count == 1 && found != [1], "one variant, the new one: \(found)")
+    }
+
     @Test func aCompleteEpisodeIsKeptWhenItsLinkExpiredAndTheHostServesAnotherVariant() throws {
         let fixture = try Fixture()
         defer { fixture.cleanup() }

@@ -139,9 +139,10 @@ final class FakeOpenReply: OpenReplying {
         #expect(state.generation == 1)
         #expect(then.contains { if case .fail(let replies) = $0 { replies.count == 1 } else { false } })
         #expect(then.contains { if case .invalidateKernel(pages: true) = $0 { true } else { false } })
-        // The handle opened on the old version now reads EIO.
+        // The handle opened on the old version reads EIO for the bytes that
+        // version never had (what it had: KeptVersionTests).
         let late = state.read(
-            handle: 2, offset: 0, size: 10, reply: FakeDataReply(),
+            handle: 2, offset: 2 * mib, size: 10, reply: FakeDataReply(),
             context: .init(now: 0, wallClock: 0, link: LinkEstimate(), tuning: EpisodeReader.Tuning()))
         #expect(ReadBench.failed(late) == 1)
     }

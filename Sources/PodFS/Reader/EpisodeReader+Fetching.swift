@@ -87,6 +87,13 @@ extension EpisodeReader {
                     // new version is written.
                     if old > 0 { try? scratch.punchHole(0..<old) }
                     if old != new { try? scratch.resize(to: new) }
+                case .replace(let old, let length):
+                    // The old file stays open for the files that read it;
+                    // a new one takes its path. Should that fail, the new
+                    // version's file is made when a byte arrives.
+                    _ = unlink(old.path)
+                    let fresh = try? ScratchFile(path: old.path, length: length)
+                    episode.state.withLock { $0.replaced(with: fresh) }
                 case .saveVersion(let version, let pinnedURL, let pinnedIssuer):
                     try index.setValidator(EpisodeValidator(
                         key: episode.key, length: version.length ?? 0, etag: version.etag,
@@ -102,7 +109,8 @@ extension EpisodeReader {
                         """
                         the link of the variant this episode was cached from stopped working, and the host now \
                         serves another variant: its cached bytes were dropped and the episode is fetched again as \
-                        one variant; a player that had it open gets an error and opens it again
+                        one variant; a player that has it open reads what was cached of the old one and gets an \
+                        error past it, then opens it again
                         """,
                         metadata: [
                             "episode.key": "\(episode.key)", "episode.name": "\(episode.name)",

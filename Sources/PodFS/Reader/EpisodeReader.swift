@@ -188,7 +188,14 @@ public final class EpisodeReader: Sendable {
     /// Forgets an open file.    /// Forgets an open file.
     public func release(_ episode: Episode, handle: UInt64) {
         let now = monotonicSeconds()
-        episode.state.withLock { $0.release(handle: handle, now: now) }
+        // A replaced version no file reads any more is closed here, outside
+        // the lock: its file has no path, and closing it frees its blocks.
+        let unread = episode.state.withLock { $0.release(handle: handle, now: now) }
+        if !unread.isEmpty {
+            logger.debug(
+                "the last file open on a replaced version closed; its bytes are freed",
+                metadata: ["episode.key": "\(episode.key)", "versions": "\(unread.count)"])
+        }
     }
 
     // MARK: - Internal methods
@@ -231,9 +238,12 @@ public final class EpisodeReader: Sendable {
     /// unknown or when it cannot be created (reads then come from memory,
     /// see EpisodeReader+DiskFull).
     func scratchFile(of episode: Episode) -> ScratchFile? {
-        let (open, length, cached) = episode.state.withLock { ($0.scratch, $0.length, !$0.present.isEmpty) }
+        let (open, length, cached, replacing) = episode.state.withLock {
+            ($0.scratch, $0.length, !$0.present.isEmpty, $0.replacingScratch)
+        }
         if let open { return open }
-        guard let length else { return nil }
+        // The path still names a replaced version's file for a moment.
+        guard let length, !replacing else { return nil }
         let path = index.dataPath(forKey: episode.key)
         // The file is gone (deleted by hand?): what the index said is not
         // on disk, so forget it rather than serve zeros.
@@ -246,7 +256,7 @@ public final class EpisodeReader: Sendable {
                 state.present = RangeSet()
                 state.dirty = true
             }
-            if state.scratch == nil, case .success(let made) = made { state.scratch = made }
+            if state.scratch == nil, !state.replacingScratch, case .success(let made) = made { state.scratch = made }
             return state.scratch
         }
         if missing {
@@ -298,6 +308,8 @@ public final class EpisodeReader: Sendable {
                 launch(fetch, url: url, range: range, validator: validator)
             case .serve(let reply, let range, let spilled):
                 answer(reply, with: .cached(range, scratchFile(of: episode), spilled: spilled), episode: episode)
+            case .serveKept(let reply, let range, let file, let spilled):
+                answer(reply, with: .cached(range, file, spilled: spilled), episode: episode)
             case .stop(let id):
                 stop([id], of: episode)
             case .answerEmpty(let reply):

@@ -29,6 +29,11 @@ extension Episode.State {
         /// give it the new length: only after the index forgot them (it
         /// must never list a punched byte).
         case reshape(ScratchFile, old: Int64, new: Int64)
+        /// Files opened on the old version are still open and read its
+        /// bytes from `old` (`kept`): detach it from its path and make a
+        /// new, empty file of `length` bytes there for the new version
+        /// (`replaced(_:with:)`). Only after the index forgot the ranges.
+        case replace(old: ScratchFile, length: Int64)
         /// Save the new length and validators with the drop, and the link
         /// they came from (pinned, with who sent podfs there).
         case saveVersion(OriginVersion, pinnedURL: String?, pinnedIssuer: String?)
@@ -154,7 +159,7 @@ extension Episode.State {
             let cachedBefore = present.count
             dropped = dropVersion(keeping: id, existing: context.existingScratch)
             durable.append(.dropIndexRanges)
-            if let scratch, let old = length { durable.append(.reshape(scratch, old: old, new: total)) }
+            if let free = freeingOldBytes(old: length, new: total) { durable.append(free) }
             durable.append(.saveVersion(answer, pinnedURL: head.effectiveURL, pinnedIssuer: head.issuer))
             then.append(pinnedLinkGone ? .logVariantGone(dropped: cachedBefore) : .logChanged)
             invalidate = true
@@ -212,9 +217,12 @@ extension Episode.State {
     // MARK: - Private methods
 
     /// A new version: the old one's bytes, waiters and fetches go (all but
-    /// fetch `id`), and older handles read EIO. Returns the waiters.
+    /// fetch `id`). Files open on the old version keep reading its cached
+    /// bytes (`keepForOpenFiles`), EIO for the rest. Returns the waiters.
     mutating func dropVersion(keeping id: UInt64, existing: ScratchFile?) -> [any DataReplying] {
         kernelPagesStale = true
+        if scratch == nil { scratch = existing }
+        keepForOpenFiles()
         generation &+= 1
         present = RangeSet()
         spill.removeAll()
@@ -224,9 +232,8 @@ extension Episode.State {
         waiters.removeAll()
         for (other, _) in fetches where other != id { fetches[other] = nil }
         // The old bytes are freed on disk too, also when the file was not
-        // open in this mount: the index forgets them, and they would hold
-        // disk space it no longer counts.
-        if scratch == nil { scratch = existing }
+        // open in this mount (`existing`): the index forgets them, and they
+        // would hold disk space it no longer counts.
         return dropped
     }
 

@@ -73,13 +73,15 @@ extension Episode.State {
     }
 
     /// Forgets open file `handle` at `now`: a sequential reader's place is
-    /// kept a while for a reopen that reads on.
-    mutating func release(handle: UInt64, now: Double) {
-        if let closing = handles.removeValue(forKey: handle), closing.streak >= 2 {
+    /// kept a while for a reopen that reads on. Returns the replaced
+    /// versions no open file reads now, to be closed outside the lock.
+    mutating func release(handle: UInt64, now: Double) -> [Episode.KeptVersion] {
+        if let closing = handles.removeValue(forKey: handle), closing.streak >= 2, closing.generation == generation {
             lastStream = (closing.nextOffset, closing.streak, now)
         }
         // Bytes kept in memory were for open files only.
         if handles.isEmpty { spill.removeAll() }
+        return forgetUnreadVersions()
     }
 
     /// A `stat` of the episode: `true` when it must wait for the first

@@ -20,10 +20,14 @@ extension Episode.State {
         case stop(id: UInt64)
         /// Answer with `range`, from the scratch file and `spilled`.
         case serve(any DataReplying, Range<Int64>, spilled: [SpillBuffer.Piece])
+        /// Answer with `range` of a replaced version, from its own file and
+        /// `spilled` (`readKept`).
+        case serveKept(any DataReplying, Range<Int64>, from: ScratchFile?, spilled: [SpillBuffer.Piece])
         /// Answer with no bytes: the read starts at or past the end.
         case answerEmpty(any DataReplying)
-        /// Answer EIO: the handle is unknown, or reads a version the origin
-        /// replaced (guarantee 3), or the episode's length is unknown.
+        /// Answer EIO: the handle is unknown, or reads bytes a version the
+        /// origin replaced never had (guarantee 3), or the episode's length
+        /// is unknown.
         case fail(any DataReplying)
         /// Run `recheckDue` after `delay` seconds: a read that jumped waits
         /// for a fetch not its own.
@@ -56,7 +60,8 @@ extension Episode.State {
         }
         // The origin changed since this file was opened: serving the rest
         // from the new version would mix two versions.
-        guard reader.generation == generation, let length else { return [.fail(reply)] }
+        if reader.generation != generation { return readKept(reader, offset: offset, size: size, reply: reply) }
+        guard let length else { return [.fail(reply)] }
         let end = ReadPlan.end(offset: offset, size: size, length: length)
         lastRead = context.wallClock
         let windowOf = { (streak: Int) in ReadPlan.window(streak: streak, link: context.link, tuning: context.tuning) }

@@ -118,7 +118,7 @@ extension Episode.State {
         let dropped = dropVersion(keeping: id, existing: nil)
         fetches[id] = nil
         var durable: [HeadEffect] = [.dropIndexRanges]
-        if let scratch, let length { durable.append(.reshape(scratch, old: length, new: length)) }
+        if let length, let free = freeingOldBytes(old: length, new: length) { durable.append(free) }
         var then: [HeadEffect] = []
         if unstable == nil {
             unstable = Self.overlapMismatch

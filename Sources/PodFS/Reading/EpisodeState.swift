@@ -177,8 +177,16 @@ extension Episode {
         /// Opened in this mount: until the origin's size is known, the
         /// claim is shown with a timeout of 0 (`sizeShown`).
         var opened = false
-        /// Bumped when the origin's bytes changed; older handles read EIO.
+        /// Bumped when the origin's bytes changed. Older handles read what
+        /// they could read before (`kept`), EIO for the rest.
         var generation: UInt64 = 0
+        /// The cached bytes of replaced versions, by generation, while files
+        /// opened on them are open (`EpisodeState+Kept.swift`).
+        var kept: [UInt64: Episode.KeptVersion] = [:]
+        /// The scratch file is being replaced (`HeadEffect.replace`): until
+        /// the driver made the new one, no file is opened at its path,
+        /// which still names the old version's file.
+        var replacingScratch = false
         /// Bytes written to the scratch file for this generation.
         var present = RangeSet()
         /// Whether `present` changed since the index last heard of it.
