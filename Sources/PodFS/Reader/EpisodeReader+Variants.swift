@@ -66,7 +66,7 @@ extension EpisodeReader {
     /// `written`, just written, not yet marked) with those bytes. `false`:
     /// one differed, and the episode's cached bytes were dropped.
     func compareHeldOverlaps(of episode: Episode, written: Range<Int64>? = nil) -> Bool {
-        let ready = episode.state.withLock { $0.takeComparableOverlaps(written: written) }
+        let (ready, generation) = episode.state.withLock { ($0.takeComparableOverlaps(written: written), $0.generation) }
         guard !ready.isEmpty else { return true }
         guard let scratch = episode.state.withLock({ $0.scratch }) else { return true }
         for overlap in ready {
@@ -76,6 +76,8 @@ extension EpisodeReader {
                 return false
             }
         }
+        let opens = episode.state.withLock { $0.overlapMatched(generation: generation) }
+        for (reply, options) in opens { reply.opened(options) }
         return true
     }
 }

@@ -103,6 +103,7 @@ extension Episode.State {
     ) -> [ReadyRead]? {
         guard var progress = fetches[id], progress.generation == self.generation, self.generation == generation
         else { return nil }
+        versionHadBytes = true
         if written {
             // Bytes written again (a check of a cached byte) change nothing
             // the index must hear of.

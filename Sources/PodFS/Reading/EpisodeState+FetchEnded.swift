@@ -158,6 +158,18 @@ extension Episode.State {
                 early.sized = settled.sized
             }
         }
+        if validated, !openWaiters.isEmpty, !awaitingProof {
+            // Opens that waited for a head that never came (`open`): the
+            // version one response confirmed is what they read.
+            for waiter in openWaiters {
+                handles[waiter.handle] = Episode.HandleState(generation: generation)
+                let options = OpenOptions(
+                    handle: waiter.handle, keepCache: !kernelPagesStale, dropAttributes: waiter.dropAttributes)
+                opens.append(.answerOpen(waiter.reply, options))
+            }
+            kernelPagesStale = false
+            openWaiters.removeAll()
+        }
         var pending = RangeSet()
         for progress in fetches.values where progress.generation == generation {
             pending.insert(progress.cursor..<max(progress.cursor, progress.upper))

@@ -141,6 +141,7 @@ extension Episode.State {
     ) -> (HeadVerdict, durable: [HeadEffect], then: [HeadEffect]) {
         guard var progress = fetches[id], progress.generation == generation else { return (.stale, [], []) }
         let answer = OriginVersion(length: total, etag: head.etag, lastModified: head.lastModified)
+        let versionKnown = length != nil
         let changed =
             version.isReplaced(by: answer) || restartsStream(id: id)
             || Self.validatorVanished(was: version, now: answer, confirmedInThisMount: validated)
@@ -154,7 +155,7 @@ extension Episode.State {
         var durable: [HeadEffect] = []
         var then: [HeadEffect] = []
         var invalidate = false
-        var dropped: [any DataReplying] = []
+        var dropped = DroppedVersion()
         if changed {
             let cachedBefore = present.count
             dropped = dropVersion(keeping: id, existing: context.existingScratch)
@@ -200,35 +201,73 @@ extension Episode.State {
             head.status == 416 || !bodyWanted ? start : (head.status == 200 ? total : min(total, (last ?? 0) + 1))
         // A fetch that yielded before its head wants no more than it kept.
         if progress.cutShort, head.status == 206 { progress.upper = min(progress.upper, max(start, asked)) }
-        fetches[id] = progress
+        progress.headArrived = true
+        // A strong ETag vouches for the bytes; without one, the overlap
+        // check does (`overlapMatched`).
+        if versionKnown, !changed, reason == nil, let etag = head.etag, !etag.hasPrefix("W/") { versionAgreed = true }
+        var streamUnwanted = false
         if let reason, unstable == nil {
             unstable = reason
             then.append(.markUnstable(reason))
+            streamUnwanted = !revealsAStream(id: id, start: start, progress: &progress, total: total)
         }
+        fetches[id] = progress
         if invalidate { then.append(.invalidateKernel(pages: changed)) }
-        if !dropped.isEmpty { then.append(.fail(dropped)) }
-        then.append(.answerOpens(answerOpens(dropAttributes: invalidate)))
+        if !dropped.failed.isEmpty { then.append(.fail(dropped.failed)) }
+        // Opens wait on while a response on its way may still show a host
+        // that stitches per request (`open`); the rest read this version.
+        if versionAgreed || !awaitingProof { then.append(.answerOpens(answerOpens(dropAttributes: invalidate))) }
         then.append(settleAfterHead(upper: progress.upper, fetchID: id))
+        if !dropped.again.isEmpty { then.append(.resume(reads: dropped.again, sized: [])) }
         then.append(.answerAtEnd)
-        if !bodyWanted { then.append(.endAfterHead) }
+        if !bodyWanted || streamUnwanted { then.append(.endAfterHead) }
         return (.accepted, durable, then)
     }
 
     // MARK: - Private methods
 
+    /// What a dropped version leaves to answer.
+    struct DroppedVersion {
+        /// Reads of the old version that no byte will answer now.
+        var failed: [any DataReplying] = []
+        /// Reads of files that never had a byte of the old version to read:
+        /// they read the new one, made again as new reads.
+        var again: [Episode.EarlyRead] = []
+    }
+
     /// A new version: the old one's bytes, waiters and fetches go (all but
     /// fetch `id`). Files open on the old version keep reading its cached
-    /// bytes (`keepForOpenFiles`), EIO for the rest. Returns the waiters.
-    mutating func dropVersion(keeping id: UInt64, existing: ScratchFile?) -> [any DataReplying] {
+    /// bytes (`keepForOpenFiles`), EIO for the rest; if no byte of it was
+    /// ever here, nothing could have been read of it, and they read the
+    /// new version instead (an open answered just before the head that
+    /// showed a stitching origin, say).
+    mutating func dropVersion(keeping id: UInt64, existing: ScratchFile?) -> DroppedVersion {
         kernelPagesStale = true
         if scratch == nil { scratch = existing }
         keepForOpenFiles()
+        let unread = !versionHadBytes && present.isEmpty && spill.isEmpty
+        let old = generation
         generation &+= 1
         present = RangeSet()
         spill.removeAll()
         dirty = false
         isFinal = false
-        let dropped = waiters.map(\.reply)
+        versionHadBytes = false
+        versionAgreed = false
+        var dropped = DroppedVersion()
+        if unread {
+            for (handle, reader) in handles where reader.generation == old { handles[handle]?.generation = generation }
+            for waiter in waiters {
+                guard let handle = waiter.handle else {
+                    dropped.failed.append(waiter.reply)
+                    continue
+                }
+                dropped.again.append(Episode.EarlyRead(
+                    handle: handle, offset: waiter.range.lowerBound, size: waiter.range.count, reply: waiter.reply))
+            }
+        } else {
+            dropped.failed = waiters.map(\.reply)
+        }
         waiters.removeAll()
         for (other, _) in fetches where other != id { fetches[other] = nil }
         // The old bytes are freed on disk too, also when the file was not

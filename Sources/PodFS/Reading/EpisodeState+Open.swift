@@ -42,6 +42,14 @@ extension Episode.State {
             return openStreamed(handle: handle, reply: reply, dropAttributes: dropAttributes)
         }
         if validated, let at = validatedAt, now - at < tuning.revalidateAfter {
+            if !versionAgreed, awaitingProof {
+                // One response told the version and the next, on its way,
+                // will show whether the origin serves the same bytes: if it
+                // stitches per request, this file opens on what comes next,
+                // not on a variant about to go.
+                openWaiters.append(Episode.OpenWaiter(reply: reply, handle: handle, dropAttributes: dropAttributes))
+                return []
+            }
             handles[handle] = Episode.HandleState(generation: generation)
             defer { kernelPagesStale = false }
             let options = OpenOptions(handle: handle, keepCache: !kernelPagesStale, dropAttributes: dropAttributes)
@@ -149,6 +157,17 @@ extension Episode.State {
         scratch = nil
         isFinal = false
         return true
+    }
+
+    /// A response on its way will show whether the origin serves the same
+    /// bytes to each request: its head has not come, or its overlap has
+    /// not been compared yet (`checkingContinuity`).
+    var awaitingProof: Bool {
+        fetches.values.contains { progress in
+            progress.generation == generation
+                && (!progress.headArrived || progress.checkUpTo > progress.cursor
+                    || progress.held.map { !$0.bytes.isEmpty } == true)
+        }
     }
 
     // MARK: - Private methods

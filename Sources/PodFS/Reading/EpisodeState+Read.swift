@@ -241,6 +241,12 @@ extension Episode.State {
             window: window, maximumWindow: context.tuning.maximumWindow,
             outruns: context.link.outruns(window: window))
         guard frontier < length, frontier - end < refill else { return [] }
+        // Until two responses agreed on the version, one request without
+        // its head at a time: a host that stitches per request shows it
+        // in the next head, and each request would be another variant.
+        if !versionAgreed, fetches.values.contains(where: { $0.generation == generation && !$0.headArrived }) {
+            return []
+        }
         // One window on the link at a time: the next goes out when what
         // is still to arrive ahead of the reader is what the link holds in
         // flight, so a window further on never halves the rate of the one

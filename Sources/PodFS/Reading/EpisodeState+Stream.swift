@@ -65,6 +65,24 @@ extension Episode.State {
         return !present.isEmpty && !present.contains(0..<length)
     }
 
+    /// The head of fetch `id` (body at `start` of `total` bytes, up to
+    /// `progress.upper`) just showed the origin serves different bytes per
+    /// request. A body from byte 0 to the end is one variant whole: it
+    /// becomes the episode's stream, and fetches planned before yield to
+    /// it (each would bring yet another variant). Any other body would be
+    /// bytes of a variant no stream continues: it stops at its head, and
+    /// the next read streams the episode from byte 0. Returns whether the
+    /// body is wanted.
+    mutating func revealsAStream(id: UInt64, start: Int64, progress: inout Episode.FetchProgress, total: Int64) -> Bool {
+        guard start == 0, progress.upper >= total else {
+            progress.upper = start
+            return false
+        }
+        streamID = id
+        for other in fetches.keys where other != id { fetches[other] = nil }
+        return true
+    }
+
     // MARK: - Private properties
 
     /// Whether this version's stream is still on its way.

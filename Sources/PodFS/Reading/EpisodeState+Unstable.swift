@@ -1,3 +1,5 @@
+import FUSEBridge
+
 /// Origins that serve different bytes per request (docs/DESIGN.md,
 /// "Episodes and their variants"): hosts that stitch ads into each
 /// response. Continuity is checked, not assumed: a response that shows the
@@ -108,6 +110,17 @@ extension Episode.State {
         return ready
     }
 
+    /// Overlaps of `generation` matched the cached bytes: a second
+    /// response served the same bytes, so the version is agreed. Returns
+    /// the opens that waited for that proof (`open`), answered now.
+    mutating func overlapMatched(generation: UInt64) -> [(any OpenReplying, OpenOptions)] {
+        guard self.generation == generation else { return [] }
+        versionAgreed = true
+        // Not opens waiting for a probe of their own (`validated` is then
+        // false): only the probe's head answers those.
+        return validated ? answerOpens(dropAttributes: false) : []
+    }
+
     /// Fetch `id` brought bytes that differ from the cached ones it
     /// overlapped: the origin serves different bytes per request. Every
     /// cached byte goes (they may be of another variant than what comes
@@ -125,7 +138,10 @@ extension Episode.State {
             then.append(.markUnstable(Self.overlapMismatch))
         }
         then.append(.invalidateKernel(pages: true))
-        if !dropped.isEmpty { then.append(.fail(dropped)) }
+        if !dropped.failed.isEmpty { then.append(.fail(dropped.failed)) }
+        // Opens that waited for this proof read what comes next.
+        then.append(.answerOpens(answerOpens(dropAttributes: true)))
+        if !dropped.again.isEmpty { then.append(.resume(reads: dropped.again, sized: [])) }
         return (durable, then)
     }
 

@@ -77,6 +77,8 @@ extension Episode {
         /// When its last body bytes arrived (monotonic seconds): a fetch
         /// silent since then is judged by that silence too (`silence`).
         var lastArrival: Double?
+        /// Its response head arrived and was accepted.
+        var headArrived = false
 
         init(cursor: Int64, upper: Int64, generation: UInt64, answersOnArrival: Bool = false) {
             self.cursor = cursor
@@ -189,6 +191,17 @@ extension Episode {
         var replacingScratch = false
         /// Bytes written to the scratch file for this generation.
         var present = RangeSet()
+        /// Whether any byte of this generation was ever cached (on disk or
+        /// in `spill`): if none was, no file can have read any of it
+        /// (`dropVersion`).
+        var versionHadBytes = false
+        /// Two responses agreed on this version (the second one's head
+        /// found the length and validators the first told, or the index
+        /// kept): until then the origin may stitch per request, and the
+        /// read-ahead sends no request before the last one's head came
+        /// (`readAhead`), so a host that does costs one stray response,
+        /// not two.
+        var versionAgreed = false
         /// Whether `present` changed since the index last heard of it.
         var dirty = false
         /// Whether `length`, `etag` or `lastModified` changed since the index
@@ -247,6 +260,7 @@ extension Episode {
             isFinal = record.variant.isFinal
             finalURL = record.variant.isFinal ? record.variant.pinnedURL : nil
             present = RangeSet(record.ranges)
+            versionHadBytes = !record.ranges.isEmpty
             lastRead = record.lastRead ?? 0
         }
 

@@ -1,0 +1,198 @@
+import FUSEBridge
+import RangeCache
+import Testing
+
+@testable import PodFS
+
+/// The first responses of an episode (docs/DESIGN.md, "Episodes and their
+/// variants", "Until two responses agree"): until a second response showed
+/// the origin serves the same bytes to each request, the read-ahead sends
+/// one request without its head at a time and opens wait for that proof;
+/// the response that shows a stitching host costs no more than itself.
+@Suite struct FirstResponsesTests {
+    private let mib = ReadBench.mib
+    private let tuning = EpisodeReader.Tuning()
+
+    /// 256 KiB cached from the open's probe, confirmed by it (`etag`), not
+    /// agreed by a second response yet; file 1 open on it.
+    private func afterTheProbe(etag: String? = "\"v1\"") -> ReadBench {
+        var bench = ReadBench(length: 10 * mib, present: [0..<256 * 1024])
+        bench.state.versionAgreed = false
+        bench.state.etag = etag
+        bench.state.validation = .confirmed(at: bench.now)
+        bench.state.versionHadBytes = true
+        return bench
+    }
+
+    private func head(
+        _ status: Int, first: Int64, last: Int64?, total: Int64, etag: String?
+    ) -> FetchHead {
+        FetchHead(
+            status: status, rangeFirst: status == 206 ? first : nil, rangeLast: last, total: status == 206 ? total : nil,
+            contentLength: status == 200 ? total : nil, etag: etag, lastModified: nil, effectiveURL: "http://o/a.mp3")
+    }
+
+    private func apply(
+        _ state: inout Episode.State, _ head: FetchHead, id: UInt64
+    ) -> (Episode.State.HeadVerdict, [Episode.State.HeadEffect], [Episode.State.HeadEffect]) {
+        guard case .body(let start, let last, let total) = Episode.State.reading(head) else { return (.stale, [], []) }
+        let context = Episode.State.HeadContext(now: 1000, feedLength: nil, isBackground: false, holdingIndexLock: true)
+        return state.head(id: id, head, start: start, last: last, total: total, context: context)
+    }
+
+    /// A player reads on from byte 0, `steps` reads of 64 KiB, through the
+    /// driver's continuity check.
+    private func readAhead(_ bench: inout ReadBench, steps: Int = 4) -> [Range<Int64>] {
+        var fetched: [Range<Int64>] = []
+        for step in 0..<steps {
+            fetched += ReadBench.fetched(bench.state.checkingContinuity(bench.read(at: Int64(step) * 65536, size: 65536)))
+        }
+        return fetched
+    }
+
+    // MARK: - One request without its head at a time
+
+    @Test func untilTwoResponsesAgreeTheReadAheadWaitsForTheLastHead() throws {
+        var bench = afterTheProbe()
+        let first = readAhead(&bench)
+        #expect(first.count == 1, "one window, not two at once: \(first)")
+        let id = try #require(bench.state.fetches.keys.max())
+        #expect(bench.state.fetches[id]?.headArrived == false)
+        // Its head agrees (the same strong ETag): the next window may go.
+        let range = try #require(first.first)
+        let (verdict, _, _) = apply(
+            &bench.state, head(206, first: range.lowerBound, last: range.upperBound - 1, total: 10 * mib, etag: "\"v1\""),
+            id: id)
+        #expect(verdict == .accepted && bench.state.versionAgreed)
+        bench.land(range)
+        let next = ReadBench.fetched(bench.read(at: 4 * 65536, size: 65536))
+        #expect(!next.isEmpty, "read-ahead goes on once the version is agreed")
+    }
+
+    @Test func anAgreedVersionSendsWindowsAsBefore() {
+        var agreed = afterTheProbe()
+        agreed.state.versionAgreed = true
+        var unproven = afterTheProbe()
+        // The reader comes near the end of the first window before its
+        // head: only an agreed version sends the next.
+        #expect(readAhead(&agreed, steps: 18).count >= 2)
+        #expect(readAhead(&unproven, steps: 18).count == 1)
+    }
+
+    // MARK: - Opens wait for the proof
+
+    @Test func anOpenWaitsForTheHeadThatShowsWhetherTheOriginStitches() throws {
+        var bench = afterTheProbe()
+        _ = readAhead(&bench)
+        let id = try #require(bench.state.fetches.keys.max())
+        let range = try #require(bench.state.fetches[id]).cursor..<bench.state.fetches[id]!.upper
+        let reply = FakeOpenReply()
+        #expect(bench.state.open(handle: 2, reply: reply, now: bench.now, feedLength: nil, tuning: tuning).isEmpty)
+        #expect(bench.state.handles[2] == nil)
+        let (_, _, then) = apply(
+            &bench.state, head(206, first: range.lowerBound, last: range.upperBound - 1, total: 10 * mib, etag: "\"v1\""),
+            id: id)
+        let opened = then.flatMap { effect -> [(any OpenReplying, OpenOptions)] in
+            if case .answerOpens(let opens) = effect { return opens }
+            return []
+        }
+        #expect(opened.count == 1 && opened.first?.1.handle == 2)
+        #expect(bench.state.handles[2]?.generation == bench.state.generation)
+    }
+
+    @Test func withoutAStrongETagTheOverlapIsTheProof() throws {
+        var bench = afterTheProbe(etag: nil)
+        let fetched = readAhead(&bench)
+        let id = try #require(bench.state.fetches.keys.max())
+        #expect(fetched.first?.lowerBound == 256 * 1024 - Episode.State.overlapBytes, "the window overlaps the probe")
+        let range = try #require(fetched.first)
+        _ = apply(
+            &bench.state, head(206, first: range.lowerBound, last: range.upperBound - 1, total: 10 * mib, etag: nil), id: id)
+        #expect(!bench.state.versionAgreed, "a head without a strong ETag proves nothing")
+        #expect(bench.state.awaitingProof, "its overlap is still to come")
+        let reply = FakeOpenReply()
+        #expect(bench.state.open(handle: 2, reply: reply, now: bench.now, feedLength: nil, tuning: tuning).isEmpty)
+        let opens = bench.state.overlapMatched(generation: bench.state.generation)
+        #expect(opens.count == 1 && bench.state.versionAgreed)
+    }
+
+    @Test func anOverlapThatDidNotMatchOpensTheWaitingFileOnWhatComesNext() throws {
+        var bench = afterTheProbe(etag: nil)
+        _ = readAhead(&bench)
+        let id = try #require(bench.state.fetches.keys.max())
+        _ = bench.state.open(handle: 2, reply: FakeOpenReply(), now: bench.now, feedLength: nil, tuning: tuning)
+        let broken = bench.state.continuityBroken(id: id)
+        let outcome = try #require(broken)
+        let opened = outcome.then.flatMap { effect -> [(any OpenReplying, OpenOptions)] in
+            if case .answerOpens(let opens) = effect { return opens }
+            return []
+        }
+        #expect(opened.count == 1 && bench.state.handles[2]?.generation == bench.state.generation)
+        #expect(bench.state.generation == 1)
+    }
+
+    @Test func anOpenWhoseProofNeverCameOpensWhenTheFetchEnds() throws {
+        var bench = afterTheProbe()
+        _ = readAhead(&bench)
+        let id = try #require(bench.state.fetches.keys.max())
+        _ = bench.state.open(handle: 2, reply: FakeOpenReply(), now: bench.now, feedLength: nil, tuning: tuning)
+        bench.state.fetches[id] = nil
+        let effects = bench.state.fetchSettled(id: id, failure: nil, isBackground: false, minimumFetch: 256 * 1024)
+        let answered = effects.filter { if case .answerOpen(_, let options) = $0 { options != nil } else { false } }
+        #expect(answered.count == 1 && bench.state.openWaiters.isEmpty)
+    }
+
+    // MARK: - The response that shows a stitching host
+
+    @Test func aWholeBodyOfAnotherVariantBecomesTheStream() throws {
+        var bench = afterTheProbe()
+        _ = readAhead(&bench)
+        let id = try #require(bench.state.fetches.keys.max())
+        // An unrelated fetch planned before the head: it would bring a third variant.
+        bench.state.fetches[99] = Episode.FetchProgress(cursor: 8 * mib, upper: 9 * mib, generation: 0)
+        // If-Range with the old ETag: the host answers the whole new variant.
+        let (verdict, _, then) = apply(&bench.state, head(200, first: 0, last: nil, total: 10 * mib + 4096, etag: "\"v2\""), id: id)
+        #expect(verdict == .accepted && bench.state.unstable != nil)
+        #expect(bench.state.streamID == id, "the whole body is the episode's one variant")
+        #expect(bench.state.fetches[99] == nil)
+        #expect(!then.contains { if case .endAfterHead = $0 { true } else { false } })
+        #expect(bench.state.fetches[id]?.upper == 10 * mib + 4096)
+    }
+
+    @Test func aRangeOfAnotherVariantStopsAtItsHead() throws {
+        var bench = afterTheProbe()
+        let fetched = readAhead(&bench)
+        let id = try #require(bench.state.fetches.keys.max())
+        let range = try #require(fetched.first)
+        let (_, _, then) = apply(
+            &bench.state, head(206, first: range.lowerBound, last: range.upperBound - 1, total: 10 * mib + 4096, etag: "\"v2\""),
+            id: id)
+        #expect(bench.state.unstable != nil)
+        #expect(then.contains { if case .endAfterHead = $0 { true } else { false } }, "no stream continues its bytes")
+        #expect(bench.state.fetches[id]?.upper == range.lowerBound)
+        #expect(bench.state.streamID == nil)
+    }
+
+    @Test func filesOfAVersionThatNeverHadAByteReadTheNextOne() throws {
+        var bench = afterTheProbe()
+        bench.state.present = RangeSet()
+        bench.state.versionHadBytes = false
+        _ = bench.read(at: 2 * mib)
+        let id = try #require(bench.state.fetches.keys.max())
+        let reply = FakeDataReply()
+        _ = bench.read(at: 3 * mib, reply: reply)
+        let dropped = bench.state.dropVersion(keeping: id, existing: nil)
+        #expect(dropped.failed.isEmpty, "nothing of the old version could have been read")
+        #expect(dropped.again.count == 2, "both reads are made again on the new version")
+        #expect(bench.state.handles[1]?.generation == bench.state.generation)
+    }
+
+    @Test func filesOfAVersionThatHadBytesKeepThem() throws {
+        var bench = afterTheProbe()
+        _ = bench.read(at: 2 * mib)
+        let id = try #require(bench.state.fetches.keys.max())
+        let dropped = bench.state.dropVersion(keeping: id, existing: nil)
+        #expect(dropped.again.isEmpty && dropped.failed.count == 1)
+        #expect(bench.state.handles[1]?.generation == 0)
+    }
+}
