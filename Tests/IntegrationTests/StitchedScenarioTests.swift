@@ -153,6 +153,47 @@ struct StitchedScenarioTests {
         expectFirstMountWithinBudget(outcome)
     }
 
+    /// Issue 20, item 3: a seek ahead on a stitching host waits for the
+    /// episode's one stream, unless a second whole stream would be sooner.
+    /// The origin holds the stream after 1 MiB; a read at 3 MiB waits.
+    /// Once the stream was silent long enough (`JoinOrJump.stalledStream`)
+    /// a second stream from byte 0 starts and its variant replaces the
+    /// first: the waiting read (a file open on the first variant, which
+    /// never had those bytes) gets EIO; a new open reads the second variant.
+    @Test func aStalledStreamIsReplacedByASecondWholeStreamWhenThatIsSooner() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        try fixture.publish(Fixture.episodes(sizes: [Self.size]))
+        try fixture.origin.configure(
+            "{\"stitch\": {\"/ep1.mp3\": {\"ad_bytes\": \(Self.adBytes), \"mode\": \"same_url\"}}, "
+                + "\"hold\": {\"path\": \"/ep1.mp3\", \"after_bytes\": \(Self.mib), \"seconds\": 60, \"count\": 1}}")
+        try fixture.mount()
+        let path = fixture.path(0)
+        // The head, as a player reads it: the second response shows the
+        // host stitches and becomes the stream; the origin holds it.
+        _ = try Harness.run("dd", ["if=\(path)", "of=/dev/null", "bs=64k", "count=4", "iflag=direct"])
+        #expect(Harness.eventually(30) { (try? fixture.origin.held()) ?? 0 >= 1 }, "the stream is held")
+        let waited = try Harness.run(
+            "dd", ["if=\(path)", "of=/dev/null", "bs=64k", "skip=48", "count=1", "iflag=direct"], timeout: 25)
+        let heldMeanwhile = try fixture.origin.held()
+        let again = try Harness.run("dd", ["if=\(path)", "of=/dev/null", "bs=64k", "skip=48", "count=1", "iflag=direct"])
+        let copy = fixture.directory + "/copy"
+        let full = try Harness.run("/bin/sh", ["-c", "cat '\(path)' > '\(copy)'"], timeout: 120)
+        try fixture.origin.release()
+        let issued = try fixture.origin.variants("ep1.mp3")
+        let data = fixture.episodes[0].data
+        let bytes = (try? Data(contentsOf: URL(fileURLWithPath: copy))) ?? Data()
+        let found = (1...max(issued, 1)).filter { TestOrigin.variant($0, of: data, adBytes: Self.adBytes) == bytes }
+        let said = fixture.log().components(separatedBy: "a second one from its start is sooner").count - 1
+        print("stalled stream: the waiting read exited \(waited.status), the origin still held \(heldMeanwhile); "
+            + "a new open exited \(again.status); variants issued \(issued), full read = \(found); said \(said) time(s)")
+        #expect(heldMeanwhile >= 1, "the first stream was still held: the second did not wait for a timeout")
+        #expect(waited.status != 0, "the read of the first variant's file never had those bytes")
+        #expect(said == 1)
+        #expect(again.status == 0 && full.status == 0)
+        #expect(found.count == 1 && found.first == issued, "one variant, the second stream's")
+    }
+
     /// An origin that drops its ETag while it serves other bytes at the
     /// same length: the response without it is another version, never
     /// spliced onto the cached bytes.

@@ -48,6 +48,62 @@ import Testing
         #expect(state.fillFetch() == nil)
     }
 
+    /// An unstable episode's stream at 2 MiB of 64, on a measured link of
+    /// 1 MB/s and 50 ms; file 2 waits for it at 4 MiB.
+    private func waitingOnTheStream() throws -> (ReadBench, UInt64) {
+        var bench = ReadBench(length: 64 * mib, present: [0..<2 * mib], handles: [1, 2])
+        bench.state.unstable = "the length changed between requests"
+        bench.link = LinkEstimate()
+        bench.link.observe(latency: 0.05)
+        bench.link.observe(bytes: 1_000_000, in: 1)
+        _ = bench.state.streamingWhole(bench.read(1, at: 2 * mib))
+        let stream = try #require(bench.state.streamID)
+        bench.state.fetches[stream]?.lastArrival = bench.now
+        bench.state.fetches[stream]?.firstArrival = (bench.now - 2, 0)
+        _ = bench.state.streamingWhole(bench.read(2, at: 4 * mib, size: 4096))
+        #expect(bench.state.recheckArmed, "judged again while it waits")
+        return (bench, stream)
+    }
+
+    @Test func aFlowingStreamIsWaitedFor() throws {
+        var (bench, stream) = try waitingOnTheStream()
+        bench.now += 0.5
+        let effects = bench.recheck()
+        #expect(ReadBench.fetched(effects).isEmpty)
+        #expect(bench.state.streamID == stream)
+        #expect(effects.contains { if case .recheck = $0 { true } else { false } }, "armed again")
+    }
+
+    @Test func aSecondWholeStreamStartsWhenItWouldBeSooner() throws {
+        // The stream brought nothing for 20 s: a new one from byte 0 brings
+        // 4 MiB in about 4.2 s.
+        var (bench, stream) = try waitingOnTheStream()
+        bench.now += 20
+        let effects = bench.recheck()
+        #expect(ReadBench.fetched(effects) == [0..<64 * mib], "a second whole stream, from byte 0")
+        #expect(effects.contains { if case .stop(stream) = $0 { true } else { false } }, "the first one stops")
+        let second = try #require(bench.state.streamID)
+        #expect(second != stream && bench.state.fetches[stream] == nil)
+        // Its head replaces the variant: cached bytes of the first go.
+        #expect(bench.state.restartsStream(id: second))
+    }
+
+    @Test func aHiccupOfTheLinkIsNoReasonForAnotherVariant() throws {
+        // Early in a stream a second one would be sooner after 0.2 s of
+        // silence, but it would fail the reads of files open on the first.
+        var (bench, stream) = try waitingOnTheStream()
+        bench.state.fetches[stream]?.received = 64 * 1024
+        bench.state.fetches[stream]?.cursor = 64 * 1024
+        bench.now += 1
+        #expect(ReadBench.fetched(bench.recheck()).isEmpty)
+        #expect(bench.state.streamID == stream)
+        #expect(JoinOrJump.secondStreamSooner(
+            position: 4 * mib, received: 64 * 1024, need: 4096, streamRate: nil, silence: 4.9, rate: 1e6, roundTrip: 0.05
+        ) == false)
+        #expect(JoinOrJump.secondStreamSooner(
+            position: 4 * mib, received: 64 * 1024, need: 4096, streamRate: nil, silence: 5, rate: 1e6, roundTrip: 0.05))
+    }
+
     @Test func aStableEpisodeKeepsItsPlan() throws {
         var bench = ReadBench(length: 10 * mib, present: [0..<mib])
         let planned = bench.read(at: 5 * mib)

@@ -330,14 +330,24 @@ public final class EpisodeReader: Sendable {
         DispatchQueue.global().asyncAfter(deadline: .now() + delay) { [self] in
             defer { pendingRetries.withLock { $0 -= 1 } }
             let context = readContext()
-            let (effects, url, validator) = episode.state.withLock { state in
+            let (effects, url, validator, unstable) = episode.state.withLock { state in
                 let effects = state.checkingContinuity(state.recheckDue(context: context))
-                return (effects, state.effectiveURL ?? episode.url, self.validator(state))
+                return (effects, state.effectiveURL ?? episode.url, self.validator(state), state.unstable != nil)
             }
             if effects.contains(where: { if case .fetch = $0 { true } else { false } }) {
-                logger.debug(
-                    "a read that waited for a stalled fetch gets a fetch of its own",
-                    metadata: ["episode.key": "\(episode.key)"])
+                if unstable {
+                    logger.notice(
+                        """
+                        the stream of an episode whose host stitches per request stalled; a second one from its \
+                        start is sooner, and its variant replaces the first (files open on the first read what \
+                        was cached of it)
+                        """,
+                        metadata: ["episode.key": "\(episode.key)", "episode.name": "\(episode.name)"])
+                } else {
+                    logger.debug(
+                        "a read that waited for a stalled fetch gets a fetch of its own",
+                        metadata: ["episode.key": "\(episode.key)"])
+                }
             }
             carryOut(effects, of: episode, url: url, validator: validator, read: nil)
         }

@@ -121,6 +121,10 @@ extension Episode.State {
                 // It joined a stream: if that stalls before it brings
                 // these bytes, the read is judged again.
                 effects.append(armRecheck(need: Int64(wanted.count), context: context))
+            } else if unstable != nil, !recheckArmed {
+                // It waits for the unstable episode's one stream: if that
+                // stalls, a second one may be sooner (`secondStreamIfSooner`).
+                effects.append(armRecheck(need: Int64(wanted.count), context: context))
             }
         }
         if followed.streak >= 2, !jumped {
@@ -137,10 +141,12 @@ extension Episode.State {
     /// be (`yieldToJump`, with the silence since the fetch last brought a
     /// byte, or since the read began to wait). A fetch that lost yields,
     /// and the read gets a fetch of its own. Armed again while such reads
-    /// wait. Not on an unstable origin: its one stream is its variant.
+    /// wait. On an unstable origin, its one stream is its variant: only a
+    /// second whole stream can be sooner (`secondStreamIfSooner`).
     mutating func recheckDue(context: ReadContext) -> [ReadEffect] {
         recheckArmed = false
-        guard unstable == nil, let length else { return [] }
+        if unstable != nil { return secondStreamIfSooner(context: context) }
+        guard let length else { return [] }
         let windowOf = { (streak: Int) in ReadPlan.window(streak: streak, link: context.link, tuning: context.tuning) }
         let deferredBefore = deferred
         var effects: [ReadEffect] = []
@@ -167,7 +173,7 @@ extension Episode.State {
     // MARK: - Private methods
 
     /// The `.recheck` for reads waiting for `need` bytes at most, armed.
-    private mutating func armRecheck(need: Int64, context: ReadContext) -> ReadEffect {
+    mutating func armRecheck(need: Int64, context: ReadContext) -> ReadEffect {
         recheckArmed = true
         return .recheck(
             after: JoinOrJump.recheckDelay(need: need, rate: context.link.throughput, roundTrip: context.link.latency))

@@ -65,6 +65,41 @@ extension Episode.State {
         return !present.isEmpty && !present.contains(0..<length)
     }
 
+    /// The delay of a `.recheck` passed on an unstable episode: reads wait
+    /// for its stream. When the stream has been silent so long that a
+    /// second whole stream, from byte 0, would bring a waiting read's bytes
+    /// sooner (`JoinOrJump`, with the stream's silence), the second one
+    /// starts and the first stops. Its head then replaces the variant
+    /// (`restartsStream`): files open on the first one keep what was cached
+    /// of it and get EIO past it, as when a variant's link is gone; a new
+    /// open reads the second. Armed again while reads wait on a flowing
+    /// stream.
+    mutating func secondStreamIfSooner(context: ReadContext) -> [ReadEffect] {
+        // A stream that has brought nothing yet is left to the connection's
+        // own timeouts and retries.
+        guard let length, let streamID, let stream = fetches[streamID], stream.generation == generation,
+            stream.cursor < stream.upper, let lastArrival = stream.lastArrival
+        else { return [] }
+        let waiting = waiters.filter { $0.generation == generation }
+        guard !waiting.isEmpty else { return [] }
+        let link = context.link
+        let sooner = waiting.contains { waiter in
+            JoinOrJump.secondStreamSooner(
+                position: waiter.range.lowerBound, received: stream.received, need: Int64(waiter.range.count),
+                streamRate: stream.rate(link: link, now: context.now),
+                silence: context.now - lastArrival, rate: link.throughput,
+                roundTrip: link.latency)
+        }
+        guard sooner else {
+            return [armRecheck(need: waiting.map { Int64($0.range.count) }.max() ?? 0, context: context)]
+        }
+        fetches[streamID] = nil
+        let id = takeFetchID()
+        fetches[id] = Episode.FetchProgress(cursor: 0, upper: length, generation: generation)
+        self.streamID = id
+        return [.stop(id: streamID), .fetch(id: id, range: 0..<length)]
+    }
+
     /// The head of fetch `id` (body at `start` of `total` bytes, up to
     /// `progress.upper`) just showed the origin serves different bytes per
     /// request. A body from byte 0 to the end is one variant whole: it

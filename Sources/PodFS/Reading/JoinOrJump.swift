@@ -56,6 +56,28 @@ enum JoinOrJump {
         return byTheFetch <= byItsOwn
     }
 
+    /// Whether a second whole stream, from byte 0, brings the bytes at
+    /// `position` (to `position + need`) sooner than the stream whose body
+    /// has come to `received` (an unstable episode's, which no ranged
+    /// request can help: it would be another variant). The stream takes
+    /// `silence + distance / streamRate`; a new one a round trip, then
+    /// every byte up to the read's end at the link's `rate`. `false` until
+    /// the link was measured, and for a stream silent for less than
+    /// `stalledStream`: replacing the variant fails the reads of files open
+    /// on it, which a hiccup of the link is not worth.
+    static func secondStreamSooner(
+        position: Int64, received: Int64, need: Int64, streamRate: Double?, silence: Double, rate: Double?,
+        roundTrip: Double?
+    ) -> Bool {
+        guard position > received, silence >= stalledStream, let rate, let roundTrip, rate.isFinite, rate > 0,
+            roundTrip.isFinite, roundTrip >= 0
+        else { return false }
+        let flowing = streamRate.map { $0.isFinite && $0 > 0 ? $0 : rate } ?? rate
+        let byTheStream = max(0, silence) + Double(position - received) / flowing
+        let bySecond = roundTrip + Double(position + max(0, need)) / rate
+        return bySecond < byTheStream
+    }
+
     /// How long a read that jumped and waits for a fetch not its own waits
     /// before it is judged again (`Episode.State.recheckDue`): twice what a
     /// request of its own would take, within 0.1-1 s (0.25 s until the link
@@ -68,6 +90,11 @@ enum JoinOrJump {
         let own = roundTrip + Double(max(0, need)) / rate
         return min(1, max(0.1, 2 * own))
     }
+
+    /// The shortest silence after which an unstable episode's stream may
+    /// be replaced by a second one (`secondStreamSooner`); a connection
+    /// silent for 30 s is dropped and tried again anyway.
+    static let stalledStream = 5.0
 
     /// With the link not measured yet: the longest silence a fetch may
     /// have and still be joined, and the wait before a read that jumped is
