@@ -73,6 +73,14 @@ import Testing
         #expect(target?.scratch === fresh)
     }
 
+    @Test func aFileThatCouldNotBeSetAsideIsNotKept() throws {
+        var (bench, scratch, _) = try replacedWhileOpen()
+        defer { unlink(scratch.path) }
+        #expect(bench.state.keptInPlace(scratch) == 10 * mib, "its old bytes are punched")
+        #expect(bench.state.scratch === scratch && !bench.state.replacingScratch && bench.state.kept.isEmpty)
+        #expect(ReadBench.failed(bench.read(1, at: 0)) == 1, "the old file reads EIO, as before")
+    }
+
     @Test func aFileOfTheNewVersionEndsTheOldOnesReads() throws {
         var (bench, scratch, _) = try replacedWhileOpen(handles: [1, 2])
         defer { unlink(scratch.path) }

@@ -89,11 +89,22 @@ extension EpisodeReader {
                     if old != new { try? scratch.resize(to: new) }
                 case .replace(let old, let length):
                     // The old file stays open for the files that read it;
-                    // a new one takes its path. Should that fail, the new
-                    // version's file is made when a byte arrives.
-                    _ = unlink(old.path)
-                    let fresh = try? ScratchFile(path: old.path, length: length)
-                    episode.state.withLock { $0.replaced(with: fresh) }
+                    // a new one takes its path. Should making it fail, the
+                    // new version's file is made when a byte arrives.
+                    do {
+                        try ScratchFile.remove(path: old.path)
+                        let fresh = try? ScratchFile(path: old.path, length: length)
+                        episode.state.withLock { $0.replaced(with: fresh) }
+                    } catch {
+                        // Still at its path, it cannot be kept apart from
+                        // the new version: freed as when no file is open.
+                        logger.warning(
+                            "could not set a replaced version's cache file aside; files open on it read EIO",
+                            metadata: ["episode.key": "\(episode.key)", "error": "\(error)"])
+                        let size = episode.state.withLock { $0.keptInPlace(old) }
+                        if size > 0 { try? old.punchHole(0..<size) }
+                        try? old.resize(to: length)
+                    }
                 case .saveVersion(let version, let pinnedURL, let pinnedIssuer):
                     try index.setValidator(EpisodeValidator(
                         key: episode.key, length: version.length ?? 0, etag: version.etag,

@@ -53,6 +53,20 @@ extension Episode.State {
         if scratch == nil { scratch = fresh }
     }
 
+    /// The driver could not detach `old` from its path: the new version
+    /// uses it after all, and the old version's bytes in it are not kept.
+    /// Returns their extent, to be punched.
+    mutating func keptInPlace(_ old: ScratchFile) -> Int64 {
+        replacingScratch = false
+        if scratch == nil { scratch = old }
+        var extent: Int64 = 0
+        for (generation, version) in kept where version.scratch === old {
+            extent = max(extent, version.length)
+            kept[generation] = nil
+        }
+        return extent
+    }
+
     /// Forgets the replaced versions no open file reads any more. Returns
     /// them, so their files are closed outside the lock (closing a file
     /// with no path frees its blocks).
