@@ -206,6 +206,32 @@ struct MountTests {
         try fixture.unmount()
     }
 
+    /// Eight readers through the kernel's page cache (plain `cat`), started
+    /// together on a cold episode: they skip what another brought into the
+    /// page cache, which looks like a seek to podfs, and no stream may be
+    /// cut for it with bytes in flight (guarantee 2; bench/run once showed
+    /// 1.26 x the size here, bench/HISTORY.md). About one copy crosses the
+    /// network, and every copy is the origin's bytes.
+    @Test func eightPageCacheReadersCostTheOriginOneCopy() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        let size = 128 * Self.mib
+        try fixture.publish(Fixture.episodes(sizes: [size]))
+        try fixture.mount()
+        try fixture.origin.reset()
+        let copies = (0..<8).map { "\(fixture.directory)/copy\($0)" }
+        let command = copies.map { "cat '\(fixture.path(0))' > '\($0)' &" }.joined(separator: " ") + " wait"
+        try Harness.sh(command, timeout: 300)
+        let expected = try Harness.sha256(fixture.originPath(0))
+        for (index, copy) in copies.enumerated() {
+            #expect(try Harness.sha256(copy) == expected, "reader \(index)")
+        }
+        let sent = try fixture.origin.bytesSent("ep1.mp3")
+        print("eight page-cache readers: \(sent) bytes sent for \(size) (\(String(format: "%.3f", Double(sent) / Double(size))) x)")
+        #expect(Double(sent) <= 1.05 * Double(size), "origin sent \(sent) bytes for a \(size)-byte file")
+        try fixture.unmount()
+    }
+
     /// Whether process `pid` is in a read(2) of a descriptor open on `path`
     /// (from /proc/PID/syscall: the syscall number, then its arguments).
     private static func isReading(pid: pid_t, path: String) -> Bool {
