@@ -187,6 +187,35 @@ import Testing
         #expect(bench.state.handles[1]?.generation == bench.state.generation)
     }
 
+    @Test func bytesAnsweredOnArrivalCountAsHadBeforeTheyAreWritten() throws {
+        // The open's probe answers its reader from memory; the writer has
+        // not marked the bytes yet when another head drops the version.
+        var bench = afterTheProbe()
+        bench.state.present = RangeSet()
+        bench.state.versionHadBytes = false
+        let probe = bench.state.startProbe(minimumFetch: 256 * 1024)
+        bench.state.waiters.append(
+            Episode.Waiter(range: 0..<4096, reply: FakeDataReply(), generation: 0, handle: 1, following: true, since: 0))
+        let arrived = bench.state.bodyArrived(id: probe.id, count: 65536, now: bench.now)
+        let arrival = try #require(arrived)
+        #expect(arrival.early.count == 1, "answered from memory")
+        _ = bench.read(at: 2 * mib)
+        let dropped = bench.state.dropVersion(keeping: probe.id, existing: nil)
+        #expect(dropped.again.isEmpty, "the file read bytes of the old version: it is not moved to the new one")
+        #expect(bench.state.handles[1]?.generation == 0)
+    }
+
+    @Test func anOpenThatMustAskAgainSendsItsOwnProbeThoughOthersWaitForProof() throws {
+        var bench = afterTheProbe()
+        _ = readAhead(&bench)
+        _ = bench.state.open(handle: 2, reply: FakeOpenReply(), now: bench.now, feedLength: nil, tuning: tuning)
+        #expect(bench.state.openWaiters.count == 1, "waits for the proof")
+        // Long after: the version must be confirmed again, by a probe.
+        let later = bench.now + tuning.revalidateAfter + 1
+        let effects = bench.state.open(handle: 3, reply: FakeOpenReply(), now: later, feedLength: nil, tuning: tuning)
+        #expect(effects.contains { if case .probe = $0 { true } else { false } }, "\(effects)")
+    }
+
     @Test func filesOfAVersionThatHadBytesKeepThem() throws {
         var bench = afterTheProbe()
         _ = bench.read(at: 2 * mib)

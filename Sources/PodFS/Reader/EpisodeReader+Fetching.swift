@@ -158,6 +158,15 @@ extension EpisodeReader {
             }
         } catch {
             logger.error("could not update the cache index", metadata: ["error": "\(error)"])
+            // A replacement that never ran: the index may still list the old
+            // bytes, so their file stays at its path, untouched, and is the
+            // new version's too (as before files were kept): not kept for
+            // open files, which then read EIO.
+            for case .replace(let old, _) in effects {
+                episode.state.withLock { state in
+                    if state.replacingScratch { _ = state.keptInPlace(old) }
+                }
+            }
         }
         return goesOn
     }
@@ -176,7 +185,11 @@ extension EpisodeReader {
         let plan = episode.state.withLock { $0.bodyArrived(id: fetch.id, count: chunk.count, now: now) }
         guard let plan else { return false }
         for waiter in plan.early {
-            answer(waiter.reply, with: .arriving(waiter.range, chunk, count: plan.count, at: plan.offset), episode: episode)
+            answer(
+                waiter.reply, with: .arriving(
+                    waiter.range, chunk, count: plan.count, at: plan.offset, scratch: plan.scratch,
+                    generation: plan.generation),
+                episode: episode)
         }
         if plan.count > 0 {
             fetch.madeProgress()
@@ -261,7 +274,10 @@ extension EpisodeReader {
                 // The bytes of this chunk come from memory, which saves
                 // reading back what was just written; the rest is on disk.
                 answer(
-                    read.waiter.reply, with: .arriving(read.waiter.range, chunk, count: original.count, at: original.offset),
+                    read.waiter.reply,
+                    with: .arriving(
+                        read.waiter.range, chunk, count: original.count, at: original.offset, scratch: read.scratch,
+                        generation: generation),
                     episode: episode)
             } else {
                 answer(read.waiter.reply, with: .cached(read.waiter.range, read.scratch, spilled: read.spilled), episode: episode)

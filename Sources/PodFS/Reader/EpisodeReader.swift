@@ -177,12 +177,12 @@ public final class EpisodeReader: Sendable {
     /// after the lock is released.
     public func read(_ episode: Episode, handle: UInt64, offset: Int64, size: Int, reply: any DataReplying) {
         let context = readContext()
-        let (effects, url, validator) = episode.state.withLock { state in
+        let (effects, url, validator, generation) = episode.state.withLock { state in
             let effects = state.checkingContinuity(state.streamingWhole(
                 state.read(handle: handle, offset: offset, size: size, reply: reply, context: context)))
-            return (effects, state.effectiveURL ?? episode.url, self.validator(state))
+            return (effects, state.effectiveURL ?? episode.url, self.validator(state), state.generation)
         }
-        carryOut(effects, of: episode, url: url, validator: validator, read: (offset, size))
+        carryOut(effects, of: episode, url: url, validator: validator, generation: generation, read: (offset, size))
     }
 
     /// Forgets an open file.    /// Forgets an open file.
@@ -233,14 +233,19 @@ public final class EpisodeReader: Sendable {
         OriginVersion(length: state.length, etag: state.etag, lastModified: state.lastModified).ifRange
     }
 
-    /// The episode's scratch file, opened (created sparse at full length)
-    /// outside its lock if it is not open yet; `nil` while the length is
-    /// unknown or when it cannot be created (reads then come from memory,
-    /// see EpisodeReader+DiskFull).
-    func scratchFile(of episode: Episode) -> ScratchFile? {
-        let (open, length, cached, replacing) = episode.state.withLock {
-            ($0.scratch, $0.length, !$0.present.isEmpty, $0.replacingScratch)
+    /// The scratch file of the episode's version `wanted` (the current one
+    /// when `nil`), opened (created sparse at full length) outside its
+    /// lock if it is not open yet; `nil` while the length is unknown, when
+    /// it cannot be created (reads then come from memory, see
+    /// EpisodeReader+DiskFull), or when that version was replaced and its
+    /// bytes are not kept. A read decided on one version is never served
+    /// from another's file, however the version changes meanwhile.
+    func scratchFile(of episode: Episode, generation wanted: UInt64? = nil) -> ScratchFile? {
+        let (open, length, cached, replacing, current) = episode.state.withLock {
+            ($0.scratch, $0.length, !$0.present.isEmpty, $0.replacingScratch, $0.generation)
         }
+        let wanted = wanted ?? current
+        if wanted != current { return episode.state.withLock { $0.kept[wanted]?.scratch } }
         if let open { return open }
         // The path still names a replaced version's file for a moment.
         guard let length, !replacing else { return nil }
@@ -251,15 +256,20 @@ public final class EpisodeReader: Sendable {
         let made: Result<ScratchFile, FileError> = Result { () throws(FileError) in
             try ScratchFile(path: path, length: length)
         }
-        let scratch: ScratchFile? = episode.state.withLock { state in
+        let (scratch, forgot) = episode.state.withLock { state -> (ScratchFile?, Bool) in
+            // Replaced meanwhile: the path may name the new version's file
+            // now, and what was seen of it proves nothing.
+            guard state.generation == wanted, !state.replacingScratch else {
+                return (state.generation == wanted ? state.scratch : state.kept[wanted]?.scratch, false)
+            }
             if missing {
                 state.present = RangeSet()
                 state.dirty = true
             }
-            if state.scratch == nil, !state.replacingScratch, case .success(let made) = made { state.scratch = made }
-            return state.scratch
+            if state.scratch == nil, case .success(let made) = made { state.scratch = made }
+            return (state.scratch, missing)
         }
-        if missing {
+        if forgot {
             logger.warning(
                 "an episode's cache file is missing; its cached ranges are forgotten",
                 metadata: ["episode.key": "\(episode.key)"])
@@ -287,11 +297,11 @@ public final class EpisodeReader: Sendable {
     }
 
     /// Carries out a read event's effects (`Episode.State.ReadEffect`), in
-    /// their order, outside the episode's lock. `read`: the read that made
-    /// them, for the log.
+    /// their order, outside the episode's lock. `generation`: the version
+    /// they were decided on; `read`: the read that made them, for the log.
     private func carryOut(
         _ effects: [Episode.State.ReadEffect], of episode: Episode, url: String, validator: String?,
-        read: (offset: Int64, size: Int)?
+        generation: UInt64, read: (offset: Int64, size: Int)?
     ) {
         for effect in effects {
             switch effect {
@@ -307,7 +317,9 @@ public final class EpisodeReader: Sendable {
                 _ = fetch.nextAttempt()
                 launch(fetch, url: url, range: range, validator: validator)
             case .serve(let reply, let range, let spilled):
-                answer(reply, with: .cached(range, scratchFile(of: episode), spilled: spilled), episode: episode)
+                answer(
+                    reply, with: .cached(range, scratchFile(of: episode, generation: generation), spilled: spilled),
+                    episode: episode)
             case .serveKept(let reply, let range, let file, let spilled):
                 answer(reply, with: .cached(range, file, spilled: spilled), episode: episode)
             case .stop(let id):
@@ -330,9 +342,12 @@ public final class EpisodeReader: Sendable {
         DispatchQueue.global().asyncAfter(deadline: .now() + delay) { [self] in
             defer { pendingRetries.withLock { $0 -= 1 } }
             let context = readContext()
-            let (effects, url, validator, unstable) = episode.state.withLock { state in
+            let (effects, url, validator, unstable, generation) = episode.state.withLock { state in
                 let effects = state.checkingContinuity(state.recheckDue(context: context))
-                return (effects, state.effectiveURL ?? episode.url, self.validator(state), state.unstable != nil)
+                return (
+                    effects, state.effectiveURL ?? episode.url, self.validator(state), state.unstable != nil,
+                    state.generation
+                )
             }
             if effects.contains(where: { if case .fetch = $0 { true } else { false } }) {
                 if unstable {
@@ -349,7 +364,7 @@ public final class EpisodeReader: Sendable {
                         metadata: ["episode.key": "\(episode.key)"])
                 }
             }
-            carryOut(effects, of: episode, url: url, validator: validator, read: nil)
+            carryOut(effects, of: episode, url: url, validator: validator, generation: generation, read: nil)
         }
     }
 

@@ -22,6 +22,9 @@ extension Episode.State {
         /// The fetch yielded to a reader's jump: bytes past its end are not
         /// wanted, and the transfer stops without a warning.
         var yielded = false
+        /// The file of this version, for the early readers' bytes that are
+        /// on disk already (the version's own, whatever replaces it later).
+        var scratch: ScratchFile?
     }
 
     /// A reader whose bytes are all here: answered from the chunk just
@@ -49,6 +52,9 @@ extension Episode.State {
         }
         progress.received += Int64(count)
         fetches[id] = progress
+        // Bytes of this version may be answered from memory before they are
+        // written: a file that reads them has read this version.
+        if count > 0 { versionHadBytes = true }
         var early: [Episode.Waiter] = []
         if progress.answersOnArrival, count > 0 {
             // A reader that opened or jumped here waits for these bytes: it
@@ -65,7 +71,9 @@ extension Episode.State {
                 return true
             }
         }
-        return Arrival(offset: offset, count: count, generation: generation, early: early, yielded: progress.cutShort)
+        return Arrival(
+            offset: offset, count: count, generation: generation, early: early, yielded: progress.cutShort,
+            scratch: scratch)
     }
 
     /// On the writer, before it writes `range` for fetch `id` of

@@ -72,8 +72,10 @@ extension Episode.State {
             return [answer, .probe(startProbe(minimumFetch: tuning.minimumFetch))]
         }
         openWaiters.append(Episode.OpenWaiter(reply: reply, handle: handle, dropAttributes: dropAttributes))
-        if openWaiters.count > 1 || (!revalidating && !fetches.isEmpty) {
+        if probeID != nil || (!revalidating && !fetches.isEmpty) {
             // A probe is already on its way; its head answers this open.
+            // (Opens waiting for a second response's proof are no sign of
+            // one: this open asks on its own.)
             unconfirm()
             return []
         }
