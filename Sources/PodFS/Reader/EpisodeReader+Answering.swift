@@ -19,9 +19,9 @@ extension EpisodeReader {
         /// `range` from the scratch file and the bytes `spilled` to memory.
         case cached(Range<Int64>, ScratchFile?, spilled: [SpillBuffer.Piece])
         /// `range`, partly in `chunk` (its first `count` bytes, which belong
-        /// at `offset`), the rest in `scratch`, the file of the version the
-        /// read was decided on.
-        case arriving(Range<Int64>, BodyChunk, count: Int, at: Int64, scratch: ScratchFile?, generation: UInt64)
+        /// at `offset`), the rest in the scratch file of `generation`, the
+        /// version the read was decided on.
+        case arriving(Range<Int64>, BodyChunk, count: Int, at: Int64, generation: UInt64)
     }
 
     // MARK: - Methods
@@ -35,10 +35,8 @@ extension EpisodeReader {
             reply.data(UnsafeRawBufferPointer(start: nil, count: 0))
         case .cached(let range, let scratch, let spilled):
             serve(range, from: scratch, spilled: spilled, episode: episode, reply: reply)
-        case .arriving(let range, let chunk, let count, let offset, let scratch, let generation):
-            self.answer(
-                reply, range, from: chunk, count: count, at: offset,
-                scratch: { scratch ?? self.scratchFile(of: episode, generation: generation) }, episode: episode)
+        case .arriving(let range, let chunk, let count, let offset, let generation):
+            self.answer(reply, range, from: chunk, count: count, at: offset, generation: generation, episode: episode)
         }
     }
 
@@ -86,7 +84,7 @@ extension EpisodeReader {
     /// scratch file.
     private func answer(
         _ reply: any DataReplying, _ range: Range<Int64>, from chunk: BodyChunk, count: Int, at offset: Int64,
-        scratch: () -> ScratchFile?, episode: Episode
+        generation: UInt64, episode: Episode
     ) {
         let inChunk = max(range.lowerBound, offset)..<min(range.upperBound, offset + Int64(count))
         if inChunk == range {
@@ -94,7 +92,7 @@ extension EpisodeReader {
             reply.data(UnsafeRawBufferPointer(rebasing: chunk.bytes[start..<start + Int(range.count)]))
             return
         }
-        let scratch = scratch()
+        let scratch = scratchFile(of: episode, generation: generation)
         guard let scratch, !inChunk.isEmpty else {
             serve(range, from: scratch, episode: episode, reply: reply)
             return

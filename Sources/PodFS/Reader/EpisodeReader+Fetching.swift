@@ -85,8 +85,7 @@ extension EpisodeReader {
                 case .reshape(let scratch, let old, let new):
                     // Still on the network thread, before any byte of the
                     // new version is written.
-                    if old > 0 { try? scratch.punchHole(0..<old) }
-                    if old != new { try? scratch.resize(to: new) }
+                    reshape(scratch, old: old, new: new)
                 case .replace(let old, let length):
                     // The old file stays open for the files that read it;
                     // a new one takes its path. Should making it fail, the
@@ -102,8 +101,7 @@ extension EpisodeReader {
                             "could not set a replaced version's cache file aside; files open on it read EIO",
                             metadata: ["episode.key": "\(episode.key)", "error": "\(error)"])
                         let size = episode.state.withLock { $0.keptInPlace(old) }
-                        if size > 0 { try? old.punchHole(0..<size) }
-                        try? old.resize(to: length)
+                        reshape(old, old: size, new: length)
                     }
                 case .saveVersion(let version, let pinnedURL, let pinnedIssuer):
                     try index.setValidator(EpisodeValidator(
@@ -171,6 +169,13 @@ extension EpisodeReader {
         return goesOn
     }
 
+    /// Frees the `old` bytes of a version in `scratch` and gives it the
+    /// `new` length (`HeadEffect.reshape`).
+    private func reshape(_ scratch: ScratchFile, old: Int64, new: Int64) {
+        if old > 0 { try? scratch.punchHole(0..<old) }
+        if old != new { try? scratch.resize(to: new) }
+    }
+
     // MARK: - Body
 
     /// Takes a chunk of body bytes on the network thread and queues it for
@@ -186,9 +191,7 @@ extension EpisodeReader {
         guard let plan else { return false }
         for waiter in plan.early {
             answer(
-                waiter.reply, with: .arriving(
-                    waiter.range, chunk, count: plan.count, at: plan.offset, scratch: plan.scratch,
-                    generation: plan.generation),
+                waiter.reply, with: .arriving(waiter.range, chunk, count: plan.count, at: plan.offset, generation: plan.generation),
                 episode: episode)
         }
         if plan.count > 0 {
@@ -276,8 +279,7 @@ extension EpisodeReader {
                 answer(
                     read.waiter.reply,
                     with: .arriving(
-                        read.waiter.range, chunk, count: original.count, at: original.offset, scratch: read.scratch,
-                        generation: generation),
+                        read.waiter.range, chunk, count: original.count, at: original.offset, generation: generation),
                     episode: episode)
             } else {
                 answer(read.waiter.reply, with: .cached(read.waiter.range, read.scratch, spilled: read.spilled), episode: episode)

@@ -22,9 +22,6 @@ extension Episode.State {
         /// The fetch yielded to a reader's jump: bytes past its end are not
         /// wanted, and the transfer stops without a warning.
         var yielded = false
-        /// The file of this version, for the early readers' bytes that are
-        /// on disk already (the version's own, whatever replaces it later).
-        var scratch: ScratchFile?
     }
 
     /// A reader whose bytes are all here: answered from the chunk just
@@ -71,9 +68,7 @@ extension Episode.State {
                 return true
             }
         }
-        return Arrival(
-            offset: offset, count: count, generation: generation, early: early, yielded: progress.cutShort,
-            scratch: scratch)
+        return Arrival(offset: offset, count: count, generation: generation, early: early, yielded: progress.cutShort)
     }
 
     /// On the writer, before it writes `range` for fetch `id` of

@@ -161,14 +161,7 @@ extension Episode.State {
         if validated, !openWaiters.isEmpty, !awaitingProof {
             // Opens that waited for a head that never came (`open`): the
             // version one response confirmed is what they read.
-            for waiter in openWaiters {
-                handles[waiter.handle] = Episode.HandleState(generation: generation)
-                let options = OpenOptions(
-                    handle: waiter.handle, keepCache: !kernelPagesStale, dropAttributes: waiter.dropAttributes)
-                opens.append(.answerOpen(waiter.reply, options))
-            }
-            kernelPagesStale = false
-            openWaiters.removeAll()
+            opens += answerOpens(dropAttributes: false).map { SettleEffect.answerOpen($0.0, $0.1) }
         }
         var pending = RangeSet()
         for progress in fetches.values where progress.generation == generation {

@@ -71,6 +71,7 @@ extension Episode.State {
     /// them, so their files are closed outside the lock (closing a file
     /// with no path frees its blocks).
     mutating func forgetUnreadVersions() -> [Episode.KeptVersion] {
+        guard !kept.isEmpty else { return [] }
         let reading = Set(handles.values.map(\.generation))
         let unread = kept.keys.filter { !reading.contains($0) }
         return unread.compactMap { kept.removeValue(forKey: $0) }
