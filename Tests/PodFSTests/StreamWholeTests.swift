@@ -88,6 +88,22 @@ import Testing
         #expect(bench.state.restartsStream(id: second))
     }
 
+    @Test func aStreamThatHasBroughtNothingYetIsJudgedOnceItFlows() throws {
+        var (bench, stream) = try waitingOnTheStream()
+        bench.state.fetches[stream]?.lastArrival = nil
+        bench.state.fetches[stream]?.firstArrival = nil
+        bench.now += 0.5
+        let first = bench.recheck()
+        #expect(ReadBench.fetched(first).isEmpty, "left to the connection's timeouts")
+        #expect(first.contains { if case .recheck = $0 { true } else { false } } && bench.state.recheckArmed)
+        // It brought its first bytes, then stalled for 20 s.
+        bench.state.fetches[stream]?.firstArrival = (bench.now, 2 * mib)
+        bench.state.fetches[stream]?.lastArrival = bench.now
+        bench.now += 20
+        #expect(ReadBench.fetched(bench.recheck()) == [0..<64 * mib])
+        #expect(!bench.state.recheckArmed, "no timer is on its way")
+    }
+
     @Test func aHiccupOfTheLinkIsNoReasonForAnotherVariant() throws {
         // Early in a stream a second one would be sooner after 0.2 s of
         // silence, but it would fail the reads of files open on the first.

@@ -75,13 +75,15 @@ extension Episode.State {
     /// open reads the second. Armed again while reads wait on a flowing
     /// stream.
     mutating func secondStreamIfSooner(context: ReadContext) -> [ReadEffect] {
-        // A stream that has brought nothing yet is left to the connection's
-        // own timeouts and retries.
         guard let length, let streamID, let stream = fetches[streamID], stream.generation == generation,
-            stream.cursor < stream.upper, let lastArrival = stream.lastArrival
+            stream.cursor < stream.upper
         else { return [] }
         let waiting = waiters.filter { $0.generation == generation }
         guard !waiting.isEmpty else { return [] }
+        let rearm = armRecheck(need: waiting.map { Int64($0.range.count) }.max() ?? 0, context: context)
+        // A stream that has brought nothing yet is left to the connection's
+        // own timeouts and retries; it is judged once it flows.
+        guard let lastArrival = stream.lastArrival else { return [rearm] }
         let link = context.link
         let sooner = waiting.contains { waiter in
             JoinOrJump.secondStreamSooner(
@@ -90,9 +92,8 @@ extension Episode.State {
                 silence: context.now - lastArrival, rate: link.throughput,
                 roundTrip: link.latency)
         }
-        guard sooner else {
-            return [armRecheck(need: waiting.map { Int64($0.range.count) }.max() ?? 0, context: context)]
-        }
+        guard sooner else { return [rearm] }
+        recheckArmed = false
         fetches[streamID] = nil
         let id = takeFetchID()
         fetches[id] = Episode.FetchProgress(cursor: 0, upper: length, generation: generation)
