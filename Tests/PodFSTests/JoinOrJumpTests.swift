@@ -60,14 +60,35 @@ import Testing
     }
 
     @Test func theArrivalTimesDecideAtTheirMeetingPoint() {
-        // Round trip 0.1 s at 2 MB/s + 64 KiB: the stream ties at 265,536 B.
-        let tie: Int64 = 200_000 + 65_536
+        // Round trip 0.1 s + the gain a jump must bring (0.1 s) at 2 MB/s,
+        // + 64 KiB: the stream ties at 465,536 B.
+        let tie: Int64 = 400_000 + 65_536
         let at = { (distance: Int64) in
             JoinOrJump.joins(
                 position: distance, received: 0, need: 65_536, following: false, rate: 2_000_000, roundTrip: 0.1)
         }
         #expect(at(tie))
         #expect(!at(tie + 1))
+    }
+
+    @Test func aJumpThatWouldSaveMillisecondsDoesNotCutAFastStream() {
+        // Seen on loopback with eight readers sharing the page cache: a
+        // read 1.5 MiB ahead of a 172 MB/s stream silent for 3 ms. Its own
+        // request would bring it about 4 ms sooner; cutting the stream
+        // cost what it had in flight.
+        let read = { (silence: Double) in
+            JoinOrJump.joins(
+                position: 3_407_872, received: 1_835_008, need: 1 * self.mib, following: false, rate: 172_250_168,
+                roundTrip: 0.0023, silence: silence)
+        }
+        #expect(read(0.003))
+        // A stream held back for longer than the gain is still left.
+        #expect(!read(0.12))
+        // So is one far enough ahead: 100 ms of the link and more.
+        #expect(
+            !JoinOrJump.joins(
+                position: 40 * mib, received: 1_835_008, need: 1 * mib, following: false, rate: 172_250_168,
+                roundTrip: 0.0023, silence: 0))
     }
 
     @Test func aReaderThatReadsOnStaysWithItsStream() {
@@ -92,7 +113,8 @@ import Testing
 
     @Test func aStreamSilentLongerThanARoundTripLosesEvenJustAhead() {
         // 100 KB ahead of a 2 MB/s stream: joined while it flows, but not
-        // once it brought nothing for longer than a round trip.
+        // once it brought nothing for longer than a round trip and the
+        // gain a jump must bring.
         let at = { (silence: Double) in
             JoinOrJump.joins(
                 position: 1_100_000, received: 1_000_000, need: 64 * 1024, following: false, rate: 2_000_000,
