@@ -16,6 +16,19 @@ extension CacheIndex {
         }
     }
 
+    /// Whether an episode of the feed that holds episode `key` is marked
+    /// unstable. A failure reads as no: the episode then learns it from
+    /// its own responses.
+    public func showHasUnstableEpisode(key: String) -> Bool {
+        (try? connection.withLock { db throws(IndexError) -> Bool in
+            let query = try db.prepare(
+                "SELECT 1 FROM episodes WHERE feed_id = (SELECT feed_id FROM episodes WHERE key = ?) "
+                    + "AND unstable IS NOT NULL LIMIT 1")
+            try query.bind(1, key)
+            return try query.step()
+        }) ?? false
+    }
+
     /// Marks the episode final (every byte of one variant is cached) or
     /// not (its bytes were dropped).
     public func markFinal(key: String, _ isFinal: Bool) throws(IndexError) {

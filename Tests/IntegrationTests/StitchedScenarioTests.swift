@@ -194,6 +194,59 @@ struct StitchedScenarioTests {
         #expect(found.count == 1 && found.first == issued, "one variant, the second stream's")
     }
 
+    /// A show whose host stitches every episode at one URL, a new length
+    /// per request: one open file reads an episode from start to end, as a
+    /// player that plays it through does. The second response of the
+    /// first episode shows the host stitches, too late for that file: it
+    /// read the first variant's head, and no other variant may follow it
+    /// (it gets EIO, a new open reads on). The show's next episode is
+    /// known to stitch before its first byte: it is streamed whole from
+    /// its first open, and its one open file reads one variant, no error.
+    @Test func theNextEpisodeOfAShowThatStitchesIsStreamedWholeFromItsFirstOpen() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        try fixture.publish(Fixture.episodes(sizes: [Self.size, Self.size + 999, Self.size + 1999]))
+        let stitch = "{\"ad_bytes\": \(Self.adBytes), \"mode\": \"same_url\", \"etag\": \"none\"}"
+        try fixture.origin.configure(
+            "{\"stitch\": {\"/ep1.mp3\": \(stitch), \"/ep2.mp3\": \(stitch), \"/ep3.mp3\": \(stitch)}}")
+        try fixture.mount()
+        // One open file, every read of it reaching podfs (O_DIRECT), in
+        // order from the first byte to the last.
+        let play = { (index: Int) throws -> (status: Int32, found: [Int], errors: String) in
+            let copy = fixture.directory + "/play\(index)"
+            let output = try Harness.run(
+                "dd", ["if=\(fixture.path(index))", "of=\(copy)", "bs=64k", "iflag=direct"], timeout: 120)
+            let bytes = (try? Data(contentsOf: URL(fileURLWithPath: copy))) ?? Data()
+            let issued = try fixture.origin.variants("ep\(index + 1).mp3")
+            let data = fixture.episodes[index].data
+            let found = (1...max(issued, 1)).filter { TestOrigin.variant($0, of: data, adBytes: Self.adBytes) == bytes }
+            return (output.status, found, output.stderr)
+        }
+        let first = try play(0)
+        try fixture.origin.reset()
+        let next = try play(1)
+        let sent = try fixture.origin.variantBytesSent("ep2.mp3")
+        let size = fixture.episodes[1].data.count
+        let attribute = try Harness.sh("getfattr --only-values -n user.podfs.variant '\(fixture.path(1))'")
+        print(
+            "a show that stitches: its first episode played through one open file: dd exit \(first.status) "
+                + "(\(first.found)); its next: dd exit \(next.status), variant \(next.found), origin bytes / size "
+                + String(format: "%.2f", Double(sent) / Double(size)) + ", user.podfs.variant: \(attribute)")
+        #expect(next.status == 0, "\(next.errors)")
+        #expect(next.found.count == 1, "exactly one variant")
+        #expect(Double(sent) <= 1.25 * Double(size))
+        #expect(attribute.contains("streamed whole"), "\(attribute)")
+        // The next mount knows it from the index: the third episode, never
+        // opened before, reads the same way.
+        try fixture.unmount()
+        try fixture.mount()
+        let third = try play(2)
+        print("after a remount, the third episode: dd exit \(third.status), variant \(third.found)")
+        #expect(third.status == 0, "\(third.errors)")
+        #expect(third.found.count == 1, "exactly one variant")
+        try fixture.unmount()
+    }
+
     /// An origin that drops its ETag while it serves other bytes at the
     /// same length: the response without it is another version, never
     /// spliced onto the cached bytes.

@@ -11,9 +11,39 @@ extension EpisodeReader {
     /// goes to the index (a failure is logged; the mark is a hint, the
     /// bytes stay one variant either way).
     func markUnstable(_ episode: Episode, reason: String) {
+        stitchingShows.withLock { $0[episode.parent] = true }
         logger.notice(
             "the origin serves different bytes per request (it stitches ads per request); podfs keeps one variant",
             metadata: ["episode.key": "\(episode.key)", "episode.name": "\(episode.name)", "reason": "\(reason)"])
+        do {
+            try index.markUnstable(key: episode.key, reason: reason)
+        } catch {
+            logger.warning("could not record an unstable origin in the cache index", metadata: ["error": "\(error)"])
+        }
+    }
+}
+
+extension EpisodeReader {
+    // MARK: - A show that stitches
+
+    /// Whether an episode of `episode`'s show is marked unstable, in this
+    /// mount or an earlier one (the index, asked once per show).
+    func showStitches(_ episode: Episode) -> Bool {
+        if let known = stitchingShows.withLock({ $0[episode.parent] }) { return known }
+        let found = index.showHasUnstableEpisode(key: episode.key)
+        return stitchingShows.withLock { shows in
+            let stitches = shows[episode.parent] == true || found
+            shows[episode.parent] = stitches
+            return stitches
+        }
+    }
+
+    /// `episode` took its show's mark before its first byte
+    /// (`Episode.State.inheritStitching`): the mark goes to the index.
+    func inheritStitching(_ episode: Episode, reason: String) {
+        logger.info(
+            "another episode of this show is stitched per request: this one is streamed whole from its first byte",
+            metadata: ["episode.key": "\(episode.key)", "episode.name": "\(episode.name)"])
         do {
             try index.markUnstable(key: episode.key, reason: reason)
         } catch {

@@ -78,6 +78,9 @@ public final class EpisodeReader: Sendable {
     let tuning: Tuning
     /// Told when an episode's size or bytes changed under the kernel's caches.
     let invalidator: Locked<(any KernelCacheInvalidator)?> = Locked(nil)
+    /// Whether each show (by its folder's inode) has an episode marked
+    /// unstable (`showStitches`). A leaf lock.
+    let stitchingShows = Locked<[UInt64: Bool]>([:])
     /// Serialises index commits with version drops (lock order: this, then
     /// an episode's state). Holds the number of commits made (debug log);
     /// a zero-size value would also trip TSan's exclusivity checks.
@@ -148,9 +151,16 @@ public final class EpisodeReader: Sendable {
     /// once, or when the probe's head arrives.
     public func open(_ episode: Episode, reply: any OpenReplying) {
         let handle = makeID()
-        let effects = episode.state.withLock { state in
-            state.open(handle: handle, reply: reply, now: monotonicSeconds(), feedLength: episode.feedLength, tuning: tuning)
+        // Asked only of an episode that knows nothing yet (a look-up in
+        // the index, once per show and mount).
+        let stitches = episode.state.withLock(\.knowsNothing) && showStitches(episode)
+        let (inherited, effects) = episode.state.withLock { state in
+            let inherited = stitches ? state.inheritStitching() : nil
+            let effects = state.open(
+                handle: handle, reply: reply, now: monotonicSeconds(), feedLength: episode.feedLength, tuning: tuning)
+            return (inherited, effects)
         }
+        if let inherited { inheritStitching(episode, reason: inherited) }
         for effect in effects {
             switch effect {
             case .answer(let reply, let options): reply.opened(options)

@@ -159,3 +159,35 @@ extension Episode.State {
         return nil
     }
 }
+
+/// A show whose host stitches (docs/DESIGN.md, "A show that stitches"):
+/// hosts stitch every episode of a show, and the second response of an
+/// episode shows it too late for a file already open on the first (it read
+/// the first variant's head; no other may follow it). So an episode of a
+/// show with an episode marked unstable starts marked itself, before its
+/// first byte, and is streamed whole from its first open.
+extension Episode.State {
+    // MARK: - Static properties
+
+    /// Why an episode is marked for its show.
+    static let showStitches = "as another episode of its show"
+
+    // MARK: - Events
+
+    /// Whether nothing is known of the episode yet: no byte, no response,
+    /// nothing open or on its way. Only such an episode takes its show's
+    /// mark (`inheritStitching`); one with bytes or a response has its
+    /// own evidence.
+    var knowsNothing: Bool {
+        unstable == nil && length == nil && validatedAt == nil && present.isEmpty && spill.isEmpty
+            && fetches.isEmpty && handles.isEmpty && openWaiters.isEmpty
+    }
+
+    /// Marks the episode unstable for its show (another of its episodes is
+    /// marked), if it `knowsNothing`. Returns the mark, for the index.
+    mutating func inheritStitching() -> String? {
+        guard knowsNothing else { return nil }
+        unstable = Self.showStitches
+        return unstable
+    }
+}

@@ -1,0 +1,52 @@
+import RangeCache
+import Testing
+
+@testable import PodFS
+
+/// A show that stitches (docs/DESIGN.md, "A show that stitches"): an
+/// episode that knows nothing yet takes its show's mark and is streamed
+/// whole from its first open; one with its own bytes or responses keeps
+/// its own evidence.
+@Suite struct ShowStitchesTests {
+    private let mib = ReadBench.mib
+
+    @Test func anEpisodeThatKnowsNothingIsStreamedWholeFromItsFirstOpen() throws {
+        var state = Episode.State()
+        #expect(state.inheritStitching() == Episode.State.showStitches)
+        let effects = state.open(
+            handle: 7, reply: FakeOpenReply(), now: 1, feedLength: 6 * mib, tuning: EpisodeReader.Tuning())
+        // No answer before the stream's head: the file opens on the one
+        // variant the stream brings, from its first byte to its last.
+        #expect(effects.count == 1)
+        guard case .probe(let probe) = try #require(effects.first) else {
+            Issue.record("a probe, not \(effects)")
+            return
+        }
+        #expect(probe.range == 0..<EpisodeRecord.positions.upperBound)
+        #expect(state.streamID == probe.id)
+        #expect(state.openWaiters.count == 1 && state.handles.isEmpty)
+    }
+
+    @Test func anEpisodeWithItsOwnEvidenceKeepsIt() {
+        // Bytes cached (of a variant this mount may confirm).
+        var cached = ReadBench(length: 4 * mib, present: [0..<mib], handles: []).state
+        cached.validation = .unconfirmed(lastConfirmed: nil)
+        #expect(cached.inheritStitching() == nil)
+        #expect(cached.unstable == nil)
+        // A response told its length, nothing cached (an earlier open read
+        // nothing).
+        var sized = Episode.State()
+        sized.length = 4 * mib
+        #expect(sized.inheritStitching() == nil)
+        // Marked for a reason of its own: the reason stays.
+        var marked = Episode.State()
+        marked.unstable = "the length changed between requests"
+        #expect(marked.inheritStitching() == nil)
+        #expect(marked.unstable == "the length changed between requests")
+        // Its probe is on its way.
+        var probing = Episode.State()
+        _ = probing.open(handle: 1, reply: FakeOpenReply(), now: 1, feedLength: 4 * mib, tuning: EpisodeReader.Tuning())
+        #expect(!probing.fetches.isEmpty)
+        #expect(probing.inheritStitching() == nil)
+    }
+}
