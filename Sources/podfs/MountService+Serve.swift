@@ -1,0 +1,305 @@
+import FUSEBridge
+import Feeds
+import Foundation
+import HTTPClient
+import Locking
+import Logging
+import PodFS
+import RangeCache
+
+/// A mount's life in order: the parts are made, the shows listed, the
+/// feeds started, the mount waits until it is ready, the FUSE session
+/// serves until unmounted, and everything stops in order.
+extension MountService {
+    // MARK: - Nested types
+
+    /// What a mount is made of.
+    struct Parts {
+        let index: CacheIndex
+        let client: HTTPClient
+        let source: CurlSource
+        let loader: FeedLoader
+        let feedStatus: FeedStatusStore
+        let catalog: Catalog
+        let reader: EpisodeReader
+        /// The SOURCE's feeds, in order.
+        let feedURLs: [String]
+        /// Registers a show's files with the address zones and the reader.
+        let adopt: @Sendable ([Catalog.Show]) -> Void
+        /// Whether a feed answered in this mount (the episodes read last
+        /// are checked with the origin from then on).
+        let answered = Locked(false)
+    }
+
+    /// The shows listed before any feed is asked.
+    struct Listed {
+        /// The feeds listed from a kept copy or the last mount's list.
+        let keptURLs: Set<String>
+        /// Listed from the last mount's list, built when first looked into
+        /// or by `building`.
+        let building: KeptCopyPass?
+        /// Tells the kernel about the root once the session exists.
+        let kernel: Locked<(any KernelCacheInvalidator)?>
+    }
+
+    /// The feeds on their way, and what the mount waits for.
+    struct Feeds {
+        let refresher: FeedRefresher
+        /// The feeds the mount waits for before it is ready.
+        let waitFor: Set<String>
+        /// Whether the background work started before the mount was ready
+        /// (it waits for feeds), or starts after.
+        let startEarly: Bool
+    }
+
+    // MARK: - Methods
+
+    func serve(logger: Logger) throws -> Int32 {
+        let lock = try CacheLock(directory: cacheDirectory, owner: .mount(mountpoint))
+        defer { lock.release() }
+        let parts = try makeParts(logger: logger)
+        let listed = try listShows(parts, logger: logger)
+        let fileSystem = PodFileSystem(
+            catalog: parts.catalog, reader: parts.reader, logger: logger,
+            control: StatusFiles.make(cacheDirectory: cacheDirectory, mountpoint: mountpoint, logger: logger))
+        let feeds = startFeeds(parts, listed, logger: logger)
+        let (waiting, failures) = try waitUntilReady(parts, listed, feeds)
+        let session: FUSESession
+        do {
+            session = try FUSESession(
+                mountpoint: mountpoint, fileSystemName: "podfs", options: fuseOptions,
+                fileSystem: fileSystem, logger: logger)
+        } catch {
+            stopFeeds(parts, feeds)
+            throw error
+        }
+        attach(session, parts, listed, feeds, logger: logger)
+        for failure in failures { report("warning: left out \(failure)") }
+        if !waiting.isEmpty {
+            report("warning: \(waiting.count) feed(s) still loading; their shows appear when they come (podfs status)")
+        }
+        report("ready")
+        if !feeds.startEarly {
+            listed.building?.start()
+            feeds.refresher.start()
+        }
+        if readiness == .pipe {
+            // Nothing more for the parent: detach stdout from its pipe.
+            let devNull = open("/dev/null", O_WRONLY)
+            dup2(devNull, STDOUT_FILENO)
+            close(devNull)
+        }
+        // The loop returns the number of the signal that stopped it:
+        // SIGINT, SIGTERM and SIGHUP are how a daemon is asked to stop.
+        // SIGTERM (systemd, kill) detaches and serves open files for up to
+        // 10 s so their readers get their data.
+        let loopStatus = session.serve(termGrace: 10)
+        let status = [SIGINT, SIGTERM, SIGHUP].contains(loopStatus) ? 0 : loopStatus
+        tearDown(session, parts, listed, feeds, logger: logger)
+        logger.info("stopped", metadata: ["exit.status": "\(status == 0 ? 0 : 1)"])
+        return status == 0 ? 0 : 1
+    }
+
+    // MARK: - Private methods
+
+    /// The index, the HTTP client, the catalogue (empty) and the reader.
+    private func makeParts(logger: Logger) throws -> Parts {
+        let index = try CacheIndex(directory: cacheDirectory, logger: logger)
+        let policy = addressPolicy(logger: logger)
+        let client = HTTPClient(logger: logger, userAgent: userAgent, policy: policy, proxy: proxy)
+        let source = CurlSource(
+            client: client, feedLimit: feedLimit,
+            zones: FeedZones(policy: policy, pinnedIssuer: { index.pinnedIssuer(url: $0) }))
+        let feedURLs: [String]
+        do {
+            feedURLs = try FeedSources.urls(sources)
+        } catch {
+            throw MountError(error.message)
+        }
+        let loader = FeedLoader(
+            source: source, index: index, moves: FeedMoves(directory: cacheDirectory), logger: logger)
+        // Kept copies serve at once (docs/DESIGN.md, "Feeds"): the mount
+        // shows them now and revalidates them in the background.
+        let catalog = try Catalog(feeds: [], index: index, logger: logger)
+        var tuning = EpisodeReader.Tuning()
+        tuning.revalidateAfter = revalidateAfter
+        tuning.commitEveryChunk = commitInterval == 0
+        tuning.cacheLimit = try cacheLimit(index: index, logger: logger)
+        // For `podfs status`, which cannot ask the daemon.
+        _ = CachePrivacy.writeFile(
+            cacheDirectory + "/cache-size", Array((tuning.cacheLimit.map { String($0) } ?? "none").utf8))
+        let reader = EpisodeReader(index: index, source: source, logger: logger, tuning: tuning)
+        let zones = source.zones
+        return Parts(
+            index: index, client: client, source: source, loader: loader,
+            feedStatus: FeedStatusStore(directory: cacheDirectory), catalog: catalog, reader: reader,
+            feedURLs: feedURLs,
+            adopt: { shows in
+                for show in shows {
+                    zones.adopt(urls: (show.episodes + show.extras).map(\.url), feedURL: show.feedURL)
+                    reader.adopt(show.episodes + show.extras)
+                }
+            })
+    }
+
+    /// Lists the shows the last mount had at once, built from their kept
+    /// copies in the background or when first looked into; with no such
+    /// list, shows the kept copies now.
+    private func listShows(_ parts: Parts, logger: Logger) throws -> Listed {
+        let (loader, catalog, adopt) = (parts.loader, parts.catalog, parts.adopt)
+        let saved = ShowList.read(directory: cacheDirectory)
+        let wanted = Set(parts.feedURLs)
+        // Only shows whose kept copy is still in the index (a damaged index
+        // is rebuilt empty).
+        let kept = (try? parts.index.keptFeedURLs()) ?? []
+        let listable = saved.filter { wanted.contains($0.url) && kept.contains($0.url) }
+        // Tells the kernel a listed show is gone (its kept copy gave none).
+        let kernel = Locked<(any KernelCacheInvalidator)?>(nil)
+        let forget: @Sendable (Catalog.Placeholder?) -> Void = { placeholder in
+            guard let placeholder, let invalidator = kernel.withLock({ $0 }) else { return }
+            invalidator.invalidate(inode: Catalog.rootInode)
+            invalidator.invalidate(parent: Catalog.rootInode, name: placeholder.name)
+        }
+        guard !listable.isEmpty else {
+            let keptURLs = try Self.showKeptCopies(of: parts.feedURLs, loader: loader, catalog: catalog, adopt: adopt)
+            logger.info("kept copies shown", metadata: ["feeds": "\(keptURLs.count)", "episodes": "\(catalog.episodeCount)"])
+            Heap.giveBackFreedMemory()
+            parts.reader.evictIfOverLimit()
+            return Listed(keptURLs: keptURLs, building: nil, kernel: kernel)
+        }
+        catalog.list(listable) { url in
+            // Called from a request handler: the kernel is told from
+            // another thread (docs/DESIGN.md, "Feeds").
+            guard let feed = loader.kept(url: url) else {
+                let dropped = catalog.dropPlaceholder(url: url)
+                DispatchQueue.global().async { forget(dropped) }
+                return
+            }
+            do {
+                adopt(try catalog.add([(url: url, feed: feed)]))
+            } catch {
+                logger.error("could not show the kept copy", metadata: ["feed.url": .url(url), "error": "\(error)"])
+                let dropped = catalog.dropPlaceholder(url: url)
+                DispatchQueue.global().async { forget(dropped) }
+            }
+        }
+        logger.info("shows listed from the last mount", metadata: ["feeds": "\(catalog.placeholderURLs.count)"])
+        let (reader, answered) = (parts.reader, parts.answered)
+        let building = KeptCopyPass(
+            urls: catalog.placeholderURLs, loader: loader, catalog: catalog, adopt: adopt, logger: logger,
+            dropped: forget, then: { [cacheDirectory] in
+                ShowList.write(catalog.placeholdersToSave, directory: cacheDirectory, logger: logger)
+                Heap.giveBackFreedMemory()
+                reader.evictIfOverLimit()
+                if answered.withLock({ $0 }) { reader.revalidateRecentlyRead() }
+            })
+        return Listed(keptURLs: Set(catalog.placeholderURLs), building: building, kernel: kernel)
+    }
+
+    /// Starts the feeds' fetches and the background pass over the listed
+    /// shows now when the mount waits for feeds; otherwise they start once
+    /// it is ready, so they take no CPU from getting there.
+    private func startFeeds(_ parts: Parts, _ listed: Listed, logger: Logger) -> Feeds {
+        let wanted = Set(parts.feedURLs)
+        let (reader, answered, zones) = (parts.reader, parts.answered, parts.source.zones)
+        // Feeds that never answered in the last mount (still pending when it
+        // ended: a host that hangs) hold no mount that has shows to list.
+        let records = parts.feedStatus.records
+        let silentBefore = wanted.subtracting(listed.keptURLs).filter { records[$0]?.pending == true }
+        // The episodes read last are the likeliest to be reopened: check
+        // them with the origin as soon as one feed answered (offline, the
+        // checks would only fail), and once more, for those the reader did
+        // not know then, when a remount's shows are built from their kept
+        // copies (an episode checked or being checked is not asked again).
+        let refresher = FeedRefresher(
+            urls: parts.feedURLs, interval: refreshInterval, limits: feedLimits, loader: parts.loader,
+            catalog: parts.catalog, reader: reader, statusStore: parts.feedStatus, logger: logger,
+            onNewFiles: { urls, feedURL in zones.adopt(urls: urls, feedURL: feedURL) },
+            onFirstAnswer: {
+                answered.withLock { $0 = true }
+                reader.revalidateRecentlyRead()
+            })
+        // What the mount waits for before it is ready: a cold mount, every
+        // feed; one with shows to list, the feeds it has nothing of, except
+        // those that never answered last time.
+        let waitFor = listed.keptURLs.isEmpty ? wanted : wanted.subtracting(listed.keptURLs).subtracting(silentBefore)
+        let startEarly = !waitFor.isEmpty
+        if startEarly {
+            listed.building?.start()
+            refresher.start()
+        } else {
+            parts.feedStatus.markPending(urls: parts.feedURLs)
+        }
+        return Feeds(refresher: refresher, waitFor: waitFor, startEarly: startEarly)
+    }
+
+    /// Waits until the mount is ready: a cold mount when its feeds are in,
+    /// or after a short deadline; a mount with shows to list far less for
+    /// the feeds it has nothing of. Shows that come later appear when they
+    /// come. Returns the feeds still loading and the ones left out (why);
+    /// throws when there is nothing to show and nothing on its way.
+    private func waitUntilReady(
+        _ parts: Parts, _ listed: Listed, _ feeds: Feeds
+    ) throws -> (waiting: Set<String>, failures: [String]) {
+        let wanted = Set(parts.feedURLs)
+        let feedStatus = parts.feedStatus
+        let waiting = feeds.refresher.waitForAnswers(
+            from: feeds.waitFor, timeout: listed.keptURLs.isEmpty ? readyDeadline : warmReadyDeadline)
+            .union(wanted.subtracting(listed.keptURLs).subtracting(feeds.waitFor))
+        // A feed still waiting but answered once is waiting for its retry
+        // (a Retry-After): with nothing to show, that is a failure to say.
+        let unanswered = waiting.filter { feedStatus.record(url: $0)?.pending == true }
+        let shown = parts.catalog.feedURLs.union(parts.catalog.placeholderURLs)
+        let failures = parts.feedURLs.filter { !shown.contains($0) && !unanswered.contains($0) }.map { url in
+            "\(FeedURL.redacted(url, for: .log)): \(feedStatus.record(url: url)?.detail ?? "unknown")"
+        }
+        if shown.isEmpty && unanswered.isEmpty {
+            stopFeeds(parts, feeds)
+            throw MountError(
+                "no feed could be loaded and none is cached:\n  " + failures.joined(separator: "\n  ")
+                    + "\nCheck the URL and the network, then mount again.")
+        }
+        return (waiting, failures)
+    }
+
+    /// Stops the feeds before a mount that never served.
+    private func stopFeeds(_ parts: Parts, _ feeds: Feeds) {
+        feeds.refresher.requestStop()
+        parts.client.shutdown()
+        feeds.refresher.waitUntilStopped()
+    }
+
+    /// From here on a feed that lands, and a reader that finds an episode
+    /// changed, tell the kernel what changed.
+    private func attach(_ session: FUSESession, _ parts: Parts, _ listed: Listed, _ feeds: Feeds, logger: Logger) {
+        feeds.refresher.attach(invalidator: session)
+        listed.kernel.withLock { $0 = session }
+        parts.reader.attach(invalidator: session)
+        let readAhead = session.setReadAhead(kib: readAheadKiB)
+        if readAhead < readAheadKiB {
+            logger.notice(
+                "readahead_kb=\(readAheadKiB) lowered to \(readAhead): larger reads could not be answered from the cache by splicing (fs.pipe-max-size) and were measured slower")
+        }
+        parts.reader.startFlushing(interval: commitInterval)
+        parts.reader.warmUp()
+        logger.info("mounted", metadata: ["mountpoint": "\(mountpoint)", "cache": "\(cacheDirectory)"])
+    }
+
+    /// After the loop: the feeds stop first (shutting the client down cuts
+    /// a refresh's fetch short, and nothing invalidates after the session
+    /// closes), then the index is saved and the session closed.
+    private func tearDown(_ session: FUSESession, _ parts: Parts, _ listed: Listed, _ feeds: Feeds, logger: Logger) {
+        logger.info("unmounting: saving the cache index")
+        listed.building?.stop()
+        feeds.refresher.requestStop()
+        parts.client.shutdown()
+        listed.building?.waitUntilStopped()
+        feeds.refresher.requestStop()
+        feeds.refresher.waitUntilStopped()
+        ShowList.write(parts.catalog.placeholdersToSave, directory: cacheDirectory, logger: logger)
+        parts.reader.stopFlushing()
+        parts.index.checkpoint()
+        session.close()
+        parts.reader.detachInvalidator()
+    }
+}
