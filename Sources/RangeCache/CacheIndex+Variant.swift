@@ -16,17 +16,18 @@ extension CacheIndex {
         }
     }
 
-    /// Whether an episode of the feed that holds episode `key` is marked
-    /// unstable. A failure reads as no: the episode then learns it from
-    /// its own responses.
-    public func showHasUnstableEpisode(key: String) -> Bool {
-        (try? connection.withLock { db throws(IndexError) -> Bool in
+    /// The feeds with an episode marked unstable for a reason other than
+    /// `inherited` (the mark an episode takes from its show, which is no
+    /// evidence of its own). `nil` when the index could not be read.
+    public func feedsWithUnstableEpisodes(notCounting inherited: String) -> Set<Int64>? {
+        try? connection.withLock { db throws(IndexError) -> Set<Int64> in
             let query = try db.prepare(
-                "SELECT 1 FROM episodes WHERE feed_id = (SELECT feed_id FROM episodes WHERE key = ?) "
-                    + "AND unstable IS NOT NULL LIMIT 1")
-            try query.bind(1, key)
-            return try query.step()
-        }) ?? false
+                "SELECT DISTINCT feed_id FROM episodes WHERE unstable IS NOT NULL AND unstable <> ?")
+            try query.bind(1, inherited)
+            var feeds: Set<Int64> = []
+            while try query.step() { feeds.insert(query.int64(0)) }
+            return feeds
+        }
     }
 
     /// Marks the episode final (every byte of one variant is cached) or

@@ -4,13 +4,13 @@ import Testing
 @testable import PodFS
 
 /// A show that stitches (docs/DESIGN.md, "A show that stitches"): an
-/// episode that knows nothing yet takes its show's mark and is streamed
-/// whole from its first open; one with its own bytes or responses keeps
-/// its own evidence.
+/// episode that holds nothing (no byte, nothing open or on its way) takes
+/// its show's mark and is streamed whole from its first open; one with
+/// bytes, a fetch or a mark of its own keeps them.
 @Suite struct ShowStitchesTests {
     private let mib = ReadBench.mib
 
-    @Test func anEpisodeThatKnowsNothingIsStreamedWholeFromItsFirstOpen() throws {
+    @Test func anEpisodeThatHoldsNothingIsStreamedWholeFromItsFirstOpen() throws {
         var state = Episode.State()
         #expect(state.inheritStitching() == Episode.State.showStitches)
         let effects = state.open(
@@ -33,11 +33,11 @@ import Testing
         cached.validation = .unconfirmed(lastConfirmed: nil)
         #expect(cached.inheritStitching() == nil)
         #expect(cached.unstable == nil)
-        // A response told its length, nothing cached (an earlier open read
-        // nothing).
-        var sized = Episode.State()
-        sized.length = 4 * mib
-        #expect(sized.inheritStitching() == nil)
+        // Evicted: its length and validator are known, no byte is left.
+        // It holds nothing a new variant could clash with, and is marked.
+        var evicted = ReadBench(length: 4 * mib, present: [], handles: []).state
+        evicted.etag = "\"v1\""
+        #expect(evicted.inheritStitching() == Episode.State.showStitches)
         // Marked for a reason of its own: the reason stays.
         var marked = Episode.State()
         marked.unstable = "the length changed between requests"

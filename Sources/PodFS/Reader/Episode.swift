@@ -19,6 +19,8 @@ public final class Episode: Sendable {
     public let modificationTime: Int64
     /// The enclosure length the feed claimed (`nil` when missing or 0).
     public let feedLength: Int64?
+    /// An episode's audio, not a show's cover, transcript or chapters.
+    public let isEpisode: Bool
     let state: Locked<State>
     /// The fetches of this episode on the network, by id, so one that
     /// yielded to a reader's jump can be stopped at once (docs/DESIGN.md,
@@ -29,7 +31,7 @@ public final class Episode: Sendable {
 
     init(
         inode: UInt64, parent: UInt64, key: String, url: String, guid: String?, name: String,
-        modificationTime: Int64, feedLength: Int64?, record: EpisodeRecord?
+        modificationTime: Int64, feedLength: Int64?, isEpisode: Bool = true, record: EpisodeRecord?
     ) {
         self.inode = inode
         self.parent = parent
@@ -39,6 +41,7 @@ public final class Episode: Sendable {
         self.name = name
         self.modificationTime = modificationTime
         self.feedLength = feedLength
+        self.isEpisode = isEpisode
         self.state = Locked(record.map(State.init(restoring:)) ?? State())
     }
 

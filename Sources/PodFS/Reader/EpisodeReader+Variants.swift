@@ -11,7 +11,9 @@ extension EpisodeReader {
     /// goes to the index (a failure is logged; the mark is a hint, the
     /// bytes stay one variant either way).
     func markUnstable(_ episode: Episode, reason: String) {
-        stitchingShows.withLock { $0[episode.parent] = true }
+        stitchingShows.withLock { shows in
+            if shows != nil { shows?.insert(episode.parent) }
+        }
         logger.notice(
             "the origin serves different bytes per request (it stitches ads per request); podfs keeps one variant",
             metadata: ["episode.key": "\(episode.key)", "episode.name": "\(episode.name)", "reason": "\(reason)"])
@@ -26,15 +28,21 @@ extension EpisodeReader {
 extension EpisodeReader {
     // MARK: - A show that stitches
 
-    /// Whether an episode of `episode`'s show is marked unstable, in this
-    /// mount or an earlier one (the index, asked once per show).
+    /// Whether an episode of `episode`'s show was marked unstable by its
+    /// own responses, in this mount or an earlier one. The index is read
+    /// once per mount, at the first such question (again after a failed
+    /// read); marks of this mount are added as they are made.
     func showStitches(_ episode: Episode) -> Bool {
-        if let known = stitchingShows.withLock({ $0[episode.parent] }) { return known }
-        let found = index.showHasUnstableEpisode(key: episode.key)
+        if let known = stitchingShows.withLock({ $0 }) { return known.contains(episode.parent) }
+        guard let feeds = index.feedsWithUnstableEpisodes(notCounting: Episode.State.showStitches) else {
+            return false
+        }
+        let marked = Set(feeds.map { Catalog.inode(.show, id: $0) })
         return stitchingShows.withLock { shows in
-            let stitches = shows[episode.parent] == true || found
-            shows[episode.parent] = stitches
-            return stitches
+            // Marks made while the index was read are kept.
+            let all = marked.union(shows ?? [])
+            shows = all
+            return all.contains(episode.parent)
         }
     }
 

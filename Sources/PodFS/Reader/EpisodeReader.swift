@@ -78,9 +78,10 @@ public final class EpisodeReader: Sendable {
     let tuning: Tuning
     /// Told when an episode's size or bytes changed under the kernel's caches.
     let invalidator: Locked<(any KernelCacheInvalidator)?> = Locked(nil)
-    /// Whether each show (by its folder's inode) has an episode marked
-    /// unstable (`showStitches`). A leaf lock.
-    let stitchingShows = Locked<[UInt64: Bool]>([:])
+    /// The shows (by their folders' inodes) with an episode marked
+    /// unstable by its own responses (`showStitches`); `nil` until first
+    /// read from the index. A leaf lock.
+    let stitchingShows = Locked<Set<UInt64>?>(nil)
     /// Serialises index commits with version drops (lock order: this, then
     /// an episode's state). Holds the number of commits made (debug log);
     /// a zero-size value would also trip TSan's exclusivity checks.
@@ -151,9 +152,8 @@ public final class EpisodeReader: Sendable {
     /// once, or when the probe's head arrives.
     public func open(_ episode: Episode, reply: any OpenReplying) {
         let handle = makeID()
-        // Asked only of an episode that knows nothing yet (a look-up in
-        // the index, once per show and mount).
-        let stitches = episode.state.withLock(\.knowsNothing) && showStitches(episode)
+        // Asked only of an episode's audio that holds nothing yet.
+        let stitches = episode.isEpisode && episode.state.withLock(\.holdsNothing) && showStitches(episode)
         let (inherited, effects) = episode.state.withLock { state in
             let inherited = stitches ? state.inheritStitching() : nil
             let effects = state.open(

@@ -174,19 +174,19 @@ extension Episode.State {
 
     // MARK: - Events
 
-    /// Whether nothing is known of the episode yet: no byte, no response,
-    /// nothing open or on its way. Only such an episode takes its show's
-    /// mark (`inheritStitching`); one with bytes or a response has its
-    /// own evidence.
-    var knowsNothing: Bool {
-        unstable == nil && length == nil && validatedAt == nil && present.isEmpty && spill.isEmpty
-            && fetches.isEmpty && handles.isEmpty && openWaiters.isEmpty
+    /// Whether the episode holds nothing a new variant could clash with:
+    /// no byte (never fetched, or evicted), nothing open or on its way,
+    /// and no mark of its own. Only such an episode takes its show's mark
+    /// (`inheritStitching`).
+    var holdsNothing: Bool {
+        unstable == nil && present.isEmpty && spill.isEmpty && fetches.isEmpty && handles.isEmpty
+            && openWaiters.isEmpty
     }
 
     /// Marks the episode unstable for its show (another of its episodes is
-    /// marked), if it `knowsNothing`. Returns the mark, for the index.
+    /// marked), if it `holdsNothing`. Returns the mark, for the index.
     mutating func inheritStitching() -> String? {
-        guard knowsNothing else { return nil }
+        guard holdsNothing else { return nil }
         unstable = Self.showStitches
         return unstable
     }

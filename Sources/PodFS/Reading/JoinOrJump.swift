@@ -83,8 +83,9 @@ enum JoinOrJump {
     /// How long a read that jumped and waits for a fetch not its own waits
     /// before it is judged again (`Episode.State.recheckDue`): twice what a
     /// request of its own would take, within 0.1-1 s (0.25 s until the link
-    /// was measured). By then a flowing fetch has brought it, and a fetch
-    /// silent as long has lost to a request of its own.
+    /// was measured). By then a flowing fetch has brought it; a fetch
+    /// silent as long is judged again until it loses to a request of its
+    /// own (once that wins by `worthwhileGain`).
     static func recheckDelay(need: Int64, rate: Double?, roundTrip: Double?) -> Double {
         guard let rate, let roundTrip, rate.isFinite, rate > 0, roundTrip.isFinite, roundTrip >= 0 else {
             return quietSilence

@@ -353,7 +353,8 @@ public final class Catalog: Sendable {
                     inode: Self.inode(.episode, id: record?.id ?? 0), parent: showInode, key: item.key,
                     url: item.url, guid: item.kind == .episode ? item.episode?.guid : nil, name: item.name,
                     modificationTime: time,
-                    feedLength: item.kind == .episode ? item.episode?.enclosureLength : nil, record: record)
+                    feedLength: item.kind == .episode ? item.episode?.enclosureLength : nil,
+                    isEpisode: item.kind == .episode, record: record)
                 newFiles.append(episode)
             }
             if item.kind == .episode { episodes.append(episode) } else { extras.append(episode) }
