@@ -106,7 +106,13 @@ public final class CacheMaintenance {
         // Index first, then files.
         try index.commitRanges(changes)
         for path in doomedFiles { removeLogging(path) }
-        let known = Set(records.map(\.key))
+        verifyFiles(known: Set(records.map(\.key)), into: &result)
+        return result
+    }
+
+    /// Every file in `data/` against the index (`verify`): a file no
+    /// episode owns is deleted; anything else there is left alone.
+    private func verifyFiles(known: Set<String>, into result: inout CacheVerification) {
         for entry in Self.listDirectory(index.directory + "/data") {
             result.files += 1
             guard !known.contains(entry.name) else { continue }
@@ -123,7 +129,6 @@ public final class CacheMaintenance {
                 kind: .orphanFile, key: entry.name, problem: "no episode in the index owns data/\(entry.name)",
                 repair: "deleted it (\(Self.bytes(entry.diskBytes)) on disk)"))
         }
-        return result
     }
 
     // MARK: - Clear

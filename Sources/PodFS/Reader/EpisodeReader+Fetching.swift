@@ -87,54 +87,17 @@ extension EpisodeReader {
                     // new version is written.
                     reshape(scratch, old: old, new: new)
                 case .replace(let old, let length):
-                    // The old file stays open for the files that read it;
-                    // a new one takes its path. Should making it fail, the
-                    // new version's file is made when a byte arrives.
-                    do {
-                        try ScratchFile.remove(path: old.path)
-                        let fresh = try? ScratchFile(path: old.path, length: length)
-                        episode.state.withLock { $0.replaced(with: fresh) }
-                    } catch {
-                        // Still at its path, it cannot be kept apart from
-                        // the new version: freed as when no file is open.
-                        logger.warning(
-                            "could not set a replaced version's cache file aside; files open on it read EIO",
-                            metadata: ["episode.key": "\(episode.key)", "error": "\(error)"])
-                        let size = episode.state.withLock { $0.keptInPlace(old) }
-                        reshape(old, old: size, new: length)
-                    }
+                    replace(old, length: length, of: episode)
                 case .saveVersion(let version, let pinnedURL, let pinnedIssuer):
                     try index.setValidator(EpisodeValidator(
                         key: episode.key, length: version.length ?? 0, etag: version.etag,
                         lastModified: version.lastModified, pinnedURL: pinnedURL, pinnedIssuer: pinnedIssuer))
                 case .saveVersionLater:
                     markDirty(episode)
-                case .logChanged:
-                    logger.warning(
-                        "the episode changed at the origin; its cached bytes were dropped",
-                        metadata: ["episode.key": "\(episode.key)", "episode.name": "\(episode.name)"])
-                case .logVariantGone(let dropped):
-                    logger.warning(
-                        """
-                        the link of the variant this episode was cached from stopped working, and the host now \
-                        serves another variant: its cached bytes were dropped and the episode is fetched again as \
-                        one variant; a player that has it open reads what was cached of the old one and gets an \
-                        error past it, then opens it again
-                        """,
-                        metadata: [
-                            "episode.key": "\(episode.key)", "episode.name": "\(episode.name)",
-                            "dropped.bytes": "\(dropped)",
-                        ])
-                case .logKeptFinal:
-                    logger.info(
-                        "kept the complete episode; its host now serves another variant at another link",
-                        metadata: ["episode.key": "\(episode.key)", "episode.name": "\(episode.name)"])
+                case .logChanged, .logVariantGone, .logKeptFinal, .logIgnoresRange:
+                    log(effect, of: episode)
                 case .markUnstable(let reason):
                     markUnstable(episode, reason: reason)
-                case .logIgnoresRange:
-                    logger.notice(
-                        "the origin ignores Range requests; streaming the episode from its start",
-                        metadata: ["episode.url": .url(episode.url)])
                 case .invalidateKernel(let pages):
                     // Dropping pages would wait on reads in flight, and a
                     // daemon killed meanwhile would leave that wait hanging:
@@ -167,6 +130,52 @@ extension EpisodeReader {
             }
         }
         return goesOn
+    }
+
+    /// The old file stays open for the files that read it; a new one takes
+    /// its path (`HeadEffect.replace`). Should making it fail, the new
+    /// version's file is made when a byte arrives.
+    private func replace(_ old: ScratchFile, length: Int64, of episode: Episode) {
+        do {
+            try ScratchFile.remove(path: old.path)
+            let fresh = try? ScratchFile(path: old.path, length: length)
+            episode.state.withLock { $0.replaced(with: fresh) }
+        } catch {
+            // Still at its path, it cannot be kept apart from the new
+            // version: freed as when no file is open.
+            logger.warning(
+                "could not set a replaced version's cache file aside; files open on it read EIO",
+                metadata: ["episode.key": "\(episode.key)", "error": "\(error)"])
+            let size = episode.state.withLock { $0.keptInPlace(old) }
+            reshape(old, old: size, new: length)
+        }
+    }
+
+    /// The log lines a head's effects ask for.
+    private func log(_ effect: Episode.State.HeadEffect, of episode: Episode) {
+        let names: Logger.Metadata = ["episode.key": "\(episode.key)", "episode.name": "\(episode.name)"]
+        switch effect {
+        case .logChanged:
+            logger.warning("the episode changed at the origin; its cached bytes were dropped", metadata: names)
+        case .logVariantGone(let dropped):
+            logger.warning(
+                """
+                the link of the variant this episode was cached from stopped working, and the host now \
+                serves another variant: its cached bytes were dropped and the episode is fetched again as \
+                one variant; a player that has it open reads what was cached of the old one and gets an \
+                error past it, then opens it again
+                """,
+                metadata: names.merging(["dropped.bytes": "\(dropped)"]) { first, _ in first })
+        case .logKeptFinal:
+            logger.info(
+                "kept the complete episode; its host now serves another variant at another link", metadata: names)
+        case .logIgnoresRange:
+            logger.notice(
+                "the origin ignores Range requests; streaming the episode from its start",
+                metadata: ["episode.url": .url(episode.url)])
+        default:
+            break
+        }
     }
 
     /// Frees the `old` bytes of a version in `scratch` and gives it the
