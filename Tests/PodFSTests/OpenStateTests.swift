@@ -108,7 +108,7 @@ import Testing
     @Test func aClosingStreamerLeavesItsPlace() {
         var state = cached(validated: true)
         state.handles[1] = Episode.HandleState(generation: 0, nextOffset: 5 * mib, streak: 4)
-        state.release(handle: 1, now: 50)
+        _ = state.release(handle: 1, now: 50)
         #expect(state.lastStream?.end == 5 * mib && state.lastStream?.streak == 4)
         #expect(state.handles.isEmpty)
     }

@@ -21,11 +21,11 @@ public final class Episode: Sendable {
     public let feedLength: Int64?
     /// An episode's audio, not a show's cover, transcript or chapters.
     public let isEpisode: Bool
-    let state: Locked<State>
+    let state: StateCell
     /// The fetches of this episode on the network, by id, so one that
     /// yielded to a reader's jump can be stopped at once (docs/DESIGN.md,
     /// "Join or jump"). A leaf lock: never taken with `state` held.
-    let transfers = Locked<[UInt64: Fetch]>([:])
+    var transfers: Locked<[UInt64: Fetch]> { state.transfers }
 
     // MARK: - Init
 
@@ -42,28 +42,28 @@ public final class Episode: Sendable {
         self.modificationTime = modificationTime
         self.feedLength = feedLength
         self.isEpisode = isEpisode
-        self.state = Locked(record.map(State.init(restoring:)) ?? State())
+        self.state = StateCell(record.flatMap { $0.holdsState ? State(restoring: $0) : nil })
     }
 
     // MARK: - Methods
 
     /// The size `stat` shows: the origin's length once known, else the feed's.
     var size: Int64 {
-        state.withLock { $0.length } ?? feedLength ?? 0
+        state.read({ $0.length }, unmade: nil) ?? feedLength ?? 0
     }
 
     /// Bytes of this episode on disk now.
     public var cachedBytes: Int64 {
-        state.withLock { $0.present.count }
+        state.read({ $0.present.count }, unmade: 0)
     }
 
     /// What `user.podfs.variant` says (docs/DESIGN.md, "Episodes and their
     /// variants"): "stitched per request (why), streamed whole", "final",
     /// "pinned", comma separated, or "one variant" when nothing applies.
     public var variantSummary: String {
-        let (unstable, complete, pinned) = state.withLock { state in
-            (state.unstable, state.isComplete, state.effectiveURL.map { $0 != url } ?? false)
-        }
+        let (unstable, complete, pinned) = state.read(
+            { state in (state.unstable, state.isComplete, state.effectiveURL.map { $0 != url } ?? false) },
+            unmade: (nil, false, false))
         var marks: [String] = []
         if let unstable { marks.append("stitched per request (\(unstable))") }
         if unstable != nil, !complete { marks.append("streamed whole") }
@@ -81,7 +81,7 @@ public final class Episode: Sendable {
     /// the episode is opened (nothing can contradict it before), then for 0 s.
     func attributes(timeout: Double) -> (Attributes, Double) {
         let now = monotonicSeconds()
-        let (size, kept) = state.withLock { $0.sizeShown(feedLength: feedLength, timeout: timeout, now: now) }
+        let (size, kept) = state.sizeShown(feedLength: feedLength, timeout: timeout, now: now)
         return (attributes(size: size), kept)
     }
 

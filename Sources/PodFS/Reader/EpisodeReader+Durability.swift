@@ -101,7 +101,7 @@ extension EpisodeReader {
         } catch {
             episode.state.withLock { $0.commitFailed(validatorIncluded: false) }
             markDirty(episode)
-            if let error = error as? FileError, error.isNoSpace {
+            if error.isNoSpace {
                 indexOutOfSpace(error.description)
             } else {
                 logger.error("could not sync a cache file", metadata: ["episode.key": "\(episode.key)", "error": "\(error)"])

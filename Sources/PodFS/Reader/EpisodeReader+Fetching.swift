@@ -53,11 +53,11 @@ extension EpisodeReader {
                 let outcome = episode.state.withLock {
                     $0.head(id: fetch.id, head, start: start, last: last, total: total, context: context)
                 }
-                run(outcome.durable, episode: episode)
+                _ = run(outcome.durable, episode: episode)
                 return outcome
             }
         } else {
-            run(outcome.durable, episode: episode)
+            _ = run(outcome.durable, episode: episode)
         }
         guard outcome.0 == .accepted else { return false }
         return run(outcome.then, episode: episode, fetch: fetch)

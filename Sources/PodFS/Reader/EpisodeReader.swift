@@ -179,7 +179,10 @@ public final class EpisodeReader: Sendable {
     /// Runs `answer` once the episode's size is the origin's, if an open
     /// file waits for that (see `open`), else at once.
     public func whenSized(_ episode: Episode, answer: @escaping @Sendable () -> Void) {
-        if !episode.state.withLock({ $0.statWaits(answer) }) { answer() }
+        // Looked at first without making the state (a listing `stat`s
+        // every file; `Episode.StateCell`).
+        let mayWait = episode.state.read({ $0.handles.values.contains(where: \.provisional) }, unmade: false)
+        if !mayWait || !episode.state.withLock({ $0.statWaits(answer) }) { answer() }
     }
 
     /// Reads `size` bytes at `offset`; answers with fewer only at the end.

@@ -339,8 +339,12 @@ public final class Catalog: Sendable {
         let showInode = Self.inode(.show, id: registered.feedID)
         let newest = feed.episodes.compactMap(\.published).max()
         let showTime = feed.lastBuildDate ?? newest ?? 0
+        // Sized once: appends would leave up to twice the room each array
+        // needs for the rest of the mount.
         var newFiles: [Episode] = []
+        newFiles.reserveCapacity(missing.count)
         var episodes: [Episode] = []
+        episodes.reserveCapacity(files.count)
         var extras: [Episode] = []
         for item in files {
             let episode: Episode
@@ -370,8 +374,9 @@ public final class Catalog: Sendable {
         }
         // Names come from the layout: a file reused from before keeps the
         // name the layout kept for it.
-        var byName: [String: Node] = [:]
+        var byName: [String: Node] = Dictionary(minimumCapacity: files.count + 1)
         var entries: [DirectoryEntry] = []
+        entries.reserveCapacity(files.count + 1)
         for (item, episode) in zip(files, episodes + extras) {
             byName[item.name] = .episode(episode)
             entries.append(DirectoryEntry(name: item.name, inode: episode.inode, kind: .regularFile))
