@@ -30,19 +30,27 @@ extension EpisodeReader {
 
     /// Whether an episode of `episode`'s show was marked unstable by its
     /// own responses, in this mount or an earlier one. The index is read
-    /// once per mount, at the first such question (again after a failed
-    /// read); marks of this mount are added as they are made.
+    /// once per mount, in the background when the mount is served
+    /// (`warmUp`), or here if an open comes first; marks of this mount are
+    /// added as they are made.
     func showStitches(_ episode: Episode) -> Bool {
-        if let known = stitchingShows.withLock({ $0 }) { return known.contains(episode.parent) }
+        let shows = stitchingShows.withLock { $0 } ?? loadStitchingShows()
+        return shows?.contains(episode.parent) ?? false
+    }
+
+    /// Reads the shows with an episode marked by its own responses from
+    /// the index (`nil` when it cannot be read: asked again next time).
+    @discardableResult
+    func loadStitchingShows() -> Set<UInt64>? {
         guard let feeds = index.feedsWithUnstableEpisodes(notCounting: Episode.State.showStitches) else {
-            return false
+            return nil
         }
         let marked = Set(feeds.map { Catalog.inode(.show, id: $0) })
         return stitchingShows.withLock { shows in
             // Marks made while the index was read are kept.
             let all = marked.union(shows ?? [])
             shows = all
-            return all.contains(episode.parent)
+            return all
         }
     }
 

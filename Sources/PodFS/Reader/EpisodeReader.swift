@@ -215,10 +215,16 @@ public final class EpisodeReader: Sendable {
 
     /// Starts the writers' threads now and maps the first body chunks, so
     /// the first download of a mount waits for neither (a fresh 512 KiB
-    /// mapping costs 128 page faults where its bytes arrive).
+    /// mapping costs 128 page faults where its bytes arrive), and reads the
+    /// shows that stitch.
     public func warmUp() {
         for writer in writers { writer.async {} }
         chunkPool.prefill(2)
+        // The shows that stitch, read before the first open needs them (a
+        // pass over the index's episodes, off the open's path).
+        DispatchQueue.global(qos: .utility).async { [self] in
+            if stitchingShows.withLock({ $0 }) == nil { loadStitchingShows() }
+        }
     }
 
     /// Waits until every queued write and completion has run, and every
