@@ -11,12 +11,15 @@ extension EpisodeReader {
     /// goes to the index (a failure is logged; the mark is a hint, the
     /// bytes stay one variant either way).
     func markUnstable(_ episode: Episode, reason: String) {
-        stitchingShows.withLock { shows in
-            if shows != nil { shows?.insert(episode.parent) }
-        }
+        stitchingShows.withLock { _ = $0.shows.insert(episode.parent) }
         logger.notice(
             "the origin serves different bytes per request (it stitches ads per request); podfs keeps one variant",
             metadata: ["episode.key": "\(episode.key)", "episode.name": "\(episode.name)", "reason": "\(reason)"])
+        recordUnstable(episode, reason: reason)
+    }
+
+    /// The mark goes to the index; a failure is logged.
+    private func recordUnstable(_ episode: Episode, reason: String) {
         do {
             try index.markUnstable(key: episode.key, reason: reason)
         } catch {
@@ -34,23 +37,22 @@ extension EpisodeReader {
     /// (`warmUp`), or here if an open comes first; marks of this mount are
     /// added as they are made.
     func showStitches(_ episode: Episode) -> Bool {
-        let shows = stitchingShows.withLock { $0 } ?? loadStitchingShows()
-        return shows?.contains(episode.parent) ?? false
+        let known = stitchingShows.withLock { $0.loaded ? $0.shows : nil } ?? loadStitchingShows()
+        return known.contains(episode.parent)
     }
 
     /// Reads the shows with an episode marked by its own responses from
-    /// the index (`nil` when it cannot be read: asked again next time).
+    /// the index, adds them to this mount's, and returns them all (this
+    /// mount's only when the index cannot be read: it is asked again next
+    /// time).
     @discardableResult
-    func loadStitchingShows() -> Set<UInt64>? {
-        guard let feeds = index.feedsWithUnstableEpisodes(notCounting: Episode.State.showStitches) else {
-            return nil
-        }
-        let marked = Set(feeds.map { Catalog.inode(.show, id: $0) })
-        return stitchingShows.withLock { shows in
-            // Marks made while the index was read are kept.
-            let all = marked.union(shows ?? [])
-            shows = all
-            return all
+    func loadStitchingShows() -> Set<UInt64> {
+        let feeds = index.feedsWithUnstableEpisodes(notCounting: Episode.State.showStitches)
+        return stitchingShows.withLock { known in
+            guard let feeds else { return known.shows }
+            known.shows.formUnion(feeds.map { Catalog.inode(.show, id: $0) })
+            known.loaded = true
+            return known.shows
         }
     }
 
@@ -60,11 +62,7 @@ extension EpisodeReader {
         logger.info(
             "another episode of this show is stitched per request: this one is streamed whole from its first byte",
             metadata: ["episode.key": "\(episode.key)", "episode.name": "\(episode.name)"])
-        do {
-            try index.markUnstable(key: episode.key, reason: reason)
-        } catch {
-            logger.warning("could not record an unstable origin in the cache index", metadata: ["error": "\(error)"])
-        }
+        recordUnstable(episode, reason: reason)
     }
 }
 
