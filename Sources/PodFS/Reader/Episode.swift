@@ -49,21 +49,21 @@ public final class Episode: Sendable {
 
     /// The size `stat` shows: the origin's length once known, else the feed's.
     var size: Int64 {
-        state.read({ $0.length }, unmade: nil) ?? feedLength ?? 0
+        state.ifMade({ $0.length }).flatMap { $0 } ?? feedLength ?? 0
     }
 
     /// Bytes of this episode on disk now.
     public var cachedBytes: Int64 {
-        state.read({ $0.present.count }, unmade: 0)
+        state.ifMade { $0.present.count } ?? 0
     }
 
     /// What `user.podfs.variant` says (docs/DESIGN.md, "Episodes and their
     /// variants"): "stitched per request (why), streamed whole", "final",
     /// "pinned", comma separated, or "one variant" when nothing applies.
     public var variantSummary: String {
-        let (unstable, complete, pinned) = state.read(
-            { state in (state.unstable, state.isComplete, state.effectiveURL.map { $0 != url } ?? false) },
-            unmade: (nil, false, false))
+        let (unstable, complete, pinned) =
+            state.ifMade { state in (state.unstable, state.isComplete, state.effectiveURL.map { $0 != url } ?? false) }
+            ?? (nil, false, false)
         var marks: [String] = []
         if let unstable { marks.append("stitched per request (\(unstable))") }
         if unstable != nil, !complete { marks.append("streamed whole") }

@@ -179,10 +179,9 @@ public final class EpisodeReader: Sendable {
     /// Runs `answer` once the episode's size is the origin's, if an open
     /// file waits for that (see `open`), else at once.
     public func whenSized(_ episode: Episode, answer: @escaping @Sendable () -> Void) {
-        // Looked at first without making the state (a listing `stat`s
-        // every file; `Episode.StateCell`).
-        let mayWait = episode.state.read({ $0.handles.values.contains(where: \.provisional) }, unmade: false)
-        if !mayWait || !episode.state.withLock({ $0.statWaits(answer) }) { answer() }
+        // A state not made has no open file (and a listing `stat`s every
+        // file: it is not made for that; `Episode.StateCell`).
+        if episode.state.ifMade({ $0.statWaits(answer) }) != true { answer() }
     }
 
     /// Reads `size` bytes at `offset`; answers with fewer only at the end.

@@ -58,12 +58,13 @@ extension Episode {
             slot.withLock { Self.made(&$0).transfers }
         }
 
-        /// What `body` reads of the state, or `unmade` when it is not made:
-        /// an unmade state holds nothing (no length, no byte, no mark).
-        func read<Result: Sendable>(_ body: (State) -> Result, unmade: Result) -> Result {
-            slot.withLock { slot in
-                guard let box = slot.made else { return unmade }
-                return body(box.state)
+        /// Runs `body` on the state under the lock if it is made; `nil`
+        /// (and nothing made) if it is not: an unmade state holds nothing
+        /// (no length, no byte, no mark, no open file).
+        func ifMade<Result: Sendable>(_ body: (inout State) -> Result) -> Result? {
+            slot.withLock { (slot: inout sending Slot) -> Result? in
+                guard let box = slot.made else { return nil }
+                return body(&box.state)
             }
         }
 
