@@ -23,8 +23,9 @@ struct LinkEstimateTests {
         var link = LinkEstimate()
         link.observe(latency: 0.03)
         link.observe(bytes: 1 << 20, in: 0.1)  // ~10 MB/s
-        let expected = Int64(2 * Double(1 << 20) / 0.1 * 0.03)
-        #expect(link.readAhead(within: bounds) == expected)
+        let exact = Int64(2 * Double(1 << 20) / 0.1 * 0.03)
+        let expected = (exact / 65536 + 1) * 65536
+        #expect(link.readAhead(within: bounds) == expected, "rounded up to a whole 64 KiB")
     }
 
     @Test func aWindowOutrunsTheLinkOnlyWhenItHoldsLessThanTwiceItsBytesInFlight() {
@@ -49,7 +50,7 @@ struct LinkEstimateTests {
         link.observe(latency: 0.02)
         link.observe(latency: 0.03)
         link.observe(bytes: 16 << 20, in: 0.016)  // ~1 GB/s
-        let atTwenty = Int64(2 * Double(16 << 20) / 0.016 * 0.02)
+        let atTwenty = (Int64(2 * Double(16 << 20) / 0.016 * 0.02) + 65535) / 65536 * 65536
         #expect(link.readAheadAtShortestLatency(within: far) == atTwenty, "twice the bytes in flight at 20 ms")
         var busy = LinkEstimate()
         busy.observe(latency: 0.0002)  // loopback, idle

@@ -35,7 +35,8 @@ struct LinkEstimate: Sendable {
 
     /// The read-ahead a sequential reader needs so the next request's round
     /// trip is paid while bytes still flow: twice the bandwidth-delay
-    /// product, within `bounds`; `nil` until both were measured.
+    /// product, rounded up to a whole `granule`, within `bounds`; `nil`
+    /// until both were measured.
     func readAhead(within bounds: ClosedRange<Int64>) -> Int64? {
         guard let latency else { return nil }
         return readAhead(within: bounds, latency: latency)
@@ -54,8 +55,9 @@ struct LinkEstimate: Sendable {
     private func readAhead(within bounds: ClosedRange<Int64>, latency: Double) -> Int64? {
         guard let throughput else { return nil }
         let wanted = 2 * throughput * latency
-        guard wanted.isFinite else { return bounds.upperBound }
-        return min(bounds.upperBound, max(bounds.lowerBound, Int64(wanted)))
+        guard wanted.isFinite, wanted < Double(bounds.upperBound) else { return bounds.upperBound }
+        let granules = (Int64(wanted) + Self.granule - 1) / Self.granule
+        return min(bounds.upperBound, max(bounds.lowerBound, granules * Self.granule))
     }
 
     /// Whether one window of `bytes` on its way is less than twice the
@@ -77,6 +79,12 @@ struct LinkEstimate: Sendable {
     }
 
     // MARK: - Private
+
+    /// Windows are whole multiples of this: a measured window of any odd
+    /// size would end a fetch inside a page, so the kernel's next read
+    /// (whole pages) would straddle two responses and every later window,
+    /// each begun where the last one ended, would start off a page too.
+    static let granule: Int64 = 64 * 1024
 
     /// A response head sooner than this (seconds) is a near origin.
     private static let nearLatency = 0.001
