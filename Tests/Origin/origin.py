@@ -78,9 +78,11 @@ Fault config keys:
                                 are the same in every variant. Ad k (0, 1, 2) of variant n
                                 is ad_stream(n, k, length): splitmix64 words seeded with
                                 n * 2^8 + k, little-endian (noise, like audio frames).
-                                Each ad is ad_bytes * (1 + n % 3) long (consecutive
-                                variants differ in length), or ad_bytes in every variant
-                                with "same_length": true (only the ads' bytes differ).
+                                Each ad is ad_bytes * (1 + (n - 1) % 3) long (1, 2, 3, 1, ...
+                                times: each variant longer than the one before, but every
+                                third; consecutive variants always differ in length), or
+                                ad_bytes in every variant with "same_length": true (only
+                                the ads' bytes differ).
                                 TestOrigin.midrollVariant (Swift) makes the same bytes.
   pace: {"/x"|"*": N}            send bodies of that path at N bytes per second, in 16 KiB slices
                                 (a slow host: a client's reads come in small pieces)
@@ -488,7 +490,7 @@ def ad_stream(n, k, length):
 
 def midroll_ad_length(n, ad_bytes, same_length):
     """How long each ad of variant n is."""
-    return ad_bytes if same_length else ad_bytes * (1 + n % 3)
+    return ad_bytes if same_length else ad_bytes * (1 + (n - 1) % 3)
 
 
 def midroll_variant(n, data, ad_bytes, same_length):

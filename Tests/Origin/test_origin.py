@@ -447,7 +447,7 @@ class OriginTest(unittest.TestCase):
             n = self.control("/_origin/stats", method="GET")["variants"]["/ep.mp3"]
             ads_of = []
             for number, body in zip((n - 1, n), bodies):
-                length = 1000 if same_length else 1000 * (1 + number % 3)
+                length = 1000 if same_length else 1000 * (1 + (number - 1) % 3)
                 self.assertEqual(len(body), len(BIG) + 3 * length)
                 self.assertEqual(body, origin.midroll_variant(number, BIG, 1000, same_length))
                 # Taken apart by hand: ad, content, ad, content, ad, content.
