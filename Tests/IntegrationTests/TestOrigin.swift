@@ -170,6 +170,50 @@ final class TestOrigin {
         return Data(repeating: value, count: adBytes * (1 + n % 3)) + data
     }
 
+    /// The bytes of ad `index` of variant `n` with `"ads": "midroll"`
+    /// (origin.py's `ad_stream`): splitmix64 seeded with n * 256 + index,
+    /// each word little-endian, cut to `count` bytes.
+    static func adStream(_ n: Int, _ index: Int, count: Int) -> Data {
+        var state = UInt64(truncatingIfNeeded: n) &* 256 &+ UInt64(index)
+        var data = Data(capacity: count + 8)
+        var word = [UInt8](repeating: 0, count: 8)
+        while data.count < count {
+            state = state &+ 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            z = z ^ (z >> 31)
+            for i in 0..<8 { word[i] = UInt8(truncatingIfNeeded: z >> (8 * UInt64(i))) }
+            data.append(contentsOf: word)
+        }
+        return data.prefix(count)
+    }
+
+    /// How long each ad of variant `n` is with `"ads": "midroll"`.
+    static func midrollAdLength(_ n: Int, adBytes: Int, sameLength: Bool) -> Int {
+        sameLength ? adBytes : adBytes * (1 + (n - 1) % 3)
+    }
+
+    /// Where the ads go in a file of `count` bytes with `"ads": "midroll"`:
+    /// before its bytes 0, count * 40 / 100 and count * 70 / 100.
+    static func midrollCuts(_ count: Int) -> [Int] {
+        [0, count * 40 / 100, count * 70 / 100]
+    }
+
+    /// The bytes of variant `n` of a file whose own bytes are `data` with
+    /// `"ads": "midroll"` (origin.py's `midroll_variant`): a pre-roll, then
+    /// the file with a mid-roll at 40 % and one at 70 % of it.
+    static func midrollVariant(_ n: Int, of data: Data, adBytes: Int, sameLength: Bool) -> Data {
+        let length = midrollAdLength(n, adBytes: adBytes, sameLength: sameLength)
+        let cuts = midrollCuts(data.count) + [data.count]
+        var out = Data(capacity: data.count + 3 * length)
+        for index in 0..<3 {
+            out.append(adStream(n, index, count: length))
+            out.append(data[(data.startIndex + cuts[index])..<(data.startIndex + cuts[index + 1])])
+        }
+        return out
+    }
+
     /// How many responses a `hold` fault is holding now.
     func held() throws -> Int {
         (try stats()["held"] as? NSNumber)?.intValue ?? -1

@@ -71,6 +71,19 @@ Fault config keys:
                                 "none" (no ETag, no Last-Modified); "same_length": true
                                 gives every byte XOR that value instead (new bytes
                                 everywhere, every variant as long as the file)
+                                "ads": "midroll" (either mode) stitches as real hosts do:
+                                variant n is a pre-roll at byte 0 and two mid-rolls put in
+                                at 40 % and 70 % of the file (at byte L*40//100 and
+                                L*70//100 of its L bytes); the file's bytes between the ads
+                                are the same in every variant. Ad k (0, 1, 2) of variant n
+                                is ad_stream(n, k, length): splitmix64 words seeded with
+                                n * 2^8 + k, little-endian (noise, like audio frames).
+                                Each ad is ad_bytes * (1 + (n - 1) % 3) long (1, 2, 3, 1, ...
+                                times: each variant longer than the one before, but every
+                                third; consecutive variants always differ in length), or
+                                ad_bytes in every variant with "same_length": true (only
+                                the ads' bytes differ).
+                                TestOrigin.midrollVariant (Swift) makes the same bytes.
   pace: {"/x"|"*": N}            send bodies of that path at N bytes per second, in 16 KiB slices
                                 (a slow host: a client's reads come in small pieces)
   no_etag: ["/x"|"*"]           send no ETag (Last-Modified only): an origin that drops its
@@ -93,6 +106,7 @@ import json
 import os
 import signal
 import socket
+import struct
 import sys
 import tempfile
 import threading
@@ -314,7 +328,7 @@ class Origin:
             entry = (self.config.get("stitch") or {}).get(path)
             return dict(entry) if isinstance(entry, dict) else None
 
-    def new_variant(self, path, fs, ad_bytes, same_length=False):
+    def new_variant(self, path, fs, ad_bytes, same_length=False, ads=None):
         """Writes variant n of the file at fs; returns its URL path and n."""
         with self.lock:
             n = self.variants.get(path, 0) + 1
@@ -322,7 +336,9 @@ class Origin:
         with open(fs, "rb") as f:
             data = f.read()
         ad = bytes([(0x40 + n) & 0xFF]) * (ad_bytes * (1 + n % 3))
-        if same_length:
+        if ads == "midroll":
+            ad, data = b"", midroll_variant(n, data, ad_bytes, same_length)
+        elif same_length:
             # New bytes everywhere at the same length: every byte XOR the
             # variant's ad byte.
             ad, data = b"", bytes(b ^ ((0x40 + n) & 0xFF) for b in data)
@@ -453,6 +469,40 @@ class Origin:
                 self.log_file.write(line)
             except OSError:
                 pass
+
+
+MASK64 = (1 << 64) - 1
+
+
+def ad_stream(n, k, length):
+    """The bytes of ad k of variant n: splitmix64 seeded with n * 256 + k,
+    each word little-endian (TestOrigin.adStream in Swift)."""
+    state = (n * 256 + k) & MASK64
+    words = []
+    for _ in range((length + 7) // 8):
+        state = (state + 0x9E3779B97F4A7C15) & MASK64
+        z = state
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK64
+        words.append(z ^ (z >> 31))
+    return struct.pack("<%dQ" % len(words), *words)[:length]
+
+
+def midroll_ad_length(n, ad_bytes, same_length):
+    """How long each ad of variant n is."""
+    return ad_bytes if same_length else ad_bytes * (1 + (n - 1) % 3)
+
+
+def midroll_variant(n, data, ad_bytes, same_length):
+    """Variant n of data with "ads": "midroll": a pre-roll, then the file
+    with a mid-roll at 40 % and one at 70 % of it."""
+    length = midroll_ad_length(n, ad_bytes, same_length)
+    cuts = [0, len(data) * 40 // 100, len(data) * 70 // 100, len(data)]
+    parts = []
+    for k in range(3):
+        parts.append(ad_stream(n, k, length))
+        parts.append(data[cuts[k]:cuts[k + 1]])
+    return b"".join(parts)
 
 
 def http_date(ts):
@@ -771,7 +821,8 @@ class Handler(BaseHTTPRequestHandler):
 
         stitch = o.stitch_for(path)
         if stitch is not None and stitch.get("mode", "redirect") == "redirect" and self._fs_path(path):
-            name, _ = o.new_variant(path, self._fs_path(path), int(stitch.get("ad_bytes", 65536)))
+            name, _ = o.new_variant(path, self._fs_path(path), int(stitch.get("ad_bytes", 65536)),
+                                    bool(stitch.get("same_length")), stitch.get("ads"))
             query = "sig=%08x" % (zlib.crc32(name.encode()) & 0xFFFFFFFF)
             if stitch.get("expires_after") is not None:
                 query += "&exp=%.3f" % (time.time() + float(stitch["expires_after"]))
@@ -782,7 +833,7 @@ class Handler(BaseHTTPRequestHandler):
 
         if stitch is not None and stitch.get("mode") == "same_url" and self._fs_path(path):
             name, n = o.new_variant(path, self._fs_path(path), int(stitch.get("ad_bytes", 65536)),
-                                    bool(stitch.get("same_length")))
+                                    bool(stitch.get("same_length")), stitch.get("ads"))
             kind = stitch.get("etag", "per_request")
             etag = {"none": None, "weak": 'W/"variant-%d"' % n}.get(kind, '"variant-%d"' % n)
             vfs = self._fs_path(name)

@@ -421,6 +421,63 @@ class OriginTest(unittest.TestCase):
         r, _ = self.request("GET", "/ep.mp3", {"Range": "bytes=0-9"})
         self.assertTrue(r.getheader("ETag").startswith('W/"variant-'))
 
+    def test_midroll_ads_change_only_the_ads(self):
+        """"ads": "midroll": a pre-roll and mid-rolls at 40 % and 70 %, the
+        file's bytes between them the same in every variant, ads of noise,
+        a new length per variant unless "same_length"."""
+        sys.path.insert(0, HERE)
+        import origin
+        # Known answers, also checked by the Swift twin (TestOrigin.adStream,
+        # StitchedAdsOriginTests): splitmix64 seeded with n * 256 + k.
+        self.assertEqual(origin.ad_stream(0, 0, 8).hex(), "afcd1d7b39a820e2")
+        self.assertEqual(origin.ad_stream(1, 0, 16).hex(), "3f6524e301d20266e08aca271a4248f6")
+        self.assertEqual(origin.ad_stream(2, 1, 11), origin.ad_stream(2, 1, 16)[:11])
+        cuts = [0, len(BIG) * 40 // 100, len(BIG) * 70 // 100, len(BIG)]
+        for same_length in (False, True):
+            self.control("/_origin/config", {"stitch": {"/ep.mp3": {
+                "mode": "same_url", "ad_bytes": 1000, "etag": "none", "ads": "midroll",
+                "same_length": same_length}}})
+            bodies = []
+            for _ in range(2):
+                r, data = self.request("GET", "/ep.mp3")
+                self.assertEqual(r.status, 200)
+                self.assertIsNone(r.getheader("ETag"))
+                self.assertIsNone(r.getheader("Last-Modified"))
+                bodies.append(data)
+            n = self.control("/_origin/stats", method="GET")["variants"]["/ep.mp3"]
+            ads_of = []
+            for number, body in zip((n - 1, n), bodies):
+                length = 1000 if same_length else 1000 * (1 + (number - 1) % 3)
+                self.assertEqual(len(body), len(BIG) + 3 * length)
+                self.assertEqual(body, origin.midroll_variant(number, BIG, 1000, same_length))
+                # Taken apart by hand: ad, content, ad, content, ad, content.
+                ads, at = [], 0
+                for k in range(3):
+                    ad = body[at:at + length]
+                    self.assertEqual(ad, origin.ad_stream(number, k, length))
+                    self.assertGreater(len(set(ad)), 200, "noise, not one repeated byte")
+                    ads.append(ad)
+                    at += length
+                    self.assertEqual(body[at:at + cuts[k + 1] - cuts[k]], BIG[cuts[k]:cuts[k + 1]])
+                    at += cuts[k + 1] - cuts[k]
+                self.assertEqual(at, len(body))
+                self.assertEqual(len(set(ads)), 3)
+                ads_of.append(ads)
+            for k in range(3):
+                self.assertNotEqual(ads_of[0][k][:1000], ads_of[1][k][:1000])
+            if not same_length:
+                self.assertNotEqual(len(bodies[0]), len(bodies[1]))
+            # A range of a new variant: its own bytes at that place.
+            r, data = self.request("GET", "/ep.mp3", {"Range": "bytes=10-99"})
+            self.assertEqual((r.status, data), (206, origin.midroll_variant(n + 1, BIG, 1000, same_length)[10:100]))
+        # The redirect mode stitches the same way.
+        self.control("/_origin/config", {"stitch": {"/ep.mp3": {"ad_bytes": 500, "ads": "midroll"}}})
+        r, _ = self.request("GET", "/ep.mp3")
+        link = r.getheader("Location").split(str(self.port), 1)[1]
+        number = int(link.split(".v", 1)[1].split("?", 1)[0])
+        r, data = self.request("GET", link)
+        self.assertEqual(data, origin.midroll_variant(number, BIG, 500, False))
+
     def test_no_etag(self):
         self.control("/_origin/config", {"no_etag": ["/ep.mp3"]})
         r, data = self.request("GET", "/ep.mp3", {"Range": "bytes=0-9"})
