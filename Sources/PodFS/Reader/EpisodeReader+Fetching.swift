@@ -94,7 +94,7 @@ extension EpisodeReader {
                         lastModified: version.lastModified, pinnedURL: pinnedURL, pinnedIssuer: pinnedIssuer))
                 case .saveVersionLater:
                     markDirty(episode)
-                case .logChanged, .logVariantGone, .logKeptFinal, .logIgnoresRange:
+                case .logChanged, .logVariantGone, .logUnproven, .logKeptFinal, .logIgnoresRange:
                     log(effect, of: episode)
                 case .markUnstable(let reason):
                     markUnstable(episode, reason: reason)
@@ -115,6 +115,8 @@ extension EpisodeReader {
                 case .endAfterHead:
                     fetch?.endAfterHead()
                     goesOn = false
+                case .probe(let probe):
+                    send(probe, of: episode)
                 }
             }
         } catch {
@@ -164,6 +166,14 @@ extension EpisodeReader {
                 serves another variant: its cached bytes were dropped and the episode is fetched again as \
                 one variant; a player that has it open reads what was cached of the old one and gets an \
                 error past it, then opens it again
+                """,
+                metadata: names.merging(["dropped.bytes": "\(dropped)"]) { first, _ in first })
+        case .logUnproven(let dropped):
+            logger.warning(
+                """
+                this episode's cached bytes came from responses without a validator (no ETag, no \
+                Last-Modified), which cannot be shown to be one variant: a host that stitches ads may have \
+                mixed them; they were dropped and the episode is fetched again whole from its start
                 """,
                 metadata: names.merging(["dropped.bytes": "\(dropped)"]) { first, _ in first })
         case .logKeptFinal:

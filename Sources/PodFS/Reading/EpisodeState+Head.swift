@@ -43,6 +43,9 @@ extension Episode.State {
         /// The variant's pinned link stopped working and the enclosure led
         /// to another variant: `dropped` cached bytes of the old one went.
         case logVariantGone(dropped: Int64)
+        /// A stream from byte 0 replaced `dropped` cached bytes that no
+        /// validator showed to be one version (`Episode.State.noValidator`).
+        case logUnproven(dropped: Int64)
         /// A final episode was kept though its host now serves another
         /// variant (`Episode.State.keepFinal`).
         case logKeptFinal
@@ -63,6 +66,9 @@ extension Episode.State {
         case answerAtEnd
         /// Stop the transfer after its head: nobody asked for the body.
         case endAfterHead
+        /// Send this fetch, which answers the opens and reads that wait
+        /// (`streamInstead`).
+        case probe(ProbeStart)
     }
 
     /// How the head was taken.
@@ -142,16 +148,23 @@ extension Episode.State {
         guard var progress = fetches[id], progress.generation == generation else { return (.stale, [], []) }
         let answer = OriginVersion(length: total, etag: head.etag, lastModified: head.lastModified)
         let versionKnown = length != nil
+        let restarting = restartsStream(id: id)
         let changed =
-            version.isReplaced(by: answer) || restartsStream(id: id)
+            version.isReplaced(by: answer) || restarting
             || Self.validatorVanished(was: version, now: answer, confirmedInThisMount: validated)
         if changed, keepsFinal(answerFrom: head.effectiveURL) {
             return (.accepted, [], keepFinal(id: id, now: context.now))
         }
+        let wholeBody = start == 0 && (head.status == 200 || (last ?? -1) + 1 >= total)
+        if unstable == nil, !holdsEveryByte, Self.unproven(answer), !wholeBody {
+            return (.accepted, [], streamInstead(of: id))
+        }
         if changed && !context.holdingIndexLock { return (.needsIndexLock, [], []) }
-        let reason = Self.unstableReason(
-            was: version, now: answer, confirmedInThisMount: validated, status: head.status,
-            askedRange: progress.cursor > 0 || progress.upper < total)
+        let reason =
+            Self.unstableReason(
+                was: version, now: answer, confirmedInThisMount: validated, status: head.status,
+                askedRange: progress.cursor > 0 || progress.upper < total)
+            ?? (Self.unproven(answer) && !holdsEveryByte ? Self.noValidator : nil)
         var durable: [HeadEffect] = []
         var then: [HeadEffect] = []
         var invalidate = false
@@ -162,7 +175,13 @@ extension Episode.State {
             durable.append(.dropIndexRanges)
             if let free = freeingOldBytes(old: length, new: total) { durable.append(free) }
             durable.append(.saveVersion(answer, pinnedURL: head.effectiveURL, pinnedIssuer: head.issuer))
-            then.append(pinnedLinkGone ? .logVariantGone(dropped: cachedBefore) : .logChanged)
+            if pinnedLinkGone {
+                then.append(.logVariantGone(dropped: cachedBefore))
+            } else if unstable == Self.noValidator, restarting {
+                then.append(.logUnproven(dropped: cachedBefore))
+            } else {
+                then.append(.logChanged)
+            }
             invalidate = true
         } else if version != answer || effectiveURL != head.effectiveURL || pinnedIssuer != head.issuer {
             // The same variant, newly told or at a link not pinned yet (an
@@ -225,6 +244,29 @@ extension Episode.State {
     }
 
     // MARK: - Private methods
+
+    /// The head of fetch `id` is the first of an episode whose origin
+    /// sends no validator, and its body is not the whole episode from byte
+    /// 0: no later response could be shown to be its version, so none of
+    /// its bytes is used and nothing learns its length. The episode is
+    /// marked (`noValidator`) and streamed whole from byte 0 instead, in
+    /// one response that is the probe of the opens and reads waiting: its
+    /// head tells them the length of the variant they read. A mount's
+    /// check nobody waits for only marks the episode.
+    private mutating func streamInstead(of id: UInt64) -> [HeadEffect] {
+        fetches[id] = nil
+        unstable = Self.noValidator
+        let waiting =
+            !openWaiters.isEmpty || !earlyReads.isEmpty || !sizeWaiters.isEmpty
+            || waiters.contains { $0.generation == generation } || handles.values.contains(where: \.provisional)
+        guard waiting else {
+            if probeID == id { probeGone() }
+            return [.markUnstable(Self.noValidator), .endAfterHead]
+        }
+        let stream = startProbe(range: 0..<EpisodeRecord.positions.upperBound, minimumFetch: 0)
+        streamID = stream.id
+        return [.markUnstable(Self.noValidator), .probe(stream), .endAfterHead]
+    }
 
     /// What a dropped version leaves to answer.
     struct DroppedVersion {

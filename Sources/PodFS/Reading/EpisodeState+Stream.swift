@@ -12,7 +12,10 @@ extension Episode.State {
     /// For an episode marked unstable, replaces the fetches `effects` plan
     /// by one stream: from the end of the cached bytes that start at byte 0
     /// to the end of the episode, started once; reads wait for it. Other
-    /// episodes' effects pass unchanged.
+    /// episodes' effects pass unchanged. Without a validator for
+    /// `If-Range` nothing shows that a stream continues the cached bytes'
+    /// version: it starts at byte 0 and asks to the end whatever the
+    /// length (its head drops a cached part, `restartsStream`).
     mutating func streamingWhole(_ effects: [ReadEffect]) -> [ReadEffect] {
         guard unstable != nil, let length else { return effects }
         var kept: [ReadEffect] = []
@@ -26,12 +29,14 @@ extension Episode.State {
             }
         }
         guard wanted, !streamOnItsWay else { return kept }
-        let start = present.coveredPrefix(from: 0)
-        guard start < length else { return kept }
+        let proven = version.ifRange != nil
+        let start = proven ? present.coveredPrefix(from: 0) : 0
+        guard start < length, !present.contains(0..<length) else { return kept }
+        let upper = proven ? length : EpisodeRecord.positions.upperBound
         let id = takeFetchID()
-        fetches[id] = Episode.FetchProgress(cursor: start, upper: length, generation: generation)
+        fetches[id] = Episode.FetchProgress(cursor: start, upper: upper, generation: generation)
         streamID = id
-        return [.fetch(id: id, range: start..<length)] + kept
+        return [.fetch(id: id, range: start..<upper)] + kept
     }
 
     /// Opens an episode marked unstable, or a final one (`isComplete`). A
@@ -96,9 +101,11 @@ extension Episode.State {
         recheckArmed = false
         fetches[streamID] = nil
         let id = takeFetchID()
-        fetches[id] = Episode.FetchProgress(cursor: 0, upper: length, generation: generation)
+        // Without a validator the second variant may be of another length.
+        let upper = version.ifRange != nil ? length : EpisodeRecord.positions.upperBound
+        fetches[id] = Episode.FetchProgress(cursor: 0, upper: upper, generation: generation)
         self.streamID = id
-        return [.stop(id: streamID), .fetch(id: id, range: 0..<length)]
+        return [.stop(id: streamID), .fetch(id: id, range: 0..<upper)]
     }
 
     /// The head of fetch `id` (body at `start` of `total` bytes, up to

@@ -48,6 +48,27 @@ extension Episode.State {
     /// Why an overlap that did not match marks the origin.
     static let overlapMismatch = "bytes fetched again did not match the cached ones"
 
+    /// Why an origin that sends no validator is streamed whole from its
+    /// first response: nothing shows that two of its responses are one
+    /// version, and an overlap check only catches ads that straddle a
+    /// boundary (`unproven`).
+    static let noValidator = "the origin sends no validator (no ETag, no Last-Modified)"
+
+    /// Whether an answer carries nothing that could prove two responses
+    /// are one version: no ETag and no Last-Modified. Its bytes may only
+    /// be cached as one response from byte 0 (docs/DESIGN.md, "A version
+    /// that cannot be proven").
+    static func unproven(_ answer: OriginVersion) -> Bool {
+        answer.etag == nil && answer.lastModified == nil
+    }
+
+    /// Every byte of the episode is cached (final, or about to be): one
+    /// variant whole, whatever later responses bring.
+    var holdsEveryByte: Bool {
+        guard let length, length > 0 else { return false }
+        return present.contains(0..<length)
+    }
+
     /// Whether a response of this mount came without the ETag an earlier one
     /// confirmed: nothing vouches that its bytes continue the cached ones,
     /// so it counts as another version (and marks the origin unstable).

@@ -258,6 +258,13 @@ extension Episode {
             pinnedIssuer = record.variant.pinnedIssuer
             unstable = record.variant.unstable
             isFinal = record.variant.isFinal
+            if unstable == nil, !isFinal, !record.ranges.isEmpty, Self.unproven(version) {
+                // Cached by an earlier podfs from responses nothing shows
+                // to be one version: maybe a mix of variants. The next
+                // open streams the episode whole from byte 0 and its head
+                // drops these bytes (`restartsStream`, `logUnproven`).
+                unstable = Self.noValidator
+            }
             finalURL = record.variant.isFinal ? record.variant.pinnedURL : nil
             present = RangeSet(record.ranges)
             versionHadBytes = !record.ranges.isEmpty

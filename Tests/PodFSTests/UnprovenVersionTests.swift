@@ -1,0 +1,184 @@
+import FUSEBridge
+import RangeCache
+import Testing
+
+@testable import PodFS
+
+/// A version that cannot be proven is never spliced (docs/DESIGN.md, "A
+/// version that cannot be proven"): an origin that sends no validator is
+/// streamed whole from byte 0 from its first response on, and the bytes of
+/// a response that is not that stream are never used.
+@Suite struct UnprovenVersionTests {
+    private let mib = ReadBench.mib
+    private let tuning = EpisodeReader.Tuning()
+    private let length: Int64 = 6 * 1024 * 1024 + 512 * 1024 + 4321
+
+    private func head(
+        _ status: Int = 206, first: Int64 = 0, last: Int64?, total: Int64, etag: String? = nil,
+        lastModified: String? = nil
+    ) -> FetchHead {
+        FetchHead(
+            status: status, rangeFirst: status == 206 ? first : nil, rangeLast: last, total: status == 206 ? total : nil,
+            contentLength: status == 200 ? total : nil, etag: etag, lastModified: lastModified,
+            effectiveURL: "http://o/a.mp3")
+    }
+
+    private func apply(
+        _ state: inout Episode.State, _ head: FetchHead, id: UInt64, isBackground: Bool = false
+    ) -> (Episode.State.HeadVerdict, [Episode.State.HeadEffect], [Episode.State.HeadEffect]) {
+        guard case .body(let start, let last, let total) = Episode.State.reading(head) else { return (.stale, [], []) }
+        let context = Episode.State.HeadContext(
+            now: 1000, feedLength: length, isBackground: isBackground, holdingIndexLock: true)
+        return state.head(id: id, head, start: start, last: last, total: total, context: context)
+    }
+
+    private func probes(_ effects: [Episode.State.HeadEffect]) -> [Episode.State.ProbeStart] {
+        effects.compactMap { if case .probe(let probe) = $0 { probe } else { nil } }
+    }
+
+    private func marks(_ effects: [Episode.State.HeadEffect]) -> [String] {
+        effects.compactMap { if case .markUnstable(let reason) = $0 { reason } else { nil } }
+    }
+
+    private func resumed(_ effects: [Episode.State.HeadEffect]) -> [Episode.EarlyRead] {
+        effects.flatMap { effect -> [Episode.EarlyRead] in
+            if case .resume(let reads, _) = effect { return reads }
+            return []
+        }
+    }
+
+    /// A fresh episode opened (provisionally, nothing cached) and read at
+    /// 0; returns the state and the probe's id.
+    private func openedAndRead() throws -> (Episode.State, UInt64) {
+        var state = Episode.State()
+        let effects = state.open(handle: 1, reply: FakeOpenReply(), now: 1000, feedLength: length, tuning: tuning)
+        let probe = try #require(effects.compactMap { if case .probe(let p) = $0 { p } else { nil } }.first)
+        #expect(probe.range == 0..<tuning.minimumFetch, "the open's usual probe: whether the origin validates is not known")
+        let context = Episode.State.ReadContext(now: 1000, wallClock: 0, link: LinkEstimate(), tuning: tuning)
+        _ = state.read(handle: 1, offset: 0, size: 65536, reply: FakeDataReply(), context: context)
+        #expect(state.earlyReads.count == 1)
+        return (state, probe.id)
+    }
+
+    @Test func aFirstResponseWithoutAValidatorIsNotUsedAndAStreamFromByteZeroTakesItsPlace() throws {
+        var (state, probe) = try openedAndRead()
+        let (verdict, durable, then) = apply(&state, head(last: 262_143, total: length), id: probe)
+        #expect(verdict == .accepted && durable.isEmpty)
+        #expect(marks(then) == [Episode.State.noValidator])
+        #expect(then.contains { if case .endAfterHead = $0 { true } else { false } }, "the probe's body is not used")
+        let stream = try #require(probes(then).first, "a stream from byte 0 is sent at once")
+        #expect(stream.range == 0..<EpisodeRecord.positions.upperBound, "to the end, whatever the length")
+        #expect(stream.validator == nil)
+        #expect(state.streamID == stream.id && state.probeID == stream.id)
+        #expect(state.fetches[probe] == nil)
+        // Nothing learnt the probe's length or variant: the file waits on.
+        #expect(state.length == nil && state.present.isEmpty)
+        #expect(state.handles[1]?.provisional == true && state.earlyReads.count == 1)
+        #expect(resumed(then).isEmpty)
+    }
+
+    @Test func theStreamsHeadTellsTheFileItsVariantsLengthAndAnswersItsReads() throws {
+        var (state, probe) = try openedAndRead()
+        let (_, _, first) = apply(&state, head(last: 262_143, total: length), id: probe)
+        let stream = try #require(probes(first).first)
+        // The stream brings another variant, 70 KiB longer.
+        let longer = length + 70 * 1024
+        let (verdict, _, then) = apply(&state, head(last: longer - 1, total: longer), id: stream.id)
+        #expect(verdict == .accepted)
+        #expect(state.length == longer, "the stream's variant is the file's")
+        #expect(state.handles[1]?.provisional == false && state.handles[1]?.generation == state.generation)
+        #expect(resumed(then).map(\.offset) == [0], "the read waiting since the open is made again")
+        #expect(!then.contains { if case .fail = $0 { true } else { false } }, "no error")
+        #expect(state.fetches[stream.id]?.upper == longer, "the stream runs to the end of its own variant")
+        #expect(marks(then).isEmpty, "marked once")
+    }
+
+    @Test func aWholeFirstResponseWithoutAValidatorIsTheStream() throws {
+        var (state, probe) = try openedAndRead()
+        // An origin that ignores Range: its 200 is the whole episode.
+        let (verdict, _, then) = apply(&state, head(200, last: nil, total: length), id: probe)
+        #expect(verdict == .accepted)
+        #expect(marks(then).count == 1 && state.unstable != nil)
+        #expect(probes(then).isEmpty, "no second request")
+        #expect(state.streamID == probe && state.fetches[probe]?.upper == length)
+        #expect(state.length == length)
+    }
+
+    @Test func anOriginThatSendsLastModifiedOnlyIsNotMarked() throws {
+        var (state, probe) = try openedAndRead()
+        let (_, _, then) = apply(
+            &state, head(last: 262_143, total: length, lastModified: "Tue, 24 Nov 2026 10:00:00 GMT"), id: probe)
+        #expect(state.unstable == nil && marks(then).isEmpty && probes(then).isEmpty)
+        #expect(state.length == length && state.fetches[probe]?.upper == 262_144)
+    }
+
+    @Test func aCompleteEpisodeWithoutAValidatorIsKeptAsItIs() throws {
+        var bench = ReadBench(length: length, present: [0..<length])
+        bench.state.etag = nil
+        bench.state.validation = .unconfirmed(lastConfirmed: nil)
+        let id = bench.state.startProbe(range: 0..<1, minimumFetch: 1).id
+        let (_, _, then) = apply(&bench.state, head(last: 0, total: length), id: id)
+        #expect(bench.state.unstable == nil && marks(then).isEmpty, "every byte of one variant is here")
+        #expect(bench.state.present.contains(0..<length))
+    }
+
+    @Test func aMountsCheckNobodyWaitsForOnlyMarksTheEpisode() throws {
+        var bench = ReadBench(length: length, present: [0..<mib], handles: [])
+        bench.state.etag = nil
+        bench.state.validation = .unconfirmed(lastConfirmed: nil)
+        let started = bench.state.startMountCheck()
+        let check = try #require(started)
+        let (_, _, then) = apply(&bench.state, head(first: mib, last: mib, total: length), id: check.id, isBackground: true)
+        #expect(marks(then) == [Episode.State.noValidator])
+        #expect(probes(then).isEmpty, "no stream for nobody")
+        #expect(bench.state.fetches.isEmpty && bench.state.probeID == nil)
+    }
+
+    @Test func withoutAValidatorTheStreamStartsAtByteZeroNotAtTheCachedPrefix() throws {
+        var bench = ReadBench(length: length, present: [0..<mib])
+        bench.state.etag = nil
+        bench.state.unstable = Episode.State.noValidator
+        var state = bench.state
+        let effects = state.streamingWhole(bench.read(at: 2 * mib))
+        #expect(ReadBench.fetched(effects) == [0..<EpisodeRecord.positions.upperBound], "one response for every byte")
+        let stream = try #require(state.streamID)
+        #expect(state.restartsStream(id: stream), "its head drops the cached part")
+        // With a strong ETag, If-Range vouches for the continuation.
+        var proven = ReadBench(length: length, present: [0..<mib])
+        proven.state.unstable = "the length changed between requests"
+        var provenState = proven.state
+        #expect(ReadBench.fetched(provenState.streamingWhole(proven.read(at: 2 * mib))) == [mib..<length])
+    }
+
+    /// A cache an earlier podfs filled from responses without a validator,
+    /// none of them whole: maybe a mix. It is marked when restored, its
+    /// open streams from byte 0, and that head drops it, saying why.
+    @Test func aPartlyCachedEpisodeWithoutAValidatorFromAnEarlierMountIsFetchedAgainWhole() throws {
+        let record = EpisodeRecord(
+            id: 1, key: "k", url: "http://o/a.mp3", length: length, etag: nil, lastModified: nil,
+            ranges: [0..<mib, 3 * mib..<4 * mib])
+        var state = Episode.State(restoring: record)
+        #expect(state.unstable == Episode.State.noValidator)
+        let check = state.startMountCheck()
+        #expect(check == nil, "a mount's check would only bring another variant")
+        let reply = FakeOpenReply()
+        let opened = state.open(handle: 1, reply: reply, now: 1000, feedLength: length, tuning: tuning)
+        let stream = try #require(opened.compactMap { if case .probe(let p) = $0 { p } else { nil } }.first)
+        #expect(stream.range.lowerBound == 0)
+        let (verdict, durable, then) = apply(&state, head(last: length - 1, total: length), id: stream.id)
+        #expect(verdict == .accepted)
+        #expect(durable.contains { if case .dropIndexRanges = $0 { true } else { false } })
+        #expect(then.contains { if case .logUnproven(2 * 1024 * 1024) = $0 { true } else { false } })
+        #expect(state.present.isEmpty)
+        let answered = then.flatMap { effect -> [(any OpenReplying, OpenOptions)] in
+            if case .answerOpens(let opens) = effect { return opens }
+            return []
+        }
+        #expect(answered.count == 1, "the open reads the stream's variant")
+        // A whole one kept by an earlier mount is final: kept as it is.
+        let whole = EpisodeRecord(
+            id: 1, key: "k", url: "http://o/a.mp3", length: length, etag: nil, lastModified: nil,
+            ranges: [0..<length], variant: EpisodeVariant(isFinal: true))
+        #expect(Episode.State(restoring: whole).unstable == nil)
+    }
+}
