@@ -48,12 +48,14 @@ struct StitchedAdsTests {
         var remountMatches: [Int]
     }
 
-    private func run(_ name: String, sameLength: Bool, direct: Bool) throws -> Outcome {
+    /// `etag`: the origin's validators, as origin.py's `etag` says them
+    /// (`none`: no ETag and no Last-Modified).
+    private func run(_ name: String, sameLength: Bool, direct: Bool, etag: String = "none") throws -> Outcome {
         let fixture = try Fixture()
         defer { fixture.cleanup() }
         try fixture.publish(Fixture.episodes(sizes: [Self.size]))
         try fixture.origin.configure(
-            "{\"stitch\": {\"/ep1.mp3\": {\"mode\": \"same_url\", \"etag\": \"none\", \"ads\": \"midroll\", "
+            "{\"stitch\": {\"/ep1.mp3\": {\"mode\": \"same_url\", \"etag\": \"\(etag)\", \"ads\": \"midroll\", "
                 + "\"ad_bytes\": \(Self.adBytes), \"same_length\": \(sameLength)}}}")
         try fixture.origin.reset()
         try fixture.mount()
@@ -149,6 +151,69 @@ struct StitchedAdsTests {
     func aNewLengthPerResponseWithoutValidatorsNeverFails(direct: Bool) throws {
         let outcome = try run("new-length mid-roll ads, no validator", sameLength: false, direct: direct)
         expectOneVariantPerOpenWithinBudget(outcome)
+    }
+
+    /// The same player on a host that sends an ETag per response, so the
+    /// first response is used and only the second shows the stitching and
+    /// the new length: the file opened on the first variant must learn the
+    /// length of the one it reads before the kernel's read-ahead or cached
+    /// size fails a read.
+    @Test(arguments: [false, true])
+    func aNewLengthPerResponseWithAnETagEachNeverFails(direct: Bool) throws {
+        let outcome = try run("new-length mid-roll ads, ETag per response", sameLength: false, direct: direct, etag: "per_request")
+        expectOneVariantPerOpenWithinBudget(outcome)
+    }
+
+    /// A cache an earlier podfs filled from responses with no validator
+    /// and marked final (it did so however many responses made a file):
+    /// here the publisher's file read from an honest origin, its validators
+    /// then cleared in the index, so no response of the stitching host that
+    /// follows matches it anywhere but between the ads. The next mount
+    /// drops it, says so once, and the file reads as exactly one variant of
+    /// what the host serves now.
+    @Test func aCachedEpisodeWithoutAValidatorFromAnEarlierPodfsIsDroppedAndFetchedAgainWhole() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        try fixture.publish(Fixture.episodes(sizes: [Self.size]))
+        try fixture.mount()
+        let path = fixture.path(0)
+        for skip in [0, 64] {
+            try Harness.sh("dd if='\(path)' of=/dev/null bs=64k skip=\(skip) count=16 iflag=direct status=none")
+        }
+        try fixture.unmount()
+        let cached = try Harness.sh(
+            "python3 -c \"import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); "
+                + "c.execute('UPDATE episodes SET etag=NULL, last_modified=NULL, unstable=NULL, final=0'); c.commit(); "
+                + "print(c.execute('SELECT SUM(upper - lower) FROM ranges').fetchone()[0])\" "
+                + "'\(fixture.cacheDirectory)/index.sqlite'")
+        let before = Int(cached.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
+        #expect(before >= 2 * Self.mib, "the earlier mount cached \(before) bytes")
+        try fixture.origin.configure(
+            "{\"stitch\": {\"/ep1.mp3\": {\"mode\": \"same_url\", \"etag\": \"none\", \"ads\": \"midroll\", "
+                + "\"ad_bytes\": \(Self.adBytes), \"same_length\": true}}}")
+        try fixture.origin.reset()
+        try fixture.mount()
+        let copy = fixture.directory + "/copy"
+        let cat = try Harness.run("/bin/sh", ["-c", "cat '\(path)' > '\(copy)'"], timeout: 300)
+        let again = try Harness.run("cmp", [path, copy])
+        let issued = try fixture.origin.variants("ep1.mp3")
+        let sent = try fixture.origin.variantBytesSent("ep1.mp3")
+        try fixture.unmount()
+        let copied = (try? Data(contentsOf: URL(fileURLWithPath: copy))) ?? Data()
+        let data = fixture.episodes[0].data
+        let matches = issued == 0 ? [] : (1...issued).filter {
+            TestOrigin.midrollVariant($0, of: data, adBytes: Self.adBytes, sameLength: true) == copied
+        }
+        let said = fixture.log().components(separatedBy: "came from responses without a validator").count - 1
+        print(
+            "a cache without a validator from an earlier podfs (\(before) bytes): cat \(cat.status == 0 ? "ok" : "exit \(cat.status)"), "
+                + "variants matching \(matches) of \(issued), origin bytes / size "
+                + "\(String(format: "%.2f", Double(sent) / Double(copied.count))), said \(said) time(s)")
+        #expect(cat.status == 0)
+        #expect(matches.count == 1, "exactly one variant, none of the old bytes")
+        #expect(again.status == 0, "read again from the cache, the same variant")
+        #expect(said == 1, "the log says once why the cached bytes went")
+        #expect(Double(sent) <= 1.25 * Double(copied.count))
     }
 }
 

@@ -175,10 +175,30 @@ import Testing
             return []
         }
         #expect(answered.count == 1, "the open reads the stream's variant")
-        // A whole one kept by an earlier mount is final: kept as it is.
+    }
+
+    /// A complete one is no proof: an earlier podfs marked a file final
+    /// however many responses made it. Its next open streams from byte 0
+    /// all the same, and the stream's head replaces it; one this podfs
+    /// kept from its one stream (marked) opens from the cache.
+    @Test func aCompleteEpisodeWithoutAValidatorFromAnEarlierPodfsIsFetchedAgainWhole() throws {
         let whole = EpisodeRecord(
             id: 1, key: "k", url: "http://o/a.mp3", length: length, etag: nil, lastModified: nil,
-            ranges: [0..<length], variant: EpisodeVariant(isFinal: true))
-        #expect(Episode.State(restoring: whole).unstable == nil)
+            ranges: [0..<length], variant: EpisodeVariant(pinnedURL: "http://o/a.mp3", isFinal: true))
+        var state = Episode.State(restoring: whole)
+        #expect(state.unprovenBytes && !state.isFinal)
+        let opened = state.open(handle: 1, reply: FakeOpenReply(), now: 1000, feedLength: length, tuning: tuning)
+        let stream = try #require(opened.compactMap { if case .probe(let p) = $0 { p } else { nil } }.first)
+        let (_, durable, then) = apply(&state, head(last: length - 1, total: length), id: stream.id)
+        #expect(durable.contains { if case .dropIndexRanges = $0 { true } else { false } })
+        #expect(then.contains { if case .logUnproven(let dropped) = $0 { dropped == length } else { false } })
+        #expect(!state.unprovenBytes && state.present.isEmpty)
+        var kept = whole
+        kept.variant.unstable = Episode.State.noValidator
+        var ours = Episode.State(restoring: kept)
+        #expect(!ours.unprovenBytes && ours.isFinal)
+        let reply = FakeOpenReply()
+        let effects = ours.open(handle: 1, reply: reply, now: 1000, feedLength: length, tuning: tuning)
+        #expect(effects.count == 1 && effects.allSatisfy { if case .answer = $0 { true } else { false } }, "no request")
     }
 }

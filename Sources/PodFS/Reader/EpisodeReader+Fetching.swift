@@ -94,8 +94,13 @@ extension EpisodeReader {
                         lastModified: version.lastModified, pinnedURL: pinnedURL, pinnedIssuer: pinnedIssuer))
                 case .saveVersionLater:
                     markDirty(episode)
-                case .logChanged, .logVariantGone, .logUnproven, .logKeptFinal, .logIgnoresRange:
+                case .logChanged, .logVariantGone, .logKeptFinal, .logIgnoresRange:
                     log(effect, of: episode)
+                case .logUnproven:
+                    // The mark was made when the index was read: it is
+                    // kept now, with the bytes of one stream.
+                    log(effect, of: episode)
+                    recordUnstable(episode, reason: Episode.State.noValidator)
                 case .markUnstable(let reason):
                     markUnstable(episode, reason: reason)
                 case .invalidateKernel(let pages):

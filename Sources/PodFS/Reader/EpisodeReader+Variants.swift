@@ -12,14 +12,24 @@ extension EpisodeReader {
     /// bytes stay one variant either way).
     func markUnstable(_ episode: Episode, reason: String) {
         stitchingShows.withLock { _ = $0.shows.insert(episode.parent) }
-        logger.notice(
-            "the origin serves different bytes per request (it stitches ads per request); podfs keeps one variant",
-            metadata: ["episode.key": "\(episode.key)", "episode.name": "\(episode.name)", "reason": "\(reason)"])
+        let names: Logger.Metadata = ["episode.key": "\(episode.key)", "episode.name": "\(episode.name)"]
+        if reason == Episode.State.noValidator {
+            logger.notice(
+                """
+                the origin sends no validator (no ETag, no Last-Modified), so nothing shows two of its responses \
+                are one variant: the episode is downloaded whole from its start in one response
+                """,
+                metadata: names)
+        } else {
+            logger.notice(
+                "the origin serves different bytes per request (it stitches ads per request); podfs keeps one variant",
+                metadata: names.merging(["reason": "\(reason)"]) { first, _ in first })
+        }
         recordUnstable(episode, reason: reason)
     }
 
     /// The mark goes to the index; a failure is logged.
-    private func recordUnstable(_ episode: Episode, reason: String) {
+    func recordUnstable(_ episode: Episode, reason: String) {
         do {
             try index.markUnstable(key: episode.key, reason: reason)
         } catch {

@@ -27,7 +27,7 @@ extension Episode.State {
     /// Marks the episode final once every byte is cached; the mark goes to
     /// the index with the next commit (with the validator).
     mutating func noteIfFinal() {
-        guard !isFinal, let length, length > 0, present.contains(0..<length) else { return }
+        guard !isFinal, !unprovenBytes, let length, length > 0, present.contains(0..<length) else { return }
         isFinal = true
         finalURL = effectiveURL
         validatorDirty = true

@@ -294,6 +294,7 @@ extension Episode.State {
         spill.removeAll()
         dirty = false
         isFinal = false
+        unprovenBytes = false
         versionHadBytes = false
         versionAgreed = false
         var dropped = DroppedVersion()

@@ -158,6 +158,7 @@ extension Episode.State {
         dirty = false
         scratch = nil
         isFinal = false
+        unprovenBytes = false
         return true
     }
 

@@ -41,7 +41,8 @@ extension Episode.State {
 
     /// Opens an episode marked unstable, or a final one (`isComplete`). A
     /// complete one is served as it is: no request is sent, which for an
-    /// unstable origin could only bring another variant. A
+    /// unstable origin could only bring another variant (unless its bytes
+    /// are `unprovenBytes`: they may be a mix, and are replaced). A
     /// partial one is streamed whole from byte 0, the stream being the
     /// open's probe: its head drops the bytes of the old variant (durably,
     /// as a version change) and answers the open on the new one, so the
@@ -49,7 +50,7 @@ extension Episode.State {
     mutating func openStreamed(
         handle: UInt64, reply: any OpenReplying, dropAttributes: Bool
     ) -> [OpenEffect] {
-        if let length, present.contains(0..<length) || (streamOnItsWay && probeID == nil) {
+        if let length, (present.contains(0..<length) && !unprovenBytes) || (streamOnItsWay && probeID == nil) {
             handles[handle] = Episode.HandleState(generation: generation)
             defer { kernelPagesStale = false }
             return [.answer(reply, OpenOptions(handle: handle, keepCache: !kernelPagesStale, dropAttributes: dropAttributes))]
@@ -67,7 +68,7 @@ extension Episode.State {
         guard unstable != nil, id == streamID, let progress = fetches[id], progress.cursor == 0, let length else {
             return false
         }
-        return !present.isEmpty && !present.contains(0..<length)
+        return !present.isEmpty && (unprovenBytes || !present.contains(0..<length))
     }
 
     /// The delay of a `.recheck` passed on an unstable episode: reads wait

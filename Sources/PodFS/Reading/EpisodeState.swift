@@ -162,6 +162,12 @@ extension Episode {
         /// Every byte of one variant is cached: kept as it is, whatever the
         /// origin serves now (`Episode.State.noteIfFinal`).
         var isFinal = false
+        /// The cached bytes were restored from an index an earlier podfs
+        /// wrote from responses without a validator, which nothing shows
+        /// to be one variant: the next stream from byte 0 replaces them,
+        /// even when every byte is cached (`restartsStream`). Offline they
+        /// are served as they are.
+        var unprovenBytes = false
         /// The link the final variant came from (`keepsFinal`).
         var finalURL: String?
         /// Whether a response in this mount confirmed the cached version,
@@ -258,12 +264,15 @@ extension Episode {
             pinnedIssuer = record.variant.pinnedIssuer
             unstable = record.variant.unstable
             isFinal = record.variant.isFinal
-            if unstable == nil, !isFinal, !record.ranges.isEmpty, Self.unproven(version) {
+            if unstable == nil, !record.ranges.isEmpty, Self.unproven(version) {
                 // Cached by an earlier podfs from responses nothing shows
-                // to be one version: maybe a mix of variants. The next
-                // open streams the episode whole from byte 0 and its head
-                // drops these bytes (`restartsStream`, `logUnproven`).
+                // to be one version (this one marks such an episode at its
+                // first response): maybe a mix of variants, complete or
+                // not. The next stream from byte 0 replaces them.
                 unstable = Self.noValidator
+                unprovenBytes = true
+                isFinal = false
+                finalURL = nil
             }
             finalURL = record.variant.isFinal ? record.variant.pinnedURL : nil
             present = RangeSet(record.ranges)
