@@ -88,6 +88,8 @@ Fault config keys:
                                 (a slow host: a client's reads come in small pieces)
   no_etag: ["/x"|"*"]           send no ETag (Last-Modified only): an origin that drops its
                                 validator
+  no_validator: ["/x"|"*"]      send no ETag and no Last-Modified (the same bytes every time):
+                                an honest origin nothing can prove honest
   if_range_200: ["/x"|"*"]      a CDN that answers any Range with If-Range by a 200 with
                                 the whole body, even when the validator matches
   gzip: true                    templates go gzip-compressed to clients that accept it
@@ -303,6 +305,11 @@ class Origin:
     def no_etag(self, path):
         with self.lock:
             paths = self.config.get("no_etag") or []
+            return "*" in paths or path in paths
+
+    def no_validator(self, path):
+        with self.lock:
+            paths = self.config.get("no_validator") or []
             return "*" in paths or path in paths
 
     def gzip_encoded(self, path):
@@ -915,6 +922,9 @@ class Handler(BaseHTTPRequestHandler):
         if o.no_etag(path):
             etag = None
             common = {"Last-Modified": lastmod}
+        if o.no_validator(path):
+            etag = None
+            common = {}
         if validators is not None:
             etag = validators.get("etag")
             common = {"ETag": etag} if etag else {}
@@ -927,7 +937,7 @@ class Handler(BaseHTTPRequestHandler):
         not_modified = False
         if inm is not None and etag is not None:
             not_modified = etag_matches(inm, etag, weak=True)
-        elif ims is not None:
+        elif ims is not None and "Last-Modified" in common:
             t = parse_http_date(ims)
             not_modified = t is not None and lastmod_ts <= int(t)
         if not_modified:
@@ -952,7 +962,7 @@ class Handler(BaseHTTPRequestHandler):
                     ok = etag is not None and if_range == etag and not etag.startswith("W/")
                 else:
                     t = parse_http_date(if_range)
-                    ok = t is not None and int(t) == lastmod_ts
+                    ok = t is not None and int(t) == lastmod_ts and "Last-Modified" in common
                 if not ok:
                     r = None
 

@@ -485,6 +485,15 @@ class OriginTest(unittest.TestCase):
         self.assertIsNone(r.getheader("ETag"))
         self.assertIsNotNone(r.getheader("Last-Modified"))
 
+    def test_no_validator(self):
+        self.control("/_origin/config", {"no_validator": ["/ep.mp3"]})
+        r, data = self.request("GET", "/ep.mp3", {"Range": "bytes=0-9"})
+        self.assertEqual((r.status, data), (206, BIG[:10]))
+        self.assertIsNone(r.getheader("ETag"))
+        self.assertIsNone(r.getheader("Last-Modified"))
+        r, data = self.request("GET", "/ep.mp3", {"Range": "bytes=5-9"})
+        self.assertEqual((r.status, data), (206, BIG[5:10]), "the same bytes every time")
+
     def test_if_range_200(self):
         r, _ = self.request("GET", "/ep.mp3")
         etag = r.getheader("ETag")
