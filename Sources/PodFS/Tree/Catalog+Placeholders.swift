@@ -35,6 +35,12 @@ extension Catalog {
     /// A name or inode already taken is left out.
     public func list(_ placeholders: [Placeholder], builder: @escaping @Sendable (_ url: String) -> Void) {
         self.builder.withLock { $0 = builder }
+        // A list an earlier podfs saved numbers shows as it did.
+        let placeholders = placeholders.map { saved in
+            var placeholder = saved
+            placeholder.inode = Catalog.currentInode(ofSaved: saved.inode)
+            return placeholder
+        }
         tree.withLock { tree in
             tree.rootOrder = tree.shows.map(\.feedURL)
             for placeholder in placeholders

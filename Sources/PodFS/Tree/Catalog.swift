@@ -309,16 +309,28 @@ public final class Catalog: Sendable {
 
     // MARK: - Private methods
 
-    /// The kinds of node whose inode numbers come from index ids.
+    /// The kinds of node whose inode numbers come from index ids; 0 is
+    /// the fixed nodes' (the root, `ControlFiles`).
     enum InodeKind: UInt64 {
         case show = 1, episode = 2, playlist = 3
     }
 
-    /// The inode of an index id: the kind in the bits from 40 up, the id's
-    /// low 40 bits below. A damaged index may hold any id; a negative or
-    /// huge one gives a wrong number, never a trap.
+    /// The inode of an index id: the kind in the two lowest bits, the id
+    /// above them. Programs keep inode numbers in 32 bits (MPD, 32-bit
+    /// builds, an `unsigned st_ino`): for every id below 2^30 the low 32
+    /// bits differ from every other node's, the root's (1) included, and
+    /// they stay the same across mounts (ids are the index's). A damaged
+    /// index may hold any id; a negative or huge one gives a wrong number,
+    /// never a trap.
     static func inode(_ kind: InodeKind, id: Int64) -> UInt64 {
-        (kind.rawValue << 40) | (UInt64(truncatingIfNeeded: id) & ((1 << 40) - 1))
+        (UInt64(truncatingIfNeeded: id) << 2) | kind.rawValue
+    }
+
+    /// The inode an earlier podfs gave a show (`1 << 40` and up, kept in
+    /// `shows.json`), as this one numbers it; other numbers unchanged.
+    public static func currentInode(ofSaved inode: UInt64) -> UInt64 {
+        guard inode >> 40 == InodeKind.show.rawValue else { return inode }
+        return Self.inode(.show, id: Int64(inode & ((1 << 40) - 1)))
     }
 
     /// A show directory for `feed`: reuses the `Episode` of every file

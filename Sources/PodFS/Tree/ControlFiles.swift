@@ -43,9 +43,10 @@ public final class ControlFiles: Sendable {
 
     /// The directory's name in the mount root.
     public static let directoryName = ".podfs"
-    /// Inode numbers far above the catalogue's (shows `1 << 40`, episodes
-    /// `2 << 40`).
-    public static let directoryInode: UInt64 = (0xFF << 40) | 1
+    /// Inode numbers of the fixed kind (`Catalog.InodeKind`: the two lowest
+    /// bits 0), which no show, episode or playlist has: 4, then its files
+    /// 8, 12, ...
+    public static let directoryInode: UInt64 = 4
 
     private let files: [File]
     private let modificationTime: Int64
@@ -140,11 +141,13 @@ public final class ControlFiles: Sendable {
     // MARK: - Private methods
 
     private static func fileInode(_ position: Int) -> UInt64 {
-        directoryInode + 1 + UInt64(position)
+        directoryInode + 4 * (1 + UInt64(position))
     }
 
     private func fileIndex(_ inode: UInt64) -> Int? {
-        guard inode > Self.directoryInode, let position = Int(exactly: inode - Self.directoryInode - 1) else {
+        guard inode > Self.directoryInode, inode & 3 == 0,
+            let position = Int(exactly: (inode - Self.directoryInode) / 4 - 1)
+        else {
             return nil
         }
         return position < files.count ? position : nil

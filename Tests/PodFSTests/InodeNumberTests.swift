@@ -1,0 +1,35 @@
+import Testing
+
+@testable import PodFS
+
+/// Inode numbers any program can keep (docs/DESIGN.md, "What a mount
+/// shows"): unique in their low 32 bits, the same across mounts.
+@Suite struct InodeNumberTests {
+    @Test func theLow32BitsOfEveryNodeDiffer() {
+        var seen: [UInt32: String] = [UInt32(truncatingIfNeeded: Catalog.rootInode): "root"]
+        seen[UInt32(truncatingIfNeeded: ControlFiles.directoryInode)] = ".podfs"
+        let ids: [Int64] = Array(1...2000) + [65_535, 65_536, 1 << 24, (1 << 30) - 1]
+        for id in ids {
+            for kind in [Catalog.InodeKind.show, .episode, .playlist] {
+                let low = UInt32(truncatingIfNeeded: Catalog.inode(kind, id: id))
+                #expect(seen[low] == nil, "\(kind) \(id) has the low 32 bits of \(seen[low] ?? "")")
+                seen[low] = "\(kind) \(id)"
+            }
+        }
+        // Show 1 was 1 << 40 | 1: the root's number in 32 bits (MPD took it
+        // for a loop and skipped the show).
+        #expect(UInt32(truncatingIfNeeded: Catalog.inode(.show, id: 1)) != 1)
+    }
+
+    @Test func aShowListedByAnEarlierPodfsKeepsItsNumberAsThisOneGivesIt() {
+        let saved: UInt64 = (1 << 40) | 7
+        #expect(Catalog.currentInode(ofSaved: saved) == Catalog.inode(.show, id: 7))
+        #expect(Catalog.currentInode(ofSaved: Catalog.inode(.show, id: 7)) == Catalog.inode(.show, id: 7))
+    }
+
+    @Test func aDamagedIndexIdNeverTraps() {
+        _ = Catalog.inode(.episode, id: -1)
+        _ = Catalog.inode(.episode, id: .max)
+        _ = Catalog.inode(.episode, id: .min)
+    }
+}
