@@ -263,7 +263,9 @@ struct StitchedScenarioTests {
         try fixture.origin.configure(
             "{\"hold\": {\"path\": \"/ep1.mp3\", \"after_bytes\": 524288, \"seconds\": 60}}")
         try fixture.mount()
-        try Harness.sh("dd if='\(fixture.path(0))' of=/dev/null bs=64k count=4 iflag=direct 2>/dev/null")
+        // 1 MiB: past the head (`Tuning.head`), so the read-ahead asks for
+        // more than the hold lets through.
+        try Harness.sh("dd if='\(fixture.path(0))' of=/dev/null bs=64k count=16 iflag=direct 2>/dev/null")
         #expect(Harness.eventually(30) { (try? fixture.origin.held()) ?? 0 >= 1 })
         let other = Harness.bytes(count: Self.size, seed: 77)
         try fixture.origin.replace("ep1.mp3", other)

@@ -38,7 +38,7 @@ import Testing
         state.finalURL = "http://cdn/v1?sig=a"
         state.effectiveURL = "http://cdn/v1?sig=a"
         let effects = state.open(handle: 7, reply: FakeOpenReply(), now: 1, feedLength: nil, tuning: EpisodeReader.Tuning())
-        let probe = try #require(effects.compactMap { if case .probe(let p) = $0 { p } else { nil } }.first)
+        let probe = try #require(effects.compactMap { if case .check(let p) = $0 { p } else { nil } }.first)
         let other = FetchHead(
             status: 200, rangeFirst: nil, rangeLast: nil, total: nil, contentLength: 5 * mib, etag: "\"v2\"",
             lastModified: nil, effectiveURL: "http://cdn/v2?sig=b")
@@ -68,7 +68,7 @@ import Testing
         state.effectiveURL = "http://cdn/v1?sig=a"
         let reply = FakeOpenReply()
         let effects = state.open(handle: 7, reply: reply, now: 1, feedLength: nil, tuning: EpisodeReader.Tuning())
-        let probe = try #require(effects.compactMap { if case .probe(let p) = $0 { p } else { nil } }.first)
+        let probe = try #require(effects.compactMap { if case .check(let p) = $0 { p } else { nil } }.first)
         // The pinned link answers 403: the driver forgets it, and the fetch
         // ends refused (`EpisodeReader.fetch(_:receivedHead:)`).
         let forgot = state.forgetRedirect(enclosureURL: "http://feeds/a.mp3")
@@ -78,8 +78,9 @@ import Testing
         guard case .ended = ended else { Issue.record("a refused probe is not tried again"); return }
         let settled = state.fetchSettled(id: probe.id, failure: refused, isBackground: false, minimumFetch: 65536)
         let answers = settled.compactMap { if case .answerOpen(_, let options) = $0 { options } else { nil } }
-        #expect(answers.count == 1, "the open is answered, not failed")
-        #expect(answers.first?.handle == 7)
+        #expect(answers.isEmpty, "answered at once from the cache (`openFromTheCache`), and not failed now")
+        #expect(effects.contains { if case .answer = $0 { true } else { false } })
+        #expect(!settled.contains { if case .failRead = $0 { true } else { false } })
         #expect(state.handles[7] != nil)
     }
 

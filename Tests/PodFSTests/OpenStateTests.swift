@@ -20,6 +20,10 @@ import Testing
         return state
     }
 
+    private func checks(_ effects: [Episode.State.OpenEffect]) -> [Episode.State.ProbeStart] {
+        effects.compactMap { if case .check(let probe) = $0 { probe } else { nil } }
+    }
+
     private func probes(_ effects: [Episode.State.OpenEffect]) -> [Episode.State.ProbeStart] {
         effects.compactMap { if case .probe(let probe) = $0 { probe } else { nil } }
     }
@@ -38,25 +42,44 @@ import Testing
         #expect(probes(effects).isEmpty)
     }
 
-    @Test func theFirstOpenOfACachedEpisodeAsksTheOriginAndWaits() {
+    /// A scanner's open on a remount waits for no round trip: the cached
+    /// version answers, the origin is asked in the background.
+    @Test func theFirstOpenOfACachedEpisodeOpensAtOnceAndIsCheckedInTheBackground() {
         var state = cached()
         let effects = state.open(handle: 1, reply: FakeOpenReply(), now: 200, feedLength: nil, tuning: tuning)
-        #expect(answers(effects).isEmpty)
-        let probe = probes(effects)
-        #expect(probe.count == 1)
-        #expect(probe.first?.range == 0..<1, "all cached: one byte")
-        #expect(probe.first?.validator == "\"v1\"")
-        // A second open joins the same probe.
+        #expect(answers(effects).map(\.handle) == [1])
+        guard case .answer = effects.first else {
+            Issue.record("the open is answered before the check goes out")
+            return
+        }
+        #expect(probes(effects).isEmpty, "nobody waits for the origin")
+        let check = checks(effects)
+        #expect(check.count == 1)
+        #expect(check.first?.range == 0..<1, "all cached: one byte")
+        #expect(check.first?.validator == "\"v1\"")
+        #expect(state.handles[1]?.generation == state.generation && state.openWaiters.isEmpty)
+        // A second open is answered too, and sends no second check.
         let second = state.open(handle: 2, reply: FakeOpenReply(), now: 200, feedLength: nil, tuning: tuning)
-        #expect(second.isEmpty)
-        #expect(state.openWaiters.count == 2)
+        #expect(answers(second).map(\.handle) == [2] && checks(second).isEmpty)
+        // Head and tail cached (a scanner's): the check asks the first byte
+        // not cached.
+        var part = cached()
+        part.present = RangeSet([0..<mib, 9 * mib..<10 * mib])
+        let partial = part.open(handle: 1, reply: FakeOpenReply(), now: 200, feedLength: nil, tuning: tuning)
+        #expect(answers(partial).count == 1 && checks(partial).first?.range == mib..<mib + 1)
+        // A listener's part, without the tail: the open waits for the
+        // origin, so a variant whose link expired is replaced first.
+        var listened = cached()
+        listened.present = RangeSet([0..<3 * mib])
+        let waiting = listened.open(handle: 1, reply: FakeOpenReply(), now: 200, feedLength: nil, tuning: tuning)
+        #expect(answers(waiting).isEmpty && probes(waiting).count == 1)
     }
 
     @Test func aConfirmationTooOldIsAskedAgain() {
         var state = cached(validated: true)
         let effects = state.open(
             handle: 1, reply: FakeOpenReply(), now: 100 + tuning.revalidateAfter + 1, feedLength: nil, tuning: tuning)
-        #expect(probes(effects).count == 1)
+        #expect(checks(effects).count == 1 && answers(effects).count == 1)
         #expect(!state.validated)
     }
 
@@ -115,22 +138,19 @@ import Testing
 
     // MARK: - Guarantee 5: offline
 
-    @Test func offlineTheWaitingOpensOpenFromTheCache() {
+    @Test func offlineACachedEpisodeOpensFromTheCache() {
         var state = cached()
         let open = FakeOpenReply()
         let effects = state.open(handle: 1, reply: open, now: 0, feedLength: nil, tuning: tuning)
-        let probe = probes(effects)[0]
+        #expect(answers(effects).map(\.handle) == [1], "answered before the origin could say anything")
+        let check = checks(effects)[0]
         let unreachable = FetchError(isTransient: true, isUnreachable: true, message: "no route to host")
-        guard case .ended = state.fetchEnded(id: probe.id, error: unreachable, attempt: 1, tuning: tuning).0 else {
+        guard case .ended = state.fetchEnded(id: check.id, error: unreachable, attempt: 1, tuning: tuning).0 else {
             Issue.record("offline, a cached episode is not retried")
             return
         }
-        let settled = state.fetchSettled(id: probe.id, failure: unreachable, isBackground: false, minimumFetch: 1)
-        guard case .answerOpen(_, let options) = settled.first else {
-            Issue.record("the open is answered: \(settled)")
-            return
-        }
-        #expect(options?.handle == 1)
+        let settled = state.fetchSettled(id: check.id, failure: unreachable, isBackground: true, minimumFetch: 1)
+        #expect(!settled.contains { if case .answerOpen = $0 { true } else { false } })
         // Its reads are served from the cache, with no fetch.
         var bench = ReadBench(length: 10 * mib)
         bench.state = state
@@ -155,57 +175,60 @@ import Testing
         #expect(bench.state.waiters.isEmpty)
     }
 
-    @Test func aFailedProbeFailsTheOpensOnline() {
+    /// The background check finds the episode gone (410): the file opened
+    /// on the cache reads what is cached; only its other bytes would fail.
+    @Test func aCheckThatFindsTheEpisodeGoneLeavesTheCachedBytesReadable() {
         var state = cached()
+        state.present = RangeSet([0..<mib, 9 * mib..<10 * mib])
         let effects = state.open(handle: 1, reply: FakeOpenReply(), now: 0, feedLength: nil, tuning: tuning)
-        let id = probes(effects)[0].id
+        #expect(answers(effects).map(\.handle) == [1])
+        let id = checks(effects)[0].id
         let gone = OriginAnswer(status: 410, retryAfter: nil, now: 0).failure(status: 410, url: "http://o/a")
         _ = state.fetchEnded(id: id, error: gone, attempt: 1, tuning: tuning)
-        let settled = state.fetchSettled(id: id, failure: gone, isBackground: false, minimumFetch: 1)
-        guard case .answerOpen(_, nil) = settled.first else {
-            Issue.record("the open fails: \(settled)")
-            return
-        }
+        let settled = state.fetchSettled(id: id, failure: gone, isBackground: true, minimumFetch: 1)
+        #expect(!settled.contains { if case .answerOpen = $0 { true } else { false } })
+        #expect(!settled.contains { if case .failRead = $0 { true } else { false } })
+        var bench = ReadBench(length: 10 * mib)
+        bench.state = state
+        #expect(ReadBench.served(bench.read(1, at: 4096, size: 4096)) == [4096..<8192])
     }
 
-    @Test func opensThatJoinedAFailedMountCheckGetAProbeOfTheirOwn() {
+    /// An open during a mount's check needs no probe of its own: it is
+    /// answered from the cache, and the check asks for both.
+    @Test func anOpenDuringAMountsCheckIsAnsweredAtOnce() {
         var state = cached()
-        let check = state.startMountCheck()!
-        _ = state.open(handle: 1, reply: FakeOpenReply(), now: 0, feedLength: nil, tuning: tuning)
-        let refused = OriginAnswer(status: 401, retryAfter: nil, now: 0).failure(status: 401, url: "http://o/a")
-        _ = state.fetchEnded(id: check.id, error: refused, attempt: tuning.attempts, tuning: tuning)
-        let settled = state.fetchSettled(id: check.id, failure: refused, isBackground: true, minimumFetch: 1)
-        #expect(settled.contains { if case .probe = $0 { true } else { false } })
-        #expect(state.openWaiters.count == 1)
+        _ = state.startMountCheck()!
+        let effects = state.open(handle: 1, reply: FakeOpenReply(), now: 0, feedLength: nil, tuning: tuning)
+        #expect(answers(effects).map(\.handle) == [1])
+        #expect(checks(effects).isEmpty && probes(effects).isEmpty)
+        #expect(state.openWaiters.isEmpty)
     }
 
     @Test(arguments: [408, 429, 500, 503])
-    func anOriginBusyForEveryAttemptOpensACachedEpisodeFromTheCache(status: Int) {
-        // The mount's check, or the open's own probe: either way the
-        // origin said nothing of the episode changing.
+    func anOriginBusyForEveryAttemptLeavesACachedEpisodeReadable(status: Int) {
+        // The mount's check, or the open's own: either way the file opened
+        // on the cache, and the origin said nothing of the episode changing.
         for background in [true, false] {
             var state = cached()
-            state.present = RangeSet([0..<mib])
-            let open = FakeOpenReply()
+            state.present = RangeSet([0..<mib, 9 * mib..<10 * mib])
             let id: UInt64
+            let effects: [Episode.State.OpenEffect]
             if background {
                 id = state.startMountCheck()!.id
-                _ = state.open(handle: 1, reply: open, now: 0, feedLength: nil, tuning: tuning)
+                effects = state.open(handle: 1, reply: FakeOpenReply(), now: 0, feedLength: nil, tuning: tuning)
             } else {
-                id = probes(state.open(handle: 1, reply: open, now: 0, feedLength: nil, tuning: tuning))[0].id
+                effects = state.open(handle: 1, reply: FakeOpenReply(), now: 0, feedLength: nil, tuning: tuning)
+                id = checks(effects)[0].id
             }
+            #expect(answers(effects).map(\.handle) == [1])
             let busy = OriginAnswer(status: status, retryAfter: nil, now: 0).failure(status: status, url: "http://o/a")
             guard case .ended = state.fetchEnded(id: id, error: busy, attempt: tuning.attempts, tuning: tuning).0 else {
                 Issue.record("the last attempt is not retried")
                 continue
             }
-            let settled = state.fetchSettled(id: id, failure: busy, isBackground: background, minimumFetch: 1)
-            guard case .answerOpen(_, let options) = settled.first else {
-                Issue.record("the open is answered from the cache: \(settled)")
-                continue
-            }
-            #expect(options?.handle == 1)
+            let settled = state.fetchSettled(id: id, failure: busy, isBackground: true, minimumFetch: 1)
             #expect(!settled.contains { if case .probe = $0 { true } else { false } })
+            #expect(!settled.contains { if case .failRead = $0 { true } else { false } })
             // Its cached bytes are served.
             var bench = ReadBench(length: 10 * mib)
             bench.state = state

@@ -50,6 +50,17 @@ public final class EpisodeReader: Sendable {
         /// a window of time, not of bytes: a link slow enough to need less
         /// gets less, and a near origin keeps the ramp's 16 MiB.
         public var maximumLinkWindow: Int64 = 64 * 1024 * 1024
+        /// An episode's head: while a reader's reads end within it, it may
+        /// be a scanner reading tags (MPD, ffprobe, a file manager), so no
+        /// fetch reaches past it that the reader did not ask for; a reader
+        /// that moves on past it (a listener) gets its windows. The
+        /// kernel's default read-ahead for the mount (768 KiB) fills it,
+        /// and with the tail a scanned file costs at most about 1 MiB.
+        public var head: Int64 = 768 * 1024
+        /// Seconds after its last open file closed that an episode's
+        /// fetches nobody reads stop: a player that closes and reopens
+        /// keeps its stream, a scanner's open costs what it read.
+        public var closeGrace: Double = 2
         /// Attempts per fetch before readers get EIO.
         public var attempts: Int = 4
         /// The longest `Retry-After` a retry waits for; an origin asking
@@ -165,6 +176,7 @@ public final class EpisodeReader: Sendable {
             switch effect {
             case .answer(let reply, let options): reply.opened(options)
             case .probe(let probe): send(probe, of: episode)
+            case .check(let probe): send(probe, of: episode, background: true)
             }
         }
     }
@@ -202,11 +214,29 @@ public final class EpisodeReader: Sendable {
         let now = monotonicSeconds()
         // A replaced version no file reads any more is closed here, outside
         // the lock: its file has no path, and closing it frees its blocks.
-        let unread = episode.state.withLock { $0.release(handle: handle, now: now) }
+        let (unread, streaming) = episode.state.withLock { state in
+            (state.release(handle: handle, now: now), state.streamsUnread)
+        }
         if !unread.isEmpty {
             logger.debug(
                 "the last file open on a replaced version closed; its bytes are freed",
                 metadata: ["episode.key": "\(episode.key)", "versions": "\(unread.count)"])
+        }
+        if streaming { stopUnreadStreams(of: episode) }
+    }
+
+    /// After `Tuning.closeGrace`, stops the fetches of `episode` that no
+    /// open file reads (`Episode.State.stopUnreadStreams`). Not waited for
+    /// at shutdown: the transfers end then anyway.
+    private func stopUnreadStreams(of episode: Episode) {
+        DispatchQueue.global().asyncAfter(deadline: .now() + tuning.closeGrace) { [self] in
+            let grace = tuning.closeGrace
+            let ids = episode.state.withLock { $0.stopUnreadStreams(now: monotonicSeconds(), grace: grace) }
+            guard !ids.isEmpty else { return }
+            logger.debug(
+                "no open file reads the episode: its fetches stop where they are",
+                metadata: ["episode.key": "\(episode.key)", "fetches": "\(ids.count)"])
+            stop(ids, of: episode)
         }
     }
 

@@ -25,6 +25,9 @@ extension Episode.State {
     enum OpenEffect {
         case answer(any OpenReplying, OpenOptions)
         case probe(ProbeStart)
+        /// A check nobody waits for (one byte, `If-Range`), sent in the
+        /// background like a mount's check (`openFromTheCache`).
+        case check(ProbeStart)
     }
 
     // MARK: - Events
@@ -54,6 +57,9 @@ extension Episode.State {
             defer { kernelPagesStale = false }
             let options = OpenOptions(handle: handle, keepCache: !kernelPagesStale, dropAttributes: dropAttributes)
             return [.answer(reply, options)]
+        }
+        if let opened = openFromTheCache(handle: handle, reply: reply, dropAttributes: dropAttributes) {
+            return opened
         }
         // Confirmed before in this mount, but longer ago than the TTL: ask
         // again with a probe of its own (a fetch already streaming has had
@@ -90,7 +96,10 @@ extension Episode.State {
             lastStream = (closing.nextOffset, closing.streak, now)
         }
         // Bytes kept in memory were for open files only.
-        if handles.isEmpty { spill.removeAll() }
+        if handles.isEmpty {
+            spill.removeAll()
+            allClosedAt = now
+        }
         return forgetUnreadVersions()
     }
 
@@ -174,6 +183,32 @@ extension Episode.State {
     }
 
     // MARK: - Private methods
+
+    /// Opens an episode whose head and tail are cached at once, on the
+    /// cached version (docs/DESIGN.md, "Who reads"): a scanner's open on a
+    /// remount, which reads there, waits for no round trip. Whether the
+    /// origin changed it is asked in the background (one byte with
+    /// `If-Range`); every byte served meanwhile is of the cached version,
+    /// a read of bytes not cached asks with `If-Range` too, and if the
+    /// episode changed, the file reads what was cached and gets EIO past
+    /// it (`KeptVersion`), as an open file does. A listener's partly
+    /// cached episode (its tail not cached) waits as before, so a variant
+    /// whose signed link expired is replaced before it reads a byte.
+    /// `nil`: the head or the tail is not cached, or the length is not known.
+    private mutating func openFromTheCache(
+        handle: UInt64, reply: any OpenReplying, dropAttributes: Bool
+    ) -> [OpenEffect]? {
+        guard let length, length > 0, present.contains(0..<1), present.contains(length - 1..<length),
+            openWaiters.isEmpty, !replacingScratch
+        else { return nil }
+        handles[handle] = Episode.HandleState(generation: generation)
+        defer { kernelPagesStale = false }
+        let answer = OpenEffect.answer(
+            reply, OpenOptions(handle: handle, keepCache: !kernelPagesStale, dropAttributes: dropAttributes))
+        guard probeID == nil else { return [answer] }
+        let first = present.gaps(in: 0..<length).first?.lowerBound ?? 0
+        return [answer, .check(startProbe(range: first..<first + 1, minimumFetch: 1))]
+    }
 
     /// Marks an open: whether it must first drop the attributes the kernel
     /// keeps, a claim shown before (`claimKeptUntil`).

@@ -81,6 +81,9 @@ extension Episode.State {
         if offset >= end { return [.answerEmpty(reply)] }
         let wanted = offset..<end
         let window = windowOf(jumped ? 0 : followed.streak)
+        // A reader in the head fetches no further than the head: a scanner
+        // leaves there (`Tuning.head`).
+        let reach = end <= context.tuning.head ? min(length, context.tuning.head) : length
         var effects: [ReadEffect] = []
         if follow.moved, !fresh, unstable == nil, handles.count == 1 {
             // The listener is at a new place: what its old place's
@@ -105,7 +108,7 @@ extension Episode.State {
                 effects += stopped.map { ReadEffect.stop(id: $0) }
             }
             for gap in uncoveredGaps(in: wanted) {
-                effects.append(planFetch(from: gap, window: window, length: length, tuning: context.tuning))
+                effects.append(planFetch(from: gap, window: window, length: reach, tuning: context.tuning))
             }
             waiters.append(
                 Episode.Waiter(
@@ -128,7 +131,7 @@ extension Episode.State {
             }
         }
         if followed.streak >= 2, !jumped {
-            effects += readAhead(after: end, window: window, length: length, context: context)
+            effects += readAhead(after: end, window: window, length: reach, context: context)
         }
         if available.contains(wanted) {
             effects.append(.serve(reply, wanted, spilled: spill.pieces(overlapping: wanted)))

@@ -230,6 +230,9 @@ extension Episode {
         var lastRead: Int64 = 0
         /// The warnings about this episode already logged: each is said once.
         var warned: Set<Episode.Warning> = []
+        /// When the last open file was closed (monotonic seconds): fetches
+        /// nobody reads stop a grace later (`stopUnreadStreams`).
+        var allClosedAt: Double?
         /// Where the last sequential reader stopped and how long its streak
         /// was, when it closed (`monotonicSeconds()`): a player that closes
         /// and reopens to read on keeps its read-ahead window.

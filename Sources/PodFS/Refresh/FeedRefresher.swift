@@ -236,7 +236,12 @@ public final class FeedRefresher: Sendable {
             invalidator.invalidate(parent: change.showInode, name: name)
         }
         invalidator.invalidate(inode: change.showInode)
-        if change.playlistChanged { invalidator.invalidate(inode: change.playlistInode) }
+        if change.playlistChanged {
+            invalidator.invalidate(inode: change.playlistInode)
+            // The folder's time may have moved, and the root's is its
+            // newest show's (`Catalog.rootModificationTime`).
+            invalidator.invalidate(inode: Catalog.rootInode)
+        }
     }
 
     private func note(url: String, ok: Bool, detail: String) {

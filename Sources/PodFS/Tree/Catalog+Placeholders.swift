@@ -18,12 +18,16 @@ extension Catalog {
         public var name: String
         public var inode: UInt64
         public var modificationTime: Int64
+        /// The show's listing (`Catalog.listingSignature`); `nil` in a list
+        /// an earlier podfs saved.
+        public var listing: UInt64?
 
-        public init(url: String, name: String, inode: UInt64, modificationTime: Int64) {
+        public init(url: String, name: String, inode: UInt64, modificationTime: Int64, listing: UInt64? = nil) {
             self.url = url
             self.name = name
             self.inode = inode
             self.modificationTime = modificationTime
+            self.listing = listing
         }
     }
 
@@ -65,6 +69,7 @@ extension Catalog {
             tree.placeholdersByName[placeholder.name] = nil
             tree.placeholdersByInode[placeholder.inode] = nil
             tree.rootOrder.removeAll { $0 == url }
+            tree.rootChangedAt = Catalog.wallClock()
             return placeholder
         }
     }
@@ -82,7 +87,8 @@ extension Catalog {
                 if let placeholder = tree.placeholdersByInode[entry.inode] { return placeholder }
                 guard case .show(let show) = tree.nodes[entry.inode] else { return nil }
                 return Placeholder(
-                    url: show.feedURL, name: show.name, inode: show.inode, modificationTime: show.modificationTime)
+                    url: show.feedURL, name: show.name, inode: show.inode, modificationTime: show.modificationTime,
+                    listing: show.listing)
             }
         }
     }

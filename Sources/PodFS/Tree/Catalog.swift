@@ -40,11 +40,14 @@ public final class Catalog: Sendable {
         let entries: [DirectoryEntry]
         /// Cache key to name, for the next refresh to keep.
         let names: [String: String]
+        /// What its listing is (`Catalog.listingSignature`): a change moves
+        /// its time (`folderTime`).
+        let listing: UInt64
 
         init(
             inode: UInt64, name: String, feedURL: String, scope: CacheScope, modificationTime: Int64,
             episodes: [Episode], extras: [Episode], playlist: Playlist, byName: [String: Node],
-            entries: [DirectoryEntry], names: [String: String]
+            entries: [DirectoryEntry], names: [String: String], listing: UInt64
         ) {
             self.inode = inode
             self.name = name
@@ -57,6 +60,7 @@ public final class Catalog: Sendable {
             self.byName = byName
             self.entries = entries
             self.names = names
+            self.listing = listing
         }
     }
 
@@ -111,6 +115,9 @@ public final class Catalog: Sendable {
         var guidClaims: [String: String] = [:]
         /// Feed URLs refused a guid another subscription holds, logged once.
         var guidRefusals: Set<String> = []
+        /// When a show last came into the root or left it in this mount
+        /// (seconds since the epoch): the root's time is at least this.
+        var rootChangedAt: Int64 = 0
     }
 
     // MARK: - Properties
@@ -172,13 +179,17 @@ public final class Catalog: Sendable {
                 formerKeys: Self.formerKeys(layouts.flatMap(\.files)))
             var shows: [Show] = []
             for (position, entry) in feeds.enumerated() {
+                let placeholder = placeholders[entry.url]
                 let (show, _) = try Self.makeShow(
                     url: entry.url, feed: entry.feed, layout: layouts[position], name: names[position],
-                    previous: nil, known: { _ in nil }, register: { _, _ in registered[position] })
+                    previous: nil, shownBefore: placeholder.map { (time: $0.modificationTime, listing: $0.listing) },
+                    known: { _ in nil }, register: { _, _ in registered[position] })
                 shows.append(show)
             }
             tree.withLock { tree in
                 for show in shows { Self.install(show, replacing: nil, into: &tree) }
+                // A show the last mount did not list is new to the root.
+                if shows.contains(where: { placeholders[$0.feedURL] == nil }) { tree.rootChangedAt = Self.wallClock() }
             }
             return shows
         }
@@ -189,6 +200,16 @@ public final class Catalog: Sendable {
     /// The shows in listing order.
     public var shows: [Show] {
         tree.withLock { $0.shows }
+    }
+
+    /// The root folder's time: its newest show's, listed or built, and at
+    /// least when a show last came into it or left it in this mount.
+    public var rootModificationTime: Int64 {
+        tree.withLock { tree in
+            max(
+                tree.shows.map(\.modificationTime).max() ?? 0,
+                tree.placeholders.values.map(\.modificationTime).max() ?? 0, tree.rootChangedAt)
+        }
     }
 
     /// The feed URLs that have a directory.
@@ -279,11 +300,17 @@ public final class Catalog: Sendable {
                     scope: previous?.scope ?? scope, feed: feed, directoryName: name,
                     previousNames: previous?.names ?? [:], logger: logger)
             }
+            let shownBefore =
+                previous.map { (time: $0.modificationTime, listing: Optional($0.listing)) }
+                ?? placeholder.map { (time: $0.modificationTime, listing: $0.listing) }
             let (show, newFiles) = try Self.makeShow(
-                url: url, feed: feed, layout: layout, name: name, previous: previous,
+                url: url, feed: feed, layout: layout, name: name, previous: previous, shownBefore: shownBefore,
                 known: { key in self.tree.withLock { $0.filesByKey[key] } },
                 register: { [index] in try index.register(feedURL: url, episodes: $0, formerKeys: $1) })
-            tree.withLock { Self.install(show, replacing: previous, into: &$0) }
+            tree.withLock { tree in
+                Self.install(show, replacing: previous, into: &tree)
+                if previous == nil, placeholder == nil { tree.rootChangedAt = Self.wallClock() }
+            }
             let before = Set(previous?.byName.keys.map { $0 } ?? [])
             let after = Set(show.byName.keys)
             return Change(
@@ -326,6 +353,40 @@ public final class Catalog: Sendable {
         (UInt64(truncatingIfNeeded: id) << 2) | kind.rawValue
     }
 
+    /// The time a show folder shows: its feed's (the last build date, else
+    /// its newest episode's). Scanners (MPD, Navidrome, Jellyfin's
+    /// scheduled scans) skip a folder whose time did not change, so when
+    /// its listing changed (`listing`, against what was shown `before`, in
+    /// this mount or the last one's `shows.json`) and that time did not
+    /// move past the one shown, it is `now`: an episode back-filled with
+    /// an old date, or one removed. A listing that did not change keeps
+    /// the time shown before, a moved one included.
+    static func folderTime(
+        feedTime: Int64, listing: UInt64, before: (time: Int64, listing: UInt64?)?, now: Int64
+    ) -> Int64 {
+        guard let before else { return feedTime }
+        guard let previous = before.listing, previous != listing else { return max(feedTime, before.time) }
+        return feedTime > before.time ? feedTime : max(now, before.time.saturatingAdding(1))
+    }
+
+    /// A listing's signature: FNV-1a over its names in order, the same in
+    /// every process (Swift's `Hasher` is seeded per process).
+    static func listingSignature(_ names: [String]) -> UInt64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for name in names.sorted() {
+            for byte in name.utf8 + [0] {
+                hash ^= UInt64(byte)
+                hash = hash &* 0x0000_0100_0000_01b3
+            }
+        }
+        return hash
+    }
+
+    /// Seconds since the epoch.
+    static func wallClock() -> Int64 {
+        Int64(Date().timeIntervalSince1970)
+    }
+
     /// The inode an earlier podfs gave a show (`1 << 40` and up, kept in
     /// `shows.json`), as this one numbers it; other numbers unchanged.
     public static func currentInode(ofSaved inode: UInt64) -> UInt64 {
@@ -337,7 +398,7 @@ public final class Catalog: Sendable {
     /// the tree already has, registers the others.
     private static func makeShow(
         url: String, feed: ParsedFeed, layout: ShowLayout, name: String, previous: Show?,
-        known: (String) -> Episode?,
+        shownBefore: (time: Int64, listing: UInt64?)?, known: (String) -> Episode?,
         register: (_ episodes: [(key: String, url: String)], _ formerKeys: [String: String]) throws -> (
             feedID: Int64, records: [EpisodeRecord]
         )
@@ -350,7 +411,9 @@ public final class Catalog: Sendable {
         let records = Dictionary(zip(missing.map(\.key), registered.records), uniquingKeysWith: { first, _ in first })
         let showInode = Self.inode(.show, id: registered.feedID)
         let newest = feed.episodes.compactMap(\.published).max()
-        let showTime = feed.lastBuildDate ?? newest ?? 0
+        let feedTime = feed.lastBuildDate ?? newest ?? 0
+        let listing = Self.listingSignature(files.map(\.name) + [layout.playlistName])
+        let showTime = Self.folderTime(feedTime: feedTime, listing: listing, before: shownBefore, now: Self.wallClock())
         // Sized once: appends would leave up to twice the room each array
         // needs for the rest of the mount.
         var newFiles: [Episode] = []
@@ -398,7 +461,7 @@ public final class Catalog: Sendable {
         let show = Show(
             inode: showInode, name: name, feedURL: url, scope: layout.scope, modificationTime: showTime,
             episodes: episodes,
-            extras: extras, playlist: playlist, byName: byName, entries: entries, names: layout.names)
+            extras: extras, playlist: playlist, byName: byName, entries: entries, names: layout.names, listing: listing)
         return (show, newFiles)
     }
 

@@ -193,7 +193,7 @@ public final class PodFileSystem: FileSystem {
             let shows = catalog.shows
             let attributes = Attributes(
                 inode: Catalog.rootInode, kind: .directory, permissions: 0o555, size: 0,
-                modificationTime: shows.map(\.modificationTime).max() ?? 0,
+                modificationTime: catalog.rootModificationTime,
                 linkCount: UInt32(2 + shows.count))
             return (attributes, cacheTimeout)
         case .show(let show):

@@ -1,0 +1,42 @@
+import RangeCache
+
+/// Streams nobody reads (docs/DESIGN.md, "Who reads"): a scanner opens a
+/// file, reads its tags and closes it; a listener keeps it open while it
+/// plays. Fetches still on their way when the last open file closed stop
+/// `Tuning.closeGrace` later, unless a file opened again meanwhile (a
+/// player that closes and reopens): what they brought stays cached, and
+/// nothing they gave up is fetched later.
+extension Episode.State {
+    // MARK: - Events
+
+    /// Whether fetches of this version are still on their way and no file
+    /// is open or opening: the driver asks `stopUnreadStreams` after the
+    /// grace.
+    var streamsUnread: Bool {
+        handles.isEmpty && openWaiters.isEmpty
+            && fetches.contains { id, progress in
+                id != probeID && progress.generation == generation && progress.received < progress.upper
+            }
+    }
+
+    /// The grace after the last close (`allClosedAt`) has passed at `now`:
+    /// if still no file is open, every fetch of this version but a probe
+    /// ends where its bytes have come (`cutShort`), and what earlier jumps
+    /// deferred is forgotten. Returns the fetches whose transfers stop now.
+    mutating func stopUnreadStreams(now: Double, grace: Double) -> [UInt64] {
+        guard handles.isEmpty, openWaiters.isEmpty, earlyReads.isEmpty,
+            !waiters.contains(where: { $0.generation == generation }), let closed = allClosedAt,
+            now - closed >= grace * 0.99
+        else { return [] }
+        deferred = RangeSet()
+        var stopped: [UInt64] = []
+        for (id, var progress) in fetches
+        where id != probeID && progress.generation == generation && progress.received < progress.upper {
+            progress.upper = max(progress.cursor, progress.received)
+            progress.cutShort = true
+            fetches[id] = progress
+            stopped.append(id)
+        }
+        return stopped
+    }
+}

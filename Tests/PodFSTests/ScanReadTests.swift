@@ -1,0 +1,86 @@
+import FUSEBridge
+import RangeCache
+import Testing
+
+@testable import PodFS
+
+/// Who reads (docs/DESIGN.md, "Who reads"): a scanner reads a file's head
+/// and tail and closes it, a listener moves on through the body. A reader
+/// in the head fetches nothing it did not ask for past the head, and
+/// fetches nobody reads stop a grace after the last close.
+@Suite struct ScanReadTests {
+    private let mib = ReadBench.mib
+    private let kib: Int64 = 1024
+
+    /// A fresh file of a 9 MiB episode, with the default tuning, 256 KiB
+    /// cached by the open's probe.
+    private func opened() -> ReadBench {
+        var bench = ReadBench(length: 9 * mib, present: [0..<256 * kib])
+        bench.tuning = EpisodeReader.Tuning()
+        return bench
+    }
+
+    /// Everything `effects` and the fetches before asked of the origin.
+    private func asked(_ bench: ReadBench, _ fetched: [Range<Int64>]) -> Int64 {
+        fetched.reduce(256 * kib) { $0 + Int64($1.count) }
+    }
+
+    @Test func aScannerReadingTheHeadAndTheTailCostsNoMoreThanAMebibyte() {
+        var bench = opened()
+        var fetched: [Range<Int64>] = []
+        // The tags (a 300 KiB ID3 tag with its cover), through the kernel's
+        // read-ahead: 128 KiB reads up to its 768 KiB.
+        for step in Int64(0)..<6 {
+            let effects = bench.read(at: step * 128 * kib, size: 128 * 1024)
+            fetched += ReadBench.fetched(effects)
+            for range in ReadBench.fetched(effects) { bench.land(range) }
+        }
+        #expect(fetched.allSatisfy { $0.upperBound <= 768 * kib }, "nothing past the head: \(fetched)")
+        // Then the tail (ID3v1, APE): the last page.
+        let tail = bench.read(at: 9 * mib - 4096, size: 4096)
+        fetched += ReadBench.fetched(tail)
+        let total = asked(bench, fetched)
+        #expect(total <= mib, "\(total) bytes for a scan")
+    }
+
+    @Test func aListenerThatMovesOnPastTheHeadGetsItsWindowsAgain() {
+        var bench = opened()
+        for step in Int64(0)..<6 {
+            for range in ReadBench.fetched(bench.read(at: step * 128 * kib, size: 128 * 1024)) { bench.land(range) }
+        }
+        let past = ReadBench.fetched(bench.read(at: 768 * kib, size: 128 * 1024))
+        let furthest = past.map(\.upperBound).max() ?? 0
+        #expect(furthest >= 768 * kib + 4 * mib, "the read-ahead reaches on: \(past)")
+    }
+
+    @Test func fetchesNobodyReadsStopAGraceAfterTheLastClose() throws {
+        var bench = ReadBench(length: 64 * mib, present: [0..<mib])
+        let effects = bench.read(at: 0, size: 128 * 1024)
+        let stream = try #require(bench.state.fetches.keys.max())
+        #expect(!ReadBench.fetched(effects).isEmpty)
+        bench.state.fetches[stream]?.received = mib + 512 * kib
+        bench.state.deferred.insert(40 * mib..<50 * mib)
+        _ = bench.state.release(handle: 1, now: 100)
+        #expect(bench.state.streamsUnread, "the driver asks again after the grace")
+        // A player that reopens within the grace keeps its stream.
+        bench.state.handles[2] = Episode.HandleState(generation: 0)
+        #expect(bench.state.stopUnreadStreams(now: 102, grace: 2).isEmpty)
+        _ = bench.state.release(handle: 2, now: 103)
+        #expect(bench.state.stopUnreadStreams(now: 104, grace: 2).isEmpty, "a grace from the last close")
+        let stopped = bench.state.stopUnreadStreams(now: 105, grace: 2)
+        #expect(stopped == [stream])
+        #expect(bench.state.fetches[stream]?.upper == mib + 512 * kib, "what came stays")
+        #expect(bench.state.fetches[stream]?.cutShort == true)
+        #expect(bench.state.deferred.isEmpty && bench.state.fillFetch() == nil, "nothing is filled later")
+    }
+
+    @Test func anOpenCheckIsNotStoppedWithTheStreams() {
+        var bench = ReadBench(length: 64 * mib, present: [0..<mib], handles: [])
+        bench.state.validation = .unconfirmed(lastConfirmed: nil)
+        let check = bench.state.startMountCheck()!
+        bench.state.allClosedAt = 0
+        #expect(!bench.state.streamsUnread)
+        #expect(bench.state.stopUnreadStreams(now: 10, grace: 2).isEmpty)
+        #expect(bench.state.fetches[check.id] != nil)
+    }
+}
