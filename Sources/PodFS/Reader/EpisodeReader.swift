@@ -51,12 +51,12 @@ public final class EpisodeReader: Sendable {
         /// gets less, and a near origin keeps the ramp's 16 MiB.
         public var maximumLinkWindow: Int64 = 64 * 1024 * 1024
         /// An episode's head: while a reader's reads end within it, it may
-        /// be a scanner reading tags (MPD, ffprobe, a file manager), so no
-        /// fetch reaches past it that the reader did not ask for; a reader
-        /// that moves on past it (a listener) gets its windows. The
-        /// kernel's default read-ahead for the mount (768 KiB) fills it,
-        /// and with the tail a scanned file costs at most about 1 MiB.
-        public var head: Int64 = 768 * 1024
+        /// be a scanner reading tags (MPD, ffprobe, a file manager), so a
+        /// fetch brings what the read asks for and no more (the open's
+        /// probe aside); a reader that moves on past it (a listener) gets
+        /// its windows. The kernel's own read-ahead, which ramps up to two
+        /// windows of 768 KiB ahead of a reader, is what a scan costs.
+        public var head: Int64 = 2 * 1024 * 1024
         /// Seconds after its last open file closed that an episode's
         /// fetches nobody reads stop: a player that closes and reopens
         /// keeps its stream, a scanner's open costs what it read.

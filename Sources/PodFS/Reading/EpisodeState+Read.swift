@@ -81,9 +81,9 @@ extension Episode.State {
         if offset >= end { return [.answerEmpty(reply)] }
         let wanted = offset..<end
         let window = windowOf(jumped ? 0 : followed.streak)
-        // A reader in the head fetches no further than the head: a scanner
-        // leaves there (`Tuning.head`).
-        let reach = end <= context.tuning.head ? min(length, context.tuning.head) : length
+        // A reader in the head fetches what it asks for: a scanner leaves
+        // there (`Tuning.head`).
+        let reach = end <= context.tuning.head ? end : length
         var effects: [ReadEffect] = []
         if follow.moved, !fresh, unstable == nil, handles.count == 1 {
             // The listener is at a new place: what its old place's
