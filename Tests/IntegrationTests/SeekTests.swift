@@ -94,8 +94,9 @@ struct SeekTests {
         let size = 64 * Self.mib
         try fixture.publish(Fixture.episodes(sizes: [size]))
         try fixture.mount(extra: ["--log-level", "debug"])
-        // The player starts the episode, and its read-ahead lands.
-        try Harness.sh("dd if='\(fixture.path(0))' of=/dev/null bs=128k count=8 iflag=direct status=none")
+        // The player starts the episode, reading past the head
+        // (`Tuning.head`), and its read-ahead lands.
+        try Harness.sh("dd if='\(fixture.path(0))' of=/dev/null bs=128k count=24 iflag=direct status=none")
         // Landed: every byte asked is cached, and no window followed for a
         // second (under load the next window may go out after the last
         // one's head, a moment after the cache caught up).

@@ -43,6 +43,20 @@ import Testing
         #expect(total <= mib, "\(total) bytes for a scan")
     }
 
+    /// Until a second response agreed, the head's reader keeps a window
+    /// up to `proofReach`: its response shows a host that stitches before
+    /// the next open, and it asks no more than the kernel does anyway.
+    @Test func untilTwoResponsesAgreeTheHeadsReaderSendsOneWindow() {
+        var bench = opened()
+        bench.state.versionAgreed = false
+        var fetched: [Range<Int64>] = []
+        for step in Int64(0)..<2 {
+            fetched += ReadBench.fetched(bench.read(at: step * 64 * kib, size: 64 * 1024))
+        }
+        #expect(fetched.count == 1 && fetched.first?.lowerBound == 256 * kib, "one window: \(fetched)")
+        #expect((fetched.first?.upperBound ?? .max) <= 1536 * kib, "no further than the kernel asks anyway")
+    }
+
     @Test func aListenerThatMovesOnPastTheHeadGetsItsWindowsAgain() {
         var bench = opened()
         for step in Int64(0)..<16 {

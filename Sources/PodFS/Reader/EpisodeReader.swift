@@ -57,6 +57,13 @@ public final class EpisodeReader: Sendable {
         /// its windows. The kernel's own read-ahead, which ramps up to two
         /// windows of 768 KiB ahead of a reader, is what a scan costs.
         public var head: Int64 = 2 * 1024 * 1024
+        /// Until two responses agreed on the version, a reader in the head
+        /// still has its read-ahead, up to this: what the kernel's
+        /// read-ahead asks of a scanner anyway (two 768 KiB windows). That
+        /// window's response is the second one, which shows a host that
+        /// stitches per request before the next open reads a variant about
+        /// to go (docs/DESIGN.md, "Until two responses agree").
+        public var proofReach: Int64 = 1536 * 1024
         /// Seconds after its last open file closed that an episode's
         /// fetches nobody reads stop: a player that closes and reopens
         /// keeps its stream, a scanner's open costs what it read.
