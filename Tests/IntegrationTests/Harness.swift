@@ -102,6 +102,13 @@ enum Harness {
     }
 
     /// Polls `condition` every 0.05 s for up to `seconds`; whether it held.
+    /// An episode's cached bytes as its attribute `user.podfs.cached_bytes`
+    /// tells.
+    static func cachedBytes(_ path: String) -> Int64? {
+        let cached = try? run("getfattr", ["--only-values", "-n", "user.podfs.cached_bytes", path])
+        return cached.flatMap { Int64($0.text.trimmingCharacters(in: .whitespacesAndNewlines)) }
+    }
+
     static func eventually(_ seconds: Double = 30, _ condition: () throws -> Bool) rethrows -> Bool {
         let deadline = Date().addingTimeInterval(seconds)
         while Date() < deadline {

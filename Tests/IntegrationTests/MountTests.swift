@@ -70,6 +70,49 @@ struct MountTests {
         }
     }
 
+    /// A stream no open file reads stops a grace after the last close
+    /// (docs/DESIGN.md, "Who reads"), keeping what it brought; a file held
+    /// open (a paused listener) keeps its stream going.
+    @Test func aStreamNobodyReadsStopsAfterTheLastClose() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        let size = 64 * Self.mib
+        try fixture.publish(Fixture.episodes(sizes: [size, size]))
+        // 2 MB/s: the read-ahead's 16 MiB window takes 8 s.
+        try fixture.origin.configure(#"{"pace": {"*": 2000000}}"#)
+        try fixture.mount()
+        // A reader that moves on past the head, then leaves.
+        try Harness.sh("dd if='\(fixture.path(0))' of=/dev/null bs=128k count=32 status=none")
+        let settled = { (name: String) -> Int64 in
+            var last: Int64 = -1
+            var since = Date()
+            _ = Harness.eventually(60) {
+                let now = (try? fixture.origin.bytesSent(name)) ?? 0
+                if now != last { (last, since) = (now, Date()) }
+                return Date().timeIntervalSince(since) >= 1.5
+            }
+            return last
+        }
+        let left = settled("ep1.mp3")
+        let cached = Harness.cachedBytes(fixture.path(0)) ?? 0
+        // The same reader, but the file stays open 12 s (a paused player):
+        // its window comes whole.
+        let devNull = open("/dev/null", O_WRONLY)
+        defer { close(devNull) }
+        let holder = try Harness.spawn(
+            "sh", ["-c", "exec 3<'\(fixture.path(1))'; dd bs=128k count=32 status=none <&3 >/dev/null; sleep 12"],
+            stdout: devNull, stderr: devNull)
+        var holderStatus: Int32 = 0
+        defer { if kill(holder, SIGKILL) == 0 { waitpid(holder, &holderStatus, 0) } }
+        Thread.sleep(forTimeInterval: 11)
+        let kept = try fixture.origin.bytesSent("ep2.mp3")
+        waitpid(holder, &holderStatus, 0)
+        print("a reader that left after 4 MiB: \(left) bytes sent, \(cached) cached; one that held the file open: \(kept) after 11 s")
+        #expect(cached >= 4 * Int64(Self.mib) && cached <= left, "what came stays cached: \(cached)")
+        #expect(kept > left + 4 * Int64(Self.mib), "the stream stopped (\(left)), an open file's went on (\(kept))")
+        try fixture.unmount()
+    }
+
     @Test func aLargeFeedListsCompletelyWithoutTouchingEpisodes() throws {
         let fixture = try Fixture()
         defer { fixture.cleanup() }

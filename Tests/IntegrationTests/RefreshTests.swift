@@ -177,6 +177,51 @@ struct RefreshTests {
         try fixture.unmount()
     }
 
+    /// Scanners skip folders whose time stayed (MPD, Navidrome): a folder's
+    /// time moves whenever its listing changes, a back-filled episode (an
+    /// old date) and a removed one included, in a refresh and across a
+    /// remount, and stays when nothing changed.
+    @Test func aFoldersTimeMovesWhenItsListingChanges() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        for index in 1...3 { try fixture.origin.put("e\(index).mp3", Harness.bytes(count: 1000, seed: UInt64(index))) }
+        let two = [Item(guid: "g2", title: "Two", day: 12, file: "e2.mp3"), Item(guid: "g1", title: "One", day: 11, file: "e1.mp3")]
+        try fixture.origin.put("feed.xml", Self.feed(two))
+        try fixture.mount(extra: ["--refresh", "1"])
+        let folder = "\(fixture.mountpoint)/\(Self.show)"
+        let time = { () throws -> Int in
+            Int(try Harness.sh("stat -c %Y '\(folder)'").trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
+        }
+        let rootTime = { () throws -> Int in
+            Int(try Harness.sh("stat -c %Y '\(fixture.mountpoint)'").trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
+        }
+        let first = try time()
+        #expect(first == 1_794_477_600, "the newest episode's date (2026-11-12 10:00 UTC)")
+        // An episode back-filled with an older date than every other.
+        try fixture.origin.replace(
+            "feed.xml", Self.feed(two + [Item(guid: "g0", title: "Zero", day: 1, file: "e3.mp3")]))
+        #expect(try Harness.eventually { try Self.listing(fixture).contains("2026-11-01 Zero.mp3") })
+        var backFilled = first
+        #expect(Harness.eventually(5) { backFilled = (try? time()) ?? first; return backFilled > first }, "\(backFilled)")
+        #expect(try rootTime() >= backFilled, "the root's time is its newest show's")
+        // Unchanged across a remount.
+        try fixture.unmount()
+        try fixture.mount()
+        #expect(try time() == backFilled, "nothing changed: the same time")
+        try fixture.unmount()
+        // Removed while unmounted: the next mount's folder time moves.
+        try fixture.origin.replace("feed.xml", Self.feed(Array(two.prefix(1)) + [Item(guid: "g0", title: "Zero", day: 1, file: "e3.mp3")]))
+        try fixture.mount()
+        var removed = backFilled
+        #expect(
+            Harness.eventually(10) {
+                removed = (try? time()) ?? backFilled
+                return removed > backFilled && (try? Self.listing(fixture).contains("2026-11-11 One.mp3")) == false
+            }, "\(removed)")
+        print("folder times: \(first), back-filled \(backFilled), removed \(removed)")
+        try fixture.unmount()
+    }
+
     @Test func aBrokenFeedOnRefreshKeepsTheListingAndStatusSaysWhy() throws {
         let fixture = try Fixture()
         defer { fixture.cleanup() }

@@ -105,7 +105,7 @@ struct SeekTests {
         let settled = Harness.eventually(60) {
             let ranges = (try? fixture.origin.ranges("ep1.mp3")) ?? []
             let asked = Self.union(ranges)
-            cached = Int(Self.cachedBytes(fixture.path(0)) ?? -1)
+            cached = Int(Harness.cachedBytes(fixture.path(0)) ?? -1)
             if (ranges.count, cached) != (seen.requests, seen.cached) { seen = (ranges.count, cached, Date()) }
             return asked > 0 && cached == asked && Date().timeIntervalSince(seen.since) >= 1
         }
@@ -219,12 +219,6 @@ struct SeekTests {
             ["if=\(fixture.path(0))", "of=\(copy)", "bs=64k", "count=1", "skip=\(offset / 65536)", "iflag=direct",
              "status=none"],
             timeout: timeout)
-    }
-
-    /// The episode's cached bytes as its xattr tells.
-    private static func cachedBytes(_ path: String) -> Int64? {
-        let cached = try? Harness.run("getfattr", ["--only-values", "-n", "user.podfs.cached_bytes", path])
-        return cached.flatMap { Int64($0.text.trimmingCharacters(in: .whitespacesAndNewlines)) }
     }
 
     /// What a stopped transfer may have sent past its cut: the origin's
