@@ -153,18 +153,18 @@ struct MountTests {
         let fixture = try Fixture()
         defer { fixture.cleanup() }
         // The second is larger than any read-ahead of a near origin (two
-        // 16 MiB windows past the reader), so reading 1 MiB leaves its end
-        // uncached.
-        try fixture.publish(Fixture.episodes(sizes: [2 * Self.mib, 40 * Self.mib, 100_000]))
+        // 16 MiB windows past the reader), so reading 5 MiB (past the
+        // head, `Tuning.head`) leaves its end uncached.
+        try fixture.publish(Fixture.episodes(sizes: [2 * Self.mib, 64 * Self.mib, 100_000]))
         try fixture.mount()
         try Harness.sh("cat '\(fixture.path(0))' > /dev/null")
-        try Harness.sh("dd if='\(fixture.path(1))' bs=1M count=1 status=none > /dev/null")
+        try Harness.sh("dd if='\(fixture.path(1))' bs=1M count=5 status=none > /dev/null")
         // Until the flush thread has committed what was read (and the
-        // read-ahead the second read started, which fills its first tenth:
-        // at least its 4 MiB window after the probe and the 1 MiB one).
+        // read-ahead the second read started past the head: its first
+        // tenth and more).
         let committed = Harness.eventually(60) {
             let cached = (try? CacheStatus(fixture.cacheDirectory).cached) ?? [:]
-            return cached[fixture.name(0)] == 2 * Self.mib && (cached[fixture.name(1)] ?? 0) >= 4 * Self.mib
+            return cached[fixture.name(0)] == 2 * Self.mib && (cached[fixture.name(1)] ?? 0) >= 7 * Self.mib
         }
         #expect(committed, "the reads were committed: \((try? CacheStatus(fixture.cacheDirectory).cached) ?? [:])")
         let text = try Harness.run(Harness.podfs, ["status", "--cache-dir", fixture.cacheDirectory])

@@ -21,8 +21,9 @@ struct SeekTests {
         try fixture.origin.configure(
             #"{"latency_ms": 5, "hold": {"path": "/ep1.mp3", "after_bytes": 1048576, "seconds": 120}}"#)
         defer { _ = try? fixture.origin.clearFaults() }
-        // The player starts the episode: 1 MiB read, read-ahead streaming.
-        try Harness.sh("dd if='\(fixture.path(0))' of=/dev/null bs=128k count=8 status=none")
+        // The player starts the episode: 4.5 MiB read, past the head
+        // (`Tuning.head`), read-ahead streaming.
+        try Harness.sh("dd if='\(fixture.path(0))' of=/dev/null bs=128k count=36 status=none")
         #expect(Harness.eventually(60) { ((try? fixture.origin.held()) ?? 0) >= 1 }, "the stream was never held")
         // Right after the hold the stream may still look fast (its bytes
         // came a moment ago): the seek may join it, and is then judged
@@ -96,7 +97,7 @@ struct SeekTests {
         try fixture.mount(extra: ["--log-level", "debug"])
         // The player starts the episode, reading past the head
         // (`Tuning.head`), and its read-ahead lands.
-        try Harness.sh("dd if='\(fixture.path(0))' of=/dev/null bs=128k count=24 iflag=direct status=none")
+        try Harness.sh("dd if='\(fixture.path(0))' of=/dev/null bs=128k count=40 iflag=direct status=none")
         // Landed: every byte asked is cached, and no window followed for a
         // second (under load the next window may go out after the last
         // one's head, a moment after the cache caught up).

@@ -54,9 +54,10 @@ public final class EpisodeReader: Sendable {
         /// be a scanner reading tags (MPD, ffprobe, a file manager), so a
         /// fetch brings what the read asks for and no more (the open's
         /// probe aside); a reader that moves on past it (a listener) gets
-        /// its windows. The kernel's own read-ahead, which ramps up to two
-        /// windows of 768 KiB ahead of a reader, is what a scan costs.
-        public var head: Int64 = 2 * 1024 * 1024
+        /// its windows. The kernel's own read-ahead, 768 KiB at a time and
+        /// up to three of them for MPD's reads of a file's first frames, is
+        /// what a scan costs.
+        public var head: Int64 = 4 * 1024 * 1024
         /// Until two responses agreed on the version, a reader in the head
         /// still has its read-ahead, up to this: what the kernel's
         /// read-ahead asks of a scanner anyway (two 768 KiB windows). That

@@ -60,7 +60,9 @@ extension Episode.State {
         id: UInt64, error: FetchError?, attempt: Int, tuning: EpisodeReader.Tuning
     ) -> (FetchEndEffect, FetchError?) {
         var failure = error
-        guard let progress = fetches[id] else { return (.ended, failure) }
+        // A fetch the state forgot (stopped, or of a version replaced): its
+        // end, a cancelled transfer say, concerns nobody.
+        guard let progress = fetches[id] else { return (.ended, nil) }
         if progress.cutShort, progress.cursor >= progress.upper {
             // It yielded to a reader's jump and brought all it kept: the
             // transfer was stopped on purpose.
