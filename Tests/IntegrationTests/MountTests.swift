@@ -100,7 +100,7 @@ struct MountTests {
         let devNull = open("/dev/null", O_WRONLY)
         defer { close(devNull) }
         let holder = try Harness.spawn(
-            "sh", ["-c", "exec 3<'\(fixture.path(1))'; dd bs=128k count=32 status=none <&3 >/dev/null; sleep 12"],
+            "sh", ["-c", "exec 3<'\(fixture.path(1))'; dd bs=128k count=32 status=none <&3 >/dev/null; exec sleep 12"],
             stdout: devNull, stderr: devNull)
         var holderStatus: Int32 = 0
         defer { if kill(holder, SIGKILL) == 0 { waitpid(holder, &holderStatus, 0) } }

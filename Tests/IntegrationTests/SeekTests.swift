@@ -21,6 +21,15 @@ struct SeekTests {
         try fixture.origin.configure(
             #"{"latency_ms": 5, "hold": {"path": "/ep1.mp3", "after_bytes": 1048576, "seconds": 120}}"#)
         defer { _ = try? fixture.origin.clearFaults() }
+        // The listener keeps the episode open throughout (a player holds
+        // its file): fetches nobody reads would stop 2 s after the last
+        // close (`stopUnreadStreams`), and the fill below is a listener's.
+        let devNull = open("/dev/null", O_WRONLY)
+        defer { close(devNull) }
+        let holder = try Harness.spawn(
+            "sh", ["-c", "exec 3<'\(fixture.path(0))'; exec sleep 600"], stdout: devNull, stderr: devNull)
+        var holderStatus: Int32 = 0
+        defer { if kill(holder, SIGKILL) == 0 { waitpid(holder, &holderStatus, 0) } }
         // The player starts the episode: 4.5 MiB read, past the head
         // (`Tuning.head`), read-ahead streaming.
         try Harness.sh("dd if='\(fixture.path(0))' of=/dev/null bs=128k count=36 status=none")
@@ -78,6 +87,8 @@ struct SeekTests {
         #expect(
             total <= Int64(size + Self.slack),
             "origin sent \(total) bytes for a \(size)-byte file: \((try? fixture.origin.finished("ep1.mp3")) ?? [])")
+        kill(holder, SIGKILL)
+        waitpid(holder, &holderStatus, 0)
         try fixture.unmount()
     }
 
