@@ -32,8 +32,14 @@ struct SeekTests {
         defer { if kill(holder, SIGKILL) == 0 { waitpid(holder, &holderStatus, 0) } }
         // The player starts the episode: 4.5 MiB read, past the head
         // (`Tuning.head`), read-ahead streaming.
-        try Harness.sh("dd if='\(fixture.path(0))' of=/dev/null bs=128k count=36 status=none")
+        // O_DIRECT: no read-ahead of the kernel's waits on the held stream,
+        // which would keep dd's file open in the kernel until it came.
+        try Harness.sh("dd if='\(fixture.path(0))' of=/dev/null bs=128k count=36 iflag=direct status=none")
         #expect(Harness.eventually(60) { ((try? fixture.origin.held()) ?? 0) >= 1 }, "the stream was never held")
+        // The kernel tells podfs of dd's close on its own time: the seek
+        // below is another listener's only once podfs heard of it (dd's
+        // window would otherwise keep the stream going up to the seek).
+        #expect(Harness.eventually(30) { fixture.log().contains("open.files=1 [PodFS] a file closed") }, "\(fixture.log())")
         // Right after the hold the stream may still look fast (its bytes
         // came a moment ago): the seek may join it, and is then judged
         // again while it waits, once the stream is silent for longer than

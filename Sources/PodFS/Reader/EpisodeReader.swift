@@ -222,9 +222,10 @@ public final class EpisodeReader: Sendable {
         let now = monotonicSeconds()
         // A replaced version no file reads any more is closed here, outside
         // the lock: its file has no path, and closing it frees its blocks.
-        let (unread, streaming) = episode.state.withLock { state in
-            (state.release(handle: handle, now: now), state.streamsUnread)
+        let (unread, streaming, open) = episode.state.withLock { state in
+            (state.release(handle: handle, now: now), state.streamsUnread, state.handles.count)
         }
+        logger.debug("a file closed", metadata: ["episode.key": "\(episode.key)", "open.files": "\(open)"])
         if !unread.isEmpty {
             logger.debug(
                 "the last file open on a replaced version closed; its bytes are freed",
