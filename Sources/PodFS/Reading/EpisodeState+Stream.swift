@@ -29,10 +29,9 @@ extension Episode.State {
             }
         }
         guard wanted, !streamOnItsWay else { return kept }
-        let proven = version.ifRange != nil
-        let start = proven ? present.coveredPrefix(from: 0) : 0
-        guard start < length, !present.contains(0..<length) else { return kept }
-        let upper = proven ? length : EpisodeRecord.positions.upperBound
+        let start = version.ifRange != nil ? present.coveredPrefix(from: 0) : 0
+        guard start < length, !holdsEveryByte else { return kept }
+        let upper = streamEnd(length: length)
         let id = takeFetchID()
         fetches[id] = Episode.FetchProgress(cursor: start, upper: upper, generation: generation)
         streamID = id
@@ -102,8 +101,7 @@ extension Episode.State {
         recheckArmed = false
         fetches[streamID] = nil
         let id = takeFetchID()
-        // Without a validator the second variant may be of another length.
-        let upper = version.ifRange != nil ? length : EpisodeRecord.positions.upperBound
+        let upper = streamEnd(length: length)
         fetches[id] = Episode.FetchProgress(cursor: 0, upper: upper, generation: generation)
         self.streamID = id
         return [.stop(id: streamID), .fetch(id: id, range: 0..<upper)]
@@ -128,6 +126,13 @@ extension Episode.State {
     }
 
     // MARK: - Private properties
+
+    /// Where a whole stream asks to end: at `length` when `If-Range`
+    /// vouches for the version; without a validator, at any length (the
+    /// variant it brings may be longer), its head telling the real end.
+    private func streamEnd(length: Int64) -> Int64 {
+        version.ifRange != nil ? length : EpisodeRecord.positions.upperBound
+    }
 
     /// Whether this version's stream is still on its way.
     private var streamOnItsWay: Bool {

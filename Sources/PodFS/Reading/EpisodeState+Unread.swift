@@ -13,10 +13,7 @@ extension Episode.State {
     /// is open or opening: the driver asks `stopUnreadStreams` after the
     /// grace.
     var streamsUnread: Bool {
-        handles.isEmpty && openWaiters.isEmpty
-            && fetches.contains { id, progress in
-                id != probeID && progress.generation == generation && progress.received < progress.upper
-            }
+        handles.isEmpty && openWaiters.isEmpty && fetches.contains { isUnreadStream($0.key, $0.value) }
     }
 
     /// The grace after the last close (`allClosedAt`) has passed at `now`:
@@ -30,13 +27,19 @@ extension Episode.State {
         else { return [] }
         deferred = RangeSet()
         var stopped: [UInt64] = []
-        for (id, var progress) in fetches
-        where id != probeID && progress.generation == generation && progress.received < progress.upper {
+        for (id, var progress) in fetches where isUnreadStream(id, progress) {
             progress.upper = max(progress.cursor, progress.received)
             progress.cutShort = true
             fetches[id] = progress
             stopped.append(id)
         }
         return stopped
+    }
+
+    // MARK: - Private methods
+
+    /// A fetch of this version, not a probe, with bytes still to come.
+    private func isUnreadStream(_ id: UInt64, _ progress: Episode.FetchProgress) -> Bool {
+        id != probeID && progress.generation == generation && progress.received < progress.upper
     }
 }

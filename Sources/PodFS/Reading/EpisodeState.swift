@@ -267,6 +267,7 @@ extension Episode {
             pinnedIssuer = record.variant.pinnedIssuer
             unstable = record.variant.unstable
             isFinal = record.variant.isFinal
+            finalURL = record.variant.isFinal ? record.variant.pinnedURL : nil
             if unstable == nil, !record.ranges.isEmpty, Self.unproven(version) {
                 // Cached by an earlier podfs from responses nothing shows
                 // to be one version (this one marks such an episode at its
@@ -277,7 +278,6 @@ extension Episode {
                 isFinal = false
                 finalURL = nil
             }
-            finalURL = record.variant.isFinal ? record.variant.pinnedURL : nil
             present = RangeSet(record.ranges)
             versionHadBytes = !record.ranges.isEmpty
             lastRead = record.lastRead ?? 0

@@ -369,17 +369,20 @@ public final class Catalog: Sendable {
         return feedTime > before.time ? feedTime : max(now, before.time.saturatingAdding(1))
     }
 
-    /// A listing's signature: FNV-1a over its names in order, the same in
-    /// every process (Swift's `Hasher` is seeded per process).
-    static func listingSignature(_ names: [String]) -> UInt64 {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for name in names.sorted() {
-            for byte in name.utf8 + [0] {
-                hash ^= UInt64(byte)
-                hash = hash &* 0x0000_0100_0000_01b3
+    /// A listing's signature: the sum of each name's FNV-1a (the name's
+    /// bytes and a 0), so the order of the names does not count and
+    /// nothing is sorted or copied; the same in every process (Swift's
+    /// `Hasher` is seeded per process).
+    static func listingSignature<Names: Sequence<String>>(_ names: Names) -> UInt64 {
+        var signature: UInt64 = 0
+        for name in names {
+            var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+            for byte in name.utf8 {
+                hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3
             }
+            signature &+= hash &* 0x0000_0100_0000_01b3
         }
-        return hash
+        return signature
     }
 
     /// Seconds since the epoch.
@@ -412,7 +415,8 @@ public final class Catalog: Sendable {
         let showInode = Self.inode(.show, id: registered.feedID)
         let newest = feed.episodes.compactMap(\.published).max()
         let feedTime = feed.lastBuildDate ?? newest ?? 0
-        let listing = Self.listingSignature(files.map(\.name) + [layout.playlistName])
+        let listing =
+            Self.listingSignature(files.lazy.map(\.name)) &+ Self.listingSignature(CollectionOfOne(layout.playlistName))
         let showTime = Self.folderTime(feedTime: feedTime, listing: listing, before: shownBefore, now: Self.wallClock())
         // Sized once: appends would leave up to twice the room each array
         // needs for the rest of the mount.
