@@ -64,6 +64,22 @@ enum Harness {
 
     /// Starts a program with stdin from /dev/null and the given descriptors
     /// as stdout and stderr; returns its PID for the caller to wait for.
+    /// Stops process `pid`: SIGTERM, then SIGKILL after `seconds`; reaped
+    /// either way.
+    static func terminate(_ pid: pid_t, within seconds: Double = 10) {
+        kill(pid, SIGTERM)
+        var status: Int32 = 0
+        let deadline = Date().addingTimeInterval(seconds)
+        while waitpid(pid, &status, WNOHANG) == 0 {
+            if Date() > deadline {
+                kill(pid, SIGKILL)
+                _ = waitpid(pid, &status, 0)
+                return
+            }
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+    }
+
     static func spawn(_ executable: String, _ arguments: [String], stdout: Int32, stderr: Int32) throws -> pid_t {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)

@@ -20,9 +20,7 @@ struct ScannerTests {
     func mpdFindsEveryEpisodeWithItsDuration() throws {
         let fixture = try Fixture()
         defer { fixture.cleanup() }
-        let library = try ScanLibrary.shared.get()
-        try library.publish(on: fixture)
-        try library.mount(fixture)
+        let library = try ScanLibrary.mounted(on: fixture)
         try fixture.origin.reset()
         let mpd = try MPD(music: fixture.mountpoint, directory: fixture.directory + "/mpd-cold")
         defer { mpd.stop() }
@@ -53,9 +51,7 @@ struct ScannerTests {
     func ffprobeWithJellyfinsOptionsFindsEveryDuration() throws {
         let fixture = try Fixture()
         defer { fixture.cleanup() }
-        let library = try ScanLibrary.shared.get()
-        try library.publish(on: fixture)
-        try library.mount(fixture)
+        let library = try ScanLibrary.mounted(on: fixture)
         try fixture.origin.reset()
         let started = Date()
         var durations = 0
@@ -89,9 +85,7 @@ struct ScannerTests {
     func aScanAfterARemountFetchesNoEpisodeAgain() throws {
         let fixture = try Fixture()
         defer { fixture.cleanup() }
-        let library = try ScanLibrary.shared.get()
-        try library.publish(on: fixture)
-        try library.mount(fixture)
+        let library = try ScanLibrary.mounted(on: fixture)
         let cold = try MPD(music: fixture.mountpoint, directory: fixture.directory + "/mpd-cold")
         defer { cold.stop() }
         _ = try cold.waitForDatabase()
@@ -130,9 +124,7 @@ struct ScannerTests {
     func anMPDScanCostsTheKernelsReadAheadAndTheTailNotTheBody() throws {
         let fixture = try Fixture()
         defer { fixture.cleanup() }
-        let library = try ScanLibrary.shared.get()
-        try library.publish(on: fixture)
-        try library.mount(fixture)
+        let library = try ScanLibrary.mounted(on: fixture)
         try fixture.origin.reset()
         let mpd = try MPD(music: fixture.mountpoint, directory: fixture.directory + "/mpd-budget")
         defer { mpd.stop() }
@@ -177,6 +169,14 @@ enum ScanTools {
 /// 128 kb/s, an ID3v2.3 tag and a 197 KB cover), made once per test run
 /// with ffmpeg, and how a mount shows them.
 struct ScanLibrary: Sendable {
+    /// The shared library, published on `fixture`'s origin and mounted.
+    static func mounted(on fixture: Fixture) throws -> ScanLibrary {
+        let library = try shared.get()
+        try library.publish(on: fixture)
+        try library.mount(fixture)
+        return library
+    }
+
     struct Episode: Sendable {
         var show: Int
         var number: Int
@@ -408,16 +408,6 @@ final class MPD {
     func stop() {
         guard let pid else { return }
         self.pid = nil
-        kill(pid, SIGTERM)
-        var status: Int32 = 0
-        let deadline = Date().addingTimeInterval(10)
-        while waitpid(pid, &status, WNOHANG) == 0 {
-            if Date() > deadline {
-                kill(pid, SIGKILL)
-                _ = waitpid(pid, &status, 0)
-                return
-            }
-            Thread.sleep(forTimeInterval: 0.02)
-        }
+        Harness.terminate(pid)
     }
 }

@@ -55,17 +55,7 @@ final class TestOrigin {
     /// Stops the origin process (by its PID).
     func stop() {
         guard let pid else { return }
-        kill(pid, SIGTERM)
-        var status: Int32 = 0
-        let deadline = Date().addingTimeInterval(10)
-        while waitpid(pid, &status, WNOHANG) == 0 {
-            if Date() > deadline {
-                kill(pid, SIGKILL)
-                _ = waitpid(pid, &status, 0)
-                break
-            }
-            Thread.sleep(forTimeInterval: 0.02)
-        }
+        Harness.terminate(pid)
         self.pid = nil
     }
 
