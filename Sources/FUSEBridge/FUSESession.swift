@@ -76,7 +76,7 @@ public final class FUSESession: KernelCacheInvalidator, Sendable {
         let operations = Operations(fileSystem: fileSystem, logger: logger)
         self.operations = operations
 
-        var optionList = ["ro", "default_permissions", "fsname=\(fileSystemName)", "subtype=podfs"]
+        var optionList = ["fsname=\(fileSystemName)", "subtype=podfs"]
         optionList.append(contentsOf: options)
         let arguments = ["podfs", "-o", optionList.joined(separator: ",")]
         var cStrings: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) }

@@ -1,3 +1,4 @@
+import Glibc
 /// What a file system served through FUSE must answer.
 ///
 /// The bridge knows nothing of podcasts. Each method that may wait (lookup,
@@ -22,11 +23,31 @@ public protocol FileSystem: AnyObject, Sendable {
     func getxattr(inode: UInt64, name: String) throws(FileSystemError) -> [UInt8]
     /// The names of the extended attributes of a node.
     func listxattr(inode: UInt64) throws(FileSystemError) -> [String]
+    /// `access(2)`: 0, or the errno for `mask` (`R_OK`, `W_OK`, `X_OK`).
+    /// The kernel leaves permissions to the file system (the mount has no
+    /// `default_permissions`, so a setxattr reaches it and is judged by
+    /// who asks), and asks this for `access(2)` and `chdir`.
+    func access(inode: UInt64, mask: Int32) -> Int32
+    /// Sets an extended attribute, asked by the user `caller` (uid).
+    func setxattr(inode: UInt64, name: String, value: [UInt8], caller: UInt32) throws(FileSystemError)
+    /// Removes an extended attribute, asked by the user `caller` (uid).
+    func removexattr(inode: UInt64, name: String, caller: UInt32) throws(FileSystemError)
     func statfs() -> FileSystemStatistics
 }
 
 extension FileSystem {
     public func listedAttributes(inode: UInt64) -> (Attributes, Double)? { nil }
+    /// A read-only file system: nothing is writable.
+    public func access(inode: UInt64, mask: Int32) -> Int32 {
+        mask & W_OK != 0 ? EROFS : 0
+    }
+    /// A read-only file system: no attribute can be set.
+    public func setxattr(inode: UInt64, name: String, value: [UInt8], caller: UInt32) throws(FileSystemError) {
+        throw .readOnly
+    }
+    public func removexattr(inode: UInt64, name: String, caller: UInt32) throws(FileSystemError) {
+        throw .readOnly
+    }
 }
 
 /// The attributes of a node, as `stat` shows them.

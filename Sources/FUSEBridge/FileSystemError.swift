@@ -13,6 +13,12 @@ public enum FileSystemError: Error, Sendable, Equatable {
     case ioError
     case notSupported
     case interrupted
+    /// Not this caller's to change (`EPERM`).
+    case notPermitted
+    /// A value that means nothing here (`EINVAL`).
+    case invalidArgument
+    /// No room for it (`ENOSPC`).
+    case noSpace
 
     /// The errno the kernel hands to the caller.
     public var errno: Int32 {
@@ -27,6 +33,9 @@ public enum FileSystemError: Error, Sendable, Equatable {
         case .ioError: return EIO
         case .notSupported: return ENOTSUP
         case .interrupted: return EINTR
+        case .notPermitted: return EPERM
+        case .invalidArgument: return EINVAL
+        case .noSpace: return ENOSPC
         }
     }
 }

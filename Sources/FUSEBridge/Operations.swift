@@ -139,6 +139,24 @@ final class Operations: Sendable {
         }
     }
 
+    func doSetxattr(request: OpaquePointer, inode: UInt64, name: String, value: [UInt8]) {
+        do {
+            try fileSystem.setxattr(inode: inode, name: name, value: value, caller: fuse_req_ctx(request).pointee.uid)
+            fuse_reply_err(request, 0)
+        } catch {
+            fuse_reply_err(request, error.errno)
+        }
+    }
+
+    func doRemovexattr(request: OpaquePointer, inode: UInt64, name: String) {
+        do {
+            try fileSystem.removexattr(inode: inode, name: name, caller: fuse_req_ctx(request).pointee.uid)
+            fuse_reply_err(request, 0)
+        } catch {
+            fuse_reply_err(request, error.errno)
+        }
+    }
+
     /// A size of 0 asks for the length only; a too-small buffer is ERANGE.
     private func replyXattr(request: OpaquePointer, bytes: [UInt8], size: Int) {
         if size == 0 {
@@ -211,6 +229,31 @@ func makeLowLevelOperations() -> fuse_lowlevel_ops {
     ops.listxattr = { request, inode, size in
         Operations.from(request: request).doListxattr(request: request!, inode: inode, size: size)
     }
+    ops.setxattr = { request, inode, name, value, size, _ in
+        let bytes = value.map { Array(UnsafeRawBufferPointer(start: $0, count: size)) } ?? []
+        Operations.from(request: request).doSetxattr(
+            request: request!, inode: inode, name: String(cString: name!), value: bytes)
+    }
+    ops.removexattr = { request, inode, name in
+        Operations.from(request: request).doRemovexattr(request: request!, inode: inode, name: String(cString: name!))
+    }
+    // The mount is not mounted "ro" (a read-only mount refuses every
+    // setxattr before it reaches podfs, and pins and keep settings are
+    // extended attributes), so each change to the tree is refused here,
+    // as a read-only file system refuses it.
+    ops.access = { request, inode, mask in
+        fuse_reply_err(request, Operations.from(request: request).fileSystem.access(inode: inode, mask: mask))
+    }
+    ops.setattr = { request, _, _, _, _ in fuse_reply_err(request, EROFS) }
+    ops.mknod = { request, _, _, _, _ in fuse_reply_err(request, EROFS) }
+    ops.mkdir = { request, _, _, _ in fuse_reply_err(request, EROFS) }
+    ops.unlink = { request, _, _ in fuse_reply_err(request, EROFS) }
+    ops.rmdir = { request, _, _ in fuse_reply_err(request, EROFS) }
+    ops.symlink = { request, _, _, _ in fuse_reply_err(request, EROFS) }
+    ops.rename = { request, _, _, _, _, _ in fuse_reply_err(request, EROFS) }
+    ops.link = { request, _, _, _ in fuse_reply_err(request, EROFS) }
+    ops.create = { request, _, _, _, _ in fuse_reply_err(request, EROFS) }
+    ops.fallocate = { request, _, _, _, _, _ in fuse_reply_err(request, EROFS) }
     ops.statfs = { request, _ in
         let stats = Operations.from(request: request).fileSystem.statfs()
         var sv = statvfs()

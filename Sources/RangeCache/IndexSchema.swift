@@ -12,7 +12,7 @@ enum IndexSchema {
     // MARK: - Static properties
 
     /// The version this podfs writes (`PRAGMA user_version`).
-    static let current: Int64 = 2
+    static let current: Int64 = 3
 
     /// The tables of a new index, at `current`.
     static let create = """
@@ -45,6 +45,21 @@ enum IndexSchema {
             PRIMARY KEY (episode_id, lower),
             CHECK (lower >= 0 AND upper > lower)
         ) WITHOUT ROWID;
+        """ + keepTables
+
+    /// What a user chose to keep offline (docs/DESIGN.md, "Offline by
+    /// policy"): a show's own number of newest episodes kept, by the show's
+    /// identity (`CacheScope.keyScope`), and the pinned episodes, by key.
+    /// Not tied to `episodes` rows: a setting outlives its episode's cached
+    /// bytes and a feed's move.
+    static let keepTables = """
+        CREATE TABLE IF NOT EXISTS kept_shows (
+            show TEXT PRIMARY KEY,
+            latest INTEGER NOT NULL CHECK (latest >= 0)
+        ) WITHOUT ROWID;
+        CREATE TABLE IF NOT EXISTS pinned_episodes (
+            key TEXT PRIMARY KEY
+        ) WITHOUT ROWID;
         """
 
     /// The step from version `n` to `n + 1`, at index `n - 1`.
@@ -53,13 +68,17 @@ enum IndexSchema {
     /// their variants"). An episode cached by schema 1 has no pinned link
     /// (its next fetch follows the enclosure URL and pins where it leads,
     /// with the ETag it already has), is not known unstable and not final.
+    ///
+    /// 2 → 3: the keep settings (`keepTables`), empty: nothing was kept by
+    /// choice before.
     static let steps: [String] = [
         """
         ALTER TABLE episodes ADD COLUMN pinned_url TEXT;
         ALTER TABLE episodes ADD COLUMN pinned_issuer TEXT;
         ALTER TABLE episodes ADD COLUMN unstable TEXT;
         ALTER TABLE episodes ADD COLUMN final INTEGER NOT NULL DEFAULT 0;
-        """
+        """,
+        keepTables,
     ]
 
     // MARK: - Static methods

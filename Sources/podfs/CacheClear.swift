@@ -11,12 +11,16 @@ struct CacheClear: ParsableCommand {
         discussion: """
             FEED is a feed URL or a show title as 'podfs status' shows them. The feeds and episode \
             names stay known (a mount still lists them, also offline); their bytes are fetched \
-            again when read. Refuses, changing nothing, while a mount uses the cache: unmount first. \
+            again when read. Pinned episodes (user.podfs.pinned) are kept unless --all is given. \
+            Refuses, changing nothing, while a mount uses the cache: unmount first. \
             Exit status: 0 done, 2 nothing done (no such feed, no cache, or the cache is in use).
             """)
 
     @Option(name: .long, help: "The cache directory (default: $XDG_CACHE_HOME/podfs, else ~/.cache/podfs).")
     var cacheDir: String?
+
+    @Flag(name: .long, help: "Clear pinned episodes too.")
+    var all = false
 
     @Argument(help: "Only this feed's episodes: its URL or its show title.")
     var feed: String?
@@ -40,6 +44,18 @@ struct CacheClear: ParsableCommand {
                 keys = Set(match.episodes.map(\.key))
                 what = "\(TerminalText.clean(match.title)) (\(TerminalText.clean(match.url)))"
             }
+            var spared = 0
+            if !all {
+                let pinned = (try? index.keepSettings().pinned) ?? []
+                let chosen = keys ?? Set(report.feeds.flatMap { $0.episodes.map(\.key) })
+                let kept = chosen.intersection(pinned).filter { key in
+                    report.feeds.contains { $0.episodes.contains { $0.key == key && $0.cachedBytes > 0 } }
+                }
+                if !kept.isEmpty {
+                    keys = chosen.subtracting(kept)
+                    spared = kept.count
+                }
+            }
             let result: CacheClearing
             do {
                 result = try maintenance.clear(keys: keys)
@@ -49,7 +65,8 @@ struct CacheClear: ParsableCommand {
             print(
                 "Cleared \(what): forgot \(CacheMaintenance.bytes(result.forgottenBytes)) cached in "
                     + "\(result.episodes) episodes, deleted \(result.files) cache files "
-                    + "(\(CacheMaintenance.bytes(result.freedBytes)) on disk).")
+                    + "(\(CacheMaintenance.bytes(result.freedBytes)) on disk)."
+                    + (spared > 0 ? " Kept \(spared) pinned episode\(spared == 1 ? "" : "s") (--all clears them too)." : ""))
         }
     }
 

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import PodFS
 import RangeCache
 
 /// `podfs mount [options] SOURCE... MOUNTPOINT`.
@@ -40,7 +41,7 @@ struct Mount: ParsableCommand {
         name: .short,
         help: ArgumentHelp(
             "Mount options, comma separated: cache_dir=DIR, cache_size=SIZE, max_feed_size=SIZE, refresh=INTERVAL, "
-                + "allow_private, proxy=URL, user_agent=TEXT, allow_other, allow_root, " + DaemonOptions.summary + ".",
+                + "keep_latest=N, allow_private, proxy=URL, user_agent=TEXT, allow_other, allow_root, " + DaemonOptions.summary + ".",
             discussion: "Each is the -o twin of the long option of the same name (a long option wins); "
                 + "a value may hold a comma written as \\, and a backslash as \\\\. "
                 + "proxy=URL sends every request through that proxy (http, https or socks); without it, "
@@ -99,6 +100,16 @@ struct Mount: ParsableCommand {
                 + "appear without a remount, a feed that fails keeps its listing (podfs status says why)."))
     var refresh: String?
 
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Keep the newest N episodes of each show complete offline (default 0: none).",
+            discussion: "They are downloaded in the background when they appear, pausing while a player "
+                + "waits, and never evicted; an episode that leaves the newest N becomes ordinary cache. "
+                + "A show's own N: setfattr -n user.podfs.keep_latest -v N on its folder. Pin an episode "
+                + "whatever its age: setfattr -n user.podfs.pinned -v 1 on its file."))
+    var keepLatest: Int?
+
     @Flag(name: .long, help: .hidden)
     var daemonChild = false
 
@@ -118,6 +129,9 @@ struct Mount: ParsableCommand {
             }
         }
         if let refresh { _ = try RefreshInterval(refresh) }
+        if let keepLatest, !(0...KeepPlan.maximumLatest).contains(keepLatest) {
+            throw ValidationError("--keep-latest needs a number of episodes per show from 0 to \(KeepPlan.maximumLatest)")
+        }
         if let logLevel, DaemonOptions.level(logLevel) == nil {
             throw ValidationError("--log-level takes \(DaemonOptions.levelNames), not '\(logLevel)'")
         }
@@ -164,7 +178,8 @@ struct Mount: ParsableCommand {
                     ?? RefreshInterval.defaultSeconds,
                 cacheSize: try (cacheSize ?? options.cacheSize).map { try CacheSize($0) }, logLevel: level, readiness: daemonChild ? .pipe : .none,
                 logToSyslog: daemonChild && toSyslog, readAheadKiB: daemonOptions.readAheadKiB ?? 768,
-                proxy: options.proxy, userAgent: options.userAgent ?? PodfsVersion.userAgent)
+                proxy: options.proxy, userAgent: options.userAgent ?? PodfsVersion.userAgent,
+                keepLatest: keepLatest ?? options.keepLatest ?? 0)
             throw ExitCode(service.run())
         }
         try Daemon.start(

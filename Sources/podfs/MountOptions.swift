@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import HTTPClient
+import PodFS
 import RangeCache
 
 /// The `-o` options: podfs's own, libfuse's, and fstab's (ignored).
@@ -20,6 +21,8 @@ struct MountOptions {
     var refresh: String?
     /// `-o user_agent=TEXT`: sent instead of podfs's own User-Agent.
     var userAgent: String?
+    /// `-o keep_latest=N`: the newest N episodes of each show kept complete.
+    var keepLatest: Int?
     /// The rest of the CLI's options (`log_file=`, `log_level=`, `syslog`,
     /// `commit_interval=`, `revalidate_after=`, `debug`, `nonempty`).
     var daemon = DaemonOptions()
@@ -68,6 +71,12 @@ struct MountOptions {
                         throw ValidationError("-o refresh needs an interval, e.g. -o refresh=30m, refresh=3600 or refresh=off")
                     }
                     refresh = value
+                case "keep_latest":
+                    guard let value, let n = KeepPlan.parseLatest(Array(value.utf8)) else {
+                        throw ValidationError(
+                            "-o keep_latest needs a number of episodes per show from 0 to \(KeepPlan.maximumLatest), e.g. -o keep_latest=3")
+                    }
+                    keepLatest = n
                 case "user_agent":
                     // A control character (CR, LF) would end the header
                     // early and smuggle in another.

@@ -29,6 +29,8 @@ extension MountService {
         /// Whether a feed answered in this mount (the episodes read last
         /// are checked with the origin from then on).
         let answered = Locked(false)
+        /// Keeps the newest episodes and the pins complete offline.
+        let keeper: Keeper
     }
 
     /// The shows listed before any feed is asked.
@@ -61,7 +63,8 @@ extension MountService {
         let listed = try listShows(parts, logger: logger)
         let fileSystem = PodFileSystem(
             catalog: parts.catalog, reader: parts.reader, logger: logger,
-            control: StatusFiles.make(cacheDirectory: cacheDirectory, mountpoint: mountpoint, logger: logger))
+            control: StatusFiles.make(cacheDirectory: cacheDirectory, mountpoint: mountpoint, logger: logger),
+            keeper: parts.keeper)
         let feeds = startFeeds(parts, listed, logger: logger)
         let (waiting, failures) = try waitUntilReady(parts, listed, feeds)
         let session: FUSESession
@@ -83,6 +86,7 @@ extension MountService {
             listed.building?.start()
             feeds.refresher.start()
         }
+        parts.keeper.start()
         if readiness == .pipe {
             // Nothing more for the parent: detach stdout from its pipe.
             let devNull = open("/dev/null", O_WRONLY)
@@ -130,6 +134,9 @@ extension MountService {
             cacheDirectory + "/cache-size", Array((tuning.cacheLimit.map { String($0) } ?? "none").utf8))
         let reader = EpisodeReader(index: index, source: source, logger: logger, tuning: tuning)
         let zones = source.zones
+        let keeper = Keeper(
+            catalog: catalog, reader: reader, index: index, mountLatest: keepLatest,
+            reportPath: cacheDirectory + "/" + Keeper.reportFile, logger: logger)
         return Parts(
             index: index, client: client, source: source, loader: loader,
             feedStatus: FeedStatusStore(directory: cacheDirectory), catalog: catalog, reader: reader,
@@ -139,7 +146,8 @@ extension MountService {
                     zones.adopt(urls: (show.episodes + show.extras).map(\.url), feedURL: show.feedURL)
                     reader.adopt(show.episodes + show.extras)
                 }
-            })
+                keeper.poke()
+            }, keeper: keeper)
     }
 
     /// Lists the shows the last mount had at once, built from their kept
@@ -214,7 +222,10 @@ extension MountService {
         let refresher = FeedRefresher(
             urls: parts.feedURLs, interval: refreshInterval, limits: feedLimits, loader: parts.loader,
             catalog: parts.catalog, reader: reader, statusStore: parts.feedStatus, logger: logger,
-            onNewFiles: { urls, feedURL in zones.adopt(urls: urls, feedURL: feedURL) },
+            onNewFiles: { [keeper = parts.keeper] urls, feedURL in
+                zones.adopt(urls: urls, feedURL: feedURL)
+                keeper.poke()
+            },
             onFirstAnswer: {
                 answered.withLock { $0 = true }
                 reader.revalidateRecentlyRead()
@@ -296,6 +307,8 @@ extension MountService {
         listed.building?.waitUntilStopped()
         feeds.refresher.requestStop()
         feeds.refresher.waitUntilStopped()
+        // After the client: a download's open or fill ends at once.
+        parts.keeper.stop()
         ShowList.write(parts.catalog.placeholdersToSave, directory: cacheDirectory, logger: logger)
         parts.reader.stopFlushing()
         parts.index.checkpoint()

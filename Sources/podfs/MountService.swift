@@ -50,6 +50,8 @@ struct MountService {
     var feedLimits = FeedSchedule.Limits.standard
     /// The User-Agent of every request (`-o user_agent=`).
     var userAgent = PodfsVersion.userAgent
+    /// The newest N episodes of each show kept complete (`-o keep_latest`).
+    var keepLatest = 0
 
     /// Mounts and serves until unmounted; returns the exit status.
     func run() -> Int32 {

@@ -114,6 +114,9 @@ struct CacheReport: Encodable {
     var totalBytes: Int64
     var cachedBytes: Int64
     var feeds: [Feed]
+    /// What the running (or last) mount keeps offline, as it wrote it
+    /// (`Keeper.Report`); `nil` when no mount wrote one.
+    var keeping: Keeper.Report?
 
     init(directory: String, snapshot: [FeedSnapshot], logger: Logger) {
         cacheDirectory = directory
@@ -133,6 +136,7 @@ struct CacheReport: Encodable {
                 url: FeedURL.redacted(url), fullURL: url, title: FeedURL.redacted(url), fetchedAt: nil,
                 lastRefresh: Self.refresh(record, url: url), episodes: []))
         }
+        keeping = Self.keeping(directory: directory)
         totalBytes = feeds.reduce(0) { $0 + $1.episodes.reduce(0) { $0 + $1.size } }
         cachedBytes = feeds.reduce(0) { $0 + $1.episodes.reduce(0) { $0 + $1.cachedBytes } }
     }
@@ -155,6 +159,7 @@ struct CacheReport: Encodable {
             out += "; no size cap\n"
         }
         out += Self.feedSummary(feeds)
+        if let keeping { out += Self.keepingText(keeping) }
         for feed in feeds {
             out += "\n\(TerminalText.clean(feed.title))  (\(TerminalText.clean(feed.url))"
             if let fetchedAt = feed.fetchedAt { out += ", feed saved \(Self.date(fetchedAt))" }
@@ -185,6 +190,47 @@ struct CacheReport: Encodable {
     }
 
     // MARK: - Private helpers
+
+    /// The keeper's report in the cache directory, if a mount wrote one.
+    private static func keeping(directory: String) -> Keeper.Report? {
+        guard let data = FileManager.default.contents(atPath: directory + "/" + Keeper.reportFile) else { return nil }
+        let decoder = JSONDecoder()
+        decoder.keyDecodingStrategy = .convertFromSnakeCase
+        return try? decoder.decode(Keeper.Report.self, from: data)
+    }
+
+    /// `Kept offline: ...`, a line per show that keeps any, and the
+    /// download in progress. Nothing when nothing is kept.
+    static func keepingText(_ report: Keeper.Report) -> String {
+        let shows = report.shows.filter { $0.kept > 0 || $0.keepLatest > 0 || !$0.pinned.isEmpty || !$0.unfit.isEmpty }
+        guard !shows.isEmpty || report.keepLatest > 0 else { return "" }
+        var out = "Kept offline: newest \(report.keepLatest) per show"
+        out += ", \(CacheMaintenance.bytes(report.keptBytes)) when complete"
+        if let cap = report.capBytes { out += " (cap \(CacheMaintenance.bytes(cap)))" }
+        out += "\n"
+        for show in shows {
+            out += "  \(TerminalText.clean(show.title)): newest \(show.keepLatest), \(show.complete) of \(show.kept) complete"
+            if !show.pinned.isEmpty {
+                out += "; pinned: " + show.pinned.map { TerminalText.clean($0) }.joined(separator: ", ")
+            }
+            if !show.unfit.isEmpty {
+                out += "; not kept, over the cap: " + show.unfit.map { TerminalText.clean($0) }.joined(separator: ", ")
+            }
+            out += "\n"
+        }
+        if let download = report.downloading {
+            out += "  downloading \(TerminalText.clean(download.show)) / \(TerminalText.clean(download.episode)): "
+            out += "\(CacheMaintenance.bytes(download.bytes)) of \(CacheMaintenance.bytes(download.size))"
+            if download.paused {
+                out += ", paused while a player reads"
+            } else {
+                out += ", \(CacheMaintenance.bytes(download.rate))/s"
+                if let left = download.secondsLeft { out += ", \(left) s left" }
+            }
+            out += "\n"
+        }
+        return out
+    }
 
     /// `Feeds: 997 ok, 1 pending, 2 failed`, from the last mount's records.
     private static func feedSummary(_ feeds: [Feed]) -> String {

@@ -49,7 +49,7 @@ import Testing
     @Test func schema1FixtureIsMigratedKeepingItsRanges() throws {
         try withFixtureCache { directory in
             let index = try CacheIndex(directory: directory, logger: logger)
-            #expect(index.schemaVersion == 2)
+            #expect(index.schemaVersion == 3)
             #expect(index.damagedIndexMovedTo == nil)
             let one = try #require(try index.episode(key: fixtureKey(1)))
             #expect(one.url == "http://127.0.0.1:18080/ep1.mp3")
@@ -108,8 +108,8 @@ import Testing
             }
             // Reading did not migrate: the next writer does.
             #expect(try CacheIndex(readingDirectory: directory, logger: logger).schemaVersion == 1)
-            #expect(try CacheIndex(directory: directory, logger: logger).schemaVersion == 2)
-            #expect(try CacheIndex(readingDirectory: directory, logger: logger).schemaVersion == 2)
+            #expect(try CacheIndex(directory: directory, logger: logger).schemaVersion == 3)
+            #expect(try CacheIndex(readingDirectory: directory, logger: logger).schemaVersion == 3)
         }
     }
 
@@ -139,7 +139,7 @@ import Testing
     @Test func newerSchemaIsRefusedAndLeftAlone() throws {
         try withFixtureCache { directory in
             let path = directory + "/index.sqlite"
-            try setUserVersion(3, path: path)
+            try setUserVersion(4, path: path)
             let before = try Data(contentsOf: URL(fileURLWithPath: path))
             for open in [
                 { () throws -> CacheIndex in try CacheIndex(directory: directory, logger: logger) },
@@ -147,9 +147,9 @@ import Testing
             ] {
                 do {
                     _ = try open()
-                    Issue.record("an index of schema 3 was opened")
+                    Issue.record("an index of schema 4 was opened")
                 } catch let error as IndexError {
-                    #expect(error.description.contains("schema version 3, made by a newer podfs"))
+                    #expect(error.description.contains("schema version 4, made by a newer podfs"))
                     #expect(error.description.contains("--cache-dir"))
                     #expect(!error.description.contains("cache clear"))
                 }

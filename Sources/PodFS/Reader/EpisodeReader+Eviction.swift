@@ -29,7 +29,10 @@ extension EpisodeReader {
         let target = limit / 10 * 9
         var freed: Int64 = 0
         var evicted = 0
-        for entry in usage where entry.bytes > 0 {
+        // Kept and pinned episodes count in the cap, but are never evicted
+        // (docs/DESIGN.md, "Offline by policy").
+        let kept = keptKeys.withLock { $0 }
+        for entry in usage where entry.bytes > 0 && !kept.contains(entry.key) {
             guard total > target else { break }
             if evict(key: entry.key) {
                 total -= entry.bytes
@@ -42,7 +45,7 @@ extension EpisodeReader {
             metadata: ["episodes": "\(evicted)", "freed.bytes": "\(freed)", "cached.bytes": "\(total)", "cap.bytes": "\(limit)"])
         if total > limit {
             logger.warning(
-                "the cache is over its cap: what is left is open or downloading",
+                "the cache is over its cap: what is left is open, downloading, kept or pinned",
                 metadata: ["cached.bytes": "\(total)", "cap.bytes": "\(limit)"])
         }
         return freed
@@ -57,7 +60,8 @@ extension EpisodeReader {
         guard let usage = cachedUsage() else { return available }
         var freed: Int64 = 0
         var evicted = 0
-        for entry in usage where entry.bytes > 0 {
+        let kept = keptKeys.withLock { $0 }
+        for entry in usage where entry.bytes > 0 && !kept.contains(entry.key) {
             guard available < free else { break }
             if evict(key: entry.key) {
                 freed += entry.bytes

@@ -321,6 +321,7 @@ extension EpisodeReader {
     func fetchCompleted(_ fetch: Fetch, error: FetchError?) {
         // A retry registers its attempt again when it goes out.
         fetch.episode.transfers.withLock { $0[fetch.id] = nil }
+        if !fetch.forKeeper { foreground.ended(fetch.episode) }
         pendingCompletions.withLock { $0 += 1 }
         writer(for: fetch.episode).async { [self] in
             defer { pendingCompletions.withLock { $0 -= 1 } }

@@ -136,6 +136,11 @@ public final class EpisodeReader: Sendable {
     let disk: DiskSpace
     /// Round trip and rate seen on the way to the origin (sizes read-ahead).
     let link = Locked(LinkEstimate())
+    /// Readers' fetches on the network: the cache's own downloads give way
+    /// to them (docs/DESIGN.md, "Offline by policy").
+    public let foreground = ForegroundLoad()
+    /// Episodes kept by policy (`KeepPlan.kept`): never evicted.
+    let keptKeys = Locked<Set<String>>([])
 
     // MARK: - Init
 
@@ -170,6 +175,12 @@ public final class EpisodeReader: Sendable {
     /// Opens an episode (the rules are `Episode.State.open`'s): answers at
     /// once, or when the probe's head arrives.
     public func open(_ episode: Episode, reply: any OpenReplying) {
+        open(episode, reply: reply, forKeeper: false)
+    }
+
+    /// Opens an episode for a reader, or for the keeper (its probe is one
+    /// of the cache's own downloads).
+    func open(_ episode: Episode, reply: any OpenReplying, forKeeper: Bool) {
         let handle = makeID()
         // Asked only of an episode's audio that holds nothing yet.
         let stitches = episode.isEpisode && episode.state.withLock(\.holdsNothing) && showStitches(episode)
@@ -183,15 +194,17 @@ public final class EpisodeReader: Sendable {
         for effect in effects {
             switch effect {
             case .answer(let reply, let options): reply.opened(options)
-            case .probe(let probe): send(probe, of: episode)
-            case .check(let probe): send(probe, of: episode, background: true)
+            case .probe(let probe): send(probe, of: episode, forKeeper: forKeeper)
+            case .check(let probe): send(probe, of: episode, background: true, forKeeper: forKeeper)
             }
         }
     }
 
     /// Sends a probe's first attempt (outside the episode's lock).
-    func send(_ probe: Episode.State.ProbeStart, of episode: Episode, background: Bool = false) {
-        let fetch = Fetch(id: probe.id, episode: episode, reader: self, isBackground: background)
+    func send(
+        _ probe: Episode.State.ProbeStart, of episode: Episode, background: Bool = false, forKeeper: Bool = false
+    ) {
+        let fetch = Fetch(id: probe.id, episode: episode, reader: self, isBackground: background, forKeeper: forKeeper)
         _ = fetch.nextAttempt()
         launch(fetch, url: probe.url ?? episode.url, range: probe.range, validator: probe.validator)
     }
@@ -429,6 +442,8 @@ public final class EpisodeReader: Sendable {
 
     /// Sends an attempt of `fetch`, noting when (see `LinkEstimate`).
     func launch(_ fetch: Fetch, url: String, range: Range<Int64>, validator: String?) {
+        // Ended once per attempt, in `fetchCompleted`.
+        if !fetch.forKeeper { foreground.began(fetch.episode) }
         fetch.markSent()
         fetch.episode.transfers.withLock { $0[fetch.id] = fetch }
         fetch.attemptStarted(source.start(url: url, range: range, validator: validator, sink: fetch))

@@ -20,6 +20,10 @@ final class Fetch: FetchSink {
     /// Asked for by nobody waiting (a check ahead of an open): a failure
     /// is not an error worth a log line of that level.
     let isBackground: Bool
+    /// One of the cache's own downloads (a kept or pinned episode's fill,
+    /// or the probe of its open): it never counts as a reader's fetch, and
+    /// it gives way to them (`ForegroundLoad`).
+    let forKeeper: Bool
     /// Attempts made so far, touched on the network thread and the retry
     /// timer only, one after the other.
     private let attempts = Locked(0)
@@ -39,11 +43,12 @@ final class Fetch: FetchSink {
 
     // MARK: - Init
 
-    init(id: UInt64, episode: Episode, reader: EpisodeReader, isBackground: Bool = false) {
+    init(id: UInt64, episode: Episode, reader: EpisodeReader, isBackground: Bool = false, forKeeper: Bool = false) {
         self.id = id
         self.episode = episode
         self.reader = reader
         self.isBackground = isBackground
+        self.forKeeper = forKeeper
     }
 
     // MARK: - FetchSink

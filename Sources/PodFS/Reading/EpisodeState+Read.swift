@@ -201,14 +201,14 @@ extension Episode.State {
     }
 
     /// Gaps of `wanted` that are neither here nor on their way.
-    private func uncoveredGaps(in wanted: Range<Int64>) -> [Range<Int64>] {
+    func uncoveredGaps(in wanted: Range<Int64>) -> [Range<Int64>] {
         let pending = pending
         return available.gaps(in: wanted).flatMap { pending.gaps(in: $0) }
     }
 
     /// Registers a fetch starting at `gap`'s start, widened to `window` but
     /// never over bytes already here or already on their way.
-    private mutating func planFetch(
+    mutating func planFetch(
         from gap: Range<Int64>, window: Int64, length: Int64, tuning: EpisodeReader.Tuning
     ) -> ReadEffect {
         var upper = ReadPlan.widenedEnd(of: gap, window: window, length: length)

@@ -4,6 +4,7 @@ import Locking
 public import Logging
 import RangeCache
 import Synchronization
+import Glibc
 
 /// The `FileSystem` a mount serves: the catalogue's tree, episodes (and
 /// covers, transcripts, chapters) read through the `EpisodeReader`,
@@ -17,11 +18,16 @@ public final class PodFileSystem: FileSystem {
         "user.podfs.url", "user.podfs.guid", "user.podfs.cached_bytes", "user.podfs.variant",
     ]
 
-    private let catalog: Catalog
+    let catalog: Catalog
     private let reader: EpisodeReader
-    private let logger: Logger
+    let logger: Logger
     /// The hidden `.podfs` directory (`nil`: none).
     private let control: ControlFiles?
+    /// What is kept offline by policy; its settings are extended
+    /// attributes (`PodFileSystem+Keeping`).
+    let keeper: Keeper?
+    /// Who may change the settings: the user the mount runs as.
+    let owner: UInt32 = getuid()
     /// How long the kernel may cache names and confirmed attributes.
     private let cacheTimeout: Double = 30
     /// The playlist version each open playlist file reads (a refresh may
@@ -32,11 +38,14 @@ public final class PodFileSystem: FileSystem {
 
     // MARK: - Init
 
-    public init(catalog: Catalog, reader: EpisodeReader, logger: Logger, control: ControlFiles? = nil) {
+    public init(
+        catalog: Catalog, reader: EpisodeReader, logger: Logger, control: ControlFiles? = nil, keeper: Keeper? = nil
+    ) {
         self.catalog = catalog
         self.reader = reader
         self.logger = logger
         self.control = control
+        self.keeper = keeper
     }
 
     // MARK: - FileSystem
@@ -141,6 +150,7 @@ public final class PodFileSystem: FileSystem {
         // GNU ls remembers a file system that does not support them, which
         // saves two round trips per file of a listing.
         guard name.hasPrefix("user.") else { throw .notSupported }
+        if let value = try keepingAttribute(inode: inode, name: name) { return value }
         guard case .episode(let episode) = catalog.node(inode) else { throw .noAttribute }
         switch name {
         // Any program may read it: the URL without its secrets.
@@ -155,8 +165,9 @@ public final class PodFileSystem: FileSystem {
     }
 
     public func listxattr(inode: UInt64) throws(FileSystemError) -> [String] {
-        guard case .episode(let episode) = catalog.node(inode) else { return [] }
-        return Self.attributeNames.filter { $0 != "user.podfs.guid" || episode.guid != nil }
+        let keeping = keepingAttributeNames(inode: inode)
+        guard case .episode(let episode) = catalog.node(inode) else { return keeping }
+        return Self.attributeNames.filter { $0 != "user.podfs.guid" || episode.guid != nil } + keeping
     }
 
     public func statfs() -> FileSystemStatistics {

@@ -1,0 +1,140 @@
+public import RangeCache
+
+/// Which episodes a mount keeps complete offline, and why (docs/DESIGN.md,
+/// "Offline by policy"): the newest N of each show (the mount's N, or the
+/// show's own), and every pinned episode. A plain value made from the
+/// catalogue and the settings; the keeper downloads in its `order`, and
+/// eviction spares its `kept`.
+///
+/// Kept episodes count in the cache's cap. When they alone would pass it,
+/// pins come first, then the newest that fit; the rest are `unfit`, said
+/// in the status and the log, and are ordinary cache.
+public struct KeepPlan: Sendable, Equatable {
+    // MARK: - Nested types
+
+    /// Why an episode is kept (`user.podfs.kept`).
+    public enum Reason: String, Sendable {
+        case latest
+        case pinned
+    }
+
+    /// An episode as the plan sees it.
+    public struct Candidate: Sendable, Equatable {
+        public var key: String
+        /// Publication time (seconds since the epoch), as the listing sorts.
+        public var date: Int64
+        /// Its size as known: the origin's once asked, else the feed's.
+        public var size: Int64
+
+        public init(key: String, date: Int64, size: Int64) {
+            self.key = key
+            self.date = date
+            self.size = size
+        }
+    }
+
+    /// A show: its identity (`CacheScope.keyScope`) and episodes, in
+    /// listing order.
+    public struct Show: Sendable, Equatable {
+        public var identity: String
+        public var episodes: [Candidate]
+
+        public init(identity: String, episodes: [Candidate]) {
+            self.identity = identity
+            self.episodes = episodes
+        }
+    }
+
+    // MARK: - Properties
+
+    /// The episodes kept, by key, with why. A pinned episode among a
+    /// show's newest says `pinned`.
+    public private(set) var kept: [String: Reason] = [:]
+    /// Episodes that would be kept but do not fit the cap, most wanted
+    /// first.
+    public private(set) var unfit: [String] = []
+    /// The order to complete them in: pins, then newest first.
+    public private(set) var order: [String] = []
+    /// Each show's N as it applies (its own, else the mount's), by identity.
+    public private(set) var latest: [String: Int] = [:]
+    /// The bytes the kept episodes take when complete.
+    public private(set) var keptBytes: Int64 = 0
+
+    // MARK: - Init
+
+    /// - Parameters:
+    ///   - mountLatest: the mount's N (`-o keep_latest`), 0 for none.
+    ///   - cap: the cache's cap in bytes, `nil` for none.
+    public init(shows: [Show], mountLatest: Int, settings: KeepSettings, cap: Int64?) {
+        var wanted: [(candidate: Candidate, reason: Reason)] = []
+        var seen = Set<String>()
+        for show in shows {
+            let n = max(0, settings.showLatest[show.identity] ?? mountLatest)
+            latest[show.identity] = n
+            // Newest first; the listing's order breaks a tie.
+            let newest = show.episodes.enumerated()
+                .sorted { ($0.element.date, -$0.offset) > ($1.element.date, -$1.offset) }
+                .map(\.element)
+            for (rank, candidate) in newest.enumerated() where !seen.contains(candidate.key) {
+                let pinned = settings.pinned.contains(candidate.key)
+                guard pinned || rank < n else { continue }
+                seen.insert(candidate.key)
+                wanted.append((candidate, pinned ? .pinned : .latest))
+            }
+        }
+        // Pins first, then the newest; stable for equal dates.
+        let ranked = wanted.enumerated().sorted { a, b in
+            let (x, y) = (a.element, b.element)
+            if (x.reason == .pinned) != (y.reason == .pinned) { return x.reason == .pinned }
+            if x.candidate.date != y.candidate.date { return x.candidate.date > y.candidate.date }
+            return a.offset < b.offset
+        }.map(\.element)
+        for (candidate, reason) in ranked {
+            let size = max(0, candidate.size)
+            if let cap, keptBytes.saturatingAdding(size) > cap {
+                unfit.append(candidate.key)
+                continue
+            }
+            keptBytes = keptBytes.saturatingAdding(size)
+            kept[candidate.key] = reason
+            order.append(candidate.key)
+        }
+    }
+
+    // MARK: - Methods
+
+    /// Whether pinning an episode of `size` bytes fits beside the pins
+    /// already made (`pinnedBytes`), within `cap`: a pin that cannot fit
+    /// is refused (ENOSPC) rather than silently not kept.
+    public static func pinFits(size: Int64, pinnedBytes: Int64, cap: Int64?) -> Bool {
+        guard let cap else { return true }
+        return pinnedBytes.saturatingAdding(max(0, size)) <= cap
+    }
+
+    /// The value of `user.podfs.keep_latest` read back: a whole number
+    /// from 0 to `maximumLatest`, in decimal, with no sign or space (a
+    /// trailing newline, as `echo` writes, is allowed). `nil` otherwise.
+    public static func parseLatest(_ bytes: [UInt8]) -> Int? {
+        var digits = bytes
+        if digits.last == 0x0A { digits.removeLast() }
+        guard !digits.isEmpty, digits.count <= 6, digits.allSatisfy({ (0x30...0x39).contains($0) }),
+            let value = Int(String(decoding: digits, as: UTF8.self)), value <= maximumLatest
+        else { return nil }
+        return value
+    }
+
+    /// The value of `user.podfs.pinned`: "1" pins, "0" unpins (as
+    /// `setfattr -x` does). `nil` for anything else.
+    public static func parsePinned(_ bytes: [UInt8]) -> Bool? {
+        var value = bytes
+        if value.last == 0x0A { value.removeLast() }
+        switch value {
+        case [0x31]: return true
+        case [0x30]: return false
+        default: return nil
+        }
+    }
+
+    /// The largest N a show or mount may ask for.
+    public static let maximumLatest = 10_000
+}

@@ -1,0 +1,403 @@
+import Foundation
+public import FUSEBridge
+import Locking
+public import Logging
+public import RangeCache
+
+/// Keeps the newest N episodes of each show, and the pinned ones, complete
+/// offline (docs/DESIGN.md, "Offline by policy"), on a thread of its own.
+///
+/// After the feeds load, after each refresh and each change of a setting,
+/// it plans (`KeepPlan`), keeps the plan's episodes from eviction, and
+/// completes them one at a time, pins first, then newest first: it opens
+/// an episode as a reader would and fills its gaps
+/// (`EpisodeReader.fillNext`). Its downloads give way to readers: while a
+/// reader's fetch of another episode is on its way, and for `quiet`
+/// seconds after, it closes its file, which stops its fill where the bytes
+/// have come (`ForegroundLoad`); it opens it again and fills on from there
+/// once the readers are done.
+public final class Keeper: Sendable {
+    // MARK: - Nested types
+
+    /// What `.podfs/status` and `podfs status` show of the keeping
+    /// (`keeping.json` in the cache directory).
+    public struct Report: Codable, Sendable, Equatable {
+        public struct Show: Codable, Sendable, Equatable {
+            public var title: String
+            public var keepLatest: Int
+            /// Episodes kept (newest N and pins that fit).
+            public var kept: Int
+            public var complete: Int
+            public var pinned: [String]
+            /// Kept by the settings but left out: they do not fit the cap.
+            public var unfit: [String]
+        }
+
+        public struct Download: Codable, Sendable, Equatable {
+            public var show: String
+            public var episode: String
+            public var bytes: Int64
+            public var size: Int64
+            /// Bytes a second since this episode's download began.
+            public var rate: Int64
+            public var secondsLeft: Int64?
+            /// Paused for a reader.
+            public var paused: Bool
+        }
+
+        public var keepLatest: Int
+        public var keptBytes: Int64
+        public var capBytes: Int64?
+        public var shows: [Show]
+        public var downloading: Download?
+    }
+
+    private struct Progress {
+        var report: Report?
+        var download: Report.Download?
+        /// Keys that could not be completed, and when to try again.
+        var failedUntil: [String: Double] = [:]
+        /// Keys said not to fit, so the log says it once.
+        var reportedUnfit: Set<String> = []
+        var plan: KeepPlan?
+    }
+
+    // MARK: - Properties
+
+    /// The report's file name in the cache directory.
+    public static let reportFile = "keeping.json"
+
+    private let catalog: Catalog
+    private let reader: EpisodeReader
+    private let index: CacheIndex
+    private let logger: Logger
+    /// The mount's N (`-o keep_latest`).
+    public let mountLatest: Int
+    private let cap: Int64?
+    private let reportPath: String?
+    /// Seconds without a reader's fetch before downloads go on.
+    private let quiet: Double
+    private let settings: Locked<KeepSettings>
+    private let progress = Locked(Progress())
+    private let stopping = Locked(false)
+    private let wake = DispatchSemaphore(value: 0)
+    private let ended = DispatchSemaphore(value: 0)
+    private let started = Locked(false)
+
+    // MARK: - Init
+
+    /// - Parameters:
+    ///   - reportPath: where to write the `Report` as JSON, or `nil`.
+    public init(
+        catalog: Catalog, reader: EpisodeReader, index: CacheIndex, mountLatest: Int, reportPath: String?,
+        logger: Logger, quiet: Double = 1
+    ) {
+        self.catalog = catalog
+        self.reader = reader
+        self.index = index
+        self.mountLatest = mountLatest
+        self.cap = reader.tuning.cacheLimit
+        self.reportPath = reportPath
+        self.logger = logger
+        self.quiet = quiet
+        var loaded = KeepSettings()
+        do {
+            loaded = try index.keepSettings()
+        } catch {
+            logger.error("could not read what to keep offline from the cache index", metadata: ["error": "\(error)"])
+        }
+        settings = Locked(loaded)
+    }
+
+    // MARK: - Methods
+
+    /// Starts the keeper's thread.
+    public func start() {
+        guard !started.withLock({ let was = $0; $0 = true; return was }) else { return }
+        reader.foreground.whenBusy { [wake] in wake.signal() }
+        let thread = Thread { [self] in
+            run()
+            ended.signal()
+        }
+        thread.name = "podfs.keeper"
+        thread.stackSize = 1 << 20
+        thread.start()
+    }
+
+    /// Stops the thread, its download's fill where it is; waits for it.
+    public func stop() {
+        stopping.withLock { $0 = true }
+        reader.foreground.whenBusy(nil)
+        wake.signal()
+        if started.withLock({ $0 }) { ended.wait() }
+    }
+
+    /// Plans again soon: feeds changed.
+    public func poke() {
+        wake.signal()
+    }
+
+    /// A show's N as it applies, and whether it is the show's own.
+    public func latest(of show: Catalog.Show) -> (n: Int, own: Bool) {
+        if let own = settings.withLock({ $0.showLatest[show.scope.keyScope] }) { return (own, true) }
+        return (mountLatest, false)
+    }
+
+    /// Sets a show's own N, or (`nil`) returns it to the mount's.
+    public func setLatest(_ n: Int?, of show: Catalog.Show) throws(FileSystemError) {
+        do {
+            try index.setShowLatest(n, show: show.scope.keyScope)
+        } catch {
+            logger.error("could not save a show's keep_latest", metadata: ["show": "\(show.name)", "error": "\(error)"])
+            throw .ioError
+        }
+        settings.withLock { $0.showLatest[show.scope.keyScope] = n }
+        logger.info(
+            "a show's newest episodes kept offline",
+            metadata: ["show": "\(show.name)", "keep_latest": "\(n.map(String.init) ?? "the mount's (\(mountLatest))")"])
+        poke()
+    }
+
+    public func isPinned(_ episode: Episode) -> Bool {
+        settings.withLock { $0.pinned.contains(episode.key) }
+    }
+
+    /// Pins or unpins an episode. A pin that cannot fit the cache's cap
+    /// beside the other pins is refused (ENOSPC), and the log says why.
+    public func setPinned(_ pinned: Bool, _ episode: Episode) throws(FileSystemError) {
+        if pinned {
+            let (already, pinnedKeys) = settings.withLock { ($0.pinned.contains(episode.key), $0.pinned) }
+            if already { return }
+            let pinnedBytes = catalog.shows.flatMap(\.episodes).filter { pinnedKeys.contains($0.key) }
+                .reduce(Int64(0)) { $0.saturatingAdding($1.size) }
+            guard KeepPlan.pinFits(size: episode.size, pinnedBytes: pinnedBytes, cap: cap) else {
+                logger.error(
+                    "cannot pin an episode: with the other pins it would not fit the cache's cap; unpin one or raise cache_size",
+                    metadata: [
+                        "episode": "\(episode.name)", "episode.bytes": "\(episode.size)",
+                        "pinned.bytes": "\(pinnedBytes)", "cap.bytes": "\(cap ?? -1)",
+                    ])
+                throw .noSpace
+            }
+        }
+        do {
+            try index.setPinned(pinned, key: episode.key)
+        } catch {
+            logger.error("could not save a pin", metadata: ["episode": "\(episode.name)", "error": "\(error)"])
+            throw .ioError
+        }
+        settings.withLock { settings in
+            if pinned { settings.pinned.insert(episode.key) } else { settings.pinned.remove(episode.key) }
+        }
+        logger.info(pinned ? "pinned an episode" : "unpinned an episode", metadata: ["episode": "\(episode.name)"])
+        poke()
+    }
+
+    /// Why an episode is kept (`user.podfs.kept`): "latest", "pinned" or
+    /// "no". The plan of the last pass; a pin is said at once.
+    public func keptReason(_ episode: Episode) -> String {
+        if isPinned(episode) { return KeepPlan.Reason.pinned.rawValue }
+        return progress.withLock { $0.plan?.kept[episode.key] }?.rawValue ?? "no"
+    }
+
+    /// The report as last written.
+    public var report: Report? {
+        progress.withLock { $0.report }
+    }
+
+    // MARK: - Private methods
+
+    private var isStopping: Bool { stopping.withLock { $0 } }
+
+    private func run() {
+        while !isStopping {
+            let shows = catalog.shows
+            let plan = makePlan(shows)
+            publish(plan, shows: shows)
+            guard let next = nextEpisode(plan, shows: shows) else {
+                _ = wake.wait(timeout: .now() + 30)
+                continue
+            }
+            complete(next.episode, show: next.show)
+        }
+    }
+
+    /// The plan for the shows as they are now.
+    private func makePlan(_ shows: [Catalog.Show]) -> KeepPlan {
+        let settings = settings.withLock { $0 }
+        let candidates = shows.map { show in
+            KeepPlan.Show(
+                identity: show.scope.keyScope,
+                episodes: show.episodes.map { KeepPlan.Candidate(key: $0.key, date: $0.modificationTime, size: $0.size) })
+        }
+        return KeepPlan(shows: candidates, mountLatest: mountLatest, settings: settings, cap: cap)
+    }
+
+    /// Keeps the plan's episodes (and their transcripts and chapters) from
+    /// eviction, says once which do not fit, and writes the report.
+    private func publish(_ plan: KeepPlan, shows: [Catalog.Show]) {
+        var keys = Set(plan.kept.keys)
+        for show in shows {
+            for episode in show.episodes where plan.kept[episode.key] != nil {
+                keys.formUnion(Self.companions(of: episode, in: show).map(\.key))
+            }
+        }
+        reader.keep(keys)
+        let newlyUnfit = progress.withLock { progress in
+            progress.plan = plan
+            let new = plan.unfit.filter { !progress.reportedUnfit.contains($0) }
+            progress.reportedUnfit = Set(plan.unfit)
+            return new
+        }
+        if !newlyUnfit.isEmpty {
+            let names = shows.flatMap(\.episodes).filter { newlyUnfit.contains($0.key) }.map(\.name)
+            logger.warning(
+                "episodes to keep offline do not fit the cache's cap and are not kept; raise cache_size or keep fewer",
+                metadata: [
+                    "episodes": "\(names.count)", "names": "\(names.prefix(5).joined(separator: "; "))",
+                    "kept.bytes": "\(plan.keptBytes)", "cap.bytes": "\(cap ?? -1)",
+                ])
+        }
+        writeReport(plan: plan, shows: shows)
+    }
+
+    /// The first episode of the plan's order not yet complete (nor failed
+    /// a moment ago), with its show.
+    private func nextEpisode(_ plan: KeepPlan, shows: [Catalog.Show]) -> (episode: Episode, show: Catalog.Show)? {
+        var byKey: [String: (Episode, Catalog.Show)] = [:]
+        for show in shows {
+            for episode in show.episodes where plan.kept[episode.key] != nil { byKey[episode.key] = (episode, show) }
+            for episode in show.extras { byKey[episode.key] = (episode, show) }
+        }
+        let now = monotonicSeconds()
+        let failed = progress.withLock { $0.failedUntil.filter { $0.value > now } }
+        for key in plan.order {
+            guard let (episode, show) = byKey[key] else { continue }
+            for file in [episode] + Self.companions(of: episode, in: show) where failed[file.key] == nil {
+                if !reader.fillProgress(file).holdsAll { return (file, show) }
+            }
+        }
+        return nil
+    }
+
+    /// The transcripts and chapters that go with `episode`: extras of its
+    /// show published with it whose names begin with its name's stem.
+    static func companions(of episode: Episode, in show: Catalog.Show) -> [Episode] {
+        let stem = episode.name.split(separator: ".", omittingEmptySubsequences: false).dropLast().joined(separator: ".")
+        guard !stem.isEmpty else { return [] }
+        return show.extras.filter { $0.modificationTime == episode.modificationTime && $0.name.hasPrefix(stem + ".") }
+    }
+
+    /// Completes `episode`: fills its gaps one fetch at a time, giving way
+    /// to readers, until every byte is on disk, the mount stops, or its
+    /// fills stop bringing bytes (tried again in a minute).
+    private func complete(_ episode: Episode, show: Catalog.Show) {
+        var handle: UInt64?
+        defer { if let handle { reader.closeForKeeping(episode, handle: handle, stop: true) } }
+        let began = (time: monotonicSeconds(), bytes: reader.fillProgress(episode).present)
+        var lastPresent: Int64 = -1
+        var stalls = 0
+        var reported = 0.0
+        logger.debug("keeping an episode offline: downloading", metadata: ["episode.key": "\(episode.key)"])
+        while !isStopping {
+            if reader.foreground.isBusy(besides: episode, quiet: quiet) {
+                if let open = handle {
+                    reader.closeForKeeping(episode, handle: open, stop: true)
+                    handle = nil
+                    logger.debug("keeping an episode offline: paused for a reader", metadata: ["episode.key": "\(episode.key)"])
+                }
+                note(episode, show: show, began: began, paused: true)
+                _ = wake.wait(timeout: .now() + 0.05)
+                continue
+            }
+            if handle == nil {
+                handle = reader.openForKeeping(episode, timeout: 60)
+                if handle == nil {
+                    fail(episode, why: "it could not be opened (the origin did not answer)")
+                    return
+                }
+            }
+            let now = reader.fillProgress(episode)
+            if now.holdsAll {
+                logger.info(
+                    "kept an episode offline: complete",
+                    metadata: ["episode": "\(episode.name)", "bytes": "\(now.length ?? now.present)"])
+                note(nil, show: show, began: began, paused: false)
+                return
+            }
+            if !now.fetching {
+                if now.present == lastPresent {
+                    stalls += 1
+                } else {
+                    (stalls, lastPresent) = (0, now.present)
+                }
+                if stalls >= 3 {
+                    fail(episode, why: "its fetches stopped bringing bytes")
+                    return
+                }
+                if let handle { reader.fillNext(episode, handle: handle) }
+            }
+            if monotonicSeconds() - reported >= 1 {
+                reported = monotonicSeconds()
+                note(episode, show: show, began: began, paused: false)
+            }
+            _ = wake.wait(timeout: .now() + 0.05)
+        }
+    }
+
+    private func fail(_ episode: Episode, why: String) {
+        logger.warning(
+            "could not keep an episode offline; trying again in a minute",
+            metadata: ["episode": "\(episode.name)", "reason": "\(why)"])
+        progress.withLock { $0.failedUntil[episode.key] = monotonicSeconds() + 60 }
+    }
+
+    /// Records the download in progress (or none) and writes the report.
+    private func note(_ episode: Episode?, show: Catalog.Show, began: (time: Double, bytes: Int64), paused: Bool) {
+        let download = episode.map { episode -> Report.Download in
+            let now = reader.fillProgress(episode)
+            let size = now.length ?? episode.size
+            let elapsed = max(0.001, monotonicSeconds() - began.time)
+            let rate = Int64(Double(max(0, now.present - began.bytes)) / elapsed)
+            return Report.Download(
+                show: show.name, episode: episode.name, bytes: now.present, size: size, rate: rate,
+                secondsLeft: rate > 0 ? max(0, size - now.present) / rate : nil, paused: paused)
+        }
+        let changed = progress.withLock { progress in
+            let changed = progress.download != download
+            progress.download = download
+            return changed
+        }
+        guard changed, let plan = progress.withLock({ $0.plan }) else { return }
+        writeReport(plan: plan, shows: catalog.shows)
+    }
+
+    private func writeReport(plan: KeepPlan, shows: [Catalog.Show]) {
+        let settings = settings.withLock { $0 }
+        let unfit = Set(plan.unfit)
+        let report = Report(
+            keepLatest: mountLatest, keptBytes: plan.keptBytes, capBytes: cap,
+            shows: shows.map { show in
+                let kept = show.episodes.filter { plan.kept[$0.key] != nil }
+                return Report.Show(
+                    title: show.name, keepLatest: plan.latest[show.scope.keyScope] ?? mountLatest, kept: kept.count,
+                    complete: kept.filter { reader.fillProgress($0).holdsAll }.count,
+                    pinned: show.episodes.filter { settings.pinned.contains($0.key) }.map(\.name),
+                    unfit: show.episodes.filter { unfit.contains($0.key) }.map(\.name))
+            },
+            downloading: progress.withLock { $0.download })
+        let previous = progress.withLock { progress in
+            defer { progress.report = report }
+            return progress.report
+        }
+        guard report != previous, let reportPath else { return }
+        let encoder = JSONEncoder()
+        encoder.keyEncodingStrategy = .convertToSnakeCase
+        encoder.outputFormatting = [.sortedKeys]
+        guard let data = try? encoder.encode(report) else { return }
+        let temporary = reportPath + ".new"
+        if CachePrivacy.writeFile(temporary, Array(data)) == 0 {
+            rename(temporary, reportPath)
+        }
+    }
+}

@@ -1,0 +1,91 @@
+import Dispatch
+import FUSEBridge
+import Locking
+
+/// What the keeper (`Keeper`) asks of the reader: it opens an episode as a
+/// reader would, fills its gaps one fetch at a time (`Episode.State.fill`)
+/// and closes it; closing with `stop` ends its fills where their bytes
+/// have come, unless a reader has the episode open.
+extension EpisodeReader {
+    // MARK: - Nested types
+
+    /// An open's answer, waited for by the keeper's thread.
+    private final class KeeperOpen: OpenReplying {
+        let answered = DispatchSemaphore(value: 0)
+        let result = Locked<Result<UInt64, FileSystemError>?>(nil)
+
+        func opened(_ options: OpenOptions) {
+            result.withLock { $0 = .success(options.handle) }
+            answered.signal()
+        }
+
+        func fail(_ error: FileSystemError) {
+            result.withLock { $0 = .failure(error) }
+            answered.signal()
+        }
+    }
+
+    // MARK: - Methods
+
+    /// Opens `episode` for the keeper: its handle once the open is
+    /// answered, `nil` when it failed or took longer than `timeout`
+    /// seconds (an open answered later is closed at once).
+    func openForKeeping(_ episode: Episode, timeout: Double) -> UInt64? {
+        let reply = KeeperOpen()
+        open(episode, reply: reply, forKeeper: true)
+        if reply.answered.wait(timeout: .now() + timeout) == .timedOut {
+            DispatchQueue.global().async { [self] in
+                reply.answered.wait()
+                if case .success(let handle) = reply.result.withLock({ $0 }) { release(episode, handle: handle) }
+            }
+            return nil
+        }
+        guard case .success(let handle) = reply.result.withLock({ $0 }) else { return nil }
+        return handle
+    }
+
+    /// Starts the next fill of `episode` for the keeper's `handle`, if one
+    /// is due (`Episode.State.fill`). Returns whether one went out.
+    @discardableResult
+    func fillNext(_ episode: Episode, handle: UInt64) -> Bool {
+        let (effects, url, validator) = episode.state.withLock { state in
+            let planned = state.fill(handle: handle, tuning: tuning).map { [$0] } ?? []
+            let effects = state.checkingContinuity(state.streamingWhole(planned))
+            return (effects, state.effectiveURL ?? episode.url, self.validator(state))
+        }
+        var sent = false
+        for case .fetch(let id, let range) in effects {
+            logger.debug(
+                "keeping an episode: fetching",
+                metadata: [
+                    "episode.key": "\(episode.key)", "range.lower": "\(range.lowerBound)",
+                    "range.upper": "\(range.upperBound)",
+                ])
+            let fetch = Fetch(id: id, episode: episode, reader: self, forKeeper: true)
+            _ = fetch.nextAttempt()
+            launch(fetch, url: url, range: range, validator: validator)
+            sent = true
+        }
+        return sent
+    }
+
+    /// How far `episode` is (`Episode.State.fillProgress`).
+    func fillProgress(_ episode: Episode) -> Episode.State.FillProgress {
+        episode.state.withLock(\.fillProgress)
+    }
+
+    /// Closes the keeper's file; with `stop`, its fills end now where their
+    /// bytes have come, unless a reader has the episode open (it reads
+    /// them).
+    func closeForKeeping(_ episode: Episode, handle: UInt64, stop: Bool) {
+        release(episode, handle: handle)
+        guard stop else { return }
+        let ids = episode.state.withLock { $0.stopUnreadStreams(now: monotonicSeconds(), grace: 0) }
+        if !ids.isEmpty { self.stop(ids, of: episode) }
+    }
+
+    /// Keeps `keys` from eviction (`KeepPlan.kept`).
+    func keep(_ keys: Set<String>) {
+        keptKeys.withLock { $0 = keys }
+    }
+}
