@@ -1,0 +1,222 @@
+import Foundation
+import Testing
+
+/// Offline by policy (docs/DESIGN.md): `-o keep_latest=N`, pins and a
+/// show's own N as extended attributes, kept episodes spared by the cap,
+/// and downloads that give way to a reader.
+@Suite(.serialized, .needsRoot)
+struct KeepOfflineTests {
+    private static let mib = 1024 * 1024
+
+    /// Cached bytes per origin file name, from `podfs status --json`.
+    private static func cached(_ fixture: Fixture) throws -> [String: Int64] {
+        let output = try Harness.run(Harness.podfs, ["status", "--json", "--cache-dir", fixture.cacheDirectory])
+        let object = try JSONSerialization.jsonObject(with: output.stdout) as? [String: Any]
+        var result: [String: Int64] = [:]
+        for feed in object?["feeds"] as? [[String: Any]] ?? [] {
+            for episode in feed["episodes"] as? [[String: Any]] ?? [] {
+                let url = episode["url"] as? String ?? ""
+                result[String(url.split(separator: "/").last ?? "")] = (episode["cachedBytes"] as? NSNumber)?.int64Value
+            }
+        }
+        return result
+    }
+
+    /// Waits until the index holds every byte of each of `files` (their
+    /// origin names), or fails after `timeout` seconds.
+    private static func waitUntilCached(
+        _ fixture: Fixture, _ files: [(name: String, size: Int)], timeout: Double = 90
+    ) throws {
+        let deadline = Date().addingTimeInterval(timeout)
+        var cached: [String: Int64] = [:]
+        while Date() < deadline {
+            cached = try Self.cached(fixture)
+            if files.allSatisfy({ cached[$0.name] == Int64($0.size) }) { return }
+            Thread.sleep(forTimeInterval: 0.2)
+        }
+        Issue.record("not all kept in \(timeout) s: \(cached)\nlog: \(fixture.log().suffix(3000))")
+    }
+
+    private static func getfattr(_ path: String, _ name: String) throws -> Harness.Output {
+        try Harness.run("getfattr", ["--only-values", "-n", name, path])
+    }
+
+    private static func setfattr(_ path: String, _ name: String, _ value: String?) throws -> Harness.Output {
+        try Harness.run("setfattr", value.map { ["-n", name, "-v", $0, path] } ?? ["-x", name, path])
+    }
+
+    @Test func theNewestNOfTheShowAreKeptCompleteAndPlayWithTheOriginGone() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        let size = 3 * Self.mib
+        try fixture.publish(Fixture.episodes(sizes: [size, size, size, size]))
+        try fixture.mount(extra: ["-o", "keep_latest=2"])
+        // Nothing reads the mount: the keeper alone fetches the newest two.
+        try Self.waitUntilCached(fixture, [("ep4.mp3", size), ("ep3.mp3", size)])
+        let sent = try fixture.origin.bytesSent("ep3.mp3") + fixture.origin.bytesSent("ep4.mp3")
+        #expect(Double(sent) <= 1.02 * Double(2 * size), "origin bytes \(sent) for \(2 * size) kept")
+        #expect(try fixture.origin.bytesSent("ep1.mp3") == 0 && fixture.origin.bytesSent("ep2.mp3") == 0)
+        #expect(try Self.getfattr(fixture.path(3), "user.podfs.kept").text == "latest")
+        #expect(try Self.getfattr(fixture.path(0), "user.podfs.kept").text == "no")
+        #expect(try Self.getfattr(fixture.mountpoint + "/" + Fixture.showTitle, "user.podfs.keep_latest").text == "2")
+        let status = try Harness.run(Harness.podfs, ["status", "--cache-dir", fixture.cacheDirectory])
+        #expect(status.text.contains("Kept offline: newest 2 per show"), "\(status.text)")
+        #expect(status.text.contains("\(Fixture.showTitle): newest 2, 2 of 2 complete"), "\(status.text)")
+
+        // The network gone: every kept episode plays byte for byte.
+        try fixture.unmount()
+        fixture.origin.stop()
+        try fixture.mount(extra: ["-o", "keep_latest=2"])
+        for index in [2, 3] {
+            #expect(try fixture.hashOfCopy(index) == fixture.originHash(index), "episode \(index + 1) offline")
+        }
+    }
+
+    @Test func aNewEpisodeIsKeptAfterARefreshAndTheOneThatLeftIsNoLongerKept() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        let size = 2 * Self.mib
+        let all = Fixture.episodes(sizes: [size, size, size])
+        try fixture.publish(Array(all.prefix(2)))
+        try fixture.mount(extra: ["-o", "keep_latest=1,refresh=1"])
+        try Self.waitUntilCached(fixture, [("ep2.mp3", size)])
+        #expect(try Self.getfattr(fixture.path(1), "user.podfs.kept").text == "latest")
+        try fixture.publish(all)
+        try Self.waitUntilCached(fixture, [("ep3.mp3", size)])
+        #expect(try Self.getfattr(fixture.path(2), "user.podfs.kept").text == "latest")
+        // Ordinary cache now, not deleted.
+        #expect(try Self.getfattr(fixture.path(1), "user.podfs.kept").text == "no")
+        #expect(try Self.cached(fixture)["ep2.mp3"] == Int64(size))
+        #expect(try fixture.origin.bytesSent("ep1.mp3") == 0)
+    }
+
+    @Test func aPinKeepsAnOldEpisodeAndAnUnpinLetsItGo() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        let size = 2 * Self.mib
+        try fixture.publish(Fixture.episodes(sizes: [size, size, size]))
+        try fixture.mount()
+        let oldest = fixture.path(0)
+        #expect(try Self.getfattr(oldest, "user.podfs.kept").text == "no")
+        #expect(try Self.getfattr(oldest, "user.podfs.pinned").status != 0, "no pin yet")
+        let pin = try Self.setfattr(oldest, "user.podfs.pinned", "1")
+        #expect(pin.status == 0, "\(pin.stderr)")
+        try Self.waitUntilCached(fixture, [("ep1.mp3", size)])
+        #expect(try Self.getfattr(oldest, "user.podfs.pinned").text == "1")
+        #expect(try Self.getfattr(oldest, "user.podfs.kept").text == "pinned")
+        let listed = try Harness.run("getfattr", ["-d", oldest]).text
+        #expect(listed.contains("user.podfs.pinned=\"1\"") && listed.contains("user.podfs.kept=\"pinned\""), "\(listed)")
+        #expect(try fixture.origin.bytesSent("ep2.mp3") == 0 && fixture.origin.bytesSent("ep3.mp3") == 0)
+
+        // A bad value is refused and changes nothing; the log says why.
+        let bad = try Self.setfattr(fixture.path(1), "user.podfs.pinned", "yes")
+        #expect(bad.status != 0 && bad.stderr.contains("Invalid argument"), "\(bad.stderr)")
+        #expect(fixture.log().contains("needs 1 to pin or 0 to unpin"))
+        let badN = try Self.setfattr(fixture.mountpoint + "/" + Fixture.showTitle, "user.podfs.keep_latest", "-1")
+        #expect(badN.status != 0 && badN.stderr.contains("Invalid argument"), "\(badN.stderr)")
+        // Nothing else can be set: the file system is read only.
+        let other = try Self.setfattr(oldest, "user.other", "x")
+        #expect(other.status != 0 && other.stderr.contains("Read-only file system"), "\(other.stderr)")
+
+        // The settings survive a remount.
+        try fixture.unmount()
+        try fixture.mount()
+        #expect(try Self.getfattr(oldest, "user.podfs.kept").text == "pinned")
+        let unpin = try Self.setfattr(oldest, "user.podfs.pinned", nil)
+        #expect(unpin.status == 0, "\(unpin.stderr)")
+        #expect(try Self.getfattr(oldest, "user.podfs.kept").text == "no")
+        #expect(try Self.setfattr(oldest, "user.podfs.pinned", nil).status != 0, "no pin to remove")
+
+        // A show's own N, and back to the mount's.
+        let show = fixture.mountpoint + "/" + Fixture.showTitle
+        #expect(try Self.setfattr(show, "user.podfs.keep_latest", "1").status == 0)
+        #expect(try Self.getfattr(show, "user.podfs.keep_latest").text == "1")
+        try Self.waitUntilCached(fixture, [("ep3.mp3", size)])
+        #expect(try Self.getfattr(fixture.path(2), "user.podfs.kept").text == "latest")
+        #expect(try Self.setfattr(show, "user.podfs.keep_latest", nil).status == 0)
+        #expect(try Self.getfattr(show, "user.podfs.keep_latest").text == "0")
+        #expect(try Self.getfattr(fixture.path(2), "user.podfs.kept").text == "no")
+    }
+
+    @Test func aCapThatForcesEvictionSparesKeptAndPinnedEpisodes() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        let size = 2 * Self.mib
+        try fixture.publish(Fixture.episodes(sizes: [size, size, size, size, size]))
+        try fixture.mount(extra: ["-o", "keep_latest=1,cache_size=7M"])
+        #expect(try Self.setfattr(fixture.path(0), "user.podfs.pinned", "1").status == 0)
+        try Self.waitUntilCached(fixture, [("ep5.mp3", size), ("ep1.mp3", size)])
+        // 6 MiB more read through the mount: 10 MiB in a 7 MiB cap.
+        for index in [1, 2, 3] {
+            #expect(try fixture.hashOfCopy(index) == fixture.originHash(index))
+        }
+        // The reads are committed within a second, then evicted.
+        let deadline = Date().addingTimeInterval(30)
+        while Date() < deadline, !fixture.log().contains("evicted episodes to keep the cache under its cap") {
+            Thread.sleep(forTimeInterval: 0.2)
+        }
+        #expect(fixture.log().contains("evicted episodes to keep the cache under its cap"), "\(fixture.log())")
+        let cached = try Self.cached(fixture)
+        #expect(cached.values.reduce(0, +) <= 7 * Int64(Self.mib), "evicted down to the cap: \(cached)")
+        #expect(cached["ep1.mp3"] == Int64(size) && cached["ep5.mp3"] == Int64(size), "kept and pinned spared: \(cached)")
+    }
+
+    @Test func anotherUserCannotChangeWhatIsKept() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        try fixture.publish(Fixture.episodes(sizes: [Self.mib]))
+        _ = try Harness.run("chmod", ["755", fixture.directory])
+        try fixture.mount(extra: ["-o", "allow_other"])
+        let nobody = ["--reuid=65534", "--regid=65534", "--clear-groups"]
+        let refused = try Harness.run(
+            "setpriv", nobody + ["setfattr", "-n", "user.podfs.pinned", "-v", "1", fixture.path(0)])
+        #expect(refused.status != 0 && refused.stderr.contains("Operation not permitted"), "\(refused.stderr)")
+        let show = fixture.mountpoint + "/" + Fixture.showTitle
+        let refusedShow = try Harness.run(
+            "setpriv", nobody + ["setfattr", "-n", "user.podfs.keep_latest", "-v", "1", show])
+        #expect(refusedShow.status != 0 && refusedShow.stderr.contains("Operation not permitted"))
+        // Reading them is anyone's.
+        let read = try Harness.run("setpriv", nobody + ["getfattr", "--only-values", "-n", "user.podfs.kept", fixture.path(0)])
+        #expect(read.status == 0 && read.text == "no", "\(read.stderr)")
+        #expect(try Self.getfattr(fixture.path(0), "user.podfs.pinned").status != 0, "nothing was pinned")
+        #expect(fixture.log().contains("refused a change of user.podfs.pinned by another user"))
+        // Writing a file stays refused for everyone.
+        let write = try Harness.run("sh", ["-c", "echo x >> '\(fixture.path(0))'"])
+        #expect(write.status != 0, "an episode cannot be written")
+        let touch = try Harness.run("touch", [fixture.path(0)])
+        #expect(touch.status != 0 && touch.stderr.contains("Read-only file system"), "\(touch.stderr)")
+        let mkdir = try Harness.run("mkdir", [fixture.mountpoint + "/new"])
+        #expect(mkdir.status != 0 && mkdir.stderr.contains("Read-only file system"), "\(mkdir.stderr)")
+    }
+
+    @Test func aDownloadGivesWayToAReaderAndResumesWhereItStopped() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        let size = 12 * Self.mib
+        try fixture.publish(Fixture.episodes(sizes: [4 * Self.mib, size]))
+        // The kept episode comes slowly: a reader arrives while it is on
+        // its way.
+        try fixture.origin.configure(#"{"pace": {"/ep2.mp3": 2000000}}"#)
+        try fixture.mount(extra: ["-o", "keep_latest=1", "--log-level", "debug"])
+        let deadline = Date().addingTimeInterval(30)
+        while Date() < deadline, try fixture.origin.bytesSent("ep2.mp3") < 2 * Int64(Self.mib) {
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        let before = try fixture.origin.bytesSent("ep2.mp3")
+        #expect(before >= 2 * Int64(Self.mib) && before < Int64(size), "the keeper is downloading: \(before)")
+        // A player reads the other episode whole.
+        #expect(try fixture.hashOfCopy(0) == fixture.originHash(0))
+        #expect(fixture.log().contains("keeping an episode offline: paused for a reader"), "\(fixture.log().suffix(3000))")
+        try Self.waitUntilCached(fixture, [("ep2.mp3", size)], timeout: 60)
+        // The open's probe, the first fill, and the fill that resumed
+        // where the first stopped (past the 2 MiB it had brought).
+        let ranges = try fixture.origin.ranges("ep2.mp3")
+        let starts = ranges.compactMap { range in
+            range.split(separator: "=").last?.split(separator: "-").first.flatMap { Int64($0) }
+        }
+        #expect(starts.contains { $0 >= before }, "stopped and asked again from where it was: \(ranges)")
+        let sent = try fixture.origin.bytesSent("ep2.mp3")
+        #expect(Double(sent) <= 1.02 * Double(size), "origin bytes \(sent) for \(size)")
+        #expect(try fixture.hashOfCopy(1) == fixture.originHash(1))
+    }
+}
