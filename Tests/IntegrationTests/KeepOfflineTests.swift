@@ -165,7 +165,13 @@ struct KeepOfflineTests {
         let fixture = try Fixture()
         defer { fixture.cleanup() }
         try fixture.publish(Fixture.episodes(sizes: [Self.mib]))
-        _ = try Harness.run("chmod", ["755", fixture.directory])
+        // Another user must reach the mount: the folders above it (the test
+        // run's private TMPDIR) get search permission, no more.
+        var folder = fixture.directory
+        while folder != "/" {
+            _ = try Harness.run("chmod", ["o+x", folder])
+            folder = (folder as NSString).deletingLastPathComponent
+        }
         try fixture.mount(extra: ["-o", "allow_other"])
         let nobody = ["--reuid=65534", "--regid=65534", "--clear-groups"]
         let refused = try Harness.run(

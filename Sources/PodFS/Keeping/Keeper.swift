@@ -116,6 +116,9 @@ public final class Keeper: Sendable {
         guard !started.withLock({ let was = $0; $0 = true; return was }) else { return }
         reader.foreground.whenBusy { [wake] in wake.signal() }
         let thread = Thread { [self] in
+            // SIGINT, SIGTERM and SIGHUP are the FUSE loop's to take (a
+            // SIGTERM taken here would skip the open files' grace).
+            FeedRound.blockTerminationSignals()
             run()
             ended.signal()
         }
