@@ -136,6 +136,30 @@ struct KeepOfflineTests {
         #expect(try Self.setfattr(show, "user.podfs.keep_latest", nil).status == 0)
         #expect(try Self.getfattr(show, "user.podfs.keep_latest").text == "0")
         #expect(try Self.getfattr(fixture.path(2), "user.podfs.kept").text == "no")
+
+        // `cache clear` spares a pinned episode unless told --all.
+        #expect(try Self.setfattr(oldest, "user.podfs.pinned", "1").status == 0)
+        try fixture.unmount()
+        let clear = try Harness.run(Harness.podfs, ["cache", "clear", "--cache-dir", fixture.cacheDirectory])
+        #expect(clear.status == 0 && clear.text.contains("Kept 1 pinned episode"), "\(clear.text) \(clear.stderr)")
+        var cached = try Self.cached(fixture)
+        #expect(cached["ep1.mp3"] == Int64(size) && cached["ep3.mp3"] == 0, "\(cached)")
+        let all = try Harness.run(Harness.podfs, ["cache", "clear", "--all", "--cache-dir", fixture.cacheDirectory])
+        #expect(all.status == 0, "\(all.stderr)")
+        cached = try Self.cached(fixture)
+        #expect(cached["ep1.mp3"] == 0, "\(cached)")
+    }
+
+    @Test func aPinThatCannotFitTheCapIsRefusedWithENOSPC() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        try fixture.publish(Fixture.episodes(sizes: [2 * Self.mib, 2 * Self.mib]))
+        try fixture.mount(extra: ["-o", "cache_size=3M"])
+        #expect(try Self.setfattr(fixture.path(0), "user.podfs.pinned", "1").status == 0)
+        let refused = try Self.setfattr(fixture.path(1), "user.podfs.pinned", "1")
+        #expect(refused.status != 0 && refused.stderr.contains("No space left on device"), "\(refused.stderr)")
+        #expect(fixture.log().contains("would not fit the cache's cap"))
+        #expect(try Self.getfattr(fixture.path(1), "user.podfs.kept").text == "no")
     }
 
     @Test func aCapThatForcesEvictionSparesKeptAndPinnedEpisodes() throws {

@@ -303,7 +303,7 @@ public final class Keeper: Sendable {
         var reported = 0.0
         logger.debug("keeping an episode offline: downloading", metadata: ["episode.key": "\(episode.key)"])
         while !isStopping {
-            if reader.foreground.isBusy(besides: episode, quiet: quiet) {
+            if reader.foreground.isBusy(besides: episode, quiet: quiet), !reader.fillProgress(episode).streamsWhole {
                 if let open = handle {
                     reader.closeForKeeping(episode, handle: open, stop: true)
                     handle = nil

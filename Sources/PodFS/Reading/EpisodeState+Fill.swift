@@ -19,6 +19,10 @@ extension Episode.State {
         var fetching: Bool
         /// Every byte of the current version is on disk.
         var holdsAll: Bool
+        /// Its host stitches per request or proves nothing: its one stream
+        /// is its variant, and a stream stopped for a reader would start
+        /// again from byte 0 (`streamingWhole`), so it is not stopped.
+        var streamsWhole: Bool
     }
 
     // MARK: - Events
@@ -42,6 +46,6 @@ extension Episode.State {
         let fetching = fetches.values.contains { $0.generation == generation && $0.cursor < $0.upper }
         return FillProgress(
             present: present.count, length: length, fetching: fetching,
-            holdsAll: length.map { present.contains(0..<$0) } ?? false)
+            holdsAll: length.map { present.contains(0..<$0) } ?? false, streamsWhole: unstable != nil)
     }
 }
