@@ -218,7 +218,7 @@ struct CacheReport: Encodable {
             }
             out += "\n"
         }
-        if let download = report.downloading {
+        for download in report.downloading {
             out += "  downloading \(TerminalText.clean(download.show)) / \(TerminalText.clean(download.episode)): "
             out += "\(CacheMaintenance.bytes(download.bytes)) of \(CacheMaintenance.bytes(download.size))"
             if download.paused {

@@ -49,12 +49,14 @@ public final class Keeper: Sendable {
         public var keptBytes: Int64
         public var capBytes: Int64?
         public var shows: [Show]
-        public var downloading: Download?
+        /// The downloads in progress, by episode name.
+        public var downloading: [Download]
     }
 
     private struct Progress {
         var report: Report?
-        var download: Report.Download?
+        /// The downloads in progress, by key: `nil` until its first note.
+        var downloads: [String: Report.Download?] = [:]
         /// Keys that could not be completed, and when to try again.
         var failedUntil: [String: Double] = [:]
         /// Keys said not to fit, so the log says it once.
@@ -83,6 +85,9 @@ public final class Keeper: Sendable {
     private let wake = DispatchSemaphore(value: 0)
     private let ended = DispatchSemaphore(value: 0)
     private let started = Locked(false)
+    /// Episodes completed at once: a round trip of one (its open, its
+    /// fill's first byte) overlaps the other's bytes.
+    private let workers = 2
 
     // MARK: - Init
 
@@ -213,15 +218,34 @@ public final class Keeper: Sendable {
     private var isStopping: Bool { stopping.withLock { $0 } }
 
     private func run() {
+        let done = DispatchSemaphore(value: 0)
+        var running = 0
         while !isStopping {
             let shows = catalog.shows
             let plan = makePlan(shows)
             publish(plan, shows: shows)
-            guard let next = nextEpisode(plan, shows: shows) else {
-                _ = wake.wait(timeout: .now() + 30)
+            let active = Set(progress.withLock { $0.downloads.keys })
+            if running < workers, let next = nextEpisode(plan, shows: shows, excluding: active) {
+                running += 1
+                progress.withLock { $0.downloads[next.episode.key] = .some(nil) }
+                let thread = Thread { [self] in
+                    FeedRound.blockTerminationSignals()
+                    complete(next.episode, show: next.show)
+                    progress.withLock { _ = $0.downloads.removeValue(forKey: next.episode.key) }
+                    done.signal()
+                    wake.signal()
+                }
+                thread.name = "podfs.keeper.download"
+                thread.stackSize = 1 << 20
+                thread.start()
                 continue
             }
-            complete(next.episode, show: next.show)
+            _ = wake.wait(timeout: .now() + 30)
+            while done.wait(timeout: .now()) == .success { running -= 1 }
+        }
+        while running > 0 {
+            done.wait()
+            running -= 1
         }
     }
 
@@ -266,7 +290,9 @@ public final class Keeper: Sendable {
 
     /// The first episode of the plan's order not yet complete (nor failed
     /// a moment ago), with its show.
-    private func nextEpisode(_ plan: KeepPlan, shows: [Catalog.Show]) -> (episode: Episode, show: Catalog.Show)? {
+    private func nextEpisode(
+        _ plan: KeepPlan, shows: [Catalog.Show], excluding active: Set<String>
+    ) -> (episode: Episode, show: Catalog.Show)? {
         var byKey: [String: (Episode, Catalog.Show)] = [:]
         for show in shows {
             for episode in show.episodes where plan.kept[episode.key] != nil { byKey[episode.key] = (episode, show) }
@@ -276,7 +302,8 @@ public final class Keeper: Sendable {
         let failed = progress.withLock { $0.failedUntil.filter { $0.value > now } }
         for key in plan.order {
             guard let (episode, show) = byKey[key] else { continue }
-            for file in [episode] + Self.companions(of: episode, in: show) where failed[file.key] == nil {
+            for file in [episode] + Self.companions(of: episode, in: show)
+            where failed[file.key] == nil && !active.contains(file.key) {
                 if !reader.fillProgress(file).holdsAll { return (file, show) }
             }
         }
@@ -310,7 +337,7 @@ public final class Keeper: Sendable {
                     logger.debug("keeping an episode offline: paused for a reader", metadata: ["episode.key": "\(episode.key)"])
                 }
                 note(episode, show: show, began: began, paused: true)
-                _ = wake.wait(timeout: .now() + 0.05)
+                Thread.sleep(forTimeInterval: 0.02)
                 continue
             }
             if handle == nil {
@@ -325,7 +352,6 @@ public final class Keeper: Sendable {
                 logger.info(
                     "kept an episode offline: complete",
                     metadata: ["episode": "\(episode.name)", "bytes": "\(now.length ?? now.present)"])
-                note(nil, show: show, began: began, paused: false)
                 return
             }
             if !now.fetching {
@@ -344,7 +370,7 @@ public final class Keeper: Sendable {
                 reported = monotonicSeconds()
                 note(episode, show: show, began: began, paused: false)
             }
-            _ = wake.wait(timeout: .now() + 0.05)
+            Thread.sleep(forTimeInterval: 0.02)
         }
     }
 
@@ -355,9 +381,9 @@ public final class Keeper: Sendable {
         progress.withLock { $0.failedUntil[episode.key] = monotonicSeconds() + 60 }
     }
 
-    /// Records the download in progress (or none) and writes the report.
-    private func note(_ episode: Episode?, show: Catalog.Show, began: (time: Double, bytes: Int64), paused: Bool) {
-        let download = episode.map { episode -> Report.Download in
+    /// Records how a download goes and writes the report.
+    private func note(_ episode: Episode, show: Catalog.Show, began: (time: Double, bytes: Int64), paused: Bool) {
+        let download: Report.Download = {
             let now = reader.fillProgress(episode)
             let size = now.length ?? episode.size
             let elapsed = max(0.001, monotonicSeconds() - began.time)
@@ -365,10 +391,10 @@ public final class Keeper: Sendable {
             return Report.Download(
                 show: show.name, episode: episode.name, bytes: now.present, size: size, rate: rate,
                 secondsLeft: rate > 0 ? max(0, size - now.present) / rate : nil, paused: paused)
-        }
+        }()
         let changed = progress.withLock { progress in
-            let changed = progress.download != download
-            progress.download = download
+            let changed = progress.downloads[episode.key] != .some(download)
+            progress.downloads[episode.key] = .some(download)
             return changed
         }
         guard changed, let plan = progress.withLock({ $0.plan }) else { return }
@@ -388,7 +414,7 @@ public final class Keeper: Sendable {
                     pinned: show.episodes.filter { settings.pinned.contains($0.key) }.map(\.name),
                     unfit: show.episodes.filter { unfit.contains($0.key) }.map(\.name))
             },
-            downloading: progress.withLock { $0.download })
+            downloading: progress.withLock { $0.downloads.values.compactMap { $0 } }.sorted { $0.episode < $1.episode })
         let previous = progress.withLock { progress in
             defer { progress.report = report }
             return progress.report
