@@ -1,13 +1,14 @@
 import Foundation
 import PackagePlugin
 
-/// Writes `BuildCommit.swift`, the commit the target is built from, before
-/// every build, so `podfs --version` can say it without a manual step.
+/// Writes `BuildCommit.swift`, the commit the target is built from, so
+/// `podfs --version` can say it without a manual step.
 ///
-/// The file is rewritten only when its text changes, so a build with nothing
-/// new compiles nothing. Outside a git checkout (a source tarball) the commit
-/// is `nil` and `--version` says "unknown commit" rather than guess; a tree
-/// with changes to tracked files is marked `-dirty`.
+/// The command runs when the checkout's HEAD, its index or a source file
+/// changes, and rewrites the file only when its text changes, so a build with
+/// nothing new compiles nothing. Outside a git checkout (a source tarball)
+/// the commit is `nil` and `--version` says "unknown commit" rather than
+/// guess; a tree with changes to tracked files is marked `-dirty`.
 @main
 struct BuildCommit: BuildToolPlugin {
     // MARK: - Properties
@@ -21,7 +22,7 @@ struct BuildCommit: BuildToolPlugin {
           commit="$commit-dirty"
         fi
         if [ -n "$commit" ]; then value="\"$commit\""; else value=nil; fi
-        text="// Written by the BuildCommit plugin before each build; not in git.
+        text="// Written by the BuildCommit plugin at build time; not in git.
         let podfsBuildCommit: String? = $value"
         [ "$(cat "$out" 2>/dev/null)" = "$text" ] || printf '%s\n' "$text" > "$out"
         """#
@@ -30,12 +31,38 @@ struct BuildCommit: BuildToolPlugin {
 
     func createBuildCommands(context: PluginContext, target: Target) async throws -> [Command] {
         let output = context.pluginWorkDirectoryURL.appending(path: "BuildCommit.swift")
+        let package = context.package.directoryURL
+        // The command runs again whenever one of these changes: a commit,
+        // checkout or reset moves HEAD and appends to its log; an edit to a
+        // source file or the index may make the tree dirty or clean.
+        let git = Self.gitDirectory(of: package)
+        let gitFiles = ["HEAD", "logs/HEAD", "index"].compactMap { git?.appending(path: $0) }
+        let sources = context.package.targets.compactMap { $0.sourceModule }.flatMap { $0.sourceFiles }
+            .map(\.url)
+        let inputs = (gitFiles + sources).filter { FileManager.default.fileExists(atPath: $0.path()) }
         return [
-            .prebuildCommand(
+            .buildCommand(
                 displayName: "Reading the commit podfs is built from",
                 executable: URL(filePath: "/bin/sh"),
-                arguments: ["-c", Self.script, "sh", context.package.directoryURL.path(), output.path()],
-                outputFilesDirectory: context.pluginWorkDirectoryURL)
+                arguments: ["-c", Self.script, "sh", package.path(), output.path()],
+                inputFiles: inputs,
+                outputFiles: [output])
         ]
+    }
+
+    // MARK: - Private methods
+
+    /// The checkout's git directory: `.git`, or where a worktree's `.git`
+    /// file points; `nil` outside a git checkout.
+    private static func gitDirectory(of package: URL) -> URL? {
+        let dotGit = package.appending(path: ".git")
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: dotGit.path(), isDirectory: &isDirectory) else { return nil }
+        if isDirectory.boolValue { return dotGit }
+        guard let text = try? String(contentsOf: dotGit, encoding: .utf8), text.hasPrefix("gitdir: ") else {
+            return nil
+        }
+        let path = text.dropFirst("gitdir: ".count).trimmingCharacters(in: .whitespacesAndNewlines)
+        return path.hasPrefix("/") ? URL(filePath: path) : package.appending(path: path)
     }
 }
