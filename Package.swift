@@ -62,7 +62,10 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
-            swiftSettings: swiftSettings),
+            swiftSettings: swiftSettings,
+            plugins: ["BuildCommit"]),
+        // Writes the commit podfs is built from for `podfs --version`.
+        .plugin(name: "BuildCommit", capability: .buildTool()),
 
         .testTarget(name: "FeedsTests", dependencies: ["Feeds"], swiftSettings: swiftSettings),
         .testTarget(

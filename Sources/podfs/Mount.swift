@@ -41,7 +41,7 @@ struct Mount: ParsableCommand {
         name: .short,
         help: ArgumentHelp(
             "Mount options, comma separated: cache_dir=DIR, cache_size=SIZE, max_feed_size=SIZE, refresh=INTERVAL, "
-                + "keep_latest=N, allow_private, proxy=URL, user_agent=TEXT, allow_other, allow_root, " + DaemonOptions.summary + ".",
+                + "keep_latest=N, allow_private, proxy=URL, user_agent=TEXT, allow_other, allow_root, auto_unmount, " + DaemonOptions.summary + ".",
             discussion: "Each is the -o twin of the long option of the same name (a long option wins); "
                 + "a value may hold a comma written as \\, and a backslash as \\\\. "
                 + "proxy=URL sends every request through that proxy (http, https or socks); without it, "

@@ -12,7 +12,7 @@ struct PodfsCommand: ParsableCommand {
             requests the first time they are read and served from the cache after that, \
             also after a remount and with no network.
             """,
-        version: PodfsVersion.number,
+        version: PodfsVersion.description,
         subcommands: [Mount.self, Unmount.self, Status.self, Prefetch.self, CacheCommand.self],
         defaultSubcommand: Mount.self)
 }

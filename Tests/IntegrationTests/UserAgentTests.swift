@@ -15,7 +15,8 @@ struct UserAgentTests {
         try fixture.mount()
         #expect(try fixture.hashOfCopy(0) == fixture.originHash(0))
         let version = try Harness.run(Harness.podfs, ["--version"]).text.trimmingCharacters(in: .whitespacesAndNewlines)
-        let number = try #require(version.split(separator: " ").last.map(String.init), "podfs --version: \(version)")
+        // `0.1.0 (commit abc1234)`: the number comes first.
+        let number = try #require(version.split(separator: " ").first.map(String.init), "podfs --version: \(version)")
         let expected = "podfs/\(number) (FUSE podcast file system)"
         #expect(try fixture.origin.userAgents("feed.xml") == [expected])
         #expect(try fixture.origin.userAgents("ep1.mp3") == [expected])
