@@ -94,7 +94,10 @@ final class Fetch: FetchSink {
         // them through the same queue, so it sees every byte written.
         handOffGathered()
         let (head, bytes) = timing.withLock { ($0.head, $0.bytes) }
-        if error == nil, let head { reader.observe(bytes: bytes, in: monotonicSeconds() - head) }
+        // Not the keeper's: its two downloads share the link, and a rate
+        // of half the link would shrink a listener's windows
+        // (`LinkEstimate`).
+        if error == nil, let head, !forKeeper { reader.observe(bytes: bytes, in: monotonicSeconds() - head) }
         let refused = refusal.withLock { reason in
             defer { reason = nil }
             return reason
