@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// Guarantee 1 from a syscall trace of the daemon: every range the index
@@ -11,9 +12,7 @@ import Testing
 @Suite(
     .serialized,
     .needsRoot,
-    .enabled(
-        if: FileManager.default.isExecutableFile(atPath: "/usr/bin/strace"),
-        "strace is not installed (scripts/setup installs it)"))
+    .needs(Requirement.programs(["strace"], for: "traces the daemon")))
 struct CommitOrderTests {
     private static let mib = 1024 * 1024
 

@@ -403,7 +403,7 @@ struct MountTests {
     /// read-ahead, and lowers that to what the daemon answers to its hello:
     /// podfs must answer with its own, else reads stay at 128 KiB. Larger
     /// than a splice pipe can hold, it is lowered (with a notice).
-    @Test(.enabled(if: getuid() == 0, "the mount's read-ahead is root's to set"))
+    @Test(.needs(getuid() == 0 ? nil : "the mount's read-ahead is root's to set"))
     func theKernelKeepsTheReadAheadAndReadsInLargeRequests() throws {
         let fixture = try Fixture()
         defer { fixture.cleanup() }
