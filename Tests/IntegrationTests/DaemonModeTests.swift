@@ -368,7 +368,9 @@ struct SyslogTests {
             echo "mount rc=$?"
             ls '\(fixture.mountpoint)'
             '\(Harness.podfs)' unmount '\(fixture.mountpoint)'; echo "unmount rc=$?"
-            sleep 0.3; kill $L
+            # The daemon's last line (its exit status) reached the listener.
+            for i in $(seq 1200); do grep -q 'exit.status=' '\(received)' 2>/dev/null && break; sleep 0.05; done
+            kill $L
             """
         let output = try Harness.run("unshare", ["-m", "--propagation", "private", "sh", "-c", script], timeout: 120)
         let messages = (try? String(contentsOfFile: received, encoding: .utf8)) ?? ""
