@@ -44,6 +44,10 @@ struct PathFuzzReport: Sendable {
     /// The sizes `stat` showed for the files, on both walks.
     var fileSizes: [Int64] = []
 
+    /// The sizes `stat` showed for the episodes' files (not their
+    /// transcripts, chapters or covers), on both walks.
+    var episodeSizes: [Int64] = []
+
     /// Reads that `ReadPlan` planned a fetch for (each fetch checked), not
     /// counting the empty reads at and past the end.
     var plannedFetches = 0
@@ -107,6 +111,7 @@ private func pathFuzzWalk(
             report.fileSizes.append(attributes.size)
             if case .episode(let episode) = node {
                 try pathFuzzCheck(episode.inode == entry.inode, "\(entry.name) looks up another inode")
+                if episode.isEpisode { report.episodeSizes.append(attributes.size) }
             }
             try pathFuzzPlanReads(length: attributes.size, &random, &report)
         }

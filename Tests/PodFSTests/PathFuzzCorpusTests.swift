@@ -17,10 +17,10 @@ struct PathFuzzCorpusTests {
     /// some must, or the replay proves nothing past the parser.
     @Test func everyCorpusFeedKeepsTheNamingRulesFromBytesToReads() throws {
         let reports = try Self.replay(directory: Self.fuzzDirectory("corpus/path"))
-        let walked = reports.values.compactMap { $0 }.filter { $0.refreshed && !$0.fileSizes.isEmpty }
+        let walked = reports.values.compactMap { $0 }.filter { $0.refreshed && !$0.episodeSizes.isEmpty }
         let fetches = walked.map(\.plannedFetches).reduce(0, +)
         print(
-            "path fuzz corpus: \(reports.count) inputs, \(walked.count) mounted, refreshed and stat'ed with files, "
+            "path fuzz corpus: \(reports.count) inputs, \(walked.count) mounted, refreshed and stat'ed with episodes, "
                 + "\(walked.map(\.stats).reduce(0, +)) stats, \(fetches) planned fetches")
         #expect(reports.count > 0, "no corpus in Tests/Fuzz/corpus/path")
         #expect(walked.count > 0, "some of the corpus reaches stat and reads")
@@ -35,7 +35,7 @@ struct PathFuzzCorpusTests {
         let report = try #require(
             try Self.replay(file: Self.fuzzDirectory("seeds/path") + "/" + file), "\(file) parses as a feed")
         #expect(report.refreshed, "\(file) was refreshed")
-        #expect(!report.fileSizes.isEmpty, "\(file): files were stat'ed")
+        #expect(!report.episodeSizes.isEmpty, "\(file): episodes were stat'ed")
     }
 
     // MARK: - Helpers

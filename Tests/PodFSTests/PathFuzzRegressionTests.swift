@@ -14,7 +14,7 @@ struct PathFuzzRegressionTests {
     /// trapped, and the mount with it.
     @Test func aLengthOfInt64MaxStatsWithoutATrap() throws {
         let report = try Self.walked(Self.feed(length: "9223372036854775807"))
-        #expect(report.fileSizes.count >= 4, "the episode stat'ed in both folders on both walks: \(report)")
+        #expect(report.episodeSizes.count == 4, "the episode stat'ed in both folders on both walks: \(report)")
     }
 
     /// A length that `makeStat` survives (at most `Int64.max - 511`; this
@@ -24,7 +24,7 @@ struct PathFuzzRegressionTests {
     @Test func aLengthJustBelowInt64MaxPlansReadsWithoutATrap() throws {
         let bytes = Self.feed(length: "9223372036854759726")
         let report = try Self.walked(bytes)
-        #expect(report.fileSizes.count >= 4, "the episode stat'ed in both folders on both walks: \(report)")
+        #expect(report.episodeSizes.count == 4, "the episode stat'ed in both folders on both walks: \(report)")
         // The parser now takes such a length for unknown, so the walk above
         // never plans a read that far: plan them at the length itself.
         let plans = try pathFuzzPlanReads(length: 9_223_372_036_854_759_726, seed: bytes)
@@ -37,7 +37,7 @@ struct PathFuzzRegressionTests {
         let reports = try PathFuzzCorpusTests.replay(directory: PathFuzzCorpusTests.fuzzDirectory("crashes/path"))
         #expect(reports.count > 0)
         for (file, report) in reports {
-            #expect(report?.fileSizes.isEmpty == false, "\(file) reaches stat: \(String(describing: report))")
+            #expect(report?.episodeSizes.isEmpty == false, "\(file) reaches stat: \(String(describing: report))")
         }
     }
 
