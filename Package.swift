@@ -67,7 +67,10 @@ let package = Package(
         // Writes the commit podfs is built from for `podfs --version`.
         .plugin(name: "BuildCommit", capability: .buildTool()),
 
-        .testTarget(name: "FeedsTests", dependencies: ["Feeds"], swiftSettings: swiftSettings),
+        // What tests need from the machine (root, programs, the feed corpus)
+        // and the PODFS_CI=1 switch that fails them when it is missing.
+        .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: swiftSettings),
+        .testTarget(name: "FeedsTests", dependencies: ["Feeds", "TestSupport"], swiftSettings: swiftSettings),
         .testTarget(
             name: "RangeCacheTests",
             dependencies: ["RangeCache", .product(name: "Logging", package: "swift-log")],
@@ -78,7 +81,7 @@ let package = Package(
         .testTarget(
             name: "PodFSTests",
             dependencies: [
-                "PodFS", "Feeds", "RangeCache", "FUSEBridge", "Locking",
+                "PodFS", "Feeds", "RangeCache", "FUSEBridge", "Locking", "TestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings),
@@ -86,6 +89,6 @@ let package = Package(
             name: "podfsTests", dependencies: ["podfs", "HTTPClient", "PodFS", "RangeCache"],
             swiftSettings: swiftSettings),
         .testTarget(
-            name: "IntegrationTests", dependencies: [], swiftSettings: swiftSettings),
+            name: "IntegrationTests", dependencies: ["TestSupport"], swiftSettings: swiftSettings),
     ]
 )

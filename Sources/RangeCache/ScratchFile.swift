@@ -33,6 +33,11 @@ public final class ScratchFile: Sendable {
     /// Opens or creates the file at `path` (mode 0600) and, when its size is
     /// not `length`, truncates or extends it to `length` without allocating
     /// blocks, so unwritten bytes read as zeros and take no space.
+    ///
+    /// A file without its length yet (one just made, here or by another
+    /// thread) has its directory flushed first (`fsync`), so its name
+    /// outlives a power cut before any range of it can be committed: a file
+    /// found at its length was made durable by whoever gave it that length.
     public init(path: String, length: Int64) throws(FileError) {
         self.path = path
         let descriptor = try Self.retrying("open", path) {
@@ -43,6 +48,8 @@ public final class ScratchFile: Sendable {
         _ = fchmod(descriptor, CachePrivacy.fileMode)
         // From here on deinit closes the descriptor if we throw.
         if try currentLength() != length {
+            let slash = path.lastIndex(of: "/")
+            try Self.synchronizeDirectory(slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? ".")
             try resize(to: length)
         }
     }

@@ -1,5 +1,6 @@
 import Feeds
 import Foundation
+import TestSupport
 import Testing
 
 /// The corpus against the upstream assertions that are not in the TSV

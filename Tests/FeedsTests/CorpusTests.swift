@@ -1,5 +1,6 @@
 import Feeds
 import Foundation
+import TestSupport
 import Testing
 
 /// The parser against 58 real and hand-written feeds and the expectations

@@ -1,4 +1,5 @@
 import Feeds
+import TestSupport
 import Testing
 
 /// Seeded random damage (byte flips, inserted NULs and markup characters,

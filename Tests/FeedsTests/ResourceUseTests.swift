@@ -1,5 +1,6 @@
 import Feeds
 import Foundation
+import TestSupport
 import Testing
 
 /// Time and memory. Timings are printed, never asserted (they depend on the

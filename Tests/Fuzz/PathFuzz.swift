@@ -27,28 +27,60 @@ private let pathFuzzLargestRead = 1 << 20
 /// target's entry file turns a finding into a crash for libFuzzer; the unit
 /// tests that replay the corpus fail the one test, naming the input.
 func pathFuzzOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int, index: CacheIndex) throws -> CInt {
+    _ = try pathFuzzRun(data, size, index: index)
+    return 0
+}
+
+/// What one input went through: how far it got, so a test can tell an
+/// input that was `stat`ed and read from one that stopped at the parser.
+struct PathFuzzReport: Sendable {
+    /// Whether the refresh with the same feed ran (the second walk).
+    var refreshed = false
+
+    /// Nodes `stat`ed through `makeStat`: the root, the folders and the
+    /// files, on both walks.
+    var stats = 0
+
+    /// The sizes `stat` showed for the files, on both walks.
+    var fileSizes: [Int64] = []
+
+    /// The sizes `stat` showed for the episodes' files (not their
+    /// transcripts, chapters or covers), on both walks.
+    var episodeSizes: [Int64] = []
+
+    /// Reads that `ReadPlan` planned a fetch for (each fetch checked), not
+    /// counting the empty reads at and past the end.
+    var plannedFetches = 0
+}
+
+/// `pathFuzzOneInput`, telling what the input went through: `nil` when the
+/// bytes are not a feed or the index cannot take it (nothing past the
+/// parser ran).
+func pathFuzzRun(_ data: UnsafePointer<UInt8>?, _ size: Int, index: CacheIndex) throws -> PathFuzzReport? {
     let bytes = size > 0 && data != nil ? Array(UnsafeBufferPointer(start: data, count: size)) : []
-    guard let feed = try? FeedParser.parse(bytes, baseURL: pathFuzzFeedURLs[0]) else { return 0 }
+    guard let feed = try? FeedParser.parse(bytes, baseURL: pathFuzzFeedURLs[0]) else { return nil }
     let logger = Logger(label: "podfs.pathfuzz", factory: { _ in SwiftLogNoOpLogHandler() })
     // An index that cannot take the feed is an error the mount reports, not
     // a finding of this target.
     guard let catalog = try? Catalog(feeds: pathFuzzFeedURLs.map { ($0, feed) }, index: index, logger: logger) else {
-        return 0
+        return nil
     }
     let fileSystem = PodFileSystem(
         catalog: catalog, reader: EpisodeReader(index: index, source: PathFuzzNoSource(), logger: logger),
         logger: logger)
     var random = PathFuzzRandom(bytes)
-    let before = try pathFuzzWalk(fileSystem, catalog, &random)
+    var report = PathFuzzReport()
+    let before = try pathFuzzWalk(fileSystem, catalog, &random, &report)
     // A refresh with the same feed renames nothing.
-    guard (try? catalog.update(url: pathFuzzFeedURLs[0], feed: feed)) != nil else { return 0 }
-    let after = try pathFuzzWalk(fileSystem, catalog, &random)
+    guard (try? catalog.update(url: pathFuzzFeedURLs[0], feed: feed)) != nil else { return report }
+    report.refreshed = true
+    let after = try pathFuzzWalk(fileSystem, catalog, &random, &report)
     try pathFuzzCheck(before == after, "a refresh with the same feed renamed files: \(before) -> \(after)")
     // `podfs status` names the episodes as the mount does.
     let statusNames = Catalog.layout(feedURL: pathFuzzFeedURLs[0], feed: feed, logger: logger).map(\.name)
     let mountNames = catalog.shows[0].episodes.map(\.name)
     try pathFuzzCheck(statusNames == mountNames, "podfs status names \(statusNames), the mount \(mountNames)")
-    return 0
+    return report
 }
 
 // MARK: - The tree
@@ -56,16 +88,16 @@ func pathFuzzOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int, index: CacheIn
 /// Lists, checks and stats every node of the mount, plans reads of every
 /// file; returns every path, for the refresh to compare.
 private func pathFuzzWalk(
-    _ fileSystem: PodFileSystem, _ catalog: Catalog, _ random: inout PathFuzzRandom
+    _ fileSystem: PodFileSystem, _ catalog: Catalog, _ random: inout PathFuzzRandom, _ report: inout PathFuzzReport
 ) throws -> [String] {
     var paths: [String] = []
-    try pathFuzzStat(fileSystem, Catalog.rootInode)
+    try pathFuzzStat(fileSystem, Catalog.rootInode, &report)
     guard let shows = try? fileSystem.readdir(inode: Catalog.rootInode) else {
         throw PathFuzzFinding(description: "the root cannot be listed")
     }
     try pathFuzzCheckNames(shows.map(\.name), in: "/")
     for show in shows {
-        try pathFuzzStat(fileSystem, show.inode)
+        try pathFuzzStat(fileSystem, show.inode, &report)
         guard let entries = try? fileSystem.readdir(inode: show.inode) else {
             throw PathFuzzFinding(description: "the folder \(show.name) cannot be listed")
         }
@@ -75,11 +107,13 @@ private func pathFuzzWalk(
             guard case .some(let node) = catalog.lookup(parent: show.inode, name: entry.name) else {
                 throw PathFuzzFinding(description: "\(show.name)/\(entry.name) is listed but not found")
             }
-            let attributes = try pathFuzzStat(fileSystem, entry.inode)
+            let attributes = try pathFuzzStat(fileSystem, entry.inode, &report)
+            report.fileSizes.append(attributes.size)
             if case .episode(let episode) = node {
                 try pathFuzzCheck(episode.inode == entry.inode, "\(entry.name) looks up another inode")
+                if episode.isEpisode { report.episodeSizes.append(attributes.size) }
             }
-            try pathFuzzPlanReads(length: attributes.size, &random)
+            try pathFuzzPlanReads(length: attributes.size, &random, &report)
         }
     }
     return paths
@@ -87,13 +121,16 @@ private func pathFuzzWalk(
 
 /// What `stat` shows for `inode`, through the bridge's conversion.
 @discardableResult
-private func pathFuzzStat(_ fileSystem: PodFileSystem, _ inode: UInt64) throws -> Attributes {
+private func pathFuzzStat(
+    _ fileSystem: PodFileSystem, _ inode: UInt64, _ report: inout PathFuzzReport
+) throws -> Attributes {
     guard let (attributes, timeout) = fileSystem.listedAttributes(inode: inode) else {
         throw PathFuzzFinding(description: "no attributes for listed inode \(inode)")
     }
     try pathFuzzCheck(timeout.isFinite && timeout >= 0, "attribute timeout \(timeout)")
     let st = makeStat(attributes)
     try pathFuzzCheck(Int64(st.st_size) == attributes.size, "st_size \(st.st_size) for size \(attributes.size)")
+    report.stats += 1
     return attributes
 }
 
@@ -144,11 +181,23 @@ private func pathFuzzIsEmojiPart(_ scalar: Unicode.Scalar, before: Unicode.Scala
 
 // MARK: - Reads
 
+/// The reads the target plans for one file of `length` bytes, alone (for a
+/// length the feed parser no longer lets through), with `seed` choosing
+/// the random reads.
+func pathFuzzPlanReads(length: Int64, seed: [UInt8]) throws -> PathFuzzReport {
+    var random = PathFuzzRandom(seed)
+    var report = PathFuzzReport()
+    try pathFuzzPlanReads(length: length, &random, &report)
+    return report
+}
+
 /// Plans reads of a file of `length` bytes as the reader does (ReadPlan):
 /// a stream from a random place, reads at and past the end, random reads.
 /// Every fetch is non-empty, inside the file and covers its read. Reads
 /// keep to what the kernel sends: `offset + size` never beyond `Int64.max`.
-private func pathFuzzPlanReads(length: Int64, _ random: inout PathFuzzRandom) throws {
+private func pathFuzzPlanReads(
+    length: Int64, _ random: inout PathFuzzRandom, _ report: inout PathFuzzReport
+) throws {
     guard length >= 0 else { throw PathFuzzFinding(description: "negative size \(length)") }
     let tuning = EpisodeReader.Tuning()
     var link = LinkEstimate()
@@ -172,6 +221,7 @@ private func pathFuzzPlanReads(length: Int64, _ random: inout PathFuzzRandom) th
         nextOffset = end
         try pathFuzzCheck(end <= length, "read \(offset)+\(size) ends at \(end) past \(length)")
         guard offset < end else { continue }
+        report.plannedFetches += 1
         let wanted = offset..<end
         let upper = max(ReadPlan.widenedEnd(of: wanted, window: window, length: length), wanted.upperBound)
         try pathFuzzCheckFetch(wanted.lowerBound..<upper, covering: wanted, length: length)

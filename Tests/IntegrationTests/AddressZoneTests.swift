@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// The address-zone rule through a real mount (DESIGN.md, guarantee 6).
@@ -15,7 +16,7 @@ import Testing
 /// resolved by DNS (`localhost`), redirects, and the zone of the feed.
 @Suite(
     .serialized, .needsRoot,
-    .enabled(if: NetworkNamespace.isPrivate, "needs its own network namespace (scripts/test)"))
+    .needs(NetworkNamespace.isPrivate ? nil : "needs its own network namespace (scripts/test)"))
 struct AddressZoneTests {
     // MARK: - Fixtures
 

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// Guarantee 1 from a syscall trace of the daemon: every range the index
@@ -11,9 +12,7 @@ import Testing
 @Suite(
     .serialized,
     .needsRoot,
-    .enabled(
-        if: FileManager.default.isExecutableFile(atPath: "/usr/bin/strace"),
-        "strace is not installed (scripts/setup installs it)"))
+    .needs(Requirement.programs(["strace"], for: "traces the daemon")))
 struct CommitOrderTests {
     private static let mib = 1024 * 1024
 
@@ -60,7 +59,120 @@ struct CommitOrderTests {
         try expectOrderKept(summary, fixture: fixture, size: size, minimumPartialCommits: 3)
     }
 
+    /// An eviction (the cache's cap) drops the episode's ranges with a
+    /// durable commit before its file is unlinked.
+    @Test func anEvictedEpisodesRangesAreDroppedBeforeItsFileGoes() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        let size = 6 * Self.mib
+        try fixture.publish(Fixture.episodes(sizes: [size, size, size]))
+        let summary = try traced(fixture, extra: ["--cache-size", "14M"]) {
+            for index in 0..<3 {
+                try Harness.sh("cat '\(fixture.path(index))' > /dev/null")
+                // Committed, and the next episode read in a later second
+                // (last reads are kept in seconds): the third read puts the
+                // cache over its cap and the least recently read goes.
+                let settled = Harness.eventually(60) {
+                    guard let entry = try? CacheStatus(fixture.cacheDirectory)[fixture.name(index)],
+                        let readAt = entry.lastRead
+                    else { return false }
+                    return entry.cachedBytes == size && Int(Date().timeIntervalSince1970) > readAt
+                }
+                #expect(settled, "episode \(index + 1) was committed")
+            }
+            let evicted = Harness.eventually(60) {
+                (try? CacheStatus(fixture.cacheDirectory).cached[fixture.name(0)]) == 0
+            }
+            #expect(evicted, "an eviction happened")
+        }
+        let key = try #require(try CacheStatus(fixture.cacheDirectory)[fixture.name(0)]?.key)
+        let removals = Self.removals(summary, key: key)
+        #expect((summary["violations"] as? [String])?.isEmpty == true)
+        #expect(removals.contains("unlink"), "the evicted episode's file was unlinked under the trace: \(removals)")
+        #expect(Self.count(summary, "wal_syncs") >= 1, "the index's commits were synced")
+        print("commit order, eviction: \(summary["commits"] ?? 0) index commits, removals of the evicted \(removals)")
+    }
+
+    /// A version change drops the old version's ranges with a durable
+    /// commit before its bytes go: in place (a punched hole) when no file is
+    /// open on it, and by a new file at the name (the old one unlinked and
+    /// kept for the file open on it) when one is; the new file's name is
+    /// flushed before its first commit.
+    @Test func aReplacedVersionsRangesAreDroppedBeforeItsBytesGo() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        let size = 3 * Self.mib + 5
+        try fixture.publish(Fixture.episodes(sizes: [size]))
+        let versions = [Harness.bytes(count: size, seed: 41), Harness.bytes(count: size, seed: 42)]
+        let summary = try traced(fixture, extra: ["--revalidate-after", "0"]) {
+            #expect(try fixture.hashOfCopy() == fixture.originHash())
+            try waitUntilWhole(fixture, size: size)
+            // A file held open on the first version while the origin changes.
+            let devNull = open("/dev/null", O_WRONLY)
+            defer { close(devNull) }
+            let holder = try Harness.spawn(
+                "sh", ["-c", "exec 3<'\(fixture.path(0))'; exec sleep 600"], stdout: devNull, stderr: devNull)
+            defer { Harness.terminate(holder) }
+            let holding = Harness.eventually(30) {
+                let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(holder)/fd")) ?? []
+                return fds.contains {
+                    (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(holder)/fd/\($0)"))
+                        == fixture.path(0)
+                }
+            }
+            #expect(holding, "a file is held open on the first version")
+            for (number, bytes) in versions.enumerated() {
+                try fixture.origin.replace("ep1.mp3", bytes)
+                // An open is answered from the cache while its check of the
+                // origin goes on: a later open reads the new version.
+                let copy = fixture.directory + "/copy"
+                let changed = Harness.eventually(60) {
+                    _ = try? Harness.sh("cat '\(fixture.path(0))' > '\(copy)'")
+                    return (try? Data(contentsOf: URL(fileURLWithPath: copy))) == bytes
+                }
+                #expect(changed, "version \(number + 2) is read")
+                try waitUntilWhole(fixture, size: size)
+                // The second change meets no open file.
+                Harness.terminate(holder)
+            }
+        }
+        #expect(fixture.log().contains("the episode changed at the origin"), "the origin's changes were seen")
+        let key = try #require(try CacheStatus(fixture.cacheDirectory)[fixture.name(0)]?.key)
+        let removals = Self.removals(summary, key: key)
+        #expect((summary["violations"] as? [String])?.isEmpty == true)
+        #expect(removals.contains("unlink"), "the version open in a file was set aside (unlinked): \(removals)")
+        #expect(
+            removals.contains("punched hole") || removals.contains("ftruncate"),
+            "the version nobody had open was freed in place: \(removals)")
+        #expect(Self.count(summary, "created") >= 2, "the episode's first file and the new version's were created")
+        #expect(Self.count(summary, "folder_syncs") >= 2, "the data folder was flushed for each")
+        let final = (summary["final"] as? [String: [[Int]]])?[key]
+        #expect(final == [[0, size]], "the last commit lists the whole new version: \(String(describing: final))")
+        print(
+            "commit order, version changes: \(summary["commits"] ?? 0) index commits, removals \(removals), "
+                + "\(Self.count(summary, "created")) files created, \(Self.count(summary, "folder_syncs")) folder syncs")
+    }
+
     // MARK: - Helpers
+
+    /// Waits until the index lists all `size` bytes of episode 0.
+    private func waitUntilWhole(_ fixture: Fixture, size: Int) throws {
+        let whole = Harness.eventually(60) {
+            (try? CacheStatus(fixture.cacheDirectory).cached[fixture.name(0)]) == size
+        }
+        #expect(whole, "the episode was committed whole")
+    }
+
+    /// The kinds of removal of `key`'s bytes the checker saw, in order.
+    private static func removals(_ summary: [String: Any], key: String) -> [String] {
+        ((summary["removals"] as? [[String: Any]]) ?? []).filter { ($0["key"] as? String) == key }
+            .compactMap { $0["kind"] as? String }
+    }
+
+    /// A number of the checker's summary.
+    private static func count(_ summary: [String: Any], _ name: String) -> Int {
+        (summary[name] as? NSNumber)?.intValue ?? 0
+    }
 
     /// Mounts, traces the daemon with strace while `body` runs, unmounts
     /// and checks the trace; returns the checker's summary.
@@ -79,7 +191,7 @@ struct CommitOrderTests {
             "strace",
             ["-f", "-qq", "-xx", "-s", String(pageSize + 64), "-o", trace,
              "-e", "trace=openat,open,creat,close,dup,dup2,dup3,pwrite64,write,writev,pwritev,pwritev2,"
-                + "fdatasync,fsync,ftruncate,fallocate",
+                + "fdatasync,fsync,ftruncate,fallocate,unlink,unlinkat,rename,renameat,renameat2,link,linkat",
              "-p", String(daemon)],
             stdout: straceLog.handle.fileDescriptor, stderr: straceLog.handle.fileDescriptor)
         var tracerStatus: Int32 = -1
@@ -95,6 +207,10 @@ struct CommitOrderTests {
         }
         let snapshot = fixture.directory + "/snapshot"
         try FileManager.default.createDirectory(atPath: snapshot, withIntermediateDirectories: true)
+        // The scratch files there are now: any other the trace opens with
+        // O_CREAT is created by it.
+        let dataFiles = (try? FileManager.default.contentsOfDirectory(atPath: fixture.cacheDirectory + "/data")) ?? []
+        try Data(dataFiles.map { $0 + "\n" }.joined().utf8).write(to: URL(fileURLWithPath: snapshot + "/data-files"))
         for name in ["index.sqlite", "index.sqlite-wal"]
         where FileManager.default.fileExists(atPath: fixture.cacheDirectory + "/" + name) {
             try FileManager.default.copyItem(atPath: fixture.cacheDirectory + "/" + name, toPath: snapshot + "/" + name)
@@ -131,6 +247,8 @@ struct CommitOrderTests {
         #expect(final == [[0, size]], "the last commit lists the whole episode: \(String(describing: final))")
         #expect(partial.count >= minimumPartialCommits, "commits of part of the episode: \(partial.sorted())")
         #expect(syncs >= 1, "the scratch file was synced")
+        #expect(Self.count(summary, "created") >= 1, "the episode's file was created under the trace")
+        #expect(Self.count(summary, "folder_syncs") >= 1, "the data folder was flushed")
         print(
             "commit order: \(summary["commits"] ?? 0) index commits, \(episodeStates.count) listing the episode "
                 + "(\(partial.count) distinct partial), \(summary["scratch_writes"] ?? 0) scratch writes, "

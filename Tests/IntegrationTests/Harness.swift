@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// Runs programs for the integration tests and finds the project's parts.
@@ -169,10 +170,9 @@ enum Harness {
 
 extension Trait where Self == ConditionTrait {
     /// For suites that mount, trace or change the system: they skip, saying
-    /// why, when the tests do not run as root.
-    static var needsRoot: Self {
-        .enabled(if: getuid() == 0, "mounts for real: needs root and /dev/fuse (run scripts/test as root)")
-    }
+    /// why, when the tests do not run as root or there is no /dev/fuse (and
+    /// fail under `PODFS_CI=1`, `Requirement`).
+    static var needsRoot: Self { .needs(Requirement.root) }
 }
 
 /// A test failure in the harness itself.

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// Real library scanners over a mount of a few shows (issue 29): MPD builds
@@ -11,12 +12,12 @@ import Testing
 @Suite(.serialized, .needsRoot)
 struct ScannerTests {
     private static let mib = 1024 * 1024
-    private static let needsMPD = ScanTools.missing(["mpd", "mpc", "ffmpeg"])
-    private static let needsFFprobe = ScanTools.missing(["ffprobe", "ffmpeg"])
+    private static let needsMPD = Requirement.programs(["mpd", "mpc", "ffmpeg"], for: "scans with MPD")
+    private static let needsFFprobe = Requirement.programs(["ffprobe", "ffmpeg"], for: "probes with ffprobe")
 
     /// MPD finds every episode of every show, each with its duration, and
     /// takes no show folder for a loop of the tree.
-    @Test(.enabled(if: needsMPD == nil, "\(needsMPD ?? "")"))
+    @Test(.needs(needsMPD))
     func mpdFindsEveryEpisodeWithItsDuration() throws {
         let fixture = try Fixture()
         defer { fixture.cleanup() }
@@ -47,7 +48,7 @@ struct ScannerTests {
 
     /// ffprobe with Jellyfin's probe options over every file: every
     /// duration found.
-    @Test(.enabled(if: needsFFprobe == nil, "\(needsFFprobe ?? "")"))
+    @Test(.needs(needsFFprobe))
     func ffprobeWithJellyfinsOptionsFindsEveryDuration() throws {
         let fixture = try Fixture()
         defer { fixture.cleanup() }
@@ -81,7 +82,7 @@ struct ScannerTests {
     /// After a remount with the same cache, a new MPD database finds every
     /// episode again, and the origin sends validations only (at most 4 KiB
     /// a file): nothing a cold scan fetched is fetched again.
-    @Test(.enabled(if: needsMPD == nil, "\(needsMPD ?? "")"))
+    @Test(.needs(needsMPD))
     func aScanAfterARemountFetchesNoEpisodeAgain() throws {
         let fixture = try Fixture()
         defer { fixture.cleanup() }
@@ -120,7 +121,7 @@ struct ScannerTests {
     /// costs the origin what the kernel's read-ahead asks for and the tail,
     /// not the file's body, counted until the traffic settles, over every
     /// file the origin was asked for (each about 2.2 MB).
-    @Test(.enabled(if: needsMPD == nil, "\(needsMPD ?? "")"))
+    @Test(.needs(needsMPD))
     func anMPDScanCostsTheKernelsReadAheadAndTheTailNotTheBody() throws {
         let fixture = try Fixture()
         defer { fixture.cleanup() }
@@ -151,17 +152,6 @@ struct ScannerTests {
             "a scan cost \(perFile) bytes per file, more than the kernel's read-ahead and the tail")
         #expect(perFile < Int64(library.averageSize) * 3 / 4, "a scan fetches no file whole")
         try fixture.unmount()
-    }
-}
-
-/// Which of the scanners' programs are missing (`nil`: none).
-enum ScanTools {
-    static func missing(_ tools: [String]) -> String? {
-        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
-        let absent = tools.filter { tool in
-            !path.split(separator: ":").contains { FileManager.default.isExecutableFile(atPath: "\($0)/\(tool)") }
-        }
-        return absent.isEmpty ? nil : "needs \(absent.joined(separator: ", ")) (apt-get install mpd mpc ffmpeg)"
     }
 }
 

@@ -1,7 +1,11 @@
 #!/usr/bin/env python3
 """Checks guarantee 1 from a syscall trace of the podfs daemon: every byte
 range the index commits was written to the episode's scratch file and
-fdatasync'ed before the commit began. No timing is involved, only order.
+fdatasync'ed before the commit began, the scratch file's name was made
+durable (an fsync of the data folder) between the file's creation and that
+commit, and no byte leaves a scratch file (an unlink, a punched hole, a
+shorter length) while a durable or pending commit still lists it. No
+timing is involved, only order.
 
 usage: check_commit_order.py TRACE SNAPSHOT_DIR CACHE_DIR FDS_JSON
 
@@ -10,7 +14,9 @@ usage: check_commit_order.py TRACE SNAPSHOT_DIR CACHE_DIR FDS_JSON
                 from the trace)
   SNAPSHOT_DIR  copies of index.sqlite and index.sqlite-wal taken after the
                 trace began (a write seen twice is harmless: each pwrite
-                carries its offset)
+                carries its offset), and data-files: the names in
+                CACHE_DIR/data then, one a line (a file not named there and
+                opened with O_CREAT is created by the trace)
   CACHE_DIR     the cache directory the daemon uses
   FDS_JSON      {"fd": "path"} of the daemon's descriptors open when the
                 trace began
@@ -22,7 +28,18 @@ log; the database as of that commit is opened with sqlite3 and its ranges
 read. For each episode, the ranges that were not committed already when
 the trace began must lie inside what pwrite64 calls had written to
 CACHE_DIR/data/KEY before the start of an fdatasync (or fsync) of that file
-that returned before the first write of the commit's frames.
+that returned before the first write of the commit's frames. When the trace
+created that file (an open with O_CREAT of a name that was not there), an
+fsync of CACHE_DIR/data must have begun after the creation and returned
+before that first write.
+
+A commit is durable once an fsync (or fdatasync) of the WAL that began
+after its last frame was written has returned (synchronous=FULL). Before an
+unlink, a punched hole or a shrinking ftruncate of CACHE_DIR/data/KEY
+begins, neither the last durable commit nor a commit begun and not yet
+durable may list a byte it removes. A name unlinked and made again is a
+new file: writes and syncs through the old one's descriptors count for the
+old one only.
 
 Order comes from the trace's lines: strace handles one stop at a time, so a
 call whose return is printed before another call's entry had finished
@@ -46,6 +63,9 @@ RESULT = re.compile(r"\)\s+=\s+(-?\d+|\?)")
 STRING = re.compile(r'"((?:\\x[0-9a-f]{2})*)"(\.\.\.)?')
 
 WRITES = {"pwrite64", "write", "pwritev", "pwritev2", "writev"}
+UNLINKS = {"unlink", "unlinkat"}
+RENAMES = {"rename", "renameat", "renameat2", "link", "linkat"}
+EVERYTHING = 1 << 62
 SYNCS = {"fdatasync", "fsync"}
 
 
@@ -168,6 +188,10 @@ class RangeList:
     def covers(self, lower, upper):
         return any(a <= lower and upper <= b for a, b in self.ranges)
 
+    def overlap(self, lower, upper):
+        """The parts of these ranges inside lower..<upper."""
+        return [(max(a, lower), min(b, upper)) for a, b in self.ranges if a < upper and b > lower]
+
     def minus(self, other):
         result = RangeList(self.ranges)
         for a, b in other.ranges:
@@ -250,6 +274,7 @@ def main(argv):
     index_path = os.path.join(cache, "index.sqlite")
     wal_path = index_path + "-wal"
     data_dir = os.path.join(cache, "data") + os.sep
+    data_folder = os.path.join(cache, "data")
     fds = {int(fd): os.path.realpath(path) if path.startswith("/") else path
            for fd, path in json.loads(fds_json).items()}
 
@@ -258,6 +283,11 @@ def main(argv):
         return bytearray(open(path, "rb").read()) if os.path.exists(path) else bytearray()
 
     database, wal = read("index.sqlite"), read("index.sqlite-wal")
+    listing = os.path.join(snapshot, "data-files")
+    # The scratch files that exist (None: unknown, no creation is judged).
+    existing = None
+    if os.path.exists(listing):
+        existing = {data_dir + name for name in open(listing).read().split("\n") if name}
     work = tempfile.mkdtemp(prefix="commit-order-")
     try:
         baseline = committed_ranges(bytes(database), bytes(wal), work)
@@ -271,6 +301,26 @@ def main(argv):
         written, syncs = {}, {}
         punched = {}
         commits, violations, scratch_writes = [], [], 0
+        # Per scratch file: exit lines of its creations; the data folder's
+        # and the WAL's syncs [(entry, exit)]; removals of scratch bytes
+        # [(entry, path, lower, upper, kind)]; unlinked names so far.
+        created, folder_syncs, wal_syncs, removals, generations = {}, [], [], [], {}
+        retired = {}  # path: [(line unlinked, the name its file has since)]
+
+        def retire(path, line):
+            """An unlinked name's file lives on only through its open
+            descriptors: give it, and what was done to it, a name of its own."""
+            generations[path] = generations.get(path, 0) + 1
+            gone = "%s (unlinked %d)" % (path, generations[path])
+            retired.setdefault(path, []).append((line, gone))
+            for fd, named in list(fds.items()):
+                if named == path:
+                    fds[fd] = gone
+            for table in (written, syncs, punched, created):
+                if path in table:
+                    table[gone] = table.pop(path)
+            if existing is not None:
+                existing.discard(path)
         for entry, exit_, pid, name, args, result in calls(trace_path):
             if result == "?" or result.startswith("-"):
                 continue  # failed or unfinished: nothing happened
@@ -278,7 +328,36 @@ def main(argv):
             if name in ("openat", "open", "creat"):
                 path_arg = parts[1] if name == "openat" else parts[0]
                 path, _ = string_arg(path_arg)
-                fds[int(result)] = os.path.realpath(path.decode(errors="replace"))
+                path = os.path.realpath(path.decode(errors="replace"))
+                fds[int(result)] = path
+                flags = parts[2] if name == "openat" else (parts[1] if name == "open" else "O_CREAT")
+                if path.startswith(data_dir) and "O_CREAT" in flags and existing is not None \
+                        and path not in existing:
+                    existing.add(path)
+                    created.setdefault(path, []).append(exit_)
+                continue
+            if name in UNLINKS:
+                path, _ = string_arg(parts[1] if name == "unlinkat" else parts[0])
+                path = os.path.realpath(path.decode(errors="replace"))
+                if path.startswith(data_dir):
+                    removals.append((entry, path, 0, EVERYTHING, "unlink"))
+                    retire(path, entry)
+                continue
+            if name in RENAMES:
+                strings = [a for a in parts if a.startswith('"')]
+                if len(strings) >= 2:
+                    source = os.path.realpath(string_arg(strings[0])[0].decode(errors="replace"))
+                    target = os.path.realpath(string_arg(strings[1])[0].decode(errors="replace"))
+                    if source.startswith(data_dir) and name.startswith("rename"):
+                        removals.append((entry, source, 0, EVERYTHING, "rename"))
+                        retire(source, entry)
+                    if target.startswith(data_dir):
+                        if target in (existing or set()):
+                            removals.append((entry, target, 0, EVERYTHING, "replaced by a rename"))
+                            retire(target, entry)
+                        if existing is not None:
+                            existing.add(target)
+                            created.setdefault(target, []).append(exit_)
                 continue
             if name in ("dup", "dup2", "dup3"):
                 old = int(parts[0])
@@ -292,6 +371,12 @@ def main(argv):
                 continue
             path = fds.get(int(parts[0]))
             if path is None:
+                continue
+            if name in SYNCS and path == data_folder:
+                folder_syncs.append((entry, exit_))
+                continue
+            if name in SYNCS and path == wal_path:
+                wal_syncs.append((entry, exit_))
                 continue
             relevant = path in (index_path, wal_path) or path.startswith(data_dir)
             if not relevant:
@@ -348,27 +433,40 @@ def main(argv):
                     if length == 0:
                         frame_writes.clear()
                 else:
-                    punched.setdefault(path, []).append((entry, length, 1 << 62))
+                    punched.setdefault(path, []).append((entry, length, EVERYTHING))
+                    removals.append((entry, path, length, EVERYTHING, "ftruncate"))
                 continue
             if name == "fallocate" and "PUNCH_HOLE" in parts[1] and path.startswith(data_dir):
                 offset, length = int(parts[2]), int(parts[3])
                 punched.setdefault(path, []).append((entry, offset, offset + length))
+                removals.append((entry, path, offset, offset + length, "punched hole"))
                 continue
 
         # Each commit against the writes synced before it began.
-        episodes_checked, partial = set(), 0
+        episodes_checked, partial, unnamed = set(), 0, set()
         for number, (started, visible, state) in enumerate(commits):
             for key, ranges in state.items():
                 new = ranges.minus(baseline.get(key, RangeList()))
                 if not new.ranges:
                     continue
                 episodes_checked.add(key)
+                # The file that had the name when the commit began.
                 path = os.path.realpath(data_dir + key)
+                path = next((gone for line, gone in retired.get(path, []) if line > started), path)
                 done = [s for s in syncs.get(path, []) if s[1] < started]
                 if not done:
                     violations.append("commit %d (trace line %d) lists %s of %s, never fdatasync'ed before it" % (
                         number + 1, started + 1, new.ranges, key))
                     continue
+                births = [line for line in created.get(path, []) if line < started]
+                if births and (path, max(births)) not in unnamed:
+                    born = max(births)
+                    if not any(entry_ > born and exit_ < started for entry_, exit_ in folder_syncs):
+                        unnamed.add((path, born))  # said once per file
+                        violations.append(
+                            "commit %d (trace line %d) lists %s of %s, whose file was created at line %d, but the "
+                            "data folder was not fsync'ed between them" % (
+                                number + 1, started + 1, new.ranges, key, born + 1))
                 sync_entry = max(s[0] for s in done)
                 durable = RangeList()
                 events = [(line, "w", lo, hi) for line, lo, hi in written.get(path, []) if line < sync_entry]
@@ -386,12 +484,35 @@ def main(argv):
                                 number + 1, started + 1, lower, upper, key, sync_entry + 1, durable.ranges))
             if any(len(r.ranges) > 0 for r in state.values()):
                 partial += 1
+        # Each removal of scratch bytes against the commits in force.
+        durable_at = []
+        for started, visible, state in commits:
+            after = [exit_ for entry_, exit_ in wal_syncs if entry_ > visible]
+            durable_at.append(min(after) if after else None)
+        removed = []
+        for line, path, lower, upper, kind in removals:
+            key = os.path.basename(path)
+            durable = [n for n, at in enumerate(durable_at) if at is not None and at < line]
+            in_force = [("the last durable commit %d" % (durable[-1] + 1), commits[durable[-1]][2])] if durable \
+                else [("the index as the trace began", baseline)]
+            in_force += [("commit %d, not yet durable" % (n + 1), commits[n][2]) for n, at in enumerate(durable_at)
+                         if commits[n][0] < line and (at is None or at > line)]
+            for what, state in in_force:
+                listed = state.get(key, RangeList()).overlap(lower, upper)
+                if listed:
+                    violations.append("%s of %s at trace line %d removed %s while %s listed them" % (
+                        kind, key, line + 1, listed, what))
+            removed.append({"key": key, "kind": kind, "line": line + 1})
         final = commits[-1][2] if commits else baseline
         summary = {
             "commits": len(commits),
             "commits_with_ranges": partial,
             "scratch_writes": scratch_writes,
             "scratch_syncs": sum(len(s) for s in syncs.values()),
+            "created": sum(len(c) for c in created.values()),
+            "folder_syncs": len(folder_syncs),
+            "wal_syncs": len(wal_syncs),
+            "removals": removed,
             "episodes": sorted(episodes_checked),
             "per_commit": [{k: v.ranges for k, v in state.items()} for _, _, state in commits],
             "final": {k: v.ranges for k, v in final.items()},

@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import PodFS
 import RangeCache
+import TestSupport
 import Testing
 
 /// How a large show folder is built and refreshed: a 10,000-episode feed
@@ -57,8 +58,8 @@ import Testing
         }
     }
 
-    @Test func theLargestCorpusFeedIsBuiltAndRefreshedWhole() throws {
-        let path = Self.corpus.appendingPathComponent("rss-parser/giantbomb-podcast.rss").path
+    @Test(.needsCorpus) func theLargestCorpusFeedIsBuiltAndRefreshedWhole() throws {
+        let path = Corpus.directory.appendingPathComponent("rss-parser/giantbomb-podcast.rss").path
         let bytes = try #require(FileManager.default.contents(atPath: path), "no corpus at \(path)")
         try measure(name: "rss-parser/giantbomb-podcast.rss", bytes: Array(bytes), url: "https://feeds.example/gb.xml") {
             #expect($0.episodes.count > 500)
@@ -114,16 +115,6 @@ import Testing
             "\(name): \(bytes.count / 1024) KB, \(show.episodes.count) episodes, \(names.count) files; \(steps); "
                 + "peak RSS growth (parse + layout + catalogue) \(Self.megabytes(growth))")
     }
-
-    /// The feed corpus (as FeedsTests finds it).
-    private static let corpus: URL = {
-        if let path = ProcessInfo.processInfo.environment["PODFS_FEED_CORPUS"] { return URL(fileURLWithPath: path) }
-        let sibling = URL(fileURLWithPath: #filePath)
-            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("shared/feeds")
-        if FileManager.default.fileExists(atPath: sibling.path) { return sibling }
-        return URL(fileURLWithPath: "/work/shared/feeds")
-    }()
 
     /// How far the peak resident size rose during `body` (`VmHWM` reset
     /// first through `clear_refs`), in bytes.

@@ -1,23 +1,24 @@
-import Foundation
-import Testing
+public import Foundation
+public import Testing
 
 /// The shared feed corpus and its TSV tables of upstream expectations:
 /// `$PODFS_FEED_CORPUS`, else `../shared/feeds` next to the repository.
-/// Suites that read it skip, saying so, when neither holds it.
-enum Corpus {
+/// Suites that read it skip, saying so, when neither holds it (and fail
+/// when `PODFS_CI=1`, `Requirement`).
+public enum Corpus {
     // MARK: - Properties
 
     /// Where the corpus is looked for, in order: `$PODFS_FEED_CORPUS`, then
     /// `../shared/feeds` relative to the repository root (found from this
     /// file's path).
-    static let candidates: [URL] = {
+    public static let candidates: [URL] = {
         var candidates: [URL] = []
         if let path = ProcessInfo.processInfo.environment["PODFS_FEED_CORPUS"], !path.isEmpty {
             candidates.append(URL(fileURLWithPath: path))
         }
         candidates.append(
             URL(fileURLWithPath: #filePath)
-                .deletingLastPathComponent()  // FeedsTests
+                .deletingLastPathComponent()  // TestSupport
                 .deletingLastPathComponent()  // Tests
                 .deletingLastPathComponent()  // repository root
                 .deletingLastPathComponent()
@@ -27,24 +28,24 @@ enum Corpus {
     }()
 
     /// The first candidate that holds the corpus (its `expected-feeds.tsv`).
-    static let found: URL? = candidates.first {
+    public static let found: URL? = candidates.first {
         FileManager.default.fileExists(atPath: $0.appendingPathComponent("expected-feeds.tsv").path)
     }
 
     /// The corpus (the last place looked when there is none: reads fail
     /// naming it).
-    static var directory: URL { found ?? candidates[candidates.count - 1] }
+    public static var directory: URL { found ?? candidates[candidates.count - 1] }
 
     // MARK: - Methods
 
     /// The bytes of a corpus file, by its path relative to the corpus root.
-    static func bytes(_ relativePath: String) throws -> [UInt8] {
+    public static func bytes(_ relativePath: String) throws -> [UInt8] {
         [UInt8](try Data(contentsOf: directory.appendingPathComponent(relativePath)))
     }
 
     /// The rows of a TSV table as dictionaries keyed by the header, fields
     /// unescaped (`\\`, `\t`, `\n`, `\r`).
-    static func table(_ name: String) throws -> [[String: String]] {
+    public static func table(_ name: String) throws -> [[String: String]] {
         let text = String(decoding: try bytes(name), as: UTF8.self)
         var lines = text.split(separator: "\n", omittingEmptySubsequences: true).map(String.init)
         guard !lines.isEmpty else { return [] }
@@ -62,7 +63,7 @@ enum Corpus {
     /// The URL a test pretends a corpus feed was fetched from. podcastparser's
     /// expectations use `file://tests/data/<name>`; podfs only accepts http(s),
     /// so the same path is used with http.
-    static func baseURL(for relativePath: String) -> String {
+    public static func baseURL(for relativePath: String) -> String {
         "http://tests/data/" + (relativePath.split(separator: "/").last.map(String.init) ?? relativePath)
     }
 
@@ -94,12 +95,12 @@ enum Corpus {
 extension Trait where Self == ConditionTrait {
     /// For suites that read the shared feed corpus: skipped, saying where
     /// it was looked for, when it is not there.
-    static var needsCorpus: Self {
-        .enabled(
-            if: Corpus.found != nil,
-            Comment(
-                rawValue: "the shared feed corpus is missing: looked in "
+    public static var needsCorpus: Self {
+        .needs(
+            Corpus.found != nil
+                ? nil
+                : "the shared feed corpus is missing: looked in "
                     + Corpus.candidates.map(\.path).joined(separator: " and ")
-                    + "; set PODFS_FEED_CORPUS to a folder holding expected-feeds.tsv"))
+                    + "; set PODFS_FEED_CORPUS to a folder holding expected-feeds.tsv")
     }
 }
