@@ -383,7 +383,7 @@ struct MountTests {
         print("\(readers.count) readers waited on the mount together, \(held) response(s) held: \(calls)")
         try #require(
             overlapped,
-            "the \(readers.count) readers were never all inside a read while the origin held (\(held) held): \(calls)")
+            "the \(readers.count) readers were never all waiting on the mount while the origin held (\(held) held): \(calls)")
         try fixture.origin.clearFaults()
         try fixture.origin.release()
         var statuses = Array(repeating: Int32(-1), count: readers.count)
