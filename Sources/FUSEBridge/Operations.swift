@@ -186,7 +186,9 @@ func makeLowLevelOperations() -> fuse_lowlevel_ops {
     }
     ops.open = { request, inode, info in
         let flags = info!.pointee.flags
-        if flags & O_ACCMODE != O_RDONLY {
+        // O_TRUNC too: it reaches the open (atomic O_TRUNC is off, but an
+        // older kernel may still send it), and nothing else refuses it.
+        if flags & O_ACCMODE != O_RDONLY || flags & O_TRUNC != 0 {
             fuse_reply_err(request, EROFS)
             return
         }
@@ -278,6 +280,10 @@ func makeLowLevelOperations() -> fuse_lowlevel_ops {
         }
         // Reads wait on the network; let the kernel send several at once.
         connection.pointee.want |= UInt32(FUSE_CAP_ASYNC_READ)
+        // Without it the kernel sends an O_TRUNC open as a SETATTR of size
+        // 0 first, which is refused (EROFS); with it, the open would carry
+        // the truncation, and a read-only file system has none to do.
+        connection.pointee.want &= ~UInt32(FUSE_CAP_ATOMIC_O_TRUNC)
         // The file system tells the kernel itself when an episode's bytes
         // change (inode invalidation); libfuse's default "auto_inval_data"
         // would also make every read of a file whose attributes expired (an

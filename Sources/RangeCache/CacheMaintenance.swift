@@ -137,9 +137,12 @@ public final class CacheMaintenance {
     /// when `nil`, and then any other file in `data/` too) and deletes their
     /// scratch files. Feeds, episode names and validators stay, so a mount
     /// still lists them (also offline) and fetches again what is read.
-    public func clear(keys: Set<String>?) throws(IndexError) -> CacheClearing {
+    /// `sparing`: keys kept whatever `keys` says (pinned episodes).
+    public func clear(keys: Set<String>?, sparing: Set<String> = []) throws(IndexError) -> CacheClearing {
         var result = CacheClearing()
-        let records = try index.snapshot().flatMap(\.episodes).filter { keys?.contains($0.key) ?? true }
+        let records = try index.snapshot().flatMap(\.episodes).filter {
+            (keys?.contains($0.key) ?? true) && !sparing.contains($0.key)
+        }
         result.episodes = records.count
         result.forgottenBytes = records.reduce(Int64(0)) { total, record in
             total + record.ranges.reduce(Int64(0)) { $0 + Int64($1.count) }
@@ -147,7 +150,7 @@ public final class CacheMaintenance {
         try index.dropRanges(keys: records.map(\.key))
         let wanted = keys ?? Set(records.map(\.key))
         for entry in Self.listDirectory(index.directory + "/data") where entry.isRegularFile {
-            guard keys == nil || wanted.contains(entry.name) else { continue }
+            guard keys == nil || wanted.contains(entry.name), !sparing.contains(entry.name) else { continue }
             if removeLogging(index.directory + "/data/" + entry.name) {
                 result.files += 1
                 result.freedBytes += entry.diskBytes

@@ -44,21 +44,14 @@ struct CacheClear: ParsableCommand {
                 keys = Set(match.episodes.map(\.key))
                 what = "\(TerminalText.clean(match.title)) (\(TerminalText.clean(match.url)))"
             }
-            var spared = 0
-            if !all {
-                let pinned = (try? index.keepSettings().pinned) ?? []
-                let chosen = keys ?? Set(report.feeds.flatMap { $0.episodes.map(\.key) })
-                let kept = chosen.intersection(pinned).filter { key in
-                    report.feeds.contains { $0.episodes.contains { $0.key == key && $0.cachedBytes > 0 } }
-                }
-                if !kept.isEmpty {
-                    keys = chosen.subtracting(kept)
-                    spared = kept.count
-                }
-            }
+            // Pinned episodes stay unless --all; counted when they hold bytes.
+            let pinned: Set<String> = all ? [] : ((try? index.keepSettings().pinned) ?? [])
+            let chosen = keys ?? Set(report.feeds.flatMap { $0.episodes.map(\.key) })
+            let spared = report.feeds.flatMap(\.episodes)
+                .filter { pinned.contains($0.key) && chosen.contains($0.key) && $0.cachedBytes > 0 }.count
             let result: CacheClearing
             do {
-                result = try maintenance.clear(keys: keys)
+                result = try maintenance.clear(keys: keys, sparing: pinned)
             } catch {
                 CacheCommand.fail("could not clear the cache: \(error); nothing the index lists was deleted")
             }

@@ -22,7 +22,7 @@ import Testing
         #expect(ReadBench.fetched(second.map { [$0] } ?? []) == [7 * mib..<10 * mib])
         bench.land(7 * mib..<10 * mib)
         #expect(bench.state.fill(handle: 1, tuning: tuning) == nil)
-        #expect(bench.state.fillProgress == .init(present: 10 * mib, length: 10 * mib, fetching: false, holdsAll: true, streamsWhole: false))
+        #expect(bench.state.fillProgress == .init(present: 10 * mib, length: 10 * mib, fetching: false, holdsAll: true, streamsWhole: false, openFiles: 1))
     }
 
     @Test func aReaderInAFillsRangeAsksNoMoreThanAJumpsFetch() {
@@ -35,6 +35,50 @@ import Testing
         let effects = bench.read(2, at: 3 * mib, size: 128 * 1024)
         let asked = ReadBench.fetched(effects).reduce(Int64(0)) { $0 + Int64($1.count) }
         #expect(asked <= tuning.minimumFetch * 4, "a jump's own fetch at most: \(ReadBench.fetched(effects))")
+        // And no byte is on its way twice: the fill yielded what the jump
+        // asks for, or the jump waits for the fill.
+        let ways = bench.state.fetches.values.map { $0.cursor..<max($0.cursor, $0.upper) }
+        for (i, a) in ways.enumerated() {
+            for b in ways[(i + 1)...] { #expect(!a.overlaps(b), "\(a) and \(b) both on their way") }
+        }
+    }
+
+    @Test func givingWayEndsAFillWhereItsBytesHaveComeEvenWithTheFileOpen() {
+        var bench = ReadBench(length: 10 * mib, present: [0..<mib], handles: [1, 2])
+        guard case .fetch(let id, _)? = bench.state.fill(handle: 1, tuning: tuning) else {
+            Issue.record("no fill")
+            return
+        }
+        bench.state.fetches[id]?.received = 3 * mib
+        // A player holds the file open (handle 2) but waits for nothing.
+        #expect(bench.state.stopFills([id]) == [id])
+        #expect(bench.state.fetches[id]?.upper == 3 * mib && bench.state.fetches[id]?.cutShort == true)
+        // Once its bytes are on disk, the next fill starts where it ended.
+        bench.land(mib..<3 * mib)
+        bench.state.fetches[id] = nil
+        let next = bench.state.fill(handle: 1, tuning: tuning)
+        #expect(ReadBench.fetched(next.map { [$0] } ?? []) == [3 * mib..<10 * mib])
+    }
+
+    @Test func aFillAReadWaitsForIsNotStopped() {
+        var bench = ReadBench(length: 10 * mib, present: [0..<mib], handles: [1, 2])
+        guard case .fetch(let id, _)? = bench.state.fill(handle: 1, tuning: tuning) else {
+            Issue.record("no fill")
+            return
+        }
+        // A reader of this episode reads on at the fill's front and waits.
+        _ = bench.read(2, at: mib, size: 128 * 1024)
+        #expect(!bench.state.waiters.isEmpty)
+        #expect(bench.state.stopFills([id]).isEmpty)
+        #expect(bench.state.fetches[id]?.upper == 10 * mib)
+    }
+
+    @Test func theKeepersFileOfAReplacedVersionIsSaidSo() {
+        var bench = ReadBench(length: 10 * mib)
+        #expect(bench.state.readsCurrentVersion(1))
+        bench.state.handles[1]?.generation = bench.state.generation &+ 1
+        #expect(!bench.state.readsCurrentVersion(1))
+        #expect(!bench.state.readsCurrentVersion(7))
     }
 
     @Test func aFileOfAReplacedVersionOrUnknownHandleFillsNothing() {

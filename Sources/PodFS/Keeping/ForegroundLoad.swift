@@ -18,23 +18,14 @@ public final class ForegroundLoad: Sendable {
     // MARK: - Properties
 
     private let load = Locked(Load())
-    /// Told when a reader's fetch starts: the keeper pauses at once.
-    private let onBusy = Locked<(@Sendable () -> Void)?>(nil)
 
     // MARK: - Methods
-
-    /// Calls `action` (briefly, on the caller's thread) each time a
-    /// reader's fetch starts.
-    public func whenBusy(_ action: (@Sendable () -> Void)?) {
-        onBusy.withLock { $0 = action }
-    }
 
     func began(_ episode: Episode) {
         load.withLock { load in
             load.total += 1
             load.byEpisode[ObjectIdentifier(episode), default: 0] += 1
         }
-        onBusy.withLock { $0 }?()
     }
 
     func ended(_ episode: Episode) {

@@ -19,41 +19,7 @@ public import RangeCache
 public final class Keeper: Sendable {
     // MARK: - Nested types
 
-    /// What `.podfs/status` and `podfs status` show of the keeping
-    /// (`keeping.json` in the cache directory).
-    public struct Report: Codable, Sendable, Equatable {
-        public struct Show: Codable, Sendable, Equatable {
-            public var title: String
-            public var keepLatest: Int
-            /// Episodes kept (newest N and pins that fit).
-            public var kept: Int
-            public var complete: Int
-            public var pinned: [String]
-            /// Kept by the settings but left out: they do not fit the cap.
-            public var unfit: [String]
-        }
-
-        public struct Download: Codable, Sendable, Equatable {
-            public var show: String
-            public var episode: String
-            public var bytes: Int64
-            public var size: Int64
-            /// Bytes a second since this episode's download began.
-            public var rate: Int64
-            public var secondsLeft: Int64?
-            /// Paused for a reader.
-            public var paused: Bool
-        }
-
-        public var keepLatest: Int
-        public var keptBytes: Int64
-        public var capBytes: Int64?
-        public var shows: [Show]
-        /// The downloads in progress, by episode name.
-        public var downloading: [Download]
-    }
-
-    private struct Progress {
+    struct Progress {
         var report: Report?
         /// The downloads in progress, by key: `nil` until its first note.
         var downloads: [String: Report.Download?] = [:]
@@ -62,6 +28,11 @@ public final class Keeper: Sendable {
         /// Keys said not to fit, so the log says it once.
         var reportedUnfit: Set<String> = []
         var plan: KeepPlan?
+        /// Downloads whose file is open now: a reader that opens one of
+        /// them makes the others give way.
+        var openByKeeper: [String: Episode] = [:]
+        /// Other users' refusals are logged once as a warning.
+        var refusalLogged = false
     }
 
     // MARK: - Properties
@@ -69,22 +40,31 @@ public final class Keeper: Sendable {
     /// The report's file name in the cache directory.
     public static let reportFile = "keeping.json"
 
-    private let catalog: Catalog
-    private let reader: EpisodeReader
+    let catalog: Catalog
+    let reader: EpisodeReader
     private let index: CacheIndex
-    private let logger: Logger
+    let logger: Logger
     /// The mount's N (`-o keep_latest`).
     public let mountLatest: Int
-    private let cap: Int64?
-    private let reportPath: String?
+    let cap: Int64?
+    let reportPath: String?
     /// Seconds without a reader's fetch before downloads go on.
-    private let quiet: Double
-    private let settings: Locked<KeepSettings>
-    private let progress = Locked(Progress())
+    let quiet: Double
+    let settings: Locked<KeepSettings>
+    let progress = Locked(Progress())
     private let stopping = Locked(false)
     private let wake = DispatchSemaphore(value: 0)
     private let ended = DispatchSemaphore(value: 0)
     private let started = Locked(false)
+    /// Serialises the setters (a fit check and its save) and the report's
+    /// writes.
+    private let changing = Locked(0)
+    /// When the report was last written, and whether a change was held
+    /// back since (at most one write a second).
+    let writing = Locked<(last: Double, heldBack: Bool)>((-.infinity, false))
+    /// Kept keys of the last mount (its report), kept from eviction until
+    /// their shows are built and planned again.
+    private let seed: Set<String>
     /// Episodes completed at once: a round trip of one (its open, its
     /// fill's first byte) overlaps the other's bytes.
     private let workers = 2
@@ -112,6 +92,10 @@ public final class Keeper: Sendable {
             logger.error("could not read what to keep offline from the cache index", metadata: ["error": "\(error)"])
         }
         settings = Locked(loaded)
+        seed = Self.lastKeptKeys(reportPath: reportPath).union(loaded.pinned)
+        // Before any eviction of this mount: what the last one kept, and
+        // the pins, are spared until the plan says otherwise.
+        reader.keep(seed)
     }
 
     // MARK: - Methods
@@ -119,7 +103,6 @@ public final class Keeper: Sendable {
     /// Starts the keeper's thread.
     public func start() {
         guard !started.withLock({ let was = $0; $0 = true; return was }) else { return }
-        reader.foreground.whenBusy { [wake] in wake.signal() }
         let thread = Thread { [self] in
             // SIGINT, SIGTERM and SIGHUP are the FUSE loop's to take (a
             // SIGTERM taken here would skip the open files' grace).
@@ -135,9 +118,11 @@ public final class Keeper: Sendable {
     /// Stops the thread, its download's fill where it is; waits for it.
     public func stop() {
         stopping.withLock { $0 = true }
-        reader.foreground.whenBusy(nil)
         wake.signal()
-        if started.withLock({ $0 }) { ended.wait() }
+        guard started.withLock({ $0 }) else { return }
+        ended.wait()
+        // Nothing downloads once the mount is gone.
+        if let plan = progress.withLock({ $0.plan }) { writeReport(plan: plan, shows: catalog.shows, force: true) }
     }
 
     /// Plans again soon: feeds changed.
@@ -153,6 +138,11 @@ public final class Keeper: Sendable {
 
     /// Sets a show's own N, or (`nil`) returns it to the mount's.
     public func setLatest(_ n: Int?, of show: Catalog.Show) throws(FileSystemError) {
+        try changing.withLock { _ throws(FileSystemError) in try saveLatest(n, of: show) }
+        poke()
+    }
+
+    private func saveLatest(_ n: Int?, of show: Catalog.Show) throws(FileSystemError) {
         do {
             try index.setShowLatest(n, show: show.scope.keyScope)
         } catch {
@@ -163,7 +153,6 @@ public final class Keeper: Sendable {
         logger.info(
             "a show's newest episodes kept offline",
             metadata: ["show": "\(show.name)", "keep_latest": "\(n.map(String.init) ?? "the mount's (\(mountLatest))")"])
-        poke()
     }
 
     public func isPinned(_ episode: Episode) -> Bool {
@@ -173,12 +162,17 @@ public final class Keeper: Sendable {
     /// Pins or unpins an episode. A pin that cannot fit the cache's cap
     /// beside the other pins is refused (ENOSPC), and the log says why.
     public func setPinned(_ pinned: Bool, _ episode: Episode) throws(FileSystemError) {
+        try changing.withLock { _ throws(FileSystemError) in try savePin(pinned, episode) }
+        poke()
+    }
+
+    private func savePin(_ pinned: Bool, _ episode: Episode) throws(FileSystemError) {
         if pinned {
             let (already, pinnedKeys) = settings.withLock { ($0.pinned.contains(episode.key), $0.pinned) }
             if already { return }
             let pinnedBytes = catalog.shows.flatMap(\.episodes).filter { pinnedKeys.contains($0.key) }
                 .reduce(Int64(0)) { $0.saturatingAdding($1.size) }
-            guard KeepPlan.pinFits(size: episode.size, pinnedBytes: pinnedBytes, cap: cap) else {
+            guard KeepPlan.pinFits(size: episode.size, pinnedBytes: pinnedBytes, cap: keepRoom) else {
                 logger.error(
                     "cannot pin an episode: with the other pins it would not fit the cache's cap; unpin one or raise cache_size",
                     metadata: [
@@ -198,7 +192,19 @@ public final class Keeper: Sendable {
             if pinned { settings.pinned.insert(episode.key) } else { settings.pinned.remove(episode.key) }
         }
         logger.info(pinned ? "pinned an episode" : "unpinned an episode", metadata: ["episode": "\(episode.name)"])
-        poke()
+    }
+
+    /// Logs another user's refused change: a warning the first time, then
+    /// at debug level (any user of an `allow_other` mount could fill the
+    /// log).
+    public func logRefusal(_ name: String, caller: UInt32, owner: UInt32) {
+        let first = progress.withLock { progress in
+            defer { progress.refusalLogged = true }
+            return !progress.refusalLogged
+        }
+        logger.log(
+            level: first ? .warning : .debug, "refused a change of \(name) by another user than the mount's owner",
+            metadata: ["uid": "\(caller)", "owner.uid": "\(owner)"])
     }
 
     /// Why an episode is kept (`user.podfs.kept`): "latest", "pinned" or
@@ -215,7 +221,12 @@ public final class Keeper: Sendable {
 
     // MARK: - Private methods
 
-    private var isStopping: Bool { stopping.withLock { $0 } }
+    var isStopping: Bool { stopping.withLock { $0 } }
+
+    /// What kept episodes may take: what eviction keeps the cache at (90 %
+    /// of the cap); kept bytes up to the cap itself would have every pass
+    /// evict everything else.
+    private var keepRoom: Int64? { cap.map { $0 / 10 * 9 } }
 
     private func run() {
         let done = DispatchSemaphore(value: 0)
@@ -240,7 +251,8 @@ public final class Keeper: Sendable {
                 thread.start()
                 continue
             }
-            _ = wake.wait(timeout: .now() + 30)
+            let heldBack = writing.withLock { $0.heldBack }
+            _ = wake.wait(timeout: .now() + (heldBack ? 1 : 30))
             while done.wait(timeout: .now()) == .success { running -= 1 }
         }
         while running > 0 {
@@ -257,18 +269,25 @@ public final class Keeper: Sendable {
                 identity: show.scope.keyScope,
                 episodes: show.episodes.map { KeepPlan.Candidate(key: $0.key, date: $0.modificationTime, size: $0.size) })
         }
-        return KeepPlan(shows: candidates, mountLatest: mountLatest, settings: settings, cap: cap)
+        return KeepPlan(
+            shows: candidates, mountLatest: mountLatest, settings: settings, cap: keepRoom)
     }
 
     /// Keeps the plan's episodes (and their transcripts and chapters) from
     /// eviction, says once which do not fit, and writes the report.
     private func publish(_ plan: KeepPlan, shows: [Catalog.Show]) {
         var keys = Set(plan.kept.keys)
+        var planned = Set<String>()
         for show in shows {
-            for episode in show.episodes where plan.kept[episode.key] != nil {
-                keys.formUnion(Self.companions(of: episode, in: show).map(\.key))
+            for episode in show.episodes {
+                planned.insert(episode.key)
+                if plan.kept[episode.key] != nil { keys.formUnion(Self.companions(of: episode, in: show).map(\.key)) }
             }
+            for extra in show.extras { planned.insert(extra.key) }
         }
+        // What the last mount kept of shows not built yet stays kept: their
+        // plan comes when they are.
+        keys.formUnion(seed.subtracting(planned))
         reader.keep(keys)
         let newlyUnfit = progress.withLock { progress in
             progress.plan = plan
@@ -316,117 +335,5 @@ public final class Keeper: Sendable {
         let stem = episode.name.split(separator: ".", omittingEmptySubsequences: false).dropLast().joined(separator: ".")
         guard !stem.isEmpty else { return [] }
         return show.extras.filter { $0.modificationTime == episode.modificationTime && $0.name.hasPrefix(stem + ".") }
-    }
-
-    /// Completes `episode`: fills its gaps one fetch at a time, giving way
-    /// to readers, until every byte is on disk, the mount stops, or its
-    /// fills stop bringing bytes (tried again in a minute).
-    private func complete(_ episode: Episode, show: Catalog.Show) {
-        var handle: UInt64?
-        defer { if let handle { reader.closeForKeeping(episode, handle: handle, stop: true) } }
-        let began = (time: monotonicSeconds(), bytes: reader.fillProgress(episode).present)
-        var lastPresent: Int64 = -1
-        var stalls = 0
-        var reported = 0.0
-        logger.debug("keeping an episode offline: downloading", metadata: ["episode.key": "\(episode.key)"])
-        while !isStopping {
-            if reader.foreground.isBusy(besides: episode, quiet: quiet), !reader.fillProgress(episode).streamsWhole {
-                if let open = handle {
-                    reader.closeForKeeping(episode, handle: open, stop: true)
-                    handle = nil
-                    logger.debug("keeping an episode offline: paused for a reader", metadata: ["episode.key": "\(episode.key)"])
-                }
-                note(episode, show: show, began: began, paused: true)
-                Thread.sleep(forTimeInterval: 0.02)
-                continue
-            }
-            if handle == nil {
-                handle = reader.openForKeeping(episode, timeout: 60)
-                if handle == nil {
-                    fail(episode, why: "it could not be opened (the origin did not answer)")
-                    return
-                }
-            }
-            let now = reader.fillProgress(episode)
-            if now.holdsAll {
-                logger.info(
-                    "kept an episode offline: complete",
-                    metadata: ["episode": "\(episode.name)", "bytes": "\(now.length ?? now.present)"])
-                return
-            }
-            if !now.fetching {
-                if now.present == lastPresent {
-                    stalls += 1
-                } else {
-                    (stalls, lastPresent) = (0, now.present)
-                }
-                if stalls >= 3 {
-                    fail(episode, why: "its fetches stopped bringing bytes")
-                    return
-                }
-                if let handle { reader.fillNext(episode, handle: handle) }
-            }
-            if monotonicSeconds() - reported >= 1 {
-                reported = monotonicSeconds()
-                note(episode, show: show, began: began, paused: false)
-            }
-            Thread.sleep(forTimeInterval: 0.02)
-        }
-    }
-
-    private func fail(_ episode: Episode, why: String) {
-        logger.warning(
-            "could not keep an episode offline; trying again in a minute",
-            metadata: ["episode": "\(episode.name)", "reason": "\(why)"])
-        progress.withLock { $0.failedUntil[episode.key] = monotonicSeconds() + 60 }
-    }
-
-    /// Records how a download goes and writes the report.
-    private func note(_ episode: Episode, show: Catalog.Show, began: (time: Double, bytes: Int64), paused: Bool) {
-        let download: Report.Download = {
-            let now = reader.fillProgress(episode)
-            let size = now.length ?? episode.size
-            let elapsed = max(0.001, monotonicSeconds() - began.time)
-            let rate = Int64(Double(max(0, now.present - began.bytes)) / elapsed)
-            return Report.Download(
-                show: show.name, episode: episode.name, bytes: now.present, size: size, rate: rate,
-                secondsLeft: rate > 0 ? max(0, size - now.present) / rate : nil, paused: paused)
-        }()
-        let changed = progress.withLock { progress in
-            let changed = progress.downloads[episode.key] != .some(download)
-            progress.downloads[episode.key] = .some(download)
-            return changed
-        }
-        guard changed, let plan = progress.withLock({ $0.plan }) else { return }
-        writeReport(plan: plan, shows: catalog.shows)
-    }
-
-    private func writeReport(plan: KeepPlan, shows: [Catalog.Show]) {
-        let settings = settings.withLock { $0 }
-        let unfit = Set(plan.unfit)
-        let report = Report(
-            keepLatest: mountLatest, keptBytes: plan.keptBytes, capBytes: cap,
-            shows: shows.map { show in
-                let kept = show.episodes.filter { plan.kept[$0.key] != nil }
-                return Report.Show(
-                    title: show.name, keepLatest: plan.latest[show.scope.keyScope] ?? mountLatest, kept: kept.count,
-                    complete: kept.filter { reader.fillProgress($0).holdsAll }.count,
-                    pinned: show.episodes.filter { settings.pinned.contains($0.key) }.map(\.name),
-                    unfit: show.episodes.filter { unfit.contains($0.key) }.map(\.name))
-            },
-            downloading: progress.withLock { $0.downloads.values.compactMap { $0 } }.sorted { $0.episode < $1.episode })
-        let previous = progress.withLock { progress in
-            defer { progress.report = report }
-            return progress.report
-        }
-        guard report != previous, let reportPath else { return }
-        let encoder = JSONEncoder()
-        encoder.keyEncodingStrategy = .convertToSnakeCase
-        encoder.outputFormatting = [.sortedKeys]
-        guard let data = try? encoder.encode(report) else { return }
-        let temporary = reportPath + ".new"
-        if CachePrivacy.writeFile(temporary, Array(data)) == 0 {
-            rename(temporary, reportPath)
-        }
     }
 }

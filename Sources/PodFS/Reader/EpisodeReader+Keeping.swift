@@ -45,15 +45,15 @@ extension EpisodeReader {
     }
 
     /// Starts the next fill of `episode` for the keeper's `handle`, if one
-    /// is due (`Episode.State.fill`). Returns whether one went out.
+    /// is due (`Episode.State.fill`). Returns the fetches that went out.
     @discardableResult
-    func fillNext(_ episode: Episode, handle: UInt64) -> Bool {
+    func fillNext(_ episode: Episode, handle: UInt64) -> [UInt64] {
         let (effects, url, validator) = episode.state.withLock { state in
             let planned = state.fill(handle: handle, tuning: tuning).map { [$0] } ?? []
             let effects = state.checkingContinuity(state.streamingWhole(planned))
             return (effects, state.effectiveURL ?? episode.url, self.validator(state))
         }
-        var sent = false
+        var sent: [UInt64] = []
         for case .fetch(let id, let range) in effects {
             logger.debug(
                 "keeping an episode: fetching",
@@ -64,9 +64,14 @@ extension EpisodeReader {
             let fetch = Fetch(id: id, episode: episode, reader: self, forKeeper: true)
             _ = fetch.nextAttempt()
             launch(fetch, url: url, range: range, validator: validator)
-            sent = true
+            sent.append(id)
         }
         return sent
+    }
+
+    /// Whether the keeper's `handle` reads `episode`'s current version.
+    func readsCurrentVersion(_ episode: Episode, handle: UInt64) -> Bool {
+        episode.state.withLock { $0.readsCurrentVersion(handle) }
     }
 
     /// How far `episode` is (`Episode.State.fillProgress`).
@@ -74,14 +79,13 @@ extension EpisodeReader {
         episode.state.withLock(\.fillProgress)
     }
 
-    /// Closes the keeper's file; with `stop`, its fills end now where their
-    /// bytes have come, unless a reader has the episode open (it reads
-    /// them).
-    func closeForKeeping(_ episode: Episode, handle: UInt64, stop: Bool) {
+    /// Closes the keeper's file, and ends its fills `fills` where their
+    /// bytes have come (`Episode.State.stopFills`).
+    func closeForKeeping(_ episode: Episode, handle: UInt64, fills: Set<UInt64>) {
         release(episode, handle: handle)
-        guard stop else { return }
-        let ids = episode.state.withLock { $0.stopUnreadStreams(now: monotonicSeconds(), grace: 0) }
-        if !ids.isEmpty { self.stop(ids, of: episode) }
+        guard !fills.isEmpty else { return }
+        let ids = episode.state.withLock { $0.stopFills(fills) }
+        if !ids.isEmpty { stop(ids, of: episode) }
     }
 
     /// Keeps `keys` from eviction (`KeepPlan.kept`).

@@ -23,6 +23,8 @@ extension Episode.State {
         /// is its variant, and a stream stopped for a reader would start
         /// again from byte 0 (`streamingWhole`), so it is not stopped.
         var streamsWhole: Bool
+        /// Files open on it (the keeper's own included).
+        var openFiles: Int = 0
     }
 
     // MARK: - Events
@@ -41,11 +43,38 @@ extension Episode.State {
         return planFetch(from: gap, window: Int64(gap.count), length: length, tuning: tuning)
     }
 
+    /// The keeper gives way to a reader of another episode: its fills
+    /// `ids` end where their bytes have come, whoever has the file open
+    /// (a player paused on it reads nothing now). Not while a read of this
+    /// version waits: it may wait for those bytes, and it is a reader's
+    /// fetch now. Returns the fills whose transfers stop.
+    mutating func stopFills(_ ids: Set<UInt64>) -> [UInt64] {
+        guard openWaiters.isEmpty, earlyReads.isEmpty, !waiters.contains(where: { $0.generation == generation })
+        else { return [] }
+        var stopped: [UInt64] = []
+        for id in ids {
+            guard var progress = fetches[id], progress.generation == generation, progress.received < progress.upper
+            else { continue }
+            progress.upper = max(progress.cursor, progress.received)
+            progress.cutShort = true
+            fetches[id] = progress
+            stopped.append(id)
+        }
+        return stopped
+    }
+
+    /// Whether the open file `handle` reads the current version (a head
+    /// may have replaced it since: the keeper opens it again).
+    func readsCurrentVersion(_ handle: UInt64) -> Bool {
+        handles[handle].map { !$0.provisional && $0.generation == generation } ?? false
+    }
+
     /// How far the current version is.
     var fillProgress: FillProgress {
         let fetching = fetches.values.contains { $0.generation == generation && $0.cursor < $0.upper }
         return FillProgress(
             present: present.count, length: length, fetching: fetching,
-            holdsAll: length.map { present.contains(0..<$0) } ?? false, streamsWhole: unstable != nil)
+            holdsAll: length.map { present.contains(0..<$0) } ?? false, streamsWhole: unstable != nil,
+            openFiles: handles.count)
     }
 }

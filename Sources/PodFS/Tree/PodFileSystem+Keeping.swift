@@ -113,9 +113,7 @@ extension PodFileSystem {
             throw .readOnly
         }
         guard caller == owner else {
-            logger.warning(
-                "refused a change of \(name) by another user than the mount's owner",
-                metadata: ["uid": "\(caller)", "owner.uid": "\(owner)"])
+            keeper.logRefusal(name, caller: caller, owner: owner)
             throw .notPermitted
         }
         return target

@@ -1,0 +1,124 @@
+import Foundation
+import Locking
+
+/// One download of the keeper (docs/DESIGN.md, "Offline by policy"): an
+/// episode completed by fills, giving way to readers.
+extension Keeper {
+    /// Completes `episode`: fills its gaps one fetch at a time until every
+    /// byte is on disk, the mount stops, it is no longer kept, or its fills
+    /// stop bringing bytes (tried again in a minute).
+    ///
+    /// It gives way to readers: while a reader's fetch of another episode
+    /// is on its way (or ended under `quiet` seconds ago), or a reader has
+    /// another download's episode open, it closes its file and ends its
+    /// fills where their bytes have come. An episode whose host stitches
+    /// or proves nothing keeps its one stream (stopped, it would start again
+    /// from byte 0 as another variant).
+    func complete(_ episode: Episode, show: Catalog.Show) {
+        var handle: UInt64?
+        var fills = Set<UInt64>()
+        func close() {
+            guard let open = handle else { return }
+            reader.closeForKeeping(episode, handle: open, fills: fills)
+            (handle, fills) = (nil, [])
+            _ = progress.withLock { $0.openByKeeper.removeValue(forKey: episode.key) }
+        }
+        defer { close() }
+        let began = (time: monotonicSeconds(), bytes: reader.fillProgress(episode).present)
+        var lastPresent: Int64 = -1
+        var stalls = 0
+        var noted = -Double.infinity
+        var paused = false
+        logger.debug("keeping an episode offline: downloading", metadata: ["episode.key": "\(episode.key)"])
+        while !isStopping {
+            guard reader.keptKeys.withLock({ $0.contains(episode.key) }) else {
+                logger.debug("keeping an episode offline: no longer kept", metadata: ["episode.key": "\(episode.key)"])
+                return
+            }
+            if mustGiveWay(episode) {
+                if handle != nil {
+                    close()
+                    logger.debug("keeping an episode offline: paused for a reader", metadata: ["episode.key": "\(episode.key)"])
+                }
+                if !paused {
+                    paused = true
+                    note(episode, show: show, began: began, paused: true)
+                }
+                Thread.sleep(forTimeInterval: 0.02)
+                continue
+            }
+            paused = false
+            if let open = handle, !reader.readsCurrentVersion(episode, handle: open) {
+                // A head replaced the version: its file reads the old one.
+                close()
+            }
+            if handle == nil {
+                handle = reader.openForKeeping(episode, timeout: 60)
+                guard handle != nil else {
+                    fail(episode, why: "it could not be opened (the origin did not answer)")
+                    return
+                }
+                progress.withLock { $0.openByKeeper[episode.key] = episode }
+            }
+            let now = reader.fillProgress(episode)
+            if now.holdsAll {
+                logger.info(
+                    "kept an episode offline: complete",
+                    metadata: ["episode": "\(episode.name)", "bytes": "\(now.length ?? now.present)"])
+                return
+            }
+            if !now.fetching {
+                if now.present == lastPresent {
+                    stalls += 1
+                } else {
+                    (stalls, lastPresent) = (0, now.present)
+                }
+                if stalls >= 3 {
+                    fail(episode, why: "its fetches stopped bringing bytes")
+                    return
+                }
+                if let handle { fills.formUnion(reader.fillNext(episode, handle: handle)) }
+            }
+            if monotonicSeconds() - noted >= 1 {
+                noted = monotonicSeconds()
+                note(episode, show: show, began: began, paused: false)
+            }
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+    }
+
+    /// Whether the download of `episode` gives way now: a reader's fetch of
+    /// another episode, or a reader with another download's episode open
+    /// (it plays what that download brings). Not for an episode that
+    /// streams whole.
+    private func mustGiveWay(_ episode: Episode) -> Bool {
+        if reader.foreground.isBusy(besides: episode, quiet: quiet) {
+            return !reader.fillProgress(episode).streamsWhole
+        }
+        let others = progress.withLock { progress in progress.openByKeeper.filter { $0.key != episode.key }.values }
+        // Files beyond the keeper's own are a reader's.
+        guard others.contains(where: { reader.fillProgress($0).openFiles > 1 }) else { return false }
+        return !reader.fillProgress(episode).streamsWhole
+    }
+
+    func fail(_ episode: Episode, why: String) {
+        logger.warning(
+            "could not keep an episode offline; trying again in a minute",
+            metadata: ["episode": "\(episode.name)", "reason": "\(why)"])
+        progress.withLock { $0.failedUntil[episode.key] = monotonicSeconds() + 60 }
+    }
+
+    /// Records how a download goes and writes the report.
+    func note(_ episode: Episode, show: Catalog.Show, began: (time: Double, bytes: Int64), paused: Bool) {
+        let now = reader.fillProgress(episode)
+        let size = now.length ?? episode.size
+        let elapsed = max(0.001, monotonicSeconds() - began.time)
+        let rate = Int64(Double(max(0, now.present - began.bytes)) / elapsed)
+        let download = Report.Download(
+            show: show.name, episode: episode.name, bytes: now.present, size: size, rate: rate,
+            secondsLeft: rate > 0 ? max(0, size - now.present) / rate : nil, paused: paused)
+        progress.withLock { $0.downloads[episode.key] = .some(download) }
+        guard let plan = progress.withLock({ $0.plan }) else { return }
+        writeReport(plan: plan, shows: catalog.shows)
+    }
+}
