@@ -286,8 +286,10 @@ public final class Keeper: Sendable {
             for extra in show.extras { planned.insert(extra.key) }
         }
         // What the last mount kept of shows not built yet stays kept: their
-        // plan comes when they are.
-        keys.formUnion(seed.subtracting(planned))
+        // plan comes when they are. Once every listed show is built, the
+        // plan alone decides (a key of an episode that left its feed, or
+        // of a feed no longer mounted, is ordinary cache again).
+        if !catalog.placeholderURLs.isEmpty { keys.formUnion(seed.subtracting(planned)) }
         reader.keep(keys)
         let newlyUnfit = progress.withLock { progress in
             progress.plan = plan
