@@ -123,6 +123,19 @@ final class Fixture {
         try Harness.sha256(originPath(index))
     }
 
+    /// Cached bytes per episode URL, from `podfs status --json`.
+    func cachedBytes() throws -> [String: Int64] {
+        let output = try Harness.run(Harness.podfs, ["status", "--json", "--cache-dir", cacheDirectory])
+        let object = try JSONSerialization.jsonObject(with: output.stdout) as? [String: Any]
+        var result: [String: Int64] = [:]
+        for feed in object?["feeds"] as? [[String: Any]] ?? [] {
+            for episode in feed["episodes"] as? [[String: Any]] ?? [] {
+                result[episode["url"] as? String ?? ""] = (episode["cachedBytes"] as? NSNumber)?.int64Value
+            }
+        }
+        return result
+    }
+
     func log() -> String {
         (try? String(contentsOfFile: cacheDirectory + "/podfs.log", encoding: .utf8)) ?? ""
     }

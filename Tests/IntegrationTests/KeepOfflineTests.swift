@@ -10,16 +10,9 @@ struct KeepOfflineTests {
 
     /// Cached bytes per origin file name, from `podfs status --json`.
     private static func cached(_ fixture: Fixture) throws -> [String: Int64] {
-        let output = try Harness.run(Harness.podfs, ["status", "--json", "--cache-dir", fixture.cacheDirectory])
-        let object = try JSONSerialization.jsonObject(with: output.stdout) as? [String: Any]
-        var result: [String: Int64] = [:]
-        for feed in object?["feeds"] as? [[String: Any]] ?? [] {
-            for episode in feed["episodes"] as? [[String: Any]] ?? [] {
-                let url = episode["url"] as? String ?? ""
-                result[String(url.split(separator: "/").last ?? "")] = (episode["cachedBytes"] as? NSNumber)?.int64Value
-            }
-        }
-        return result
+        Dictionary(
+            try fixture.cachedBytes().map { (String($0.key.split(separator: "/").last ?? ""), $0.value) },
+            uniquingKeysWith: { first, _ in first })
     }
 
     /// Waits until the index holds every byte of each of `files` (their

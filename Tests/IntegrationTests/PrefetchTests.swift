@@ -7,17 +7,9 @@ import Testing
 struct PrefetchTests {
     private static let mib = 1024 * 1024
 
-    /// Episode paths and cached bytes from `podfs status --json`.
+    /// Episode URLs and cached bytes from `podfs status --json`.
     private static func cached(_ fixture: Fixture) throws -> [String: Int64] {
-        let output = try Harness.run(Harness.podfs, ["status", "--json", "--cache-dir", fixture.cacheDirectory])
-        let object = try JSONSerialization.jsonObject(with: output.stdout) as? [String: Any]
-        var result: [String: Int64] = [:]
-        for feed in object?["feeds"] as? [[String: Any]] ?? [] {
-            for episode in feed["episodes"] as? [[String: Any]] ?? [] {
-                result[episode["url"] as? String ?? ""] = (episode["cachedBytes"] as? NSNumber)?.int64Value
-            }
-        }
-        return result
+        try fixture.cachedBytes()
     }
 
     /// Private prefetch mounts of this test run (under its TMPDIR; other
