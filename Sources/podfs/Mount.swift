@@ -177,7 +177,7 @@ struct Mount: ParsableCommand {
                 refreshInterval: try (refresh ?? options.refresh).map { try RefreshInterval($0).seconds }
                     ?? RefreshInterval.defaultSeconds,
                 cacheSize: try (cacheSize ?? options.cacheSize).map { try CacheSize($0) }, logLevel: level, readiness: daemonChild ? .pipe : .none,
-                logToSyslog: daemonChild && toSyslog, readAheadKiB: daemonOptions.readAheadKiB ?? 768,
+                logToSyslog: daemonChild && toSyslog, readAheadKiB: daemonOptions.readAheadKiB ?? 128,
                 proxy: options.proxy, userAgent: options.userAgent ?? PodfsVersion.userAgent,
                 keepLatest: keepLatest ?? options.keepLatest ?? 0)
             throw ExitCode(service.run())

@@ -34,7 +34,7 @@ struct MountService {
     /// Log to syslog (journald) instead of standard error.
     var logToSyslog = false
     /// The kernel's read-ahead for the mount, in KiB (root only).
-    var readAheadKiB = 768
+    var readAheadKiB = 128
     /// `-o proxy=URL`: every request goes through it; `nil`: no proxy,
     /// whatever the environment says.
     var proxy: HTTPProxy?

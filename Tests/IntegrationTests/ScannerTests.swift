@@ -118,11 +118,11 @@ struct ScannerTests {
     }
 
     /// Issue 29's budget: a scanner that reads a file's tags and closes it
-    /// costs the origin what the kernel's read-ahead asks for and the tail,
-    /// not the file's body, counted until the traffic settles, over every
-    /// file the origin was asked for (each about 2.2 MB).
+    /// costs the origin at most 1 MiB and the tail's last page, not the
+    /// file's body, counted until the traffic settles, over every file the
+    /// origin was asked for (each about 2.2 MB).
     @Test(.needs(needsMPD))
-    func anMPDScanCostsTheKernelsReadAheadAndTheTailNotTheBody() throws {
+    func anMPDScanCostsAMebibyteAFileNotTheBody() throws {
         let fixture = try Fixture()
         defer { fixture.cleanup() }
         let library = try ScanLibrary.mounted(on: fixture)
@@ -142,14 +142,12 @@ struct ScannerTests {
                 + "files of \(library.averageSize) bytes)")
         print("MPD scan, the requests for one file: \(try fixture.origin.ranges("show1/ep1.mp3"))")
         #expect(songs == library.count, "MPD found \(songs) of \(library.count) episodes")
-        // What podfs can hold a scan to: the kernel's own read-ahead (two
-        // windows of the mount's 768 KiB ahead of the tags MPD reads) and
-        // the tail, nothing of its own (docs/DESIGN.md, "Who reads"). The
-        // issue's 1 MiB would need a smaller read-ahead for the mount.
-        let kernelReadAhead = Int64(2 * 768 * 1024)
+        // The issue's budget: 1 MiB a file, and the tail's last page (MPD
+        // reads up to 806 KiB of these files, the kernel's read-ahead asks
+        // one 128 KiB window past that; docs/DESIGN.md, "Who reads").
         #expect(
-            perFile <= kernelReadAhead + 64 * 1024,
-            "a scan cost \(perFile) bytes per file, more than the kernel's read-ahead and the tail")
+            perFile <= Self.mib + 4096,
+            "a scan cost \(perFile) bytes per file, more than 1 MiB and the tail's last page")
         #expect(perFile < Int64(library.averageSize) * 3 / 4, "a scan fetches no file whole")
         try fixture.unmount()
     }

@@ -52,19 +52,20 @@ public final class EpisodeReader: Sendable {
         public var maximumLinkWindow: Int64 = 64 * 1024 * 1024
         /// An episode's head: while a reader's reads end within it, it may
         /// be a scanner reading tags (MPD, ffprobe, a file manager), so a
-        /// fetch brings what the read asks for and no more (the open's
-        /// probe aside); a reader that moves on past it (a listener) gets
-        /// its windows. The kernel's own read-ahead, 768 KiB at a time and
-        /// up to three of them for MPD's reads of a file's first frames, is
-        /// what a scan costs.
+        /// fetch brings no more than `scanReach` or what the read asks for;
+        /// a reader that moves on past it (a listener) gets its windows.
         public var head: Int64 = 4 * 1024 * 1024
-        /// Until two responses agreed on the version, a reader in the head
-        /// still has its read-ahead, up to this: what the kernel's
-        /// read-ahead asks of a scanner anyway (two 768 KiB windows). That
-        /// window's response is the second one, which shows a host that
-        /// stitches per request before the next open reads a variant about
-        /// to go (docs/DESIGN.md, "Until two responses agree").
-        public var proofReach: Int64 = 1536 * 1024
+        /// A fetch in the head reaches at least this far: one request for
+        /// what a scanner reads at a file's head, and the budget a scan
+        /// costs (docs/DESIGN.md, "Who reads"). MPD reads 772-806 KiB of a
+        /// file with a 277 KB cover when the file comes slowly (its
+        /// `UringInputStream` keeps up to 512 KiB read ahead of its decoder,
+        /// so up to 1 MiB when it comes fast, as on a remount), and the
+        /// kernel's read-ahead (`readahead_kb`, 128 KiB by default) asks one
+        /// window past that: 1 MiB in all, then the tail's last page. Its
+        /// response is also the second one, which shows a host that stitches
+        /// per request (docs/DESIGN.md, "Until two responses agree").
+        public var scanReach: Int64 = 1024 * 1024
         /// Seconds after its last open file closed that an episode's
         /// fetches nobody reads stop: a player that closes and reopens
         /// keeps its stream, a scanner's open costs what it read.

@@ -81,12 +81,9 @@ extension Episode.State {
         if offset >= end { return [.answerEmpty(reply)] }
         let wanted = offset..<end
         let window = windowOf(jumped ? 0 : followed.streak)
-        // A reader in the head fetches what it asks for: a scanner leaves
-        // there (`Tuning.head`); until a second response agreed, up to
-        // `proofReach`.
-        let reach =
-            end > context.tuning.head ? length
-            : versionAgreed || unstable != nil ? end : min(length, max(end, context.tuning.proofReach))
+        // A reader in the head fetches no further than `scanReach` or its
+        // read's end: a scanner leaves there (`Tuning.head`).
+        let reach = end > context.tuning.head ? length : min(length, max(end, context.tuning.scanReach))
         var effects: [ReadEffect] = []
         if follow.moved, !fresh, unstable == nil, handles.count == 1 {
             // The listener is at a new place: what its old place's
