@@ -31,6 +31,7 @@ extension MountService {
         let answered = Locked(false)
         /// Keeps the newest episodes and the pins complete offline.
         let keeper: Keeper
+        let scanAhead: ScanAhead
     }
 
     /// The shows listed before any feed is asked.
@@ -64,7 +65,7 @@ extension MountService {
         let fileSystem = PodFileSystem(
             catalog: parts.catalog, reader: parts.reader, logger: logger,
             control: StatusFiles.make(cacheDirectory: cacheDirectory, mountpoint: mountpoint, logger: logger),
-            keeper: parts.keeper)
+            keeper: parts.keeper, scanAhead: parts.scanAhead)
         let feeds = startFeeds(parts, listed, logger: logger)
         let (waiting, failures) = try waitUntilReady(parts, listed, feeds)
         let session: FUSESession
@@ -147,7 +148,7 @@ extension MountService {
                     reader.adopt(show.episodes + show.extras)
                 }
                 keeper.poke()
-            }, keeper: keeper)
+            }, keeper: keeper, scanAhead: ScanAhead(catalog: catalog, reader: reader, logger: logger))
     }
 
     /// Lists the shows the last mount had at once, built from their kept
@@ -309,6 +310,7 @@ extension MountService {
         feeds.refresher.waitUntilStopped()
         // After the client: a download's open or fill ends at once.
         parts.keeper.stop()
+        parts.scanAhead.stop()
         ShowList.write(parts.catalog.placeholdersToSave, directory: cacheDirectory, logger: logger)
         parts.reader.stopFlushing()
         parts.index.checkpoint()

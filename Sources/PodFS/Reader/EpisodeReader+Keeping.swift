@@ -45,18 +45,21 @@ extension EpisodeReader {
     }
 
     /// Starts the next fill of `episode` for the keeper's `handle`, if one
-    /// is due (`Episode.State.fill`). Returns the fetches that went out.
+    /// is due (`Episode.State.fill`), or with `within`, the fills of those
+    /// ranges for a scan's fetch ahead. Returns the fetches that went out.
     @discardableResult
-    func fillNext(_ episode: Episode, handle: UInt64) -> [UInt64] {
+    func fillNext(_ episode: Episode, handle: UInt64, within: [Range<Int64>]? = nil) -> [UInt64] {
         let (effects, url, validator) = episode.state.withLock { state in
-            let planned = state.fill(handle: handle, tuning: tuning).map { [$0] } ?? []
+            let planned =
+                within.map { state.fill(handle: handle, within: $0, tuning: tuning) }
+                ?? state.fill(handle: handle, tuning: tuning).map { [$0] } ?? []
             let effects = state.checkingContinuity(state.streamingWhole(planned))
             return (effects, state.effectiveURL ?? episode.url, self.validator(state))
         }
         var sent: [UInt64] = []
         for case .fetch(let id, let range) in effects {
             logger.debug(
-                "keeping an episode: fetching",
+                within == nil ? "keeping an episode: fetching" : "fetching ahead of a scan",
                 metadata: [
                     "episode.key": "\(episode.key)", "range.lower": "\(range.lowerBound)",
                     "range.upper": "\(range.upperBound)",

@@ -43,6 +43,25 @@ extension Episode.State {
         return planFetch(from: gap, window: Int64(gap.count), length: length, tuning: tuning)
     }
 
+    /// The fills that bring `ranges` (clamped to the episode) for the open
+    /// file `handle` of a scan's fetch ahead (`ScanAhead`): a fetch for
+    /// each gap neither here nor on its way, none past its range's end.
+    /// Empty when everything is here or on its way, or the file reads a
+    /// replaced version.
+    mutating func fill(handle: UInt64, within ranges: [Range<Int64>], tuning: EpisodeReader.Tuning) -> [ReadEffect] {
+        guard let reader = handles[handle], !reader.provisional, reader.generation == generation, let length
+        else { return [] }
+        var effects: [ReadEffect] = []
+        for range in ranges {
+            let clamped = max(0, range.lowerBound)..<min(length, max(range.lowerBound, range.upperBound))
+            guard !clamped.isEmpty else { continue }
+            for gap in uncoveredGaps(in: clamped) {
+                effects.append(planFetch(from: gap, window: Int64(gap.count), length: clamped.upperBound, tuning: tuning))
+            }
+        }
+        return effects
+    }
+
     /// The keeper gives way to a reader of another episode: its fills
     /// `ids` end where their bytes have come, whoever has the file open
     /// (a player paused on it reads nothing now). Not while a read of this

@@ -26,6 +26,8 @@ public final class PodFileSystem: FileSystem {
     /// What is kept offline by policy; its settings are extended
     /// attributes (`PodFileSystem+Keeping`).
     let keeper: Keeper?
+    /// Fetches ahead of a library scan (`nil`: never).
+    private let scanAhead: ScanAhead?
     /// Who may change the settings: the user the mount runs as.
     let owner: UInt32 = getuid()
     /// How long the kernel may cache names and confirmed attributes.
@@ -39,13 +41,15 @@ public final class PodFileSystem: FileSystem {
     // MARK: - Init
 
     public init(
-        catalog: Catalog, reader: EpisodeReader, logger: Logger, control: ControlFiles? = nil, keeper: Keeper? = nil
+        catalog: Catalog, reader: EpisodeReader, logger: Logger, control: ControlFiles? = nil, keeper: Keeper? = nil,
+        scanAhead: ScanAhead? = nil
     ) {
         self.catalog = catalog
         self.reader = reader
         self.logger = logger
         self.control = control
         self.keeper = keeper
+        self.scanAhead = scanAhead
     }
 
     // MARK: - FileSystem
@@ -106,7 +110,9 @@ public final class PodFileSystem: FileSystem {
             return
         }
         switch catalog.node(inode) {
-        case .episode(let episode): reader.open(episode, reply: reply)
+        case .episode(let episode):
+            guard let scanAhead else { return reader.open(episode, reply: reply) }
+            reader.open(episode, reply: ScanNotedOpen(reply: reply, episode: episode, scanAhead: scanAhead))
         case .playlist(let playlist):
             let handle = nextPlaylistHandle.add(1, ordering: .relaxed).newValue
             openPlaylists.withLock { $0[handle] = playlist }
@@ -120,6 +126,7 @@ public final class PodFileSystem: FileSystem {
         if let control, control.owns(inode) { return control.read(handle: handle, offset: offset, size: size, reply: reply) }
         switch catalog.node(inode) {
         case .episode(let episode):
+            scanAhead?.read(handle: handle, offset: offset, size: size)
             reader.read(episode, handle: handle, offset: offset, size: size, reply: reply)
         case .playlist:
             guard let playlist = openPlaylists.withLock({ $0[handle] }) else {
@@ -138,7 +145,9 @@ public final class PodFileSystem: FileSystem {
     public func release(inode: UInt64, handle: UInt64) {
         if let control, control.owns(inode) { return control.release(handle: handle) }
         switch catalog.node(inode) {
-        case .episode(let episode): reader.release(episode, handle: handle)
+        case .episode(let episode):
+            reader.release(episode, handle: handle)
+            scanAhead?.released(handle: handle)
         case .playlist: openPlaylists.withLock { _ = $0.removeValue(forKey: handle) }
         case .root, .show, nil: break
         }
@@ -218,5 +227,28 @@ public final class PodFileSystem: FileSystem {
             // A refresh that changes it invalidates the kernel's copy.
             return (playlist.attributes, cacheTimeout)
         }
+    }
+}
+
+/// An episode's open that tells the scan-ahead its handle before the
+/// kernel hears of it (so it sees every read of the file).
+private final class ScanNotedOpen: OpenReplying {
+    let reply: OpenReply
+    let episode: Episode
+    let scanAhead: ScanAhead
+
+    init(reply: OpenReply, episode: Episode, scanAhead: ScanAhead) {
+        self.reply = reply
+        self.episode = episode
+        self.scanAhead = scanAhead
+    }
+
+    func opened(_ options: OpenOptions) {
+        scanAhead.opened(episode, handle: options.handle)
+        reply.opened(options)
+    }
+
+    func fail(_ error: FileSystemError) {
+        reply.fail(error)
     }
 }

@@ -1,0 +1,183 @@
+/// Tells a library scan from other readers, by how files of one folder are
+/// opened, read and closed (docs/DESIGN.md, "Who reads"), and says which
+/// files to fetch ahead of it. Pure: the driver (`ScanAhead`) feeds it the
+/// opens, reads and closes of episode files and carries out what it says.
+///
+/// A scanner (MPD, Jellyfin's ffprobe, beets) opens the files of a folder
+/// one after another in `readdir` order, reads each at its head and its
+/// tail, and closes it within seconds. Once two files next to each other in
+/// the listing were scanned so, the next `depth` files are fetched ahead,
+/// as much of their heads and tails as the scan read of the files before
+/// (at most `headLimit` and `tailLimit`): what the scan reads next. A
+/// program that opens one file, a listener (reads in the body), a file
+/// open for long or files opened out of order start no fetch ahead, and a
+/// scan that stops leaves at most `depth` files fetched ahead.
+struct ScanPattern: Sendable {
+    // MARK: - Nested types
+
+    struct Tuning: Sendable {
+        /// Reads that end within this are at a file's head.
+        var head: Int64 = 4 * 1024 * 1024
+        /// Reads that start within this of a file's end are at its tail.
+        var tail: Int64 = 1024 * 1024
+        /// A scanned file is closed within this many seconds of its open.
+        var longestOpen: Double = 10
+        /// The next file of a scan is opened within this many seconds of
+        /// the last close.
+        var pause: Double = 5
+        /// Files fetched ahead of the one the scan has open.
+        var depth = 4
+        /// The most of a file's head fetched ahead (`EpisodeReader.Tuning.scanReach`).
+        var headLimit: Int64 = 1024 * 1024
+        /// The most of a file's tail fetched ahead.
+        var tailLimit: Int64 = 64 * 1024
+
+        init() {}
+    }
+
+    /// An episode file: its folder, its place among the folder's episodes
+    /// in listing order, how many there are, and its length.
+    struct File: Equatable, Sendable {
+        var folder: UInt64
+        var position: Int
+        var count: Int
+        var length: Int64
+    }
+
+    /// Fetch the first `head` bytes and the last `tail` bytes (from the
+    /// start of the page they begin in) of the folder's episode at
+    /// `position`.
+    struct Prefetch: Equatable, Sendable {
+        var folder: UInt64
+        var position: Int
+        var head: Int64
+        var tail: Int64
+    }
+
+    private struct OpenFile {
+        var file: File
+        var opened: Double
+        var reads = 0
+        /// The furthest end of a read at the head.
+        var headEnd: Int64 = 0
+        /// Bytes from the earliest read at the tail to the end.
+        var tailSize: Int64 = 0
+        /// A read neither at the head nor at the tail.
+        var body = false
+    }
+
+    /// A folder being walked by a scanner.
+    private struct Walk {
+        /// The position of the last file scanned.
+        var last: Int
+        /// Files scanned one after another, each next to the one before.
+        var scanned: Int
+        var headEnd: Int64
+        var tailSize: Int64
+        var closed: Double
+        /// Positions up to this were fetched ahead (or scanned).
+        var askedUpTo: Int
+    }
+
+    // MARK: - Properties
+
+    let tuning: Tuning
+    private var open: [UInt64: OpenFile] = [:]
+    private var walks: [UInt64: Walk] = [:]
+
+    // MARK: - Init
+
+    init(tuning: Tuning = Tuning()) {
+        self.tuning = tuning
+    }
+
+    // MARK: - Events
+
+    /// File `handle` of `file` opened at `now` (seconds). Returns what to
+    /// fetch ahead: an open that goes on with a scan moves its reach.
+    mutating func opened(handle: UInt64, file: File, now: Double) -> [Prefetch] {
+        open[handle] = OpenFile(file: file, opened: now)
+        guard var walk = walks[file.folder], walk.scanned >= 2, now - walk.closed <= tuning.pause,
+            file.position == walk.last || file.position == walk.last + 1
+        else { return [] }
+        let ahead = prefetches(after: file.position, of: file, walk: &walk)
+        walks[file.folder] = walk
+        return ahead
+    }
+
+    /// A read of `size` bytes at `offset` by file `handle`.
+    mutating func read(handle: UInt64, offset: Int64, size: Int) {
+        guard var file = open[handle] else { return }
+        let end = offset.saturatingAdding(Int64(max(0, size)))
+        file.reads += 1
+        if end <= tuning.head {
+            file.headEnd = max(file.headEnd, min(end, file.file.length))
+        } else if offset >= file.file.length - tuning.tail {
+            file.tailSize = max(file.tailSize, file.file.length - offset)
+        } else {
+            file.body = true
+        }
+        open[handle] = file
+    }
+
+    /// File `handle` closed at `now`. Returns what to fetch ahead.
+    mutating func released(handle: UInt64, now: Double) -> [Prefetch] {
+        guard let closed = open.removeValue(forKey: handle) else { return [] }
+        let file = closed.file
+        guard closed.reads > 0 else { return [] }
+        guard !closed.body, now - closed.opened <= tuning.longestOpen else {
+            // A listener, or a file held open: whatever walked this
+            // folder, this is not its scan.
+            walks[file.folder] = nil
+            return []
+        }
+        var walk: Walk
+        if var going = walks[file.folder], now - going.closed <= tuning.pause,
+            file.position == going.last || file.position == going.last + 1
+        {
+            if file.position == going.last + 1 { going.scanned += 1 }
+            going.last = file.position
+            going.headEnd = max(going.headEnd, closed.headEnd)
+            going.tailSize = max(going.tailSize, closed.tailSize)
+            going.closed = now
+            going.askedUpTo = max(going.askedUpTo, file.position)
+            walk = going
+        } else {
+            walk = Walk(
+                last: file.position, scanned: 1, headEnd: closed.headEnd, tailSize: closed.tailSize, closed: now,
+                askedUpTo: file.position)
+        }
+        guard walk.scanned >= 2 else {
+            walks[file.folder] = walk
+            return []
+        }
+        let ahead = prefetches(after: file.position, of: file, walk: &walk)
+        walks[file.folder] = walk
+        return ahead
+    }
+
+    /// Forgets walks that ended (`pause` seconds without a close), so
+    /// folders scanned once cost nothing for the rest of the mount.
+    mutating func forgetEnded(now: Double) {
+        walks = walks.filter { now - $0.value.closed <= tuning.pause * 4 }
+    }
+
+    // MARK: - Private methods
+
+    private mutating func prefetches(after position: Int, of file: File, walk: inout Walk) -> [Prefetch] {
+        let head = min(tuning.headLimit, Self.pageRounded(walk.headEnd))
+        // The tail in bytes from the end: the driver starts it at the
+        // page the kernel's read of those bytes starts at.
+        let tail = min(tuning.tailLimit, walk.tailSize)
+        guard head > 0 || tail > 0 else { return [] }
+        let last = min(file.count - 1, position + tuning.depth)
+        let first = max(position, walk.askedUpTo) + 1
+        guard first <= last else { return [] }
+        walk.askedUpTo = last
+        return (first...last).map { Prefetch(folder: file.folder, position: $0, head: head, tail: tail) }
+    }
+
+    private static func pageRounded(_ bytes: Int64) -> Int64 {
+        (bytes + 4095) / 4096 * 4096
+    }
+}

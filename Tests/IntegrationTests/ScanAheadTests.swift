@@ -1,0 +1,108 @@
+import Foundation
+import Testing
+
+/// A library scan goes at the link's pace: once two files next to each
+/// other in a folder's listing were read at their head and tail and closed,
+/// the next files' heads and tails are fetched ahead, before the scanner
+/// opens them (docs/DESIGN.md, "Who reads"). A program that opens one file,
+/// or files out of order, fetches nothing ahead.
+@Suite(.serialized, .needsRoot)
+struct ScanAheadTests {
+    private static let mib = 1024 * 1024
+
+    /// A scanner as MPD is one: every file of the folder in `readdir`
+    /// order (or the `files` given), opened, its head read up to `head`
+    /// bytes and its last 128 bytes, closed. Prints each file's name and
+    /// when it opened it (`time.monotonic()`, the clock the origin stamps
+    /// its answers with).
+    private static let scanner = """
+        import os, sys, time
+        folder, head = sys.argv[1], int(sys.argv[2])
+        names = sys.argv[3:] or [n for n in os.listdir(folder) if n.endswith(".mp3")]
+        for name in names:
+            path = os.path.join(folder, name)
+            opened = time.monotonic()
+            with open(path, "rb") as f:
+                done = 0
+                while done < head:
+                    chunk = f.read(min(65536, head - done))
+                    if not chunk:
+                        break
+                    done += len(chunk)
+                f.seek(-128, os.SEEK_END)
+                f.read(128)
+            print(name, opened, flush=True)
+        """
+
+    private static func scan(_ fixture: Fixture, head: Int, files: [String] = []) throws -> [(name: String, opened: Double)] {
+        let folder = fixture.mountpoint + "/" + Fixture.showTitle
+        let output = try Harness.run("python3", ["-c", scanner, folder, String(head)] + files, timeout: 120)
+        #expect(output.status == 0, "the scanner: \(output.stderr)")
+        return output.text.split(separator: "\n").compactMap { line in
+            let parts = line.split(separator: " ")
+            guard parts.count >= 2, let opened = Double(parts[parts.count - 1]) else { return nil }
+            return (parts[0..<(parts.count - 1)].joined(separator: " "), opened)
+        }
+    }
+
+    /// The origin's file behind a mount's file name ("2026-11-03 Episode 3.mp3").
+    private static func originFile(_ name: String) -> String? {
+        guard let number = name.split(separator: " ").last?.split(separator: ".").first else { return nil }
+        return "ep\(number).mp3"
+    }
+
+    @Test func aScanFetchesTheNextFilesHeadsAndTailsBeforeItOpensThem() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        let count = 10
+        try fixture.publish(Fixture.episodes(sizes: (0..<count).map { 6 * Self.mib + $0 * 1000 }))
+        try fixture.mount(extra: ["-o", "log_level=debug"])
+        try fixture.origin.reset()
+        let opens = try Self.scan(fixture, head: 300 * 1024)
+        #expect(opens.count == count, "the scanner read every file: \(opens.map(\.name))")
+        // Fetches ahead end with their files; the traffic settles.
+        Thread.sleep(forTimeInterval: 1)
+        var fetchedAhead: [String] = []
+        for (place, open) in opens.enumerated() {
+            let file = try #require(Self.originFile(open.name))
+            let first = try fixture.origin.statusTimes(file).min()
+            if let first, first < open.opened { fetchedAhead.append(open.name) }
+            // No byte twice, and the head and tail only.
+            let sent = try fixture.origin.bytesSent(file)
+            #expect(sent <= Int64(Self.mib + 8192), "\(open.name) cost \(sent) bytes")
+            if place < 2 { #expect(!fetchedAhead.contains(open.name), "the first two files are what shows a scan") }
+        }
+        // Every file from the fourth on was asked for before the scanner
+        // opened it (the third goes out as the second closes, a race with
+        // the scanner's open of it).
+        let fromTheFourth = Set(opens.dropFirst(3).map(\.name))
+        #expect(fromTheFourth.isSubset(of: Set(fetchedAhead)), "fetched ahead: \(fetchedAhead)")
+        #expect(fixture.log().contains("fetching ahead of a scan"))
+        try fixture.unmount()
+
+        // The remount's scan fetches nothing but the checks.
+        try fixture.mount()
+        try fixture.origin.reset()
+        _ = try Self.scan(fixture, head: 300 * 1024)
+        let bytes = try (1...count).reduce(Int64(0)) { $0 + (try fixture.origin.bytesSent("ep\($1).mp3")) }
+        #expect(bytes <= Int64(count), "after a remount: \(bytes) bytes (one a file for the checks)")
+        try fixture.unmount()
+    }
+
+    @Test func oneFileOrFilesOutOfOrderFetchNothingAhead() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        let count = 8
+        try fixture.publish(Fixture.episodes(sizes: Array(repeating: 4 * Self.mib, count: count)))
+        try fixture.mount()
+        try fixture.origin.reset()
+        let names = (0..<count).map { (fixture.path($0) as NSString).lastPathComponent }
+        // One file, then files that are not next to each other.
+        _ = try Self.scan(fixture, head: 300 * 1024, files: [names[2]])
+        _ = try Self.scan(fixture, head: 300 * 1024, files: [names[5], names[0], names[7]])
+        Thread.sleep(forTimeInterval: 1)
+        let asked = try (1...count).filter { try fixture.origin.requests("ep\($0).mp3") > 0 }
+        #expect(asked == [1, 3, 6, 8], "files the origin was asked for: \(asked)")
+        try fixture.unmount()
+    }
+}
