@@ -52,8 +52,10 @@ public final class EpisodeReader: Sendable {
         public var maximumLinkWindow: Int64 = 64 * 1024 * 1024
         /// An episode's head: while a reader's reads end within it, it may
         /// be a scanner reading tags (MPD, ffprobe, a file manager), so a
-        /// fetch brings no more than `scanReach` or what the read asks for;
-        /// a reader that moves on past it (a listener) gets its windows.
+        /// fetch reaches `scanReach` and, once a read passed that, the
+        /// head's end (three requests for a listener's first 4 MiB, not one
+        /// per kernel read); a reader that moves on past it (a listener)
+        /// gets its windows.
         public var head: Int64 = 4 * 1024 * 1024
         /// A fetch in the head reaches at least this far: one request for
         /// what a scanner reads at a file's head, and the budget a scan

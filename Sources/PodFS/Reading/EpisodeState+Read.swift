@@ -81,9 +81,13 @@ extension Episode.State {
         if offset >= end { return [.answerEmpty(reply)] }
         let wanted = offset..<end
         let window = windowOf(jumped ? 0 : followed.streak)
-        // A reader in the head fetches no further than `scanReach` or its
-        // read's end: a scanner leaves there (`Tuning.head`).
-        let reach = end > context.tuning.head ? length : min(length, max(end, context.tuning.scanReach))
+        // A reader in the head fetches no further than `scanReach`, or
+        // once it read past that, the head's end: a scanner leaves there
+        // (`Tuning.head`), a listener reads on into its windows.
+        let tuning = context.tuning
+        let reach =
+            end > tuning.head ? length
+            : min(length, max(end, end > tuning.scanReach ? tuning.head : tuning.scanReach))
         var effects: [ReadEffect] = []
         if follow.moved, !fresh, unstable == nil, handles.count == 1 {
             // The listener is at a new place: what its old place's
