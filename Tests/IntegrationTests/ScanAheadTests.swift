@@ -12,15 +12,18 @@ struct ScanAheadTests {
 
     /// A scanner as MPD is one: every file of the folder in `readdir`
     /// order (or the `files` given), opened, its head read up to `head`
-    /// bytes and its last 128 bytes, closed. Prints each file's name and
-    /// when it opened it (`time.monotonic()`, the clock the origin stamps
-    /// its answers with).
+    /// bytes and its last 128 bytes, closed. Prints each file's name, when
+    /// it opened it (`time.monotonic()`, the clock the origin stamps its
+    /// answers with) and the ranges the origin had been asked for that file
+    /// just before (its `/_origin/stats`).
     private static let scanner = """
-        import os, sys, time
-        folder, head = sys.argv[1], int(sys.argv[2])
-        names = sys.argv[3:] or [n for n in os.listdir(folder) if n.endswith(".mp3")]
+        import json, os, sys, time, urllib.request
+        folder, head, base = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+        names = sys.argv[4:] or [n for n in os.listdir(folder) if n.endswith(".mp3")]
         for name in names:
             path = os.path.join(folder, name)
+            stats = json.load(urllib.request.urlopen(base + "/_origin/stats"))["paths"]
+            asked = stats.get("/ep" + name.rsplit(" ", 1)[1], {}).get("ranges", [])
             opened = time.monotonic()
             with open(path, "rb") as f:
                 done = 0
@@ -31,17 +34,26 @@ struct ScanAheadTests {
                     done += len(chunk)
                 f.seek(-128, os.SEEK_END)
                 f.read(128)
-            print(name, opened, flush=True)
+            print(json.dumps({"name": name, "opened": opened, "asked": asked}), flush=True)
         """
 
-    private static func scan(_ fixture: Fixture, head: Int, files: [String] = []) throws -> [(name: String, opened: Double)] {
+    private struct Open {
+        var name: String
+        var opened: Double
+        /// Ranges the origin was asked for before the scanner opened it.
+        var asked: [String]
+    }
+
+    private static func scan(_ fixture: Fixture, head: Int, files: [String] = []) throws -> [Open] {
         let folder = fixture.mountpoint + "/" + Fixture.showTitle
-        let output = try Harness.run("python3", ["-c", scanner, folder, String(head)] + files, timeout: 120)
+        let output = try Harness.run(
+            "python3", ["-c", scanner, folder, String(head), fixture.origin.base] + files, timeout: 120)
         #expect(output.status == 0, "the scanner: \(output.stderr)")
         return output.text.split(separator: "\n").compactMap { line in
-            let parts = line.split(separator: " ")
-            guard parts.count >= 2, let opened = Double(parts[parts.count - 1]) else { return nil }
-            return (parts[0..<(parts.count - 1)].joined(separator: " "), opened)
+            guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                let name = object["name"] as? String, let opened = object["opened"] as? Double
+            else { return nil }
+            return Open(name: name, opened: opened, asked: object["asked"] as? [String] ?? [])
         }
     }
 
@@ -63,20 +75,24 @@ struct ScanAheadTests {
         // Fetches ahead end with their files; the traffic settles.
         Thread.sleep(forTimeInterval: 1)
         var fetchedAhead: [String] = []
+        var tailsAhead: [String] = []
         for (place, open) in opens.enumerated() {
             let file = try #require(Self.originFile(open.name))
-            let first = try fixture.origin.statusTimes(file).min()
-            if let first, first < open.opened { fetchedAhead.append(open.name) }
+            if !open.asked.isEmpty { fetchedAhead.append(open.name) }
+            // Its tail (past 5 MiB of a 6 MiB file) was asked for before.
+            let starts = open.asked.map { Int64($0.dropFirst("bytes=".count).prefix { $0.isNumber }) ?? 0 }
+            if starts.contains(where: { $0 > 5 * Int64(Self.mib) }) { tailsAhead.append(open.name) }
             // No byte twice, and the head and tail only.
             let sent = try fixture.origin.bytesSent(file)
             #expect(sent <= Int64(Self.mib + 8192), "\(open.name) cost \(sent) bytes")
-            if place < 2 { #expect(!fetchedAhead.contains(open.name), "the first two files are what shows a scan") }
+            if place < 2 { #expect(open.asked.isEmpty, "the first two files are what shows a scan") }
         }
         // Every file from the fourth on was asked for before the scanner
-        // opened it (the third goes out as the second closes, a race with
-        // the scanner's open of it).
+        // opened it, its tail too (the third goes out as the second closes,
+        // a race with the scanner's open of it).
         let fromTheFourth = Set(opens.dropFirst(3).map(\.name))
         #expect(fromTheFourth.isSubset(of: Set(fetchedAhead)), "fetched ahead: \(fetchedAhead)")
+        #expect(fromTheFourth.isSubset(of: Set(tailsAhead)), "tails fetched ahead: \(tailsAhead)")
         #expect(fixture.log().contains("fetching ahead of a scan"))
         try fixture.unmount()
 

@@ -25,6 +25,31 @@ import Testing
         #expect(bench.state.fillProgress == .init(present: 10 * mib, length: 10 * mib, fetching: false, holdsAll: true, streamsWhole: false, openFiles: 1))
     }
 
+    /// A scan's fetch ahead (`ScanAhead`): every gap of its ranges at once,
+    /// none past a range's end, none over bytes here or on their way.
+    @Test func aFillWithinRangesFetchesTheirGapsAndNothingElse() {
+        var bench = ReadBench(length: 10 * mib, present: [0..<mib / 4])
+        // The probe's body is still on its way up to 512 KiB.
+        let probe = bench.state.takeFetchID()
+        bench.state.fetches[probe] = Episode.FetchProgress(
+            cursor: mib / 4, upper: mib / 2, generation: bench.state.generation, answersOnArrival: false)
+        let tail = 10 * mib - 8192..<10 * mib
+        let effects = bench.state.fill(handle: 1, within: [0..<mib, tail], tuning: tuning)
+        #expect(ReadBench.fetched(effects) == [mib / 2..<mib, tail])
+        // Asked again, nothing: all of it is on its way.
+        #expect(bench.state.fill(handle: 1, within: [0..<mib, tail], tuning: tuning).isEmpty)
+        // Past the end is clamped.
+        #expect(bench.state.fill(handle: 1, within: [10 * mib..<11 * mib], tuning: tuning).isEmpty)
+    }
+
+    /// A host that stitches per request streams an episode whole from byte
+    /// 0: a head and a tail of their own would be that stream.
+    @Test func aFillWithinRangesOfAnUnstableEpisodeFetchesNothing() {
+        var bench = ReadBench(length: 10 * mib, present: [0..<mib / 4])
+        bench.state.unstable = "as another episode of its show"
+        #expect(bench.state.fill(handle: 1, within: [0..<mib], tuning: tuning).isEmpty)
+    }
+
     @Test func aReaderInAFillsRangeAsksNoMoreThanAJumpsFetch() {
         var bench = ReadBench(length: 10 * mib, present: [0..<mib], handles: [1, 2])
         let fill = bench.state.fill(handle: 1, tuning: tuning)

@@ -42,6 +42,21 @@ import Testing
         #expect(probes(effects).isEmpty)
     }
 
+    /// After a version change the kernel's pages are stale until an open it
+    /// hears of says `keep_cache` off: an open of the cache's own (the
+    /// keeper's, a scan's fetch ahead) must not use that up.
+    @Test func anOpenOfTheCachesOwnLeavesTheKernelsStalePagesForTheNextOpen() {
+        var state = cached(validated: true)
+        state.kernelPagesStale = true
+        let own = state.open(
+            handle: 1, reply: FakeOpenReply(), now: 200, feedLength: nil, tuning: tuning, seenByKernel: false)
+        #expect(answers(own).first?.keepCache == false)
+        let kernel = state.open(handle: 2, reply: FakeOpenReply(), now: 201, feedLength: nil, tuning: tuning)
+        #expect(answers(kernel).first?.keepCache == false, "the kernel drops its pages at this open")
+        let next = state.open(handle: 3, reply: FakeOpenReply(), now: 202, feedLength: nil, tuning: tuning)
+        #expect(answers(next).first?.keepCache == true)
+    }
+
     /// A scanner's open on a remount waits for no round trip: the cached
     /// version answers, the origin is asked in the background.
     @Test func theFirstOpenOfACachedEpisodeOpensAtOnceAndIsCheckedInTheBackground() {

@@ -21,9 +21,11 @@ import Testing
     ) -> (opened: [ScanPattern.Prefetch], closed: [ScanPattern.Prefetch]) {
         let file = file(position, count: count)
         let opened = pattern.opened(handle: handle, file: file, now: now)
-        for step in Int64(0)..<8 { pattern.read(handle: handle, offset: step * 128 * kib, size: 128 * 1024) }
+        for step in Int64(0)..<8 {
+            pattern.read(handle: handle, offset: step * 128 * kib, size: 128 * 1024, length: file.length)
+        }
         let lastPage = (file.length - 1) / 4096 * 4096
-        pattern.read(handle: handle, offset: lastPage, size: 4096)
+        pattern.read(handle: handle, offset: lastPage, size: 4096, length: file.length)
         return (opened, pattern.released(handle: handle, now: now + 0.05))
     }
 
@@ -60,6 +62,34 @@ import Testing
         _ = scan(&pattern, 3, handle: 1, at: 0)
         #expect(scan(&pattern, 9, handle: 2, at: 0.1).closed.isEmpty)
         #expect(scan(&pattern, 1, handle: 3, at: 0.2).closed.isEmpty)
+        #expect(scan(&pattern, 3, handle: 4, at: 0.3).closed.isEmpty)
+    }
+
+    /// beets walks by name, oldest first: the listing (newest first) the
+    /// other way round.
+    @Test func aScanAgainstTheListingFetchesAheadTheSameWay() {
+        var pattern = ScanPattern()
+        _ = scan(&pattern, 20, handle: 1, at: 0)
+        #expect(scan(&pattern, 19, handle: 2, at: 0.1).closed.map(\.position) == [18, 17, 16, 15])
+        #expect(scan(&pattern, 18, handle: 3, at: 0.2).opened.map(\.position) == [14])
+        // A step back the other way is another walk.
+        #expect(scan(&pattern, 19, handle: 4, at: 0.3).opened.isEmpty)
+    }
+
+    /// An open answered before its first response knows only the feed's
+    /// length: its reads tell the real one, so a tail read is a tail read.
+    @Test func theLengthTheReadsSeeDecidesWhatIsTheTail() {
+        var pattern = ScanPattern()
+        for (handle, position) in [(UInt64(1), 0), (2, 1)] {
+            var claimed = file(position)
+            claimed.length = 40 * mib  // the feed's claim, far off
+            let real = 9 * mib
+            _ = pattern.opened(handle: handle, file: claimed, now: Double(position))
+            pattern.read(handle: handle, offset: 0, size: 128 * 1024, length: real)
+            pattern.read(handle: handle, offset: real - 4096, size: 4096, length: real)
+            let closed = pattern.released(handle: handle, now: Double(position) + 0.1)
+            if position == 1 { #expect(closed.map(\.position) == [2, 3, 4, 5] && closed.allSatisfy { $0.tail == 4096 }) }
+        }
     }
 
     @Test func aListenerEndsTheWalk() {
@@ -69,7 +99,9 @@ import Testing
         // A player opens the next file and reads on into its body.
         let opened = pattern.opened(handle: 3, file: file(2), now: 0.2)
         #expect(opened.map(\.position) == [6], "an open next in line looks like the scan")
-        for step in Int64(0)..<40 { pattern.read(handle: 3, offset: step * 128 * kib, size: 128 * 1024) }
+        for step in Int64(0)..<40 {
+            pattern.read(handle: 3, offset: step * 128 * kib, size: 128 * 1024, length: file(2).length)
+        }
         #expect(pattern.released(handle: 3, now: 0.3).isEmpty)
         #expect(pattern.opened(handle: 4, file: file(3), now: 0.4).isEmpty, "the walk ended")
     }
@@ -79,7 +111,7 @@ import Testing
         _ = scan(&pattern, 0, handle: 1, at: 0)
         let held = pattern.opened(handle: 2, file: file(1), now: 1)
         #expect(held.isEmpty)
-        pattern.read(handle: 2, offset: 0, size: 4096)
+        pattern.read(handle: 2, offset: 0, size: 4096, length: file(1).length)
         #expect(pattern.released(handle: 2, now: 20).isEmpty, "open 19 s")
     }
 
@@ -100,7 +132,7 @@ import Testing
         var pattern = ScanPattern()
         for (handle, position) in [(UInt64(1), 0), (2, 1)] {
             _ = pattern.opened(handle: handle, file: file(position), now: Double(position))
-            pattern.read(handle: handle, offset: 0, size: 3 * 1024 * 1024)  // a 3 MB cover
+            pattern.read(handle: handle, offset: 0, size: 3 * 1024 * 1024, length: file(position).length)  // a 3 MB cover
             let closed = pattern.released(handle: handle, now: Double(position) + 0.1)
             if position == 1 { #expect(closed.allSatisfy { $0.head == mib && $0.tail == 0 }) }
         }

@@ -72,6 +72,13 @@ extension EpisodeReader {
         return sent
     }
 
+    /// Whether any of the fetches `ids` of `episode` is still on its way.
+    func onTheirWay(_ episode: Episode, _ ids: [UInt64]) -> Bool {
+        episode.state.withLock { state in
+            ids.contains { id in state.fetches[id].map { $0.cursor < $0.upper } ?? false }
+        }
+    }
+
     /// Whether the keeper's `handle` reads `episode`'s current version.
     func readsCurrentVersion(_ episode: Episode, handle: UInt64) -> Bool {
         episode.state.withLock { $0.readsCurrentVersion(handle) }

@@ -52,10 +52,11 @@ public final class EpisodeReader: Sendable {
         public var maximumLinkWindow: Int64 = 64 * 1024 * 1024
         /// An episode's head: while a reader's reads end within it, it may
         /// be a scanner reading tags (MPD, ffprobe, a file manager), so a
-        /// fetch reaches `scanReach` and, once a read passed that, the
-        /// head's end (three requests for a listener's first 4 MiB, not one
-        /// per kernel read); a reader that moves on past it (a listener)
-        /// gets its windows.
+        /// fetch reaches `scanReach` and, once a read passed that, twice
+        /// the read's end (four requests for a listener's first 4 MiB, not
+        /// one per kernel read, and a scanner reading a bigger cover pays
+        /// about what it reads); a reader that moves on past it (a
+        /// listener) gets its windows.
         public var head: Int64 = 4 * 1024 * 1024
         /// A fetch in the head reaches at least this far: one request for
         /// what a scanner reads at a file's head, and the budget a scan
@@ -190,7 +191,8 @@ public final class EpisodeReader: Sendable {
         let (inherited, effects) = episode.state.withLock { state in
             let inherited = stitches ? state.inheritStitching() : nil
             let effects = state.open(
-                handle: handle, reply: reply, now: monotonicSeconds(), feedLength: episode.feedLength, tuning: tuning)
+                handle: handle, reply: reply, now: monotonicSeconds(), feedLength: episode.feedLength, tuning: tuning,
+                seenByKernel: !forKeeper)
             return (inherited, effects)
         }
         if let inherited { inheritStitching(episode, reason: inherited) }

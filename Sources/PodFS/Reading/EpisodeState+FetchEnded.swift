@@ -151,7 +151,7 @@ extension Episode.State {
                         handle: waiter.handle, keepCache: !kernelPagesStale, dropAttributes: waiter.dropAttributes)
                     opens.append(.answerOpen(waiter.reply, options))
                 }
-                if usable && !openWaiters.isEmpty { kernelPagesStale = false }
+                if usable && openWaiters.contains(where: \.seenByKernel) { kernelPagesStale = false }
                 openWaiters.removeAll()
                 // Their reads are made again: from the cache offline, else
                 // they fail as the open would have.

@@ -46,10 +46,14 @@ extension Episode.State {
     /// The fills that bring `ranges` (clamped to the episode) for the open
     /// file `handle` of a scan's fetch ahead (`ScanAhead`): a fetch for
     /// each gap neither here nor on its way, none past its range's end.
-    /// Empty when everything is here or on its way, or the file reads a
-    /// replaced version.
+    /// Empty when everything is here or on its way, the file reads a
+    /// replaced version, or the host stitches per request or proves
+    /// nothing: its one stream from byte 0 is the episode's variant
+    /// (`streamingWhole`), and a head and a tail of their own would be a
+    /// stream of the whole file.
     mutating func fill(handle: UInt64, within ranges: [Range<Int64>], tuning: EpisodeReader.Tuning) -> [ReadEffect] {
-        guard let reader = handles[handle], !reader.provisional, reader.generation == generation, let length
+        guard let reader = handles[handle], !reader.provisional, reader.generation == generation, let length,
+            unstable == nil
         else { return [] }
         var effects: [ReadEffect] = []
         for range in ranges {

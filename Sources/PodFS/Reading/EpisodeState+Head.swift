@@ -331,7 +331,7 @@ extension Episode.State {
                 dropAttributes: waiter.dropAttributes || dropAttributes)
             return (waiter.reply, options)
         }
-        if !openWaiters.isEmpty { kernelPagesStale = false }
+        if openWaiters.contains(where: \.seenByKernel) { kernelPagesStale = false }
         openWaiters.removeAll()
         return opens
     }

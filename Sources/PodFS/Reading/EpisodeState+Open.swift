@@ -37,12 +37,16 @@ extension Episode.State {
     /// served stale, so its reads (and `stat`s) wait for the response, and
     /// the first byte comes a round trip sooner. Offline, a cached episode
     /// opens from the cache when the probe fails (`fetchSettled`).
+    ///
+    /// `seenByKernel` false: an open of the cache's own (the keeper's, a
+    /// scan's fetch ahead), whose `keep_cache` the kernel never sees.
     mutating func open(
-        handle: UInt64, reply: any OpenReplying, now: Double, feedLength: Int64?, tuning: EpisodeReader.Tuning
+        handle: UInt64, reply: any OpenReplying, now: Double, feedLength: Int64?, tuning: EpisodeReader.Tuning,
+        seenByKernel: Bool = true
     ) -> [OpenEffect] {
         let dropAttributes = markOpened(now: now)
         if unstable != nil || finalLinkGone {
-            return openStreamed(handle: handle, reply: reply, dropAttributes: dropAttributes)
+            return openStreamed(handle: handle, reply: reply, dropAttributes: dropAttributes, seenByKernel: seenByKernel)
         }
         if validated, let at = validatedAt, now - at < tuning.revalidateAfter {
             if !versionAgreed, awaitingProof {
@@ -50,15 +54,19 @@ extension Episode.State {
                 // will show whether the origin serves the same bytes: if it
                 // stitches per request, this file opens on what comes next,
                 // not on a variant about to go.
-                openWaiters.append(Episode.OpenWaiter(reply: reply, handle: handle, dropAttributes: dropAttributes))
+                openWaiters.append(
+                    Episode.OpenWaiter(
+                        reply: reply, handle: handle, dropAttributes: dropAttributes, seenByKernel: seenByKernel))
                 return []
             }
             handles[handle] = Episode.HandleState(generation: generation)
-            defer { kernelPagesStale = false }
+            defer { if seenByKernel { kernelPagesStale = false } }
             let options = OpenOptions(handle: handle, keepCache: !kernelPagesStale, dropAttributes: dropAttributes)
             return [.answer(reply, options)]
         }
-        if let opened = openFromTheCache(handle: handle, reply: reply, dropAttributes: dropAttributes) {
+        if let opened = openFromTheCache(
+            handle: handle, reply: reply, dropAttributes: dropAttributes, seenByKernel: seenByKernel)
+        {
             return opened
         }
         // Confirmed before in this mount, but longer ago than the TTL: ask
@@ -77,7 +85,8 @@ extension Episode.State {
             if probeID != nil { return [answer] }
             return [answer, .probe(startProbe(minimumFetch: tuning.minimumFetch))]
         }
-        openWaiters.append(Episode.OpenWaiter(reply: reply, handle: handle, dropAttributes: dropAttributes))
+        openWaiters.append(
+            Episode.OpenWaiter(reply: reply, handle: handle, dropAttributes: dropAttributes, seenByKernel: seenByKernel))
         if probeID != nil || (!revalidating && !fetches.isEmpty) {
             // A probe is already on its way; its head answers this open.
             // (Opens waiting for a second response's proof are no sign of
@@ -196,13 +205,13 @@ extension Episode.State {
     /// whose signed link expired is replaced before it reads a byte.
     /// `nil`: the head or the tail is not cached, or the length is not known.
     private mutating func openFromTheCache(
-        handle: UInt64, reply: any OpenReplying, dropAttributes: Bool
+        handle: UInt64, reply: any OpenReplying, dropAttributes: Bool, seenByKernel: Bool
     ) -> [OpenEffect]? {
         guard let length, length > 0, present.contains(0..<1), present.contains(length - 1..<length),
             openWaiters.isEmpty, !replacingScratch
         else { return nil }
         handles[handle] = Episode.HandleState(generation: generation)
-        defer { kernelPagesStale = false }
+        defer { if seenByKernel { kernelPagesStale = false } }
         let answer = OpenEffect.answer(
             reply, OpenOptions(handle: handle, keepCache: !kernelPagesStale, dropAttributes: dropAttributes))
         guard probeID == nil else { return [answer] }

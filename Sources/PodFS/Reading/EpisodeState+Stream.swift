@@ -47,14 +47,15 @@ extension Episode.State {
     /// as a version change) and answers the open on the new one, so the
     /// file never reads a byte of another variant and never gets EIO.
     mutating func openStreamed(
-        handle: UInt64, reply: any OpenReplying, dropAttributes: Bool
+        handle: UInt64, reply: any OpenReplying, dropAttributes: Bool, seenByKernel: Bool = true
     ) -> [OpenEffect] {
         if let length, (present.contains(0..<length) && !unprovenBytes) || (streamOnItsWay && probeID == nil) {
             handles[handle] = Episode.HandleState(generation: generation)
-            defer { kernelPagesStale = false }
+            defer { if seenByKernel { kernelPagesStale = false } }
             return [.answer(reply, OpenOptions(handle: handle, keepCache: !kernelPagesStale, dropAttributes: dropAttributes))]
         }
-        openWaiters.append(Episode.OpenWaiter(reply: reply, handle: handle, dropAttributes: dropAttributes))
+        openWaiters.append(
+            Episode.OpenWaiter(reply: reply, handle: handle, dropAttributes: dropAttributes, seenByKernel: seenByKernel))
         if streamOnItsWay { return [] }
         let probe = startProbe(range: 0..<EpisodeRecord.positions.upperBound, minimumFetch: 0)
         streamID = probe.id

@@ -42,6 +42,10 @@ extension Episode {
         var handle: UInt64
         /// The kernel keeps a claimed size to drop (`Episode.State.open`).
         var dropAttributes: Bool
+        /// The kernel hears this answer: not an open of the cache's own
+        /// (the keeper's, a scan's fetch ahead), whose `keep_cache` nobody
+        /// sees, so it must not clear `kernelPagesStale`.
+        var seenByKernel = true
     }
 
     /// How far an in-flight fetch has come: bytes `[cursor, upper)` are

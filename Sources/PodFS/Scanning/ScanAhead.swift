@@ -68,9 +68,12 @@ public final class ScanAhead: Sendable {
         enqueue(pattern.withLock { $0.opened(handle: handle, file: file, now: now) })
     }
 
-    /// File `handle` read `size` bytes at `offset`.
-    func read(handle: UInt64, offset: Int64, size: Int) {
-        pattern.withLock { $0.read(handle: handle, offset: offset, size: size) }
+    /// File `handle` of `episode` read `size` bytes at `offset`.
+    func read(_ episode: Episode, handle: UInt64, offset: Int64, size: Int) {
+        // The length as the reads see it: an open answered before its
+        // probe knew only the feed's claim.
+        let length = episode.size
+        pattern.withLock { $0.read(handle: handle, offset: offset, size: size, length: length) }
     }
 
     /// File `handle` was closed.
@@ -89,6 +92,7 @@ public final class ScanAhead: Sendable {
         let threads = queue.withLock { queue in
             queue.stopping = true
             queue.jobs = []
+            defer { queue.threads = 0 }
             return queue.threads
         }
         for _ in 0..<threads { work.signal() }
@@ -119,6 +123,9 @@ public final class ScanAhead: Sendable {
             let fresh = jobs.filter { !queue.busy.contains($0.episode.key) }
             queue.jobs += fresh
             queue.busy.formUnion(fresh.map(\.episode.key))
+            // Files the scan has passed while the threads were busy are
+            // not what it reads next: only the newest `workers` wait.
+            while queue.jobs.count > workers { queue.busy.remove(queue.jobs.removeFirst().episode.key) }
             let start = min(workers - queue.threads, fresh.count)
             queue.threads += max(0, start)
             return (fresh.count, max(0, start))
@@ -151,10 +158,14 @@ public final class ScanAhead: Sendable {
         thread.start()
     }
 
-    /// Brings `job`'s head and tail to the cache, unless they are here.
+    /// Brings `job`'s head and tail to the cache, unless they are here or
+    /// its host stitches per request (its one stream from byte 0 is its
+    /// variant: a head and a tail of its own would stream the whole file).
     private func fetchAhead(_ job: Job) {
         let episode = job.episode
-        if let length = reader.fillProgress(episode).length, holds(episode, ranges(of: job, length: length)) { return }
+        let progress = reader.fillProgress(episode)
+        if progress.streamsWhole || (progress.present == 0 && reader.showStitches(episode)) { return }
+        if let length = progress.length, holds(episode, ranges(of: job, length: length)) { return }
         guard let handle = reader.openForKeeping(episode, timeout: 30) else {
             logger.debug("fetching ahead of a scan: the open failed", metadata: ["episode.key": "\(episode.key)"])
             return
@@ -164,19 +175,21 @@ public final class ScanAhead: Sendable {
         // probe's head: the fills go out once that told the length. The
         // file is held open until they end (a fetch no open file reads
         // stops, `stopUnreadStreams`).
-        var sent = false
+        var sent: [UInt64]?
         let began = monotonicSeconds()
         while !isStopping {
-            let progress = reader.fillProgress(episode)
-            if sent {
-                if !progress.fetching { return }
-            } else if let length = progress.length, reader.readsCurrentVersion(episode, handle: handle) {
-                reader.fillNext(episode, handle: handle, within: ranges(of: job, length: length))
-                sent = true
+            if let sent {
+                // Its own fills: another reader's stream, or the keeper's,
+                // may go on for long.
+                if !reader.onTheirWay(episode, sent) { return }
+            } else if let length = reader.fillProgress(episode).length,
+                reader.readsCurrentVersion(episode, handle: handle)
+            {
+                sent = reader.fillNext(episode, handle: handle, within: ranges(of: job, length: length))
                 continue
             }
             // A probe that never answered, or a version replaced meanwhile.
-            if monotonicSeconds() - began > (sent ? 60 : 10) { return }
+            if monotonicSeconds() - began > (sent == nil ? 10 : 60) { return }
             Thread.sleep(forTimeInterval: 0.005)
         }
     }

@@ -4,9 +4,11 @@
 /// opens, reads and closes of episode files and carries out what it says.
 ///
 /// A scanner (MPD, Jellyfin's ffprobe, beets) opens the files of a folder
-/// one after another in `readdir` order, reads each at its head and its
-/// tail, and closes it within seconds. Once two files next to each other in
-/// the listing were scanned so, the next `depth` files are fetched ahead,
+/// one after another in `readdir` order (MPD) or by name (beets: the other
+/// way round, as the listing is newest first), reads each at its head and
+/// its tail, and closes it within seconds. Once two files next to each
+/// other in the listing were scanned so, the next `depth` files the same
+/// way are fetched ahead,
 /// as much of their heads and tails as the scan read of the files before
 /// (at most `headLimit` and `tailLimit`): what the scan reads next. A
 /// program that opens one file, a listener (reads in the body), a file
@@ -70,13 +72,20 @@ struct ScanPattern: Sendable {
     private struct Walk {
         /// The position of the last file scanned.
         var last: Int
+        /// +1 or -1 once two files showed the way; 0 before.
+        var step = 0
         /// Files scanned one after another, each next to the one before.
-        var scanned: Int
+        var scanned = 1
         var headEnd: Int64
         var tailSize: Int64
         var closed: Double
-        /// Positions up to this were fetched ahead (or scanned).
-        var askedUpTo: Int
+        /// Positions fetched ahead or scanned.
+        var asked: Set<Int>
+
+        /// Whether a file at `position` goes on with this walk.
+        func continues(at position: Int) -> Bool {
+            position == last || (step == 0 ? abs(position - last) == 1 : position == last + step)
+        }
     }
 
     // MARK: - Properties
@@ -98,16 +107,19 @@ struct ScanPattern: Sendable {
     mutating func opened(handle: UInt64, file: File, now: Double) -> [Prefetch] {
         open[handle] = OpenFile(file: file, opened: now)
         guard var walk = walks[file.folder], walk.scanned >= 2, now - walk.closed <= tuning.pause,
-            file.position == walk.last || file.position == walk.last + 1
+            walk.continues(at: file.position)
         else { return [] }
         let ahead = prefetches(after: file.position, of: file, walk: &walk)
         walks[file.folder] = walk
         return ahead
     }
 
-    /// A read of `size` bytes at `offset` by file `handle`.
-    mutating func read(handle: UInt64, offset: Int64, size: Int) {
+    /// A read of `size` bytes at `offset` by file `handle`, whose episode
+    /// is `length` bytes long now (an open before the first response knew
+    /// only the feed's claim).
+    mutating func read(handle: UInt64, offset: Int64, size: Int, length: Int64) {
         guard var file = open[handle] else { return }
+        file.file.length = length
         let end = offset.saturatingAdding(Int64(max(0, size)))
         file.reads += 1
         if end <= tuning.head {
@@ -132,20 +144,21 @@ struct ScanPattern: Sendable {
             return []
         }
         var walk: Walk
-        if var going = walks[file.folder], now - going.closed <= tuning.pause,
-            file.position == going.last || file.position == going.last + 1
-        {
-            if file.position == going.last + 1 { going.scanned += 1 }
+        if var going = walks[file.folder], now - going.closed <= tuning.pause, going.continues(at: file.position) {
+            if file.position != going.last {
+                going.step = file.position - going.last
+                going.scanned += 1
+            }
             going.last = file.position
             going.headEnd = max(going.headEnd, closed.headEnd)
             going.tailSize = max(going.tailSize, closed.tailSize)
             going.closed = now
-            going.askedUpTo = max(going.askedUpTo, file.position)
+            going.asked.insert(file.position)
             walk = going
         } else {
             walk = Walk(
-                last: file.position, scanned: 1, headEnd: closed.headEnd, tailSize: closed.tailSize, closed: now,
-                askedUpTo: file.position)
+                last: file.position, headEnd: closed.headEnd, tailSize: closed.tailSize, closed: now,
+                asked: [file.position])
         }
         guard walk.scanned >= 2 else {
             walks[file.folder] = walk
@@ -169,12 +182,11 @@ struct ScanPattern: Sendable {
         // The tail in bytes from the end: the driver starts it at the
         // page the kernel's read of those bytes starts at.
         let tail = min(tuning.tailLimit, walk.tailSize)
-        guard head > 0 || tail > 0 else { return [] }
-        let last = min(file.count - 1, position + tuning.depth)
-        let first = max(position, walk.askedUpTo) + 1
-        guard first <= last else { return [] }
-        walk.askedUpTo = last
-        return (first...last).map { Prefetch(folder: file.folder, position: $0, head: head, tail: tail) }
+        guard head > 0 || tail > 0, walk.step != 0, tuning.depth > 0 else { return [] }
+        let ahead = (1...tuning.depth).map { position + $0 * walk.step }
+            .filter { (0..<file.count).contains($0) && !walk.asked.contains($0) }
+        walk.asked.formUnion(ahead)
+        return ahead.map { Prefetch(folder: file.folder, position: $0, head: head, tail: tail) }
     }
 
     private static func pageRounded(_ bytes: Int64) -> Int64 {

@@ -126,7 +126,7 @@ public final class PodFileSystem: FileSystem {
         if let control, control.owns(inode) { return control.read(handle: handle, offset: offset, size: size, reply: reply) }
         switch catalog.node(inode) {
         case .episode(let episode):
-            scanAhead?.read(handle: handle, offset: offset, size: size)
+            scanAhead?.read(episode, handle: handle, offset: offset, size: size)
             reader.read(episode, handle: handle, offset: offset, size: size, reply: reply)
         case .playlist:
             guard let playlist = openPlaylists.withLock({ $0[handle] }) else {
