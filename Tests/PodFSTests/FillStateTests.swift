@@ -25,6 +25,20 @@ import Testing
         #expect(bench.state.fillProgress == .init(present: 10 * mib, length: 10 * mib, fetching: false, holdsAll: true, streamsWhole: false, openFiles: 1))
     }
 
+    /// The keeper gives way when a reader has another download's episode
+    /// open: files the cache opens itself are not a reader's.
+    @Test func filesTheCacheOpensItselfAreNotCountedAsOpen() {
+        var state = Episode.State()
+        state.length = 10 * mib
+        state.etag = "\"v1\""
+        state.present = RangeSet([0..<10 * mib])
+        state.validation = .confirmed(at: 100)
+        _ = state.open(handle: 1, reply: FakeOpenReply(), now: 200, feedLength: nil, tuning: tuning, seenByKernel: false)
+        #expect(state.handles.count == 1 && state.fillProgress.openFiles == 0)
+        _ = state.open(handle: 2, reply: FakeOpenReply(), now: 201, feedLength: nil, tuning: tuning)
+        #expect(state.fillProgress.openFiles == 1)
+    }
+
     /// A scan's fetch ahead (`ScanAhead`): every gap of its ranges at once,
     /// none past a range's end, none over bytes here or on their way.
     @Test func aFillWithinRangesFetchesTheirGapsAndNothingElse() {

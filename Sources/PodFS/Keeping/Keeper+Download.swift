@@ -96,8 +96,9 @@ extension Keeper {
             return !reader.fillProgress(episode).streamsWhole
         }
         let others = progress.withLock { progress in progress.openByKeeper.filter { $0.key != episode.key }.values }
-        // Files beyond the keeper's own are a reader's.
-        guard others.contains(where: { reader.fillProgress($0).openFiles > 1 }) else { return false }
+        // Files the kernel has open are a reader's (the keeper's own, and a
+        // scan's fetch ahead, are not counted).
+        guard others.contains(where: { reader.fillProgress($0).openFiles > 0 }) else { return false }
         return !reader.fillProgress(episode).streamsWhole
     }
 

@@ -146,7 +146,8 @@ extension Episode.State {
                         opens.append(.answerOpen(waiter.reply, nil))
                         continue
                     }
-                    handles[waiter.handle] = Episode.HandleState(generation: generation)
+                    handles[waiter.handle] = Episode.HandleState(
+                        generation: generation, seenByKernel: waiter.seenByKernel)
                     let options = OpenOptions(
                         handle: waiter.handle, keepCache: !kernelPagesStale, dropAttributes: waiter.dropAttributes)
                     opens.append(.answerOpen(waiter.reply, options))

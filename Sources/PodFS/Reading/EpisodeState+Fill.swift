@@ -23,7 +23,8 @@ extension Episode.State {
         /// is its variant, and a stream stopped for a reader would start
         /// again from byte 0 (`streamingWhole`), so it is not stopped.
         var streamsWhole: Bool
-        /// Files open on it (the keeper's own included).
+        /// Files the kernel has open on it (a reader's; not the cache's own,
+        /// the keeper's and a scan's fetch ahead).
         var openFiles: Int = 0
     }
 
@@ -98,6 +99,6 @@ extension Episode.State {
         return FillProgress(
             present: present.count, length: length, fetching: fetching,
             holdsAll: length.map { present.contains(0..<$0) } ?? false, streamsWhole: unstable != nil,
-            openFiles: handles.count)
+            openFiles: handles.values.filter(\.seenByKernel).count)
     }
 }

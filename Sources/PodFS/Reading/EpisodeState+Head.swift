@@ -325,7 +325,7 @@ extension Episode.State {
     /// attributes it showed are dropped before it returns.
     mutating func answerOpens(dropAttributes: Bool) -> [(any OpenReplying, OpenOptions)] {
         let opens = openWaiters.map { waiter in
-            handles[waiter.handle] = Episode.HandleState(generation: generation)
+            handles[waiter.handle] = Episode.HandleState(generation: generation, seenByKernel: waiter.seenByKernel)
             let options = OpenOptions(
                 handle: waiter.handle, keepCache: !kernelPagesStale,
                 dropAttributes: waiter.dropAttributes || dropAttributes)
@@ -355,7 +355,7 @@ extension Episode.State {
     /// the reads and `stat`s that waited for it.
     mutating func settleProvisionalHandles() -> (reads: [Episode.EarlyRead], sized: [@Sendable () -> Void]) {
         for (handle, reader) in handles where reader.provisional {
-            handles[handle] = Episode.HandleState(generation: generation)
+            handles[handle] = Episode.HandleState(generation: generation, seenByKernel: reader.seenByKernel)
         }
         defer {
             earlyReads.removeAll()

@@ -59,7 +59,7 @@ extension Episode.State {
                         reply: reply, handle: handle, dropAttributes: dropAttributes, seenByKernel: seenByKernel))
                 return []
             }
-            handles[handle] = Episode.HandleState(generation: generation)
+            handles[handle] = Episode.HandleState(generation: generation, seenByKernel: seenByKernel)
             defer { if seenByKernel { kernelPagesStale = false } }
             let options = OpenOptions(handle: handle, keepCache: !kernelPagesStale, dropAttributes: dropAttributes)
             return [.answer(reply, options)]
@@ -79,7 +79,8 @@ extension Episode.State {
             // Nothing cached: open now (keep_cache off all the same). Only
             // with a size from the feed: a file the kernel thinks empty
             // would read as empty, not fail, if the probe failed.
-            handles[handle] = Episode.HandleState(generation: generation, provisional: true)
+            handles[handle] = Episode.HandleState(
+                generation: generation, provisional: true, seenByKernel: seenByKernel)
             let answer = OpenEffect.answer(
                 reply, OpenOptions(handle: handle, keepCache: false, dropAttributes: dropAttributes))
             if probeID != nil { return [answer] }
@@ -210,7 +211,7 @@ extension Episode.State {
         guard let length, length > 0, present.contains(0..<1), present.contains(length - 1..<length),
             openWaiters.isEmpty, !replacingScratch
         else { return nil }
-        handles[handle] = Episode.HandleState(generation: generation)
+        handles[handle] = Episode.HandleState(generation: generation, seenByKernel: seenByKernel)
         defer { if seenByKernel { kernelPagesStale = false } }
         let answer = OpenEffect.answer(
             reply, OpenOptions(handle: handle, keepCache: !kernelPagesStale, dropAttributes: dropAttributes))

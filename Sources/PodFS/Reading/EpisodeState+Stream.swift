@@ -50,7 +50,7 @@ extension Episode.State {
         handle: UInt64, reply: any OpenReplying, dropAttributes: Bool, seenByKernel: Bool = true
     ) -> [OpenEffect] {
         if let length, (present.contains(0..<length) && !unprovenBytes) || (streamOnItsWay && probeID == nil) {
-            handles[handle] = Episode.HandleState(generation: generation)
+            handles[handle] = Episode.HandleState(generation: generation, seenByKernel: seenByKernel)
             defer { if seenByKernel { kernelPagesStale = false } }
             return [.answer(reply, OpenOptions(handle: handle, keepCache: !kernelPagesStale, dropAttributes: dropAttributes))]
         }

@@ -107,6 +107,9 @@ extension Episode {
         /// its reads wait for that response, and it reads the version the
         /// response tells.
         var provisional = false
+        /// Opened by the kernel, not one of the cache's own (the keeper's,
+        /// a scan's fetch ahead).
+        var seenByKernel = true
     }
 
     /// A read of a provisional handle, made again once the first response
