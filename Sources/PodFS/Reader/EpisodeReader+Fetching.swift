@@ -388,10 +388,10 @@ extension EpisodeReader {
 
     /// After a fetch ended for good: carries out `Episode.State.fetchSettled`.
     private func settleAfterFetch(_ episode: Episode, fetch: Fetch, failure: FetchError?) {
-        let (effects, url, validator) = episode.state.withLock { state in
+        let (effects, target) = episode.state.withLock { state in
             let effects = state.fetchSettled(
                 id: fetch.id, failure: failure, isBackground: fetch.isBackground, minimumFetch: tuning.minimumFetch)
-            return (effects, state.effectiveURL ?? episode.url, self.validator(state))
+            return (effects, self.target(state, of: episode))
         }
         for effect in effects {
             switch effect {
@@ -415,9 +415,7 @@ extension EpisodeReader {
                         "episode.key": "\(episode.key)", "range.lower": "\(range.lowerBound)",
                         "range.upper": "\(range.upperBound)",
                     ])
-                let fill = Fetch(id: id, episode: episode, reader: self)
-                _ = fill.nextAttempt()
-                launch(fill, url: url, range: range, validator: validator)
+                startFetch(id, range: range, of: episode, to: target)
             }
         }
     }

@@ -49,12 +49,12 @@ extension EpisodeReader {
     /// ranges for a scan's fetch ahead. Returns the fetches that went out.
     @discardableResult
     func fillNext(_ episode: Episode, handle: UInt64, within: [Range<Int64>]? = nil) -> [UInt64] {
-        let (effects, url, validator) = episode.state.withLock { state in
+        let (effects, target) = episode.state.withLock { state in
             let planned =
                 within.map { state.fill(handle: handle, within: $0, tuning: tuning) }
                 ?? state.fill(handle: handle, tuning: tuning).map { [$0] } ?? []
             let effects = state.checkingContinuity(state.streamingWhole(planned))
-            return (effects, state.effectiveURL ?? episode.url, self.validator(state))
+            return (effects, self.target(state, of: episode))
         }
         var sent: [UInt64] = []
         for case .fetch(let id, let range) in effects {
@@ -64,9 +64,7 @@ extension EpisodeReader {
                     "episode.key": "\(episode.key)", "range.lower": "\(range.lowerBound)",
                     "range.upper": "\(range.upperBound)",
                 ])
-            let fetch = Fetch(id: id, episode: episode, reader: self, forKeeper: true)
-            _ = fetch.nextAttempt()
-            launch(fetch, url: url, range: range, validator: validator)
+            startFetch(id, range: range, of: episode, to: target, forKeeper: true)
             sent.append(id)
         }
         return sent

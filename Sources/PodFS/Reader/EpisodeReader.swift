@@ -209,9 +209,29 @@ public final class EpisodeReader: Sendable {
     func send(
         _ probe: Episode.State.ProbeStart, of episode: Episode, background: Bool = false, forKeeper: Bool = false
     ) {
-        let fetch = Fetch(id: probe.id, episode: episode, reader: self, isBackground: background, forKeeper: forKeeper)
+        startFetch(
+            probe.id, range: probe.range, of: episode,
+            to: RequestTarget(url: probe.url ?? episode.url, validator: probe.validator), background: background,
+            forKeeper: forKeeper)
+    }
+
+    /// Where `episode`'s next request goes (`state` is its state, under
+    /// its lock): the link its version came from, else the feed's, with
+    /// the version's `If-Range` validator.
+    func target(_ state: Episode.State, of episode: Episode) -> RequestTarget {
+        RequestTarget(url: state.effectiveURL ?? episode.url, validator: validator(state))
+    }
+
+    /// Sends the first attempt of fetch `id` (planned by an event) of
+    /// `range`, outside the episode's lock: the one way a fetch starts.
+    /// Retries go through `launch` with the fetch they retry.
+    func startFetch(
+        _ id: UInt64, range: Range<Int64>, of episode: Episode, to target: RequestTarget, background: Bool = false,
+        forKeeper: Bool = false
+    ) {
+        let fetch = Fetch(id: id, episode: episode, reader: self, isBackground: background, forKeeper: forKeeper)
         _ = fetch.nextAttempt()
-        launch(fetch, url: probe.url ?? episode.url, range: probe.range, validator: probe.validator)
+        launch(fetch, url: target.url, range: range, validator: target.validator)
     }
 
     /// Runs `answer` once the episode's size is the origin's, if an open
@@ -227,12 +247,12 @@ public final class EpisodeReader: Sendable {
     /// after the lock is released.
     public func read(_ episode: Episode, handle: UInt64, offset: Int64, size: Int, reply: any DataReplying) {
         let context = readContext()
-        let (effects, url, validator, generation) = episode.state.withLock { state in
+        let (effects, target, generation) = episode.state.withLock { state in
             let effects = state.checkingContinuity(state.streamingWhole(
                 state.read(handle: handle, offset: offset, size: size, reply: reply, context: context)))
-            return (effects, state.effectiveURL ?? episode.url, self.validator(state), state.generation)
+            return (effects, self.target(state, of: episode), state.generation)
         }
-        carryOut(effects, of: episode, url: url, validator: validator, generation: generation, read: (offset, size))
+        carryOut(effects, of: episode, target: target, generation: generation, read: (offset, size))
     }
 
     /// Forgets an open file.    /// Forgets an open file.
@@ -375,7 +395,7 @@ public final class EpisodeReader: Sendable {
     /// their order, outside the episode's lock. `generation`: the version
     /// they were decided on; `read`: the read that made them, for the log.
     private func carryOut(
-        _ effects: [Episode.State.ReadEffect], of episode: Episode, url: String, validator: String?,
+        _ effects: [Episode.State.ReadEffect], of episode: Episode, target: RequestTarget,
         generation: UInt64, read: (offset: Int64, size: Int)?
     ) {
         for effect in effects {
@@ -388,9 +408,7 @@ public final class EpisodeReader: Sendable {
                         "range.upper": "\(range.upperBound)", "read.offset": "\(read?.offset ?? -1)",
                         "read.size": "\(read?.size ?? 0)",
                     ])
-                let fetch = Fetch(id: id, episode: episode, reader: self)
-                _ = fetch.nextAttempt()
-                launch(fetch, url: url, range: range, validator: validator)
+                startFetch(id, range: range, of: episode, to: target)
             case .serve(let reply, let range, let spilled):
                 answer(
                     reply, with: .cached(range, scratchFile(of: episode, generation: generation), spilled: spilled),
@@ -417,12 +435,9 @@ public final class EpisodeReader: Sendable {
         DispatchQueue.global().asyncAfter(deadline: .now() + delay) { [self] in
             defer { pendingRetries.withLock { $0 -= 1 } }
             let context = readContext()
-            let (effects, url, validator, unstable, generation) = episode.state.withLock { state in
+            let (effects, target, unstable, generation) = episode.state.withLock { state in
                 let effects = state.checkingContinuity(state.recheckDue(context: context))
-                return (
-                    effects, state.effectiveURL ?? episode.url, self.validator(state), state.unstable != nil,
-                    state.generation
-                )
+                return (effects, self.target(state, of: episode), state.unstable != nil, state.generation)
             }
             if effects.contains(where: { if case .fetch = $0 { true } else { false } }) {
                 if unstable {
@@ -439,7 +454,7 @@ public final class EpisodeReader: Sendable {
                         metadata: ["episode.key": "\(episode.key)"])
                 }
             }
-            carryOut(effects, of: episode, url: url, validator: validator, generation: generation, read: nil)
+            carryOut(effects, of: episode, target: target, generation: generation, read: nil)
         }
     }
 

@@ -165,3 +165,10 @@ final class Fetch: FetchSink {
         }
     }
 }
+
+/// Where a fetch's request goes: a URL (the link an episode's version came
+/// from, or the feed's) and the `If-Range` validator of that version.
+struct RequestTarget {
+    var url: String
+    var validator: String?
+}
