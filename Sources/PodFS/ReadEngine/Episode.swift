@@ -5,7 +5,7 @@ import FUSEBridge
 /// One episode file: what the catalogue knows of it (immutable) and what the
 /// reader knows of its bytes (behind one lock).
 ///
-/// The reader's state (`Episode.State`, in `Reading/`) changes only through
+/// The reader's state (`Episode.State`, in `ReadRules/`) changes only through
 /// its events, under `state`'s lock.
 public final class Episode: Sendable {
     // MARK: - Properties

@@ -10,7 +10,7 @@ import Synchronization
 /// missing, one fetch per byte however many readers ask.
 ///
 /// The driver of the read path: the rules are `Episode.State`'s events
-/// (`Reading/`); each entry point here takes the episode's lock, applies one
+/// (`ReadRules/`); each entry point here takes the episode's lock, applies one
 /// event, releases the lock and carries out the effects it returned.
 ///
 /// Guarantees (docs/DESIGN.md): a reader is answered as soon as its bytes
