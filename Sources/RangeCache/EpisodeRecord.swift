@@ -50,9 +50,10 @@ public struct EpisodeVariant: Sendable, Equatable {
     /// redirected), as the HTTP layer spells it, so a pinned link is fetched
     /// under the same zone rule in a later mount (guarantee 6).
     public var pinnedIssuer: String?
-    /// Why the origin was found to serve different bytes per request (an
-    /// overlap that did not match, a length that changed, ...), or `nil`
-    /// while it looks stable. Such an episode is streamed whole.
+    /// Why the origin was found to serve different bytes per request, as a
+    /// stable code (`overlap-mismatch`, `length-changed`, ...; schema 4:
+    /// earlier schemas kept a sentence), or `nil` while it looks stable.
+    /// Such an episode is streamed whole.
     public var unstable: String?
     /// Every byte of one variant is cached: the episode is kept as it is
     /// until the feed changes it, whatever the origin serves now.

@@ -12,7 +12,7 @@ enum IndexSchema {
     // MARK: - Static properties
 
     /// The version this podfs writes (`PRAGMA user_version`).
-    static let current: Int64 = 3
+    static let current: Int64 = 4
 
     /// The tables of a new index, at `current`.
     static let create = """
@@ -71,6 +71,13 @@ enum IndexSchema {
     ///
     /// 2 → 3: the keep settings (`keepTables`), empty: nothing was kept by
     /// choice before.
+    ///
+    /// 3 → 4: why an episode is marked unstable is a stable code, not the
+    /// sentence a log line said (rewording one changed what the cache did:
+    /// a show's marks are told from their own by that text). The sentences
+    /// earlier versions wrote move to their codes; one not known here
+    /// becomes `overlap-mismatch` (the oldest mark, "the overlap did not
+    /// match", was one), evidence of its own as before.
     static let steps: [String] = [
         """
         ALTER TABLE episodes ADD COLUMN pinned_url TEXT;
@@ -79,6 +86,18 @@ enum IndexSchema {
         ALTER TABLE episodes ADD COLUMN final INTEGER NOT NULL DEFAULT 0;
         """,
         keepTables,
+        """
+        UPDATE episodes SET unstable = CASE
+            WHEN unstable LIKE 'the length changed between requests%' THEN 'length-changed'
+            WHEN unstable = 'the validator changed between requests' THEN 'validator-changed'
+            WHEN unstable = 'the ETag vanished between requests' THEN 'etag-vanished'
+            WHEN unstable = 'a range was asked and the whole body came (HTTP 200)' THEN 'whole-body-for-range'
+            WHEN unstable = 'bytes fetched again did not match the cached ones' THEN 'overlap-mismatch'
+            WHEN unstable = 'the origin sends no validator (no ETag, no Last-Modified)' THEN 'no-validator'
+            WHEN unstable = 'as another episode of its show' THEN 'show-stitches'
+            ELSE 'overlap-mismatch'
+        END WHERE unstable IS NOT NULL;
+        """,
     ]
 
     // MARK: - Static methods

@@ -45,7 +45,7 @@ struct IndexMigrationMountTests {
         #expect(sent <= Int64(Self.size - Self.cached) + 64 * 1024, "only the missing bytes are fetched")
         #expect(fixture.log().contains("upgraded the cache index"))
         try fixture.unmount()
-        #expect(try userVersion(fixture) == 3)
+        #expect(try userVersion(fixture) == 4)
     }
 
     /// The index's `PRAGMA user_version`, read by Python's sqlite3.

@@ -23,7 +23,7 @@ import Testing
         var state = ReadBench(length: 4 * mib, present: [0..<(4 * mib)], handles: []).state
         state.validation = .unconfirmed(lastConfirmed: nil)
         state.isFinal = true
-        state.unstable = "the validator changed between requests"
+        state.unstable = .validatorChanged
         let effects = state.open(handle: 7, reply: FakeOpenReply(), now: 1, feedLength: nil, tuning: EpisodeReader.Tuning())
         #expect(effects.count == 1)
         #expect(effects.allSatisfy { if case .answer = $0 { true } else { false } }, "answered, no probe")

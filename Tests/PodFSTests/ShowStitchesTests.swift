@@ -40,9 +40,9 @@ import Testing
         #expect(evicted.inheritStitching() == Episode.State.showStitches)
         // Marked for a reason of its own: the reason stays.
         var marked = Episode.State()
-        marked.unstable = "the length changed between requests"
+        marked.unstable = .lengthChanged(before: nil, after: nil)
         #expect(marked.inheritStitching() == nil)
-        #expect(marked.unstable == "the length changed between requests")
+        #expect(marked.unstable == .lengthChanged(before: nil, after: nil))
         // Its probe is on its way.
         var probing = Episode.State()
         _ = probing.open(handle: 1, reply: FakeOpenReply(), now: 1, feedLength: 4 * mib, tuning: EpisodeReader.Tuning())

@@ -36,7 +36,7 @@ import Testing
         effects.compactMap { if case .probe(let probe) = $0 { probe } else { nil } }
     }
 
-    private func marks(_ effects: [Episode.State.HeadEffect]) -> [String] {
+    private func marks(_ effects: [Episode.State.HeadEffect]) -> [StitchReason] {
         effects.compactMap { if case .markUnstable(let reason) = $0 { reason } else { nil } }
     }
 
@@ -145,7 +145,7 @@ import Testing
         #expect(state.restartsStream(id: stream), "its head drops the cached part")
         // With a strong ETag, If-Range vouches for the continuation.
         var proven = ReadBench(length: length, present: [0..<mib])
-        proven.state.unstable = "the length changed between requests"
+        proven.state.unstable = .lengthChanged(before: nil, after: nil)
         var provenState = proven.state
         #expect(ReadBench.fetched(provenState.streamingWhole(proven.read(at: 2 * mib))) == [mib..<length])
     }
@@ -194,7 +194,7 @@ import Testing
         #expect(then.contains { if case .logUnproven(let dropped) = $0 { dropped == length } else { false } })
         #expect(!state.unprovenBytes && state.present.isEmpty)
         var kept = whole
-        kept.variant.unstable = Episode.State.noValidator
+        kept.variant.unstable = Episode.State.noValidator.code
         var ours = Episode.State(restoring: kept)
         #expect(!ours.unprovenBytes && ours.isFinal)
         let reply = FakeOpenReply()

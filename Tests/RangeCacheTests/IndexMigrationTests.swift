@@ -49,7 +49,7 @@ import Testing
     @Test func schema1FixtureIsMigratedKeepingItsRanges() throws {
         try withFixtureCache { directory in
             let index = try CacheIndex(directory: directory, logger: logger)
-            #expect(index.schemaVersion == 3)
+            #expect(index.schemaVersion == 4)
             #expect(index.damagedIndexMovedTo == nil)
             let one = try #require(try index.episode(key: fixtureKey(1)))
             #expect(one.url == "http://127.0.0.1:18080/ep1.mp3")
@@ -78,7 +78,7 @@ import Testing
                 try index.setValidator(EpisodeValidator(
                     key: key, length: 4_194_304, etag: fixtureETag, lastModified: nil,
                     pinnedURL: "http://127.0.0.1:18080/v/1/ep1.mp3?sig=a", pinnedIssuer: "loopback"))
-                try index.markUnstable(key: key, reason: "the overlap did not match")
+                try index.markUnstable(key: key, reason: "overlap-mismatch")
                 try index.markFinal(key: key, true)
             }
             let index = try CacheIndex(directory: directory, logger: logger)
@@ -88,11 +88,42 @@ import Testing
                 record.variant
                     == EpisodeVariant(
                         pinnedURL: "http://127.0.0.1:18080/v/1/ep1.mp3?sig=a", pinnedIssuer: "loopback",
-                        unstable: "the overlap did not match", isFinal: true))
+                        unstable: "overlap-mismatch", isFinal: true))
             try index.markUnstable(key: key, reason: nil)
             try index.markFinal(key: key, false)
             #expect(try index.episode(key: key)?.variant.unstable == nil)
             #expect(try index.episode(key: key)?.variant.isFinal == false)
+        }
+    }
+
+    /// Schema 4: the marks earlier versions wrote as sentences move to
+    /// their stable codes.
+    @Test func schema3SentencesMoveToTheirCodes() throws {
+        try withFixtureCache { directory in
+            let path = directory + "/index.sqlite"
+            let sentences = [
+                "the length changed between requests (5242880 then 5243904 bytes)": "length-changed",
+                "the validator changed between requests": "validator-changed",
+                "the ETag vanished between requests": "etag-vanished",
+                "a range was asked and the whole body came (HTTP 200)": "whole-body-for-range",
+                "bytes fetched again did not match the cached ones": "overlap-mismatch",
+                "the origin sends no validator (no ETag, no Last-Modified)": "no-validator",
+                "as another episode of its show": "show-stitches",
+                "the overlap did not match": "overlap-mismatch",
+            ]
+            for (sentence, code) in sentences {
+                // An index as schema 3 left it, with the sentence (closed:
+                // nothing left in its WAL).
+                do {
+                    let index = try CacheIndex(directory: directory, logger: logger)
+                    try index.markUnstable(key: fixtureKey(1), reason: sentence)
+                }
+                try setUserVersion(3, path: path)
+                let index = try CacheIndex(directory: directory, logger: logger)
+                #expect(index.schemaVersion == 4)
+                #expect(try index.episode(key: fixtureKey(1))?.variant.unstable == code, "\(sentence)")
+                #expect(try index.episode(key: fixtureKey(2))?.variant.unstable == nil)
+            }
         }
     }
 
@@ -108,8 +139,8 @@ import Testing
             }
             // Reading did not migrate: the next writer does.
             #expect(try CacheIndex(readingDirectory: directory, logger: logger).schemaVersion == 1)
-            #expect(try CacheIndex(directory: directory, logger: logger).schemaVersion == 3)
-            #expect(try CacheIndex(readingDirectory: directory, logger: logger).schemaVersion == 3)
+            #expect(try CacheIndex(directory: directory, logger: logger).schemaVersion == 4)
+            #expect(try CacheIndex(readingDirectory: directory, logger: logger).schemaVersion == 4)
         }
     }
 
@@ -139,7 +170,7 @@ import Testing
     @Test func newerSchemaIsRefusedAndLeftAlone() throws {
         try withFixtureCache { directory in
             let path = directory + "/index.sqlite"
-            try setUserVersion(4, path: path)
+            try setUserVersion(5, path: path)
             let before = try Data(contentsOf: URL(fileURLWithPath: path))
             for open in [
                 { () throws -> CacheIndex in try CacheIndex(directory: directory, logger: logger) },
@@ -147,9 +178,9 @@ import Testing
             ] {
                 do {
                     _ = try open()
-                    Issue.record("an index of schema 4 was opened")
+                    Issue.record("an index of schema 5 was opened")
                 } catch let error as IndexError {
-                    #expect(error.description.contains("schema version 4, made by a newer podfs"))
+                    #expect(error.description.contains("schema version 5, made by a newer podfs"))
                     #expect(error.description.contains("--cache-dir"))
                     #expect(!error.description.contains("cache clear"))
                 }

@@ -10,7 +10,7 @@ extension EpisodeReader {
     /// The episode's origin serves different bytes per request: the mark
     /// goes to the index (a failure is logged; the mark is a hint, the
     /// bytes stay one variant either way).
-    func markUnstable(_ episode: Episode, reason: String) {
+    func markUnstable(_ episode: Episode, reason: StitchReason) {
         stitchingShows.withLock { _ = $0.shows.insert(episode.parent) }
         let names: Logger.Metadata = ["episode.key": "\(episode.key)", "episode.name": "\(episode.name)"]
         if reason == Episode.State.noValidator {
@@ -29,9 +29,9 @@ extension EpisodeReader {
     }
 
     /// The mark goes to the index; a failure is logged.
-    func recordUnstable(_ episode: Episode, reason: String) {
+    func recordUnstable(_ episode: Episode, reason: StitchReason) {
         do {
-            try index.markUnstable(key: episode.key, reason: reason)
+            try index.markUnstable(key: episode.key, reason: reason.code)
         } catch {
             logger.warning("could not record an unstable origin in the cache index", metadata: ["error": "\(error)"])
         }
@@ -57,7 +57,7 @@ extension EpisodeReader {
     /// time).
     @discardableResult
     func loadStitchingShows() -> Set<UInt64> {
-        let feeds = index.feedsWithUnstableEpisodes(notCounting: Episode.State.showStitches)
+        let feeds = index.feedsWithUnstableEpisodes(notCounting: Episode.State.showStitches.code)
         return stitchingShows.withLock { known in
             guard let feeds else { return known.shows }
             known.shows.formUnion(feeds.map { Catalog.inode(.show, id: $0) })
@@ -68,7 +68,7 @@ extension EpisodeReader {
 
     /// `episode` took its show's mark before its first byte
     /// (`Episode.State.inheritStitching`): the mark goes to the index.
-    func inheritStitching(_ episode: Episode, reason: String) {
+    func inheritStitching(_ episode: Episode, reason: StitchReason) {
         logger.info(
             "another episode of this show is stitched per request: this one is streamed whole from its first byte",
             metadata: ["episode.key": "\(episode.key)", "episode.name": "\(episode.name)"])

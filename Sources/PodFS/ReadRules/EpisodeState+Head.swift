@@ -51,7 +51,7 @@ extension Episode.State {
         case logKeptFinal
         /// The origin serves different bytes per request: keep the mark in
         /// the index and say so once (`Episode.State.unstableReason`).
-        case markUnstable(String)
+        case markUnstable(StitchReason)
         case logIgnoresRange
         /// Drop the kernel's pages of the episode (a new version), or only
         /// its attributes (a size learned for the same bytes).

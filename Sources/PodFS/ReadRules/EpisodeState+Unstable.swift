@@ -19,19 +19,13 @@ extension Episode.State {
     ///   validator: an `If-Range` the origin does not honour, or no ranges.
     static func unstableReason(
         was old: OriginVersion, now new: OriginVersion, confirmedInThisMount: Bool, status: Int, askedRange: Bool
-    ) -> String? {
+    ) -> StitchReason? {
         if confirmedInThisMount, let before = old.length, let after = new.length, before != after {
-            return "the length changed between requests (\(before) then \(after) bytes)"
+            return .lengthChanged(before: before, after: after)
         }
-        if confirmedInThisMount, old.isReplaced(by: new) {
-            return "the validator changed between requests"
-        }
-        if validatorVanished(was: old, now: new, confirmedInThisMount: confirmedInThisMount) {
-            return "the ETag vanished between requests"
-        }
-        if status == 200, askedRange, !old.isReplaced(by: new) {
-            return "a range was asked and the whole body came (HTTP 200)"
-        }
+        if confirmedInThisMount, old.isReplaced(by: new) { return .validatorChanged }
+        if validatorVanished(was: old, now: new, confirmedInThisMount: confirmedInThisMount) { return .etagVanished }
+        if status == 200, askedRange, !old.isReplaced(by: new) { return .wholeBodyForRange }
         return nil
     }
 }
@@ -46,13 +40,13 @@ extension Episode.State {
     static let overlapBytes: Int64 = 4096
 
     /// Why an overlap that did not match marks the origin.
-    static let overlapMismatch = "bytes fetched again did not match the cached ones"
+    static let overlapMismatch = StitchReason.overlapMismatch
 
     /// Why an origin that sends no validator is streamed whole from its
     /// first response: nothing shows that two of its responses are one
     /// version, and an overlap check only catches ads that straddle a
     /// boundary (`unproven`).
-    static let noValidator = "the origin sends no validator (no ETag, no Last-Modified)"
+    static let noValidator = StitchReason.noValidator
 
     /// Whether an answer carries nothing that could prove two responses
     /// are one version: no ETag and no Last-Modified. Its bytes may only
@@ -191,7 +185,7 @@ extension Episode.State {
     // MARK: - Static properties
 
     /// Why an episode is marked for its show.
-    static let showStitches = "as another episode of its show"
+    static let showStitches = StitchReason.showStitches
 
     // MARK: - Events
 
@@ -206,7 +200,7 @@ extension Episode.State {
 
     /// Marks the episode unstable for its show (another of its episodes is
     /// marked), if it `holdsNothing`. Returns the mark, for the index.
-    mutating func inheritStitching() -> String? {
+    mutating func inheritStitching() -> StitchReason? {
         guard holdsNothing else { return nil }
         unstable = Self.showStitches
         return unstable

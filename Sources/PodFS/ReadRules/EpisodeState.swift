@@ -162,7 +162,7 @@ extension Episode {
         /// Why the origin was found to serve different bytes per request
         /// (`Episode.State.unstableReason`), kept in the index; `nil` while
         /// it looks stable.
-        var unstable: String?
+        var unstable: StitchReason?
         /// The fetch streaming an unstable episode whole, while it runs
         /// (`Episode.State.streamingWhole`).
         var streamID: UInt64?
@@ -272,7 +272,7 @@ extension Episode {
             lastModified = record.lastModified
             effectiveURL = record.variant.pinnedURL
             pinnedIssuer = record.variant.pinnedIssuer
-            unstable = record.variant.unstable
+            unstable = record.variant.unstable.map(StitchReason.init(code:))
             isFinal = record.variant.isFinal
             finalURL = record.variant.isFinal ? record.variant.pinnedURL : nil
             if unstable == nil, !record.ranges.isEmpty, Self.unproven(version) {
