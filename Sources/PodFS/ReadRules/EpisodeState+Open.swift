@@ -102,7 +102,9 @@ extension Episode.State {
     /// kept a while for a reopen that reads on. Returns the replaced
     /// versions no open file reads now, to be closed outside the lock.
     mutating func release(handle: UInt64, now: Double) -> [Episode.KeptVersion] {
-        if let closing = handles.removeValue(forKey: handle), closing.streak >= 2, closing.generation == generation {
+        if let closing = handles.removeValue(forKey: handle), ReadPlan.readsOn(streak: closing.streak),
+            closing.generation == generation
+        {
             lastStream = (closing.nextOffset, closing.streak, now)
         }
         // Bytes kept in memory were for open files only.

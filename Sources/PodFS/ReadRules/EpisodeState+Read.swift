@@ -135,7 +135,7 @@ extension Episode.State {
                 effects.append(armRecheck(need: Int64(wanted.count), context: context))
             }
         }
-        if followed.streak >= 2, !jumped {
+        if ReadPlan.readsOn(streak: followed.streak), !jumped {
             effects += readAhead(after: end, window: window, length: reach, context: context)
         }
         if available.contains(wanted) {

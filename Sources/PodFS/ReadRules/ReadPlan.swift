@@ -14,6 +14,13 @@ enum ReadPlan {
     /// still count as sequential.
     static let nearby: Int64 = 2 * 1024 * 1024
 
+    /// Whether a reader with `streak` reads in order reads on: it gets
+    /// read-ahead windows, and its place is kept for a reopen. The one
+    /// place this is decided (`window`, `Episode.State.read`, `release`).
+    static func readsOn(streak: Int) -> Bool {
+        streak >= 2
+    }
+
     /// How long after a close a reopen still continues its stream.
     static let reopenGrace: Double = 30
 
@@ -114,7 +121,7 @@ enum ReadPlan {
     /// (streak 0) from a near origin fetches `jumpFetch`, the next one
     /// `minimumFetch`.
     static func window(streak: Int, link: LinkEstimate, tuning: EpisodeReader.Tuning) -> Int64 {
-        guard streak >= 2 else {
+        guard readsOn(streak: streak) else {
             return streak == 0 && link.isNear ? tuning.jumpFetch : tuning.minimumFetch
         }
         let shift = min(2 * (streak - 1), 20)
