@@ -106,6 +106,18 @@ import Testing
         #expect(pattern.opened(handle: 4, file: file(3), now: 0.4).isEmpty, "the walk ended")
     }
 
+    /// `cat` or `podfs prefetch` of small files: every read is in the
+    /// head, but the whole file is read.
+    @Test func smallFilesReadWholeAreNoScan() {
+        var pattern = ScanPattern()
+        for (handle, position) in [(UInt64(1), 0), (2, 1), (3, 2)] {
+            let small = ScanPattern.File(folder: folder, position: position, count: 30, length: 300_001)
+            _ = pattern.opened(handle: handle, file: small, now: Double(position))
+            for step in Int64(0)..<3 { pattern.read(handle: handle, offset: step * 128 * kib, size: 128 * 1024, length: 300_001) }
+            #expect(pattern.released(handle: handle, now: Double(position) + 0.1).isEmpty, "file \(position)")
+        }
+    }
+
     @Test func aFileHeldOpenIsNoScan() {
         var pattern = ScanPattern()
         _ = scan(&pattern, 0, handle: 1, at: 0)

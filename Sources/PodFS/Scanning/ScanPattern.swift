@@ -12,7 +12,8 @@
 /// as much of their heads and tails as the scan read of the files before
 /// (at most `headLimit` and `tailLimit`): what the scan reads next. A
 /// program that opens one file, a listener (reads in the body), a file
-/// open for long or files opened out of order start no fetch ahead, and a
+/// read whole (however small), a file open for long or files opened out of
+/// order start no fetch ahead, and a
 /// scan that stops leaves at most `depth` files fetched ahead.
 struct ScanPattern: Sendable {
     // MARK: - Nested types
@@ -137,9 +138,13 @@ struct ScanPattern: Sendable {
         guard let closed = open.removeValue(forKey: handle) else { return [] }
         let file = closed.file
         guard closed.reads > 0 else { return [] }
-        guard !closed.body, now - closed.opened <= tuning.longestOpen else {
-            // A listener, or a file held open: whatever walked this
-            // folder, this is not its scan.
+        // A scan leaves a file's body unread: at least a quarter of it (a
+        // small file read whole, `cat` or a copy, is no scan, even with
+        // every read in its head).
+        let unread = file.length - closed.headEnd - closed.tailSize
+        guard !closed.body, now - closed.opened <= tuning.longestOpen, unread >= file.length / 4 else {
+            // A listener, a copy, or a file held open: whatever walked
+            // this folder, this is not its scan.
             walks[file.folder] = nil
             return []
         }
