@@ -11,7 +11,24 @@ import Testing
     private let folder: UInt64 = 7
 
     private func file(_ position: Int, count: Int = 30) -> ScanPattern.File {
-        ScanPattern.File(folder: folder, position: position, count: count, length: 9 * mib + Int64(position) * 1000)
+        ScanPattern.File(folder: folder, position: position, count: count)
+    }
+
+    /// The length of the episode at `position`.
+    private func length(_ position: Int) -> Int64 {
+        9 * mib + Int64(position) * 1000
+    }
+
+    /// Where a file read (`ReadExtent`), as `Episode.State.read` notes it:
+    /// reads of `size` bytes at each offset, of an episode `length` long.
+    private func extent(_ reads: [(offset: Int64, size: Int)], length: Int64) -> ReadExtent {
+        var extent = ReadExtent()
+        for read in reads {
+            extent.note(
+                offset: read.offset, end: read.offset + Int64(read.size), length: length,
+                head: EpisodeReader.Tuning().head)
+        }
+        return extent
     }
 
     /// MPD's reads of one file: the head through the kernel's 128 KiB
@@ -19,14 +36,11 @@ import Testing
     private func scan(
         _ pattern: inout ScanPattern, _ position: Int, handle: UInt64, at now: Double, count: Int = 30
     ) -> (opened: [ScanPattern.Prefetch], closed: [ScanPattern.Prefetch]) {
-        let file = file(position, count: count)
-        let opened = pattern.opened(handle: handle, file: file, now: now)
-        for step in Int64(0)..<8 {
-            pattern.read(handle: handle, offset: step * 128 * kib, size: 128 * 1024, length: file.length)
-        }
-        let lastPage = (file.length - 1) / 4096 * 4096
-        pattern.read(handle: handle, offset: lastPage, size: 4096, length: file.length)
-        return (opened, pattern.released(handle: handle, now: now + 0.05))
+        let opened = pattern.opened(handle: handle, file: file(position, count: count), now: now)
+        let length = length(position)
+        let lastPage = (length - 1) / 4096 * 4096
+        let read = extent((0..<8).map { (Int64($0) * 128 * kib, 128 * 1024) } + [(lastPage, 4096)], length: length)
+        return (opened, pattern.released(handle: handle, extent: read, now: now + 0.05))
     }
 
     @Test func twoFilesScannedInListingOrderFetchTheNextFourAhead() {
@@ -81,13 +95,11 @@ import Testing
     @Test func theLengthTheReadsSeeDecidesWhatIsTheTail() {
         var pattern = ScanPattern()
         for (handle, position) in [(UInt64(1), 0), (2, 1)] {
-            var claimed = file(position)
-            claimed.length = 40 * mib  // the feed's claim, far off
+            // The feed claimed 40 MiB; the reads see the origin's 9 MiB.
             let real = 9 * mib
-            _ = pattern.opened(handle: handle, file: claimed, now: Double(position))
-            pattern.read(handle: handle, offset: 0, size: 128 * 1024, length: real)
-            pattern.read(handle: handle, offset: real - 4096, size: 4096, length: real)
-            let closed = pattern.released(handle: handle, now: Double(position) + 0.1)
+            _ = pattern.opened(handle: handle, file: file(position), now: Double(position))
+            let read = extent([(0, 128 * 1024), (real - 4096, 4096)], length: real)
+            let closed = pattern.released(handle: handle, extent: read, now: Double(position) + 0.1)
             if position == 1 { #expect(closed.map(\.position) == [2, 3, 4, 5] && closed.allSatisfy { $0.tail == 4096 }) }
         }
     }
@@ -99,10 +111,8 @@ import Testing
         // A player opens the next file and reads on into its body.
         let opened = pattern.opened(handle: 3, file: file(2), now: 0.2)
         #expect(opened.map(\.position) == [6], "an open next in line looks like the scan")
-        for step in Int64(0)..<40 {
-            pattern.read(handle: 3, offset: step * 128 * kib, size: 128 * 1024, length: file(2).length)
-        }
-        #expect(pattern.released(handle: 3, now: 0.3).isEmpty)
+        let listened = extent((0..<40).map { (Int64($0) * 128 * kib, 128 * 1024) }, length: length(2))
+        #expect(pattern.released(handle: 3, extent: listened, now: 0.3).isEmpty)
         #expect(pattern.opened(handle: 4, file: file(3), now: 0.4).isEmpty, "the walk ended")
     }
 
@@ -111,10 +121,9 @@ import Testing
     @Test func smallFilesReadWholeAreNoScan() {
         var pattern = ScanPattern()
         for (handle, position) in [(UInt64(1), 0), (2, 1), (3, 2)] {
-            let small = ScanPattern.File(folder: folder, position: position, count: 30, length: 300_001)
-            _ = pattern.opened(handle: handle, file: small, now: Double(position))
-            for step in Int64(0)..<3 { pattern.read(handle: handle, offset: step * 128 * kib, size: 128 * 1024, length: 300_001) }
-            #expect(pattern.released(handle: handle, now: Double(position) + 0.1).isEmpty, "file \(position)")
+            _ = pattern.opened(handle: handle, file: file(position), now: Double(position))
+            let whole = extent((0..<3).map { (Int64($0) * 128 * kib, 128 * 1024) }, length: 300_001)
+            #expect(pattern.released(handle: handle, extent: whole, now: Double(position) + 0.1).isEmpty, "file \(position)")
         }
     }
 
@@ -123,8 +132,8 @@ import Testing
         _ = scan(&pattern, 0, handle: 1, at: 0)
         let held = pattern.opened(handle: 2, file: file(1), now: 1)
         #expect(held.isEmpty)
-        pattern.read(handle: 2, offset: 0, size: 4096, length: file(1).length)
-        #expect(pattern.released(handle: 2, now: 20).isEmpty, "open 19 s")
+        let read = extent([(0, 4096)], length: length(1))
+        #expect(pattern.released(handle: 2, extent: read, now: 20).isEmpty, "open 19 s")
     }
 
     @Test func aPauseEndsTheWalk() {
@@ -144,8 +153,8 @@ import Testing
         var pattern = ScanPattern()
         for (handle, position) in [(UInt64(1), 0), (2, 1)] {
             _ = pattern.opened(handle: handle, file: file(position), now: Double(position))
-            pattern.read(handle: handle, offset: 0, size: 3 * 1024 * 1024, length: file(position).length)  // a 3 MB cover
-            let closed = pattern.released(handle: handle, now: Double(position) + 0.1)
+            let cover = extent([(0, 3 * 1024 * 1024)], length: length(position))  // a 3 MB cover
+            let closed = pattern.released(handle: handle, extent: cover, now: Double(position) + 0.1)
             if position == 1 { #expect(closed.allSatisfy { $0.head == mib && $0.tail == 0 }) }
         }
     }
@@ -154,6 +163,6 @@ import Testing
         var pattern = ScanPattern()
         _ = scan(&pattern, 0, handle: 1, at: 0)
         _ = pattern.opened(handle: 2, file: file(1), now: 0.1)
-        #expect(pattern.released(handle: 2, now: 0.2).isEmpty, "opened and closed without a read")
+        #expect(pattern.released(handle: 2, extent: ReadExtent(), now: 0.2).isEmpty, "opened and closed without a read")
     }
 }

@@ -63,6 +63,20 @@ import Testing
         #expect(next == [mib..<2 * (mib + 128 * kib)], "\(next)")
     }
 
+    /// Each read notes where its file read (`ReadExtent`), with the
+    /// episode's length as the read sees it: what `ScanPattern` is given
+    /// when the file closes.
+    @Test func readsNoteWhereTheFileRead() {
+        var bench = opened()
+        _ = bench.read(at: 0, size: 128 * 1024)
+        _ = bench.read(at: 9 * mib - 4096, size: 4096)
+        let extent = bench.state.handles[1]?.extent
+        #expect(extent?.reads == 2 && extent?.headEnd == 128 * kib && extent?.tailSize == 4096)
+        #expect(extent?.body == false && extent?.length == 9 * mib)
+        _ = bench.read(at: 5 * mib, size: 128 * 1024)
+        #expect(bench.state.handles[1]?.extent.body == true)
+    }
+
     @Test func aListenerThatMovesOnPastTheHeadGetsItsWindowsAgain() {
         var bench = opened()
         // The kernel reads 768 KiB at a time.

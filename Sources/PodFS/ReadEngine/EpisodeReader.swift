@@ -256,12 +256,16 @@ public final class EpisodeReader: Sendable {
     }
 
     /// Forgets an open file.    /// Forgets an open file.
-    public func release(_ episode: Episode, handle: UInt64) {
+    /// Returns where the file read (`ReadExtent`), `nil` for a handle
+    /// not open.
+    @discardableResult
+    func release(_ episode: Episode, handle: UInt64) -> ReadExtent? {
         let now = monotonicSeconds()
         // A replaced version no file reads any more is closed here, outside
         // the lock: its file has no path, and closing it frees its blocks.
-        let (unread, streaming, open) = episode.state.withLock { state in
-            (state.release(handle: handle, now: now), state.streamsUnread, state.handles.count)
+        let (extent, unread, streaming, open) = episode.state.withLock { state in
+            let extent = state.handles[handle]?.extent
+            return (extent, state.release(handle: handle, now: now), state.streamsUnread, state.handles.count)
         }
         logger.debug("a file closed", metadata: ["episode.key": "\(episode.key)", "open.files": "\(open)"])
         if !unread.isEmpty {
@@ -270,6 +274,7 @@ public final class EpisodeReader: Sendable {
                 metadata: ["episode.key": "\(episode.key)", "versions": "\(unread.count)"])
         }
         if streaming { stopUnreadStreams(of: episode) }
+        return extent
     }
 
     /// After `Tuning.closeGrace`, stops the fetches of `episode` that no

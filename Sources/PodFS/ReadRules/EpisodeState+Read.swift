@@ -78,6 +78,7 @@ extension Episode.State {
         let readsOn = follow.resumed || (fresh ? offset == 0 : follow.readsOn)
         let jumped = !fresh && !readsOn
         handles[handle] = followed
+        handles[handle]?.extent.note(offset: offset, end: end, length: length, head: context.tuning.head)
         if offset >= end { return [.answerEmpty(reply)] }
         let wanted = offset..<end
         let window = windowOf(jumped ? 0 : followed.streak)

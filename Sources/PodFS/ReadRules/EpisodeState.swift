@@ -110,6 +110,8 @@ extension Episode {
         /// Opened by the kernel, not one of the cache's own (the keeper's,
         /// a scan's fetch ahead).
         var seenByKernel = true
+        /// Where it read (for `ScanPattern`, at its close).
+        var extent = ReadExtent()
     }
 
     /// A read of a provisional handle, made again once the first response

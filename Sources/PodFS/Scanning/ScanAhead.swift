@@ -3,7 +3,8 @@ import Locking
 public import Logging
 
 /// Fetches ahead of a library scan (docs/DESIGN.md, "Who reads"): the mount
-/// tells it every open, read and close of an episode file, `ScanPattern`
+/// tells it every open and close of an episode file (with where the file
+/// read, `ReadExtent`), `ScanPattern`
 /// says when a folder is being scanned and which files come next, and its
 /// threads fetch those files' heads and tails, several at once, so the scan
 /// goes at the link's pace instead of a round trip per file.
@@ -68,21 +69,13 @@ public final class ScanAhead: Sendable {
         enqueue(pattern.withLock { $0.opened(handle: handle, file: file, now: now) })
     }
 
-    /// File `handle` of `episode` read `size` bytes at `offset`.
-    func read(_ episode: Episode, handle: UInt64, offset: Int64, size: Int) {
-        // The length as the reads see it: an open answered before its
-        // probe knew only the feed's claim.
-        let length = episode.size
-        pattern.withLock { $0.read(handle: handle, offset: offset, size: size, length: length) }
-    }
-
-    /// File `handle` was closed.
-    func released(handle: UInt64) {
+    /// File `handle` was closed, having read `extent`.
+    func released(handle: UInt64, extent: ReadExtent) {
         let now = monotonicSeconds()
         enqueue(
             pattern.withLock { pattern in
                 pattern.forgetEnded(now: now)
-                return pattern.released(handle: handle, now: now)
+                return pattern.released(handle: handle, extent: extent, now: now)
             })
     }
 
@@ -106,8 +99,7 @@ public final class ScanAhead: Sendable {
         guard case .show(let show) = catalog.node(episode.parent),
             let position = show.episodes.firstIndex(where: { $0 === episode })
         else { return nil }
-        return ScanPattern.File(
-            folder: show.inode, position: position, count: show.episodes.count, length: episode.size)
+        return ScanPattern.File(folder: show.inode, position: position, count: show.episodes.count)
     }
 
     private func enqueue(_ prefetches: [ScanPattern.Prefetch]) {

@@ -1,7 +1,8 @@
 /// Tells a library scan from other readers, by how files of one folder are
 /// opened, read and closed (docs/DESIGN.md, "Who reads"), and says which
 /// files to fetch ahead of it. Pure: the driver (`ScanAhead`) feeds it the
-/// opens, reads and closes of episode files and carries out what it says.
+/// opens and closes of episode files, each close with where the file read
+/// (`ReadExtent`), and carries out what it says.
 ///
 /// A scanner (MPD, Jellyfin's ffprobe, beets) opens the files of a folder
 /// one after another in `readdir` order (MPD) or by name (beets: the other
@@ -19,10 +20,6 @@ struct ScanPattern: Sendable {
     // MARK: - Nested types
 
     struct Tuning: Sendable {
-        /// Reads that end within this are at a file's head.
-        var head: Int64 = 4 * 1024 * 1024
-        /// Reads that start within this of a file's end are at its tail.
-        var tail: Int64 = 1024 * 1024
         /// A scanned file is closed within this many seconds of its open.
         var longestOpen: Double = 10
         /// The next file of a scan is opened within this many seconds of
@@ -39,12 +36,11 @@ struct ScanPattern: Sendable {
     }
 
     /// An episode file: its folder, its place among the folder's episodes
-    /// in listing order, how many there are, and its length.
+    /// in listing order, and how many there are.
     struct File: Equatable, Sendable {
         var folder: UInt64
         var position: Int
         var count: Int
-        var length: Int64
     }
 
     /// Fetch the first `head` bytes and the last `tail` bytes (from the
@@ -60,13 +56,6 @@ struct ScanPattern: Sendable {
     private struct OpenFile {
         var file: File
         var opened: Double
-        var reads = 0
-        /// The furthest end of a read at the head.
-        var headEnd: Int64 = 0
-        /// Bytes from the earliest read at the tail to the end.
-        var tailSize: Int64 = 0
-        /// A read neither at the head nor at the tail.
-        var body = false
     }
 
     /// A folder being walked by a scanner.
@@ -115,34 +104,16 @@ struct ScanPattern: Sendable {
         return ahead
     }
 
-    /// A read of `size` bytes at `offset` by file `handle`, whose episode
-    /// is `length` bytes long now (an open before the first response knew
-    /// only the feed's claim).
-    mutating func read(handle: UInt64, offset: Int64, size: Int, length: Int64) {
-        guard var file = open[handle] else { return }
-        file.file.length = length
-        let end = offset.saturatingAdding(Int64(max(0, size)))
-        file.reads += 1
-        if end <= tuning.head {
-            file.headEnd = max(file.headEnd, min(end, file.file.length))
-        } else if offset >= file.file.length - tuning.tail {
-            file.tailSize = max(file.tailSize, file.file.length - offset)
-        } else {
-            file.body = true
-        }
-        open[handle] = file
-    }
-
-    /// File `handle` closed at `now`. Returns what to fetch ahead.
-    mutating func released(handle: UInt64, now: Double) -> [Prefetch] {
+    /// File `handle` closed at `now`, having read `extent`. Returns what to
+    /// fetch ahead.
+    mutating func released(handle: UInt64, extent: ReadExtent, now: Double) -> [Prefetch] {
         guard let closed = open.removeValue(forKey: handle) else { return [] }
         let file = closed.file
-        guard closed.reads > 0 else { return [] }
+        guard extent.reads > 0 else { return [] }
         // A scan leaves a file's body unread: at least a quarter of it (a
         // small file read whole, `cat` or a copy, is no scan, even with
         // every read in its head).
-        let unread = file.length - closed.headEnd - closed.tailSize
-        guard !closed.body, now - closed.opened <= tuning.longestOpen, unread >= file.length / 4 else {
+        guard !extent.body, now - closed.opened <= tuning.longestOpen, extent.unread >= extent.length / 4 else {
             // A listener, a copy, or a file held open: whatever walked
             // this folder, this is not its scan.
             walks[file.folder] = nil
@@ -155,14 +126,14 @@ struct ScanPattern: Sendable {
                 going.scanned += 1
             }
             going.last = file.position
-            going.headEnd = max(going.headEnd, closed.headEnd)
-            going.tailSize = max(going.tailSize, closed.tailSize)
+            going.headEnd = max(going.headEnd, extent.headEnd)
+            going.tailSize = max(going.tailSize, extent.tailSize)
             going.closed = now
             going.asked.insert(file.position)
             walk = going
         } else {
             walk = Walk(
-                last: file.position, headEnd: closed.headEnd, tailSize: closed.tailSize, closed: now,
+                last: file.position, headEnd: extent.headEnd, tailSize: extent.tailSize, closed: now,
                 asked: [file.position])
         }
         guard walk.scanned >= 2 else {

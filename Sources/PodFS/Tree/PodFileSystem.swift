@@ -126,7 +126,6 @@ public final class PodFileSystem: FileSystem {
         if let control, control.owns(inode) { return control.read(handle: handle, offset: offset, size: size, reply: reply) }
         switch catalog.node(inode) {
         case .episode(let episode):
-            scanAhead?.read(episode, handle: handle, offset: offset, size: size)
             reader.read(episode, handle: handle, offset: offset, size: size, reply: reply)
         case .playlist:
             guard let playlist = openPlaylists.withLock({ $0[handle] }) else {
@@ -146,8 +145,8 @@ public final class PodFileSystem: FileSystem {
         if let control, control.owns(inode) { return control.release(handle: handle) }
         switch catalog.node(inode) {
         case .episode(let episode):
-            reader.release(episode, handle: handle)
-            scanAhead?.released(handle: handle)
+            let extent = reader.release(episode, handle: handle)
+            if let extent { scanAhead?.released(handle: handle, extent: extent) }
         case .playlist: openPlaylists.withLock { _ = $0.removeValue(forKey: handle) }
         case .root, .show, nil: break
         }
