@@ -55,9 +55,13 @@ public final class ScanAhead: Sendable {
         self.workers = tuning.depth
     }
 
-    /// For a mount: the reader's and the catalogue's.
+    /// For a mount: the reader's and the catalogue's; a file's head is
+    /// fetched ahead no further than a read's fetch reaches
+    /// (`EpisodeReader.Tuning.scanReach`).
     public convenience init(catalog: Catalog, reader: EpisodeReader, logger: Logger) {
-        self.init(catalog: catalog, reader: reader, logger: logger, tuning: .init())
+        var tuning = ScanPattern.Tuning()
+        tuning.headLimit = reader.tuning.scanReach
+        self.init(catalog: catalog, reader: reader, logger: logger, tuning: tuning)
     }
 
     // MARK: - Methods

@@ -27,7 +27,8 @@ struct ScanPattern: Sendable {
         var pause: Double = 5
         /// Files fetched ahead of the one the scan has open.
         var depth = 4
-        /// The most of a file's head fetched ahead (`EpisodeReader.Tuning.scanReach`).
+        /// The most of a file's head fetched ahead (a mount sets it to
+        /// `EpisodeReader.Tuning.scanReach`).
         var headLimit: Int64 = 1024 * 1024
         /// The most of a file's tail fetched ahead.
         var tailLimit: Int64 = 64 * 1024
