@@ -101,10 +101,13 @@ struct ScanAheadTests {
         #expect(fixture.log().contains("fetching ahead of a scan"))
         try fixture.unmount()
 
-        // The remount's scan fetches nothing but the checks.
+        // The remount's scan fetches nothing but the checks, though it
+        // reads further at each head, as MPD does when the bytes come fast
+        // (its decoder's read-ahead): a file fetched ahead holds what the
+        // scan's own read would have fetched, not only what it read.
         try fixture.mount()
         try fixture.origin.reset()
-        _ = try Self.scan(fixture, head: 300 * 1024)
+        _ = try Self.scan(fixture, head: 700 * 1024)
         let bytes = try (1...count).reduce(Int64(0)) { $0 + (try fixture.origin.bytesSent("ep\($1).mp3")) }
         #expect(bytes <= Int64(count), "after a remount: \(bytes) bytes (one a file for the checks)")
         try fixture.unmount()

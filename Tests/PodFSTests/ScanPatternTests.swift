@@ -57,6 +57,24 @@ import Testing
         #expect(next.closed.isEmpty)
     }
 
+    /// A scan that read 384 KiB of each head, as MPD's slow reads do:
+    /// its own read of the next file would fetch the first MiB
+    /// (`EpisodeReader.Tuning.reach`), so that is what goes ahead. Only
+    /// what it read would leave a gap its faster reads on a remount fetch.
+    @Test func aHeadIsFetchedAheadAsFarAsTheScansReadWouldFetch() {
+        var pattern = ScanPattern()
+        for position in 0..<2 {
+            _ = pattern.opened(handle: UInt64(position + 1), file: file(position), now: Double(position))
+            let lastPage = (length(position) - 1) / 4096 * 4096
+            let read = extent(
+                (0..<3).map { (Int64($0) * 128 * kib, 128 * 1024) } + [(lastPage, 4096)], length: length(position))
+            let ahead = pattern.released(handle: UInt64(position + 1), extent: read, now: Double(position) + 0.05)
+            if position == 1 {
+                #expect(ahead.map(\.head) == Array(repeating: EpisodeReader.Tuning().scanReach, count: 4))
+            }
+        }
+    }
+
     @Test func aFileOpenedTwiceByTheScannerKeepsTheWalk() {
         var pattern = ScanPattern()
         _ = scan(&pattern, 0, handle: 1, at: 0)

@@ -91,6 +91,16 @@ public final class EpisodeReader: Sendable {
         public var spillLimit = 64 * 1024 * 1024
 
         public init() {}
+
+        /// How far a fetch for a read ending at `end` of a file of `length`
+        /// bytes reaches: in the head no further than `scanReach`, or once
+        /// a read passed that, twice the read's end (at most the head's
+        /// end): a scanner leaves there, a listener reads on into its
+        /// windows. Past the head, to the end (the windows cut it).
+        public func reach(ofReadEndingAt end: Int64, length: Int64) -> Int64 {
+            if end > head { return length }
+            return min(length, end > scanReach ? min(head, 2 * end) : scanReach)
+        }
     }
 
     // MARK: - Properties

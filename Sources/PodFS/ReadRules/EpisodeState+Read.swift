@@ -82,14 +82,7 @@ extension Episode.State {
         if offset >= end { return [.answerEmpty(reply)] }
         let wanted = offset..<end
         let window = windowOf(jumped ? 0 : followed.streak)
-        // A reader in the head fetches no further than `scanReach`, or
-        // once it read past that, twice its read's end (at most the head's
-        // end): a scanner leaves there (`Tuning.head`), a listener reads on
-        // into its windows.
-        let tuning = context.tuning
-        let reach =
-            end > tuning.head ? length
-            : min(length, end > tuning.scanReach ? min(tuning.head, 2 * end) : tuning.scanReach)
+        let reach = context.tuning.reach(ofReadEndingAt: end, length: length)
         var effects: [ReadEffect] = []
         if follow.moved, !fresh, unstable == nil, handles.count == 1 {
             // The listener is at a new place: what its old place's

@@ -55,12 +55,11 @@ public final class ScanAhead: Sendable {
         self.workers = tuning.depth
     }
 
-    /// For a mount: the reader's and the catalogue's; a file's head is
-    /// fetched ahead no further than a read's fetch reaches
-    /// (`EpisodeReader.Tuning.scanReach`).
+    /// For a mount: the reader's and the catalogue's; a head is fetched
+    /// ahead as far as the reader's reads reach.
     public convenience init(catalog: Catalog, reader: EpisodeReader, logger: Logger) {
         var tuning = ScanPattern.Tuning()
-        tuning.headLimit = reader.tuning.scanReach
+        tuning.reads = reader.tuning
         self.init(catalog: catalog, reader: reader, logger: logger, tuning: tuning)
     }
 

@@ -9,9 +9,10 @@
 /// way round, as the listing is newest first), reads each at its head and
 /// its tail, and closes it within seconds. Once two files next to each
 /// other in the listing were scanned so, the next `depth` files the same
-/// way are fetched ahead,
-/// as much of their heads and tails as the scan read of the files before
-/// (at most `headLimit` and `tailLimit`): what the scan reads next. A
+/// way are fetched ahead: their heads as far as the scan's own reads of
+/// them would fetch (`EpisodeReader.Tuning.reach` of where it read the
+/// files before, at most `headLimit`) and as much of their tails as it read
+/// (at most `tailLimit`): what the scan reads next. A
 /// program that opens one file, a listener (reads in the body), a file
 /// read whole (however small), a file open for long or files opened out of
 /// order start no fetch ahead, and a
@@ -27,9 +28,13 @@ struct ScanPattern: Sendable {
         var pause: Double = 5
         /// Files fetched ahead of the one the scan has open.
         var depth = 4
-        /// The most of a file's head fetched ahead (a mount sets it to
-        /// `EpisodeReader.Tuning.scanReach`).
+        /// The most of a file's head the scan's reads are followed to.
         var headLimit: Int64 = 1024 * 1024
+        /// The read rules: a head is fetched ahead as far as a read of it
+        /// would fetch (`EpisodeReader.Tuning.reach`). Less would leave a
+        /// gap that the scan's reads fetch when they come faster, as on a
+        /// remount, where MPD reads further ahead of its decoder.
+        var reads = EpisodeReader.Tuning()
         /// The most of a file's tail fetched ahead.
         var tailLimit: Int64 = 64 * 1024
 
@@ -155,7 +160,8 @@ struct ScanPattern: Sendable {
     // MARK: - Private methods
 
     private mutating func prefetches(after position: Int, of file: File, walk: inout Walk) -> [Prefetch] {
-        let head = min(tuning.headLimit, Self.pageRounded(walk.headEnd))
+        let read = min(tuning.headLimit, Self.pageRounded(walk.headEnd))
+        let head = read > 0 ? tuning.reads.reach(ofReadEndingAt: read, length: .max) : 0
         // The tail in bytes from the end: the driver starts it at the
         // page the kernel's read of those bytes starts at.
         let tail = min(tuning.tailLimit, walk.tailSize)
