@@ -60,7 +60,7 @@ import Testing
     /// 0: a head and a tail of their own would be that stream.
     @Test func aFillWithinRangesOfAnUnstableEpisodeFetchesNothing() {
         var bench = ReadBench(length: 10 * mib, present: [0..<mib / 4])
-        bench.state.unstable = .showStitches
+        bench.state.variant.markStitched(.showStitches)
         #expect(bench.state.fill(handle: 1, within: [0..<mib], tuning: tuning).isEmpty)
     }
 
@@ -132,7 +132,7 @@ import Testing
 
     @Test func anEpisodeThatStreamsWholeSaysSo() {
         var bench = ReadBench(length: 10 * mib, present: [0..<mib])
-        bench.state.unstable = .noValidator
+        bench.state.variant.markStitched(.noValidator)
         #expect(bench.state.fillProgress.streamsWhole)
     }
 }

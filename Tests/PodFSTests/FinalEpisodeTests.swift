@@ -22,8 +22,8 @@ import Testing
     @Test func aFinalEpisodeOfAnUnstableOriginOpensWithoutAskingIt() {
         var state = ReadBench(length: 4 * mib, present: [0..<(4 * mib)], handles: []).state
         state.validation = .unconfirmed(lastConfirmed: nil)
-        state.isFinal = true
-        state.unstable = .validatorChanged
+        state.variant.becameFinal()
+        state.variant.markStitched(.validatorChanged)
         let effects = state.open(handle: 7, reply: FakeOpenReply(), now: 1, feedLength: nil, tuning: EpisodeReader.Tuning())
         #expect(effects.count == 1)
         #expect(effects.allSatisfy { if case .answer = $0 { true } else { false } }, "answered, no probe")
@@ -34,9 +34,8 @@ import Testing
     @Test func anotherVariantAtAnotherLinkKeepsTheFinalEpisode() throws {
         var state = ReadBench(length: 4 * mib, present: [0..<(4 * mib)], handles: []).state
         state.validation = .unconfirmed(lastConfirmed: nil)
-        state.isFinal = true
-        state.finalURL = "http://cdn/v1?sig=a"
-        state.effectiveURL = "http://cdn/v1?sig=a"
+        state.variant.pin("http://cdn/v1?sig=a", issuer: nil)
+        state.variant.becameFinal()
         let effects = state.open(handle: 7, reply: FakeOpenReply(), now: 1, feedLength: nil, tuning: EpisodeReader.Tuning())
         let probe = try #require(effects.compactMap { if case .check(let p) = $0 { p } else { nil } }.first)
         let other = FetchHead(
@@ -63,9 +62,8 @@ import Testing
         // before the mount's check, so its own probe asks the pinned link.
         var state = ReadBench(length: 4 * mib, present: [0..<(4 * mib)], handles: []).state
         state.validation = .unconfirmed(lastConfirmed: nil)
-        state.isFinal = true
-        state.finalURL = "http://cdn/v1?sig=a"
-        state.effectiveURL = "http://cdn/v1?sig=a"
+        state.variant.pin("http://cdn/v1?sig=a", issuer: nil)
+        state.variant.becameFinal()
         let reply = FakeOpenReply()
         let effects = state.open(handle: 7, reply: reply, now: 1, feedLength: nil, tuning: EpisodeReader.Tuning())
         let probe = try #require(effects.compactMap { if case .check(let p) = $0 { p } else { nil } }.first)
@@ -87,10 +85,8 @@ import Testing
     @Test func aFinalEpisodeWhoseLinkIsGoneKeepsItAcrossMountsAndIsNotCheckedAgain() throws {
         var state = ReadBench(length: 4 * mib, present: [0..<(4 * mib)], handles: []).state
         state.validation = .unconfirmed(lastConfirmed: nil)
-        state.isFinal = true
-        state.finalURL = "http://cdn/v1?sig=a"
-        state.effectiveURL = "http://cdn/v1?sig=a"
-        state.pinnedIssuer = "public"
+        state.variant.pin("http://cdn/v1?sig=a", issuer: "public")
+        state.variant.becameFinal()
         // The mount's check finds the link gone (403).
         let started = state.startMountCheck()
         let check = try #require(started)
@@ -112,11 +108,11 @@ import Testing
 
     @Test func evictionAndANewVersionEndFinality() {
         var state = ReadBench(length: 4 * mib, present: [0..<(4 * mib)], handles: []).state
-        state.isFinal = true
+        state.variant.becameFinal()
         #expect(state.evict { true })
         #expect(!state.isFinal && !state.isComplete)
         var other = ReadBench(length: 4 * mib, present: [0..<(4 * mib)], handles: []).state
-        other.isFinal = true
+        other.variant.becameFinal()
         _ = other.dropVersion(keeping: 0, existing: nil)
         #expect(!other.isFinal)
     }

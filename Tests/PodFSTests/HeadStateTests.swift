@@ -78,7 +78,7 @@ final class FakeOpenReply: OpenReplying {
 
     @Test func aFinalAnswerForgetsTheRedirectOnce() {
         var state = Episode.State()
-        state.effectiveURL = "http://cdn/signed"
+        state.variant.pin("http://cdn/signed", issuer: nil)
         let forgot = state.forgetRedirect(enclosureURL: "http://o/a.mp3")
         #expect(forgot)
         #expect(state.effectiveURL == nil)
@@ -151,7 +151,7 @@ final class FakeOpenReply: OpenReplying {
         // 1 MiB of a variant cached from a signed link that now answers 403;
         // the enclosure leads to another variant (another ETag).
         var bench = ReadBench(length: 10 * mib, present: [0..<mib])
-        bench.state.effectiveURL = "http://cdn/v1?sig=a"
+        bench.state.variant.pin("http://cdn/v1?sig=a", issuer: nil)
         _ = bench.read(at: 5 * mib)
         var state = bench.state
         let id = state.fetches.keys.min()!

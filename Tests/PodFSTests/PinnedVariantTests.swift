@@ -60,7 +60,7 @@ import Testing
 
     @Test func aNewVariantIsPinnedWithTheDrop() throws {
         var bench = ReadBench(length: 10 * mib, present: [0..<mib])
-        bench.state.effectiveURL = signed
+        bench.state.variant.pin(signed, issuer: nil)
         _ = bench.read(at: 4 * mib)
         var state = bench.state
         let id = try #require(state.fetches.keys.min())

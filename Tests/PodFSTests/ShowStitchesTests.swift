@@ -40,7 +40,7 @@ import Testing
         #expect(evicted.inheritStitching() == Episode.State.showStitches)
         // Marked for a reason of its own: the reason stays.
         var marked = Episode.State()
-        marked.unstable = .lengthChanged(before: nil, after: nil)
+        marked.variant.markStitched(.lengthChanged(before: nil, after: nil))
         #expect(marked.inheritStitching() == nil)
         #expect(marked.unstable == .lengthChanged(before: nil, after: nil))
         // Its probe is on its way.

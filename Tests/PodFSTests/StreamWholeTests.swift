@@ -11,7 +11,7 @@ import Testing
 
     @Test func anUnstableEpisodeIsFetchedAsOneStreamFromItsCachedPrefix() throws {
         var bench = ReadBench(length: 10 * mib, present: [0..<mib], handles: [1, 2])
-        bench.state.unstable = .lengthChanged(before: nil, after: nil)
+        bench.state.variant.markStitched(.lengthChanged(before: nil, after: nil))
         let planned = bench.read(1, at: 5 * mib)
         var state = bench.state
         let effects = state.streamingWhole(planned)
@@ -30,7 +30,7 @@ import Testing
         // A measured link on which a stable episode's read would jump (see
         // JoinOrJumpTests): 1 MB/s, 50 ms.
         var bench = ReadBench(length: 64 * mib, present: [0..<mib], handles: [1, 2])
-        bench.state.unstable = .lengthChanged(before: nil, after: nil)
+        bench.state.variant.markStitched(.lengthChanged(before: nil, after: nil))
         bench.link = LinkEstimate()
         bench.link.observe(latency: 0.05)
         bench.link.observe(bytes: 1_000_000, in: 1)
@@ -52,7 +52,7 @@ import Testing
     /// 1 MB/s and 50 ms; file 2 waits for it at 4 MiB.
     private func waitingOnTheStream() throws -> (ReadBench, UInt64) {
         var bench = ReadBench(length: 64 * mib, present: [0..<2 * mib], handles: [1, 2])
-        bench.state.unstable = .lengthChanged(before: nil, after: nil)
+        bench.state.variant.markStitched(.lengthChanged(before: nil, after: nil))
         bench.link = LinkEstimate()
         bench.link.observe(latency: 0.05)
         bench.link.observe(bytes: 1_000_000, in: 1)
@@ -129,7 +129,7 @@ import Testing
 
     @Test func aStreamThatEndedIsStartedAgainFromTheNewPrefix() throws {
         var bench = ReadBench(length: 10 * mib, present: [0..<mib])
-        bench.state.unstable = .overlapMismatch
+        bench.state.variant.markStitched(.overlapMismatch)
         let planned = bench.read(at: 5 * mib)
         var state = bench.state
         _ = state.streamingWhole(planned)

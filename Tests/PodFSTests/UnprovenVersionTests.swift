@@ -137,7 +137,7 @@ import Testing
     @Test func withoutAValidatorTheStreamStartsAtByteZeroNotAtTheCachedPrefix() throws {
         var bench = ReadBench(length: length, present: [0..<mib])
         bench.state.etag = nil
-        bench.state.unstable = Episode.State.noValidator
+        bench.state.variant.markStitched(Episode.State.noValidator)
         var state = bench.state
         let effects = state.streamingWhole(bench.read(at: 2 * mib))
         #expect(ReadBench.fetched(effects) == [0..<EpisodeRecord.positions.upperBound], "one response for every byte")
@@ -145,7 +145,7 @@ import Testing
         #expect(state.restartsStream(id: stream), "its head drops the cached part")
         // With a strong ETag, If-Range vouches for the continuation.
         var proven = ReadBench(length: length, present: [0..<mib])
-        proven.state.unstable = .lengthChanged(before: nil, after: nil)
+        proven.state.variant.markStitched(.lengthChanged(before: nil, after: nil))
         var provenState = proven.state
         #expect(ReadBench.fetched(provenState.streamingWhole(proven.read(at: 2 * mib))) == [mib..<length])
     }

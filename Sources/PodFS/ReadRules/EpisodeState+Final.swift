@@ -28,8 +28,7 @@ extension Episode.State {
     /// the index with the next commit (with the validator).
     mutating func noteIfFinal() {
         guard !isFinal, !unprovenBytes, let length, length > 0, present.contains(0..<length) else { return }
-        isFinal = true
-        finalURL = effectiveURL
+        variant.becameFinal()
         validatorDirty = true
     }
 

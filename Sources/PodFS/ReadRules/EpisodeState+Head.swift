@@ -130,14 +130,12 @@ extension Episode.State {
     /// episode: the enclosure would only lead to another variant, and its
     /// opens are answered from the cache as when offline (`keepsFinal`).
     mutating func forgetRedirect(enclosureURL: String) -> Bool {
-        guard effectiveURL != nil, effectiveURL != enclosureURL else { return false }
-        effectiveURL = nil
+        guard let pinned = effectiveURL, pinned != enclosureURL else { return false }
         // A final episode keeps its link and who sent podfs there in the
         // index (`takeCommitSnapshot`): the next mount must know it too.
-        guard !isComplete else { return false }
-        pinnedIssuer = nil
-        pinnedLinkGone = !present.isEmpty
-        return true
+        let complete = isComplete
+        variant.forgetLink(final: complete, cached: !present.isEmpty)
+        return !complete
     }
 
     /// Fetch `id`'s response head arrived, with a body at `start` of an
@@ -190,14 +188,15 @@ extension Episode.State {
             then.append(.saveVersionLater)
         }
         // The enclosure led to a link that answers: said once, if at all.
-        pinnedLinkGone = false
+        variant.linkAnswered()
         if length != total {
             // The kernel has seen the size `stat` showed so far; only a
             // different one needs its caches dropped.
             if (length ?? context.feedLength ?? 0) != total { invalidate = true }
             length = total
         }
-        (etag, lastModified, effectiveURL, pinnedIssuer) = (head.etag, head.lastModified, head.effectiveURL, head.issuer)
+        (etag, lastModified) = (head.etag, head.lastModified)
+        variant.pin(head.effectiveURL, issuer: head.issuer)
         validation = .confirmed(at: context.now)
         if head.status == 200, progress.cursor > 0 || progress.upper < total, !changed,
             warned.insert(.ignoresRange).inserted
@@ -225,8 +224,7 @@ extension Episode.State {
         // check does (`overlapMatched`).
         if versionKnown, !changed, reason == nil, let etag = head.etag, !etag.hasPrefix("W/") { versionAgreed = true }
         var streamUnwanted = false
-        if let reason, unstable == nil {
-            unstable = reason
+        if let reason, variant.markStitched(reason) {
             then.append(.markUnstable(reason))
             streamUnwanted = !revealsAStream(id: id, start: start, progress: &progress, total: total)
         }
@@ -255,7 +253,7 @@ extension Episode.State {
     /// check nobody waits for only marks the episode.
     private mutating func streamInstead(of id: UInt64) -> [HeadEffect] {
         fetches[id] = nil
-        unstable = Self.noValidator
+        variant.markStitched(Self.noValidator)
         let waiting =
             !openWaiters.isEmpty || !earlyReads.isEmpty || !sizeWaiters.isEmpty
             || waiters.contains { $0.generation == generation } || handles.values.contains(where: \.provisional)
@@ -264,7 +262,7 @@ extension Episode.State {
             return [.markUnstable(Self.noValidator), .endAfterHead]
         }
         let stream = startProbe(range: 0..<EpisodeRecord.positions.upperBound, minimumFetch: 0)
-        streamID = stream.id
+        variant.streamStarted(stream.id)
         return [.markUnstable(Self.noValidator), .probe(stream), .endAfterHead]
     }
 
@@ -293,8 +291,7 @@ extension Episode.State {
         present = RangeSet()
         spill.removeAll()
         dirty = false
-        isFinal = false
-        unprovenBytes = false
+        variant.bytesDropped()
         versionHadBytes = false
         versionAgreed = false
         var dropped = DroppedVersion()

@@ -178,8 +178,7 @@ extension Episode.State {
         spill.removeAll()
         dirty = false
         scratch = nil
-        isFinal = false
-        unprovenBytes = false
+        variant.bytesDropped()
         return true
     }
 

@@ -34,7 +34,7 @@ extension Episode.State {
         let upper = streamEnd(length: length)
         let id = takeFetchID()
         fetches[id] = Episode.FetchProgress(cursor: start, upper: upper, generation: generation)
-        streamID = id
+        variant.streamStarted(id)
         return [.fetch(id: id, range: start..<upper)] + kept
     }
 
@@ -58,7 +58,7 @@ extension Episode.State {
             Episode.OpenWaiter(reply: reply, handle: handle, dropAttributes: dropAttributes, seenByKernel: seenByKernel))
         if streamOnItsWay { return [] }
         let probe = startProbe(range: 0..<EpisodeRecord.positions.upperBound, minimumFetch: 0)
-        streamID = probe.id
+        variant.streamStarted(probe.id)
         return [.probe(probe)]
     }
 
@@ -104,7 +104,7 @@ extension Episode.State {
         let id = takeFetchID()
         let upper = streamEnd(length: length)
         fetches[id] = Episode.FetchProgress(cursor: 0, upper: upper, generation: generation)
-        self.streamID = id
+        variant.streamStarted(id)
         return [.stop(id: streamID), .fetch(id: id, range: 0..<upper)]
     }
 
@@ -121,7 +121,7 @@ extension Episode.State {
             progress.upper = start
             return false
         }
-        streamID = id
+        variant.streamStarted(id)
         for other in fetches.keys where other != id { fetches[other] = nil }
         return true
     }

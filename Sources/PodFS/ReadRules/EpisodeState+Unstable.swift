@@ -148,8 +148,7 @@ extension Episode.State {
         var durable: [HeadEffect] = [.dropIndexRanges]
         if let length, let free = freeingOldBytes(old: length, new: length) { durable.append(free) }
         var then: [HeadEffect] = []
-        if unstable == nil {
-            unstable = Self.overlapMismatch
+        if variant.markStitched(Self.overlapMismatch) {
             then.append(.markUnstable(Self.overlapMismatch))
         }
         then.append(.invalidateKernel(pages: true))
@@ -202,7 +201,7 @@ extension Episode.State {
     /// marked), if it `holdsNothing`. Returns the mark, for the index.
     mutating func inheritStitching() -> StitchReason? {
         guard holdsNothing else { return nil }
-        unstable = Self.showStitches
+        variant.markStitched(Self.showStitches)
         return unstable
     }
 }

@@ -150,35 +150,10 @@ extension Episode {
         var length: Int64?
         var etag: String?
         var lastModified: String?
-        /// The link the cached variant came from (the end of the enclosure
-        /// URL's redirect chain), asked directly with `If-Range`; pinned in
-        /// the index across mounts (docs/DESIGN.md, "Episodes and their
-        /// variants"). `nil`: the next fetch follows the enclosure URL.
-        var effectiveURL: String?
-        /// Who sent podfs to `effectiveURL` (`FetchHead.issuer`).
-        var pinnedIssuer: String?
-        /// The pinned link of a partly cached variant stopped working (403,
-        /// 404, 410): if the enclosure now leads to another variant, the
-        /// cached bytes go and the log says why (`forgetRedirect`).
-        var pinnedLinkGone = false
-        /// Why the origin was found to serve different bytes per request
-        /// (`Episode.State.unstableReason`), kept in the index; `nil` while
-        /// it looks stable.
-        var unstable: StitchReason?
-        /// The fetch streaming an unstable episode whole, while it runs
-        /// (`Episode.State.streamingWhole`).
-        var streamID: UInt64?
-        /// Every byte of one variant is cached: kept as it is, whatever the
-        /// origin serves now (`Episode.State.noteIfFinal`).
-        var isFinal = false
-        /// The cached bytes were restored from an index an earlier podfs
-        /// wrote from responses without a validator, which nothing shows
-        /// to be one variant: the next stream from byte 0 replaces them,
-        /// even when every byte is cached (`restartsStream`). Offline they
-        /// are served as they are.
-        var unprovenBytes = false
-        /// The link the final variant came from (`keepsFinal`).
-        var finalURL: String?
+        /// Which variant the cached bytes are and where requests go: a
+        /// pinned link, a stitching origin's stream, a final episode
+        /// (`Variant`, changed only through its transitions).
+        var variant = Variant()
         /// Whether a response in this mount confirmed the cached version,
         /// and the probe asking, if one is on its way.
         var validation = Validation.unconfirmed(lastConfirmed: nil)
@@ -272,21 +247,13 @@ extension Episode {
             length = record.length
             etag = record.etag
             lastModified = record.lastModified
-            effectiveURL = record.variant.pinnedURL
-            pinnedIssuer = record.variant.pinnedIssuer
-            unstable = record.variant.unstable.map(StitchReason.init(code:))
-            isFinal = record.variant.isFinal
-            finalURL = record.variant.isFinal ? record.variant.pinnedURL : nil
-            if unstable == nil, !record.ranges.isEmpty, Self.unproven(version) {
-                // Cached by an earlier podfs from responses nothing shows
-                // to be one version (this one marks such an episode at its
-                // first response): maybe a mix of variants, complete or
-                // not. The next stream from byte 0 replaces them.
-                unstable = Self.noValidator
-                unprovenBytes = true
-                isFinal = false
-                finalURL = nil
-            }
+            // Cached by an earlier podfs from responses nothing shows to be
+            // one version (this one marks such an episode at its first
+            // response): maybe a mix of variants, complete or not. The next
+            // stream from byte 0 replaces them.
+            variant = Variant(
+                restoring: record.variant,
+                unprovenBytes: record.variant.unstable == nil && !record.ranges.isEmpty && Self.unproven(version))
             present = RangeSet(record.ranges)
             versionHadBytes = !record.ranges.isEmpty
             lastRead = record.lastRead ?? 0
