@@ -16,7 +16,7 @@ extension EpisodeReader {
             disk.enterFull(error.description, logger: logger)
             return
         }
-        let first = episode.state.withLock { $0.warned.insert(.writeFailure).inserted }
+        let first = episode.state.withLock { $0.warnOnce(.writeFailure) }
         let metadata: Logger.Metadata = ["episode.key": "\(episode.key)", "error": "\(error)"]
         if first {
             logger.error("could not write to the cache; this episode's new bytes are served from memory", metadata: metadata)

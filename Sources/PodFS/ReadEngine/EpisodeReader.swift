@@ -366,18 +366,8 @@ public final class EpisodeReader: Sendable {
         let made: Result<ScratchFile, FileError> = Result { () throws(FileError) in
             try ScratchFile(path: path, length: length)
         }
-        let (scratch, forgot) = episode.state.withLock { state -> (ScratchFile?, Bool) in
-            // Replaced meanwhile: the path may name the new version's file
-            // now, and what was seen of it proves nothing.
-            guard state.generation == wanted, !state.replacingScratch else {
-                return (state.generation == wanted ? state.scratch : state.kept[wanted]?.scratch, false)
-            }
-            if missing {
-                state.present = RangeSet()
-                state.dirty = true
-            }
-            if state.scratch == nil, case .success(let made) = made { state.scratch = made }
-            return (state.scratch, missing)
+        let (scratch, forgot) = episode.state.withLock {
+            $0.scratchOpened(try? made.get(), generation: wanted, fileMissing: missing)
         }
         if forgot {
             logger.warning(

@@ -76,9 +76,7 @@ extension Episode {
         /// The slot's state, made now if it was not.
         private static func made(_ slot: inout Slot) -> Box {
             if let made = slot.made { return made }
-            var state = State()
-            state.claimKeptUntil = slot.claimKeptUntil
-            let box = Box(state)
+            let box = Box(State(claimKeptUntil: slot.claimKeptUntil))
             slot.made = box
             return box
         }

@@ -34,6 +34,34 @@ extension Episode.State {
 
     // MARK: - Events
 
+    /// The driver opened (or failed to open, `made` `nil`) the scratch file
+    /// of version `generation` outside the lock; `fileMissing`: the file
+    /// was not on disk although bytes were cached (deleted by hand?), so
+    /// what the index said is not there and is forgotten rather than
+    /// served as zeros. Returns the file to read that version from (the
+    /// one opened meanwhile by another thread wins; a replaced version's
+    /// kept file) and whether the cached ranges were forgotten. Replaced
+    /// meanwhile, the path may name the new version's file, and what was
+    /// seen of it proves nothing: nothing changes.
+    mutating func scratchOpened(
+        _ made: ScratchFile?, generation wanted: UInt64, fileMissing: Bool
+    ) -> (scratch: ScratchFile?, forgot: Bool) {
+        guard generation == wanted, !replacingScratch else {
+            return (generation == wanted ? scratch : kept[wanted]?.scratch, false)
+        }
+        if fileMissing {
+            present = RangeSet()
+            dirty = true
+        }
+        if scratch == nil, let made { scratch = made }
+        return (scratch, fileMissing)
+    }
+
+    /// Whether `warning` is news for this episode (each is logged once).
+    mutating func warnOnce(_ warning: Episode.Warning) -> Bool {
+        warned.insert(warning).inserted
+    }
+
     /// `count` bytes of fetch `id`'s body arrived on the network thread,
     /// at `now` (monotonic seconds), if told. `nil`: the fetch is stale
     /// (another version) and stops.

@@ -241,6 +241,12 @@ extension Episode {
 
         init() {}
 
+        /// A state made after `stat`s showed the feed's claimed size, which
+        /// the kernel may keep until `claimKeptUntil`.
+        init(claimKeptUntil: Double) {
+            self.claimKeptUntil = claimKeptUntil
+        }
+
         /// The state an earlier mount left in the index: its ranges, its
         /// validator and the link it is pinned to.
         init(restoring record: EpisodeRecord) {
