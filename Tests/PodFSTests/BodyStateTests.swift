@@ -1,4 +1,3 @@
-import FUSEBridge
 import Foundation
 import RangeCache
 import Testing
@@ -13,11 +12,11 @@ import Testing
     private let kib: Int64 = 1024
 
     /// An episode with one reader waiting for `0..<4 KiB`, its fetch on its way.
-    private func waiting(answersOnArrival: Bool = false) -> (Episode.State, UInt64, FakeDataReply) {
+    private func waiting(answersOnArrival: Bool = false) -> (Episode.State, UInt64, Episode.ReadToken) {
         var state = Episode.State()
         state.length = 10 * mib
         state.handles[1] = Episode.HandleState(generation: 0)
-        let reply = FakeDataReply()
+        let reply = Episode.ReadToken.fake()
         state.waiters = [Episode.Waiter(range: 0..<4 * kib, reply: reply, generation: 0)]
         let id = state.takeFetchID()
         state.fetches[id] = Episode.FetchProgress(

@@ -41,7 +41,7 @@ import Testing
         // (a second more than told) and drops it first.
         #expect(cell.withLock { $0.claimKeptUntil } == 16)
         let effects = cell.withLock {
-            $0.open(handle: 1, reply: FakeOpenReply(), now: 11, feedLength: 1_000, tuning: EpisodeReader.Tuning())
+            $0.open(handle: 1, reply: Episode.OpenToken.fake(), now: 11, feedLength: 1_000, tuning: EpisodeReader.Tuning())
         }
         let dropped = effects.contains { effect in
             if case .answer(_, let options) = effect { return options.dropAttributes }

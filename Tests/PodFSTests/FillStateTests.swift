@@ -33,9 +33,9 @@ import Testing
         state.etag = "\"v1\""
         state.present = RangeSet([0..<10 * mib])
         state.validation = .confirmed(at: 100)
-        _ = state.open(handle: 1, reply: FakeOpenReply(), now: 200, feedLength: nil, tuning: tuning, seenByKernel: false)
+        _ = state.open(handle: 1, reply: Episode.OpenToken.fake(), now: 200, feedLength: nil, tuning: tuning, seenByKernel: false)
         #expect(state.handles.count == 1 && state.fillProgress.openFiles == 0)
-        _ = state.open(handle: 2, reply: FakeOpenReply(), now: 201, feedLength: nil, tuning: tuning)
+        _ = state.open(handle: 2, reply: Episode.OpenToken.fake(), now: 201, feedLength: nil, tuning: tuning)
         #expect(state.fillProgress.openFiles == 1)
     }
 

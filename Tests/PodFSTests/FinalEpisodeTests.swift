@@ -24,7 +24,7 @@ import Testing
         state.validation = .unconfirmed(lastConfirmed: nil)
         state.variant.becameFinal()
         state.variant.markStitched(.validatorChanged)
-        let effects = state.open(handle: 7, reply: FakeOpenReply(), now: 1, feedLength: nil, tuning: EpisodeReader.Tuning())
+        let effects = state.open(handle: 7, reply: Episode.OpenToken.fake(), now: 1, feedLength: nil, tuning: EpisodeReader.Tuning())
         #expect(effects.count == 1)
         #expect(effects.allSatisfy { if case .answer = $0 { true } else { false } }, "answered, no probe")
         #expect(state.fetches.isEmpty)
@@ -36,7 +36,7 @@ import Testing
         state.validation = .unconfirmed(lastConfirmed: nil)
         state.variant.pin("http://cdn/v1?sig=a", issuer: nil)
         state.variant.becameFinal()
-        let effects = state.open(handle: 7, reply: FakeOpenReply(), now: 1, feedLength: nil, tuning: EpisodeReader.Tuning())
+        let effects = state.open(handle: 7, reply: Episode.OpenToken.fake(), now: 1, feedLength: nil, tuning: EpisodeReader.Tuning())
         let probe = try #require(effects.compactMap { if case .check(let p) = $0 { p } else { nil } }.first)
         let other = FetchHead(
             status: 200, rangeFirst: nil, rangeLast: nil, total: nil, contentLength: 5 * mib, etag: "\"v2\"",
@@ -53,7 +53,7 @@ import Testing
         let forgot = state.forgetRedirect(enclosureURL: "http://feeds/a.mp3")
         #expect(!forgot, "no attempt through the enclosure")
         #expect(state.finalLinkGone)
-        let later = state.open(handle: 8, reply: FakeOpenReply(), now: 3, feedLength: nil, tuning: EpisodeReader.Tuning())
+        let later = state.open(handle: 8, reply: Episode.OpenToken.fake(), now: 3, feedLength: nil, tuning: EpisodeReader.Tuning())
         #expect(later.allSatisfy { if case .answer = $0 { true } else { false } })
     }
 
@@ -64,7 +64,7 @@ import Testing
         state.validation = .unconfirmed(lastConfirmed: nil)
         state.variant.pin("http://cdn/v1?sig=a", issuer: nil)
         state.variant.becameFinal()
-        let reply = FakeOpenReply()
+        let reply = Episode.OpenToken.fake()
         let effects = state.open(handle: 7, reply: reply, now: 1, feedLength: nil, tuning: EpisodeReader.Tuning())
         let probe = try #require(effects.compactMap { if case .check(let p) = $0 { p } else { nil } }.first)
         // The pinned link answers 403: the driver forgets it, and the fetch

@@ -1,4 +1,3 @@
-import FUSEBridge
 import RangeCache
 import Testing
 
@@ -86,13 +85,13 @@ import Testing
         _ = readAhead(&bench)
         let id = try #require(bench.state.fetches.keys.max())
         let range = try #require(bench.state.fetches[id]).cursor..<bench.state.fetches[id]!.upper
-        let reply = FakeOpenReply()
+        let reply = Episode.OpenToken.fake()
         #expect(bench.state.open(handle: 2, reply: reply, now: bench.now, feedLength: nil, tuning: tuning).isEmpty)
         #expect(bench.state.handles[2] == nil)
         let (_, _, then) = apply(
             &bench.state, head(206, first: range.lowerBound, last: range.upperBound - 1, total: 10 * mib, etag: "\"v1\""),
             id: id)
-        let opened = then.flatMap { effect -> [(any OpenReplying, OpenOptions)] in
+        let opened = then.flatMap { effect -> [(Episode.OpenToken, Episode.OpenAnswer)] in
             if case .answerOpens(let opens) = effect { return opens }
             return []
         }
@@ -113,7 +112,7 @@ import Testing
             id: id)
         #expect(!bench.state.versionAgreed, "a head without a strong ETag proves nothing")
         #expect(bench.state.awaitingProof, "its overlap is still to come")
-        let reply = FakeOpenReply()
+        let reply = Episode.OpenToken.fake()
         #expect(bench.state.open(handle: 2, reply: reply, now: bench.now, feedLength: nil, tuning: tuning).isEmpty)
         let opens = bench.state.overlapMatched(generation: bench.state.generation)
         #expect(opens.count == 1 && bench.state.versionAgreed)
@@ -123,10 +122,10 @@ import Testing
         var bench = afterTheProbe(etag: "W/\"v1\"")
         _ = readAhead(&bench)
         let id = try #require(bench.state.fetches.keys.max())
-        _ = bench.state.open(handle: 2, reply: FakeOpenReply(), now: bench.now, feedLength: nil, tuning: tuning)
+        _ = bench.state.open(handle: 2, reply: Episode.OpenToken.fake(), now: bench.now, feedLength: nil, tuning: tuning)
         let broken = bench.state.continuityBroken(id: id)
         let outcome = try #require(broken)
-        let opened = outcome.then.flatMap { effect -> [(any OpenReplying, OpenOptions)] in
+        let opened = outcome.then.flatMap { effect -> [(Episode.OpenToken, Episode.OpenAnswer)] in
             if case .answerOpens(let opens) = effect { return opens }
             return []
         }
@@ -138,7 +137,7 @@ import Testing
         var bench = afterTheProbe()
         _ = readAhead(&bench)
         let id = try #require(bench.state.fetches.keys.max())
-        _ = bench.state.open(handle: 2, reply: FakeOpenReply(), now: bench.now, feedLength: nil, tuning: tuning)
+        _ = bench.state.open(handle: 2, reply: Episode.OpenToken.fake(), now: bench.now, feedLength: nil, tuning: tuning)
         bench.state.fetches[id] = nil
         let effects = bench.state.fetchSettled(id: id, failure: nil, isBackground: false, minimumFetch: 256 * 1024)
         let answered = effects.filter { if case .answerOpen(_, let options) = $0 { options != nil } else { false } }
@@ -182,7 +181,7 @@ import Testing
         bench.state.versionHadBytes = false
         _ = bench.read(at: 2 * mib)
         let id = try #require(bench.state.fetches.keys.max())
-        let reply = FakeDataReply()
+        let reply = Episode.ReadToken.fake()
         _ = bench.read(at: 3 * mib, reply: reply)
         let dropped = bench.state.dropVersion(keeping: id, existing: nil)
         #expect(dropped.failed.isEmpty, "nothing of the old version could have been read")
@@ -198,7 +197,7 @@ import Testing
         bench.state.versionHadBytes = false
         let probe = bench.state.startProbe(minimumFetch: 256 * 1024)
         bench.state.waiters.append(
-            Episode.Waiter(range: 0..<4096, reply: FakeDataReply(), generation: 0, handle: 1, following: true, since: 0))
+            Episode.Waiter(range: 0..<4096, reply: Episode.ReadToken.fake(), generation: 0, handle: 1, following: true, since: 0))
         let arrived = bench.state.bodyArrived(id: probe.id, count: 65536, now: bench.now)
         let arrival = try #require(arrived)
         #expect(arrival.early.count == 1, "answered from memory")
@@ -211,11 +210,11 @@ import Testing
     @Test func anOpenThatMustAskAgainSendsItsOwnProbeThoughOthersWaitForProof() throws {
         var bench = afterTheProbe()
         _ = readAhead(&bench)
-        _ = bench.state.open(handle: 2, reply: FakeOpenReply(), now: bench.now, feedLength: nil, tuning: tuning)
+        _ = bench.state.open(handle: 2, reply: Episode.OpenToken.fake(), now: bench.now, feedLength: nil, tuning: tuning)
         #expect(bench.state.openWaiters.count == 1, "waits for the proof")
         // Long after: the version must be confirmed again, by a probe.
         let later = bench.now + tuning.revalidateAfter + 1
-        let effects = bench.state.open(handle: 3, reply: FakeOpenReply(), now: later, feedLength: nil, tuning: tuning)
+        let effects = bench.state.open(handle: 3, reply: Episode.OpenToken.fake(), now: later, feedLength: nil, tuning: tuning)
         #expect(effects.contains { if case .probe = $0 { true } else { false } }, "\(effects)")
     }
 

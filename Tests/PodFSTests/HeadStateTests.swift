@@ -1,20 +1,8 @@
-import FUSEBridge
 import Locking
 import RangeCache
 import Testing
 
 @testable import PodFS
-
-/// An open's reply that records how it was answered.
-final class FakeOpenReply: OpenReplying {
-    private let recorded = Locked<[OpenOptions?]>([])
-
-    var answers: [OpenOptions?] { recorded.withLock { $0 } }
-
-    func opened(_ options: OpenOptions) { recorded.withLock { $0.append(options) } }
-
-    func fail(_ error: FileSystemError) { recorded.withLock { $0.append(nil) } }
-}
 
 /// The response-head event: bad answers, real sizes, no mixed versions
 /// (guarantees 3, 4 and 6 of docs/DESIGN.md), the open's probe.
@@ -142,7 +130,7 @@ final class FakeOpenReply: OpenReplying {
         // The handle opened on the old version reads EIO for the bytes that
         // version never had (what it had: KeptVersionTests).
         let late = state.read(
-            handle: 2, offset: 2 * mib, size: 10, reply: FakeDataReply(),
+            handle: 2, offset: 2 * mib, size: 10, reply: Episode.ReadToken.fake(),
             context: .init(now: 0, wallClock: 0, link: LinkEstimate(), tuning: EpisodeReader.Tuning()))
         #expect(ReadBench.failed(late) == 1)
     }
@@ -216,12 +204,12 @@ final class FakeOpenReply: OpenReplying {
 
     @Test func theProbesHeadAnswersTheWaitingOpensAndEarlyReads() {
         var state = Episode.State()
-        let open = FakeOpenReply()
+        let open = Episode.OpenToken.fake()
         state.openWaiters = [Episode.OpenWaiter(reply: open, handle: 7, dropAttributes: false)]
         state.handles[8] = Episode.HandleState(generation: 0, provisional: true)
         state.earlyReads = [
-            Episode.EarlyRead(handle: 8, offset: 0, size: 4096, reply: FakeDataReply()),
-            Episode.EarlyRead(handle: 8, offset: 900_000, size: 4096, reply: FakeDataReply()),
+            Episode.EarlyRead(handle: 8, offset: 0, size: 4096, reply: Episode.ReadToken.fake()),
+            Episode.EarlyRead(handle: 8, offset: 900_000, size: 4096, reply: Episode.ReadToken.fake()),
         ]
         let id = state.takeFetchID()
         state.fetches[id] = Episode.FetchProgress(cursor: 0, upper: 262_144, generation: 0, answersOnArrival: true)

@@ -1,4 +1,3 @@
-import FUSEBridge
 import Foundation
 import RangeCache
 import Testing
@@ -286,7 +285,7 @@ import Testing
     @Test func aWaitingReaderKeepsTheBytesItWaitsFor() {
         var (bench, stream) = streaming(handles: [1, 2])
         let waiting = 2 * mib + 100 * kib..<2 * mib + 228 * kib
-        bench.state.waiters.append(Episode.Waiter(range: waiting, reply: FakeDataReply(), generation: 0))
+        bench.state.waiters.append(Episode.Waiter(range: waiting, reply: Episode.ReadToken.fake(), generation: 0))
         _ = bench.read(1, at: 40 * mib, size: 64 * 1024)
         #expect(bench.state.fetches[stream]?.upper == waiting.upperBound)
     }
@@ -298,7 +297,7 @@ import Testing
         // bytes must still be on their way (a stress run failed such a read).
         var (bench, stream) = streaming(handles: [1, 2])
         let waiting = 20 * mib..<21 * mib
-        bench.state.waiters.append(Episode.Waiter(range: waiting, reply: FakeDataReply(), generation: 0))
+        bench.state.waiters.append(Episode.Waiter(range: waiting, reply: Episode.ReadToken.fake(), generation: 0))
         let effects = bench.read(2, at: 20 * mib + 64 * kib, size: 4096)
         #expect(bench.state.fetches[stream]!.upper <= 20 * mib + 64 * kib, "the stream yielded")
         let pending = bench.state.pending
@@ -417,7 +416,7 @@ import Testing
         #expect(bench.state.fetches[window]?.upper == 28 * mib)
         var (alone, stream) = playingAt12MiB()
         let waiting = 13 * mib..<13 * mib + 128 * kib
-        alone.state.waiters.append(Episode.Waiter(range: waiting, reply: FakeDataReply(), generation: 0))
+        alone.state.waiters.append(Episode.Waiter(range: waiting, reply: Episode.ReadToken.fake(), generation: 0))
         _ = alone.read(at: 50 * mib, size: 64 * 1024)
         #expect(alone.state.fetches[stream]?.upper == waiting.upperBound)
     }

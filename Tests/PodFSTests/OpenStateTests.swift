@@ -1,4 +1,3 @@
-import FUSEBridge
 import RangeCache
 import Testing
 
@@ -28,7 +27,7 @@ import Testing
         effects.compactMap { if case .probe(let probe) = $0 { probe } else { nil } }
     }
 
-    private func answers(_ effects: [Episode.State.OpenEffect]) -> [OpenOptions] {
+    private func answers(_ effects: [Episode.State.OpenEffect]) -> [Episode.OpenAnswer] {
         effects.compactMap { if case .answer(_, let options) = $0 { options } else { nil } }
     }
 
@@ -36,7 +35,7 @@ import Testing
 
     @Test func aRecentlyConfirmedEpisodeOpensAtOnce() {
         var state = cached(validated: true)
-        let effects = state.open(handle: 1, reply: FakeOpenReply(), now: 200, feedLength: nil, tuning: tuning)
+        let effects = state.open(handle: 1, reply: Episode.OpenToken.fake(), now: 200, feedLength: nil, tuning: tuning)
         #expect(answers(effects).map(\.handle) == [1])
         #expect(answers(effects).first?.keepCache == true)
         #expect(probes(effects).isEmpty)
@@ -49,11 +48,11 @@ import Testing
         var state = cached(validated: true)
         state.kernelPagesStale = true
         let own = state.open(
-            handle: 1, reply: FakeOpenReply(), now: 200, feedLength: nil, tuning: tuning, seenByKernel: false)
+            handle: 1, reply: Episode.OpenToken.fake(), now: 200, feedLength: nil, tuning: tuning, seenByKernel: false)
         #expect(answers(own).first?.keepCache == false)
-        let kernel = state.open(handle: 2, reply: FakeOpenReply(), now: 201, feedLength: nil, tuning: tuning)
+        let kernel = state.open(handle: 2, reply: Episode.OpenToken.fake(), now: 201, feedLength: nil, tuning: tuning)
         #expect(answers(kernel).first?.keepCache == false, "the kernel drops its pages at this open")
-        let next = state.open(handle: 3, reply: FakeOpenReply(), now: 202, feedLength: nil, tuning: tuning)
+        let next = state.open(handle: 3, reply: Episode.OpenToken.fake(), now: 202, feedLength: nil, tuning: tuning)
         #expect(answers(next).first?.keepCache == true)
     }
 
@@ -61,7 +60,7 @@ import Testing
     /// version answers, the origin is asked in the background.
     @Test func theFirstOpenOfACachedEpisodeOpensAtOnceAndIsCheckedInTheBackground() {
         var state = cached()
-        let effects = state.open(handle: 1, reply: FakeOpenReply(), now: 200, feedLength: nil, tuning: tuning)
+        let effects = state.open(handle: 1, reply: Episode.OpenToken.fake(), now: 200, feedLength: nil, tuning: tuning)
         #expect(answers(effects).map(\.handle) == [1])
         guard case .answer = effects.first else {
             Issue.record("the open is answered before the check goes out")
@@ -74,33 +73,33 @@ import Testing
         #expect(check.first?.validator == "\"v1\"")
         #expect(state.handles[1]?.generation == state.generation && state.openWaiters.isEmpty)
         // A second open is answered too, and sends no second check.
-        let second = state.open(handle: 2, reply: FakeOpenReply(), now: 200, feedLength: nil, tuning: tuning)
+        let second = state.open(handle: 2, reply: Episode.OpenToken.fake(), now: 200, feedLength: nil, tuning: tuning)
         #expect(answers(second).map(\.handle) == [2] && checks(second).isEmpty)
         // Head and tail cached (a scanner's): the check asks the first byte
         // not cached.
         var part = cached()
         part.present = RangeSet([0..<mib, 9 * mib..<10 * mib])
-        let partial = part.open(handle: 1, reply: FakeOpenReply(), now: 200, feedLength: nil, tuning: tuning)
+        let partial = part.open(handle: 1, reply: Episode.OpenToken.fake(), now: 200, feedLength: nil, tuning: tuning)
         #expect(answers(partial).count == 1 && checks(partial).first?.range == mib..<mib + 1)
         // A listener's part, without the tail: the open waits for the
         // origin, so a variant whose link expired is replaced first.
         var listened = cached()
         listened.present = RangeSet([0..<3 * mib])
-        let waiting = listened.open(handle: 1, reply: FakeOpenReply(), now: 200, feedLength: nil, tuning: tuning)
+        let waiting = listened.open(handle: 1, reply: Episode.OpenToken.fake(), now: 200, feedLength: nil, tuning: tuning)
         #expect(answers(waiting).isEmpty && probes(waiting).count == 1)
     }
 
     @Test func aConfirmationTooOldIsAskedAgain() {
         var state = cached(validated: true)
         let effects = state.open(
-            handle: 1, reply: FakeOpenReply(), now: 100 + tuning.revalidateAfter + 1, feedLength: nil, tuning: tuning)
+            handle: 1, reply: Episode.OpenToken.fake(), now: 100 + tuning.revalidateAfter + 1, feedLength: nil, tuning: tuning)
         #expect(checks(effects).count == 1 && answers(effects).count == 1)
         #expect(!state.validated)
     }
 
     @Test func anUncachedEpisodeOpensAtOnceWhileItsProbeIsOnItsWay() {
         var state = Episode.State()
-        let effects = state.open(handle: 1, reply: FakeOpenReply(), now: 0, feedLength: 5 * mib, tuning: tuning)
+        let effects = state.open(handle: 1, reply: Episode.OpenToken.fake(), now: 0, feedLength: 5 * mib, tuning: tuning)
         #expect(answers(effects).first?.keepCache == false)
         #expect(probes(effects).first?.range == 0..<tuning.minimumFetch)
         #expect(state.handles[1]?.provisional == true)
@@ -108,30 +107,34 @@ import Testing
             Issue.record("the open is answered before the probe goes out")
             return
         }
-        let second = state.open(handle: 2, reply: FakeOpenReply(), now: 0, feedLength: 5 * mib, tuning: tuning)
+        let second = state.open(handle: 2, reply: Episode.OpenToken.fake(), now: 0, feedLength: 5 * mib, tuning: tuning)
         #expect(answers(second).count == 1 && probes(second).isEmpty)
     }
 
     @Test func withoutAClaimedSizeAnUncachedEpisodeWaitsForItsProbe() {
         var state = Episode.State()
-        let effects = state.open(handle: 1, reply: FakeOpenReply(), now: 0, feedLength: nil, tuning: tuning)
+        let effects = state.open(handle: 1, reply: Episode.OpenToken.fake(), now: 0, feedLength: nil, tuning: tuning)
         #expect(answers(effects).isEmpty && probes(effects).count == 1)
     }
 
     @Test func aClaimShownBeforeIsDroppedByTheOpen() {
         var state = cached(validated: true)
         state.claimKeptUntil = 300
-        let effects = state.open(handle: 1, reply: FakeOpenReply(), now: 200, feedLength: nil, tuning: tuning)
+        let effects = state.open(handle: 1, reply: Episode.OpenToken.fake(), now: 200, feedLength: nil, tuning: tuning)
         #expect(answers(effects).first?.dropAttributes == true)
         #expect(state.opened)
     }
 
     @Test func aStatOfAProvisionalFileWaitsForTheProbe() {
         var state = Episode.State()
-        #expect(!state.statWaits {})
+        let alone = state.statWaits(.fake())
+        #expect(!alone)
         state.handles[1] = Episode.HandleState(generation: 0, provisional: true)
-        #expect(state.statWaits {})
-        #expect(state.sizeWaiters.count == 1)
+        let stat = Episode.SizeToken.fake()
+        let waits = state.statWaits(stat)
+        #expect(waits && state.sizeWaiters == [stat])
+        // The probe's head answers it.
+        #expect(state.settleProvisionalHandles().sized == [stat])
     }
 
     @Test func aMountCheckAsksForTheFirstByteNotCached() {
@@ -155,7 +158,7 @@ import Testing
 
     @Test func offlineACachedEpisodeOpensFromTheCache() {
         var state = cached()
-        let open = FakeOpenReply()
+        let open = Episode.OpenToken.fake()
         let effects = state.open(handle: 1, reply: open, now: 0, feedLength: nil, tuning: tuning)
         #expect(answers(effects).map(\.handle) == [1], "answered before the origin could say anything")
         let check = checks(effects)[0]
@@ -177,7 +180,7 @@ import Testing
     @Test func offlineUncachedBytesFail() {
         var bench = ReadBench(length: 10 * mib, present: [0..<mib])
         bench.state.validation = .unconfirmed(lastConfirmed: nil)
-        let reply = FakeDataReply()
+        let reply = Episode.ReadToken.fake()
         let read = bench.read(at: 5 * mib, size: 4096, reply: reply)
         let id = ReadBench.fetched(read).isEmpty ? 0 : bench.state.fetches.keys.min()!
         let unreachable = FetchError(isTransient: true, isUnreachable: true, message: "no route to host")
@@ -195,7 +198,7 @@ import Testing
     @Test func aCheckThatFindsTheEpisodeGoneLeavesTheCachedBytesReadable() {
         var state = cached()
         state.present = RangeSet([0..<mib, 9 * mib..<10 * mib])
-        let effects = state.open(handle: 1, reply: FakeOpenReply(), now: 0, feedLength: nil, tuning: tuning)
+        let effects = state.open(handle: 1, reply: Episode.OpenToken.fake(), now: 0, feedLength: nil, tuning: tuning)
         #expect(answers(effects).map(\.handle) == [1])
         let id = checks(effects)[0].id
         let gone = OriginAnswer(status: 410, retryAfter: nil, now: 0).failure(status: 410, url: "http://o/a")
@@ -213,7 +216,7 @@ import Testing
     @Test func anOpenDuringAMountsCheckIsAnsweredAtOnce() {
         var state = cached()
         _ = state.startMountCheck()!
-        let effects = state.open(handle: 1, reply: FakeOpenReply(), now: 0, feedLength: nil, tuning: tuning)
+        let effects = state.open(handle: 1, reply: Episode.OpenToken.fake(), now: 0, feedLength: nil, tuning: tuning)
         #expect(answers(effects).map(\.handle) == [1])
         #expect(checks(effects).isEmpty && probes(effects).isEmpty)
         #expect(state.openWaiters.isEmpty)
@@ -230,9 +233,9 @@ import Testing
             let effects: [Episode.State.OpenEffect]
             if background {
                 id = state.startMountCheck()!.id
-                effects = state.open(handle: 1, reply: FakeOpenReply(), now: 0, feedLength: nil, tuning: tuning)
+                effects = state.open(handle: 1, reply: Episode.OpenToken.fake(), now: 0, feedLength: nil, tuning: tuning)
             } else {
-                effects = state.open(handle: 1, reply: FakeOpenReply(), now: 0, feedLength: nil, tuning: tuning)
+                effects = state.open(handle: 1, reply: Episode.OpenToken.fake(), now: 0, feedLength: nil, tuning: tuning)
                 id = checks(effects)[0].id
             }
             #expect(answers(effects).map(\.handle) == [1])
@@ -256,8 +259,8 @@ import Testing
         state.length = 1000
         state.present = RangeSet([0..<1000])
         state.waiters = [
-            Episode.Waiter(range: 900..<5000, reply: FakeDataReply(), generation: 0),
-            Episode.Waiter(range: 2000..<3000, reply: FakeDataReply(), generation: 0),
+            Episode.Waiter(range: 900..<5000, reply: Episode.ReadToken.fake(), generation: 0),
+            Episode.Waiter(range: 2000..<3000, reply: Episode.ReadToken.fake(), generation: 0),
         ]
         let ready = state.readsAtEnd()
         #expect(ready.map(\.waiter.range) == [900..<1000, 1000..<1000])
@@ -270,7 +273,7 @@ import Testing
         var state = Episode.State()
         #expect(state.sizeShown(feedLength: 500, timeout: 10, now: 0) == (500, 10))
         #expect(state.claimKeptUntil == 11)
-        _ = state.open(handle: 1, reply: FakeOpenReply(), now: 5, feedLength: 500, tuning: tuning)
+        _ = state.open(handle: 1, reply: Episode.OpenToken.fake(), now: 5, feedLength: 500, tuning: tuning)
         #expect(state.sizeShown(feedLength: 500, timeout: 10, now: 6) == (500, 0))
         state.length = 700
         #expect(state.sizeShown(feedLength: 500, timeout: 10, now: 7) == (700, 10))

@@ -1,4 +1,3 @@
-import FUSEBridge
 import Foundation
 import Locking
 import RangeCache
@@ -6,26 +5,14 @@ import Testing
 
 @testable import PodFS
 
-/// A read's reply that records how it was answered.
-final class FakeDataReply: DataReplying {
-    enum Answer: Equatable {
-        case bytes(Int)
-        case file(offset: Int64, count: Int)
-        case failed(FileSystemError)
+extension Episode.Token {
+    /// A request no kernel sent, for the rules' tests: the state carries
+    /// tokens and names them in its effects, it never answers them.
+    static func fake() -> Self {
+        Self(wrapping: Placeholder())
     }
 
-    private let recorded = Locked<[Answer]>([])
-
-    var answers: [Answer] { recorded.withLock { $0 } }
-
-    func data(_ bytes: UnsafeRawBufferPointer) { recorded.withLock { $0.append(.bytes(bytes.count)) } }
-
-    func file(descriptor: Int32, offset: Int64, count: Int) -> Bool {
-        recorded.withLock { $0.append(.file(offset: offset, count: count)) }
-        return true
-    }
-
-    func fail(_ error: FileSystemError) { recorded.withLock { $0.append(.failed(error)) } }
+    private final class Placeholder: Sendable {}
 }
 
 /// Builds episode states and reads them, as the driver would.
@@ -51,7 +38,7 @@ struct ReadBench {
     }
 
     mutating func read(
-        _ handle: UInt64 = 1, at offset: Int64, size: Int = 128 * 1024, reply: FakeDataReply = FakeDataReply()
+        _ handle: UInt64 = 1, at offset: Int64, size: Int = 128 * 1024, reply: Episode.ReadToken = .fake()
     ) -> [Episode.State.ReadEffect] {
         let context = Episode.State.ReadContext(now: now, wallClock: 1_795_435_200, link: link, tuning: tuning)
         return state.read(handle: handle, offset: offset, size: size, reply: reply, context: context)

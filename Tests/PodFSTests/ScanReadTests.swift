@@ -1,4 +1,3 @@
-import FUSEBridge
 import RangeCache
 import Testing
 

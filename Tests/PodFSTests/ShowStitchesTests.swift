@@ -14,7 +14,7 @@ import Testing
         var state = Episode.State()
         #expect(state.inheritStitching() == Episode.State.showStitches)
         let effects = state.open(
-            handle: 7, reply: FakeOpenReply(), now: 1, feedLength: 6 * mib, tuning: EpisodeReader.Tuning())
+            handle: 7, reply: Episode.OpenToken.fake(), now: 1, feedLength: 6 * mib, tuning: EpisodeReader.Tuning())
         // No answer before the stream's head: the file opens on the one
         // variant the stream brings, from its first byte to its last.
         #expect(effects.count == 1)
@@ -45,7 +45,7 @@ import Testing
         #expect(marked.unstable == .lengthChanged(before: nil, after: nil))
         // Its probe is on its way.
         var probing = Episode.State()
-        _ = probing.open(handle: 1, reply: FakeOpenReply(), now: 1, feedLength: 4 * mib, tuning: EpisodeReader.Tuning())
+        _ = probing.open(handle: 1, reply: Episode.OpenToken.fake(), now: 1, feedLength: 4 * mib, tuning: EpisodeReader.Tuning())
         #expect(!probing.fetches.isEmpty)
         #expect(probing.inheritStitching() == nil)
     }

@@ -19,7 +19,7 @@ import Testing
         #expect(state.fetches.count == 1)
         // A seek further ahead waits for the stream: no second request.
         let later = state.read(
-            handle: 2, offset: 8 * mib, size: 4096, reply: FakeDataReply(),
+            handle: 2, offset: 8 * mib, size: 4096, reply: Episode.ReadToken.fake(),
             context: .init(now: bench.now, wallClock: 0, link: bench.link, tuning: bench.tuning))
         #expect(ReadBench.fetched(state.streamingWhole(later)).isEmpty)
         #expect(state.fetches.count == 1)
@@ -38,7 +38,7 @@ import Testing
         _ = state.streamingWhole(bench.read(1, at: mib))
         let stream = try #require(state.streamID)
         let far = state.read(
-            handle: 2, offset: 40 * mib, size: 4096, reply: FakeDataReply(),
+            handle: 2, offset: 40 * mib, size: 4096, reply: Episode.ReadToken.fake(),
             context: .init(now: bench.now, wallClock: 0, link: bench.link, tuning: bench.tuning))
         let effects = state.streamingWhole(far)
         #expect(ReadBench.fetched(effects).isEmpty, "no ranged request of its own: it would be another variant")
@@ -137,7 +137,7 @@ import Testing
         state.fetches[first] = nil
         state.present.insert(mib..<(3 * mib))
         let again = state.read(
-            handle: 1, offset: 6 * mib, size: 4096, reply: FakeDataReply(),
+            handle: 1, offset: 6 * mib, size: 4096, reply: Episode.ReadToken.fake(),
             context: .init(now: bench.now, wallClock: 0, link: bench.link, tuning: bench.tuning))
         #expect(ReadBench.fetched(state.streamingWhole(again)) == [(3 * mib)..<(10 * mib)])
     }

@@ -1,4 +1,3 @@
-import FUSEBridge
 import RangeCache
 import Testing
 
@@ -51,11 +50,11 @@ import Testing
     /// 0; returns the state and the probe's id.
     private func openedAndRead() throws -> (Episode.State, UInt64) {
         var state = Episode.State()
-        let effects = state.open(handle: 1, reply: FakeOpenReply(), now: 1000, feedLength: length, tuning: tuning)
+        let effects = state.open(handle: 1, reply: Episode.OpenToken.fake(), now: 1000, feedLength: length, tuning: tuning)
         let probe = try #require(effects.compactMap { if case .probe(let p) = $0 { p } else { nil } }.first)
         #expect(probe.range == 0..<tuning.minimumFetch, "the open's usual probe: whether the origin validates is not known")
         let context = Episode.State.ReadContext(now: 1000, wallClock: 0, link: LinkEstimate(), tuning: tuning)
-        _ = state.read(handle: 1, offset: 0, size: 65536, reply: FakeDataReply(), context: context)
+        _ = state.read(handle: 1, offset: 0, size: 65536, reply: Episode.ReadToken.fake(), context: context)
         #expect(state.earlyReads.count == 1)
         return (state, probe.id)
     }
@@ -161,7 +160,7 @@ import Testing
         #expect(state.unstable == Episode.State.noValidator)
         let check = state.startMountCheck()
         #expect(check == nil, "a mount's check would only bring another variant")
-        let reply = FakeOpenReply()
+        let reply = Episode.OpenToken.fake()
         let opened = state.open(handle: 1, reply: reply, now: 1000, feedLength: length, tuning: tuning)
         let stream = try #require(opened.compactMap { if case .probe(let p) = $0 { p } else { nil } }.first)
         #expect(stream.range.lowerBound == 0)
@@ -170,7 +169,7 @@ import Testing
         #expect(durable.contains { if case .dropIndexRanges = $0 { true } else { false } })
         #expect(then.contains { if case .logUnproven(2 * 1024 * 1024) = $0 { true } else { false } })
         #expect(state.present.isEmpty)
-        let answered = then.flatMap { effect -> [(any OpenReplying, OpenOptions)] in
+        let answered = then.flatMap { effect -> [(Episode.OpenToken, Episode.OpenAnswer)] in
             if case .answerOpens(let opens) = effect { return opens }
             return []
         }
@@ -187,7 +186,7 @@ import Testing
             ranges: [0..<length], variant: EpisodeVariant(pinnedURL: "http://o/a.mp3", isFinal: true))
         var state = Episode.State(restoring: whole)
         #expect(state.unprovenBytes && !state.isFinal)
-        let opened = state.open(handle: 1, reply: FakeOpenReply(), now: 1000, feedLength: length, tuning: tuning)
+        let opened = state.open(handle: 1, reply: Episode.OpenToken.fake(), now: 1000, feedLength: length, tuning: tuning)
         let stream = try #require(opened.compactMap { if case .probe(let p) = $0 { p } else { nil } }.first)
         let (_, durable, then) = apply(&state, head(last: length - 1, total: length), id: stream.id)
         #expect(durable.contains { if case .dropIndexRanges = $0 { true } else { false } })
@@ -197,7 +196,7 @@ import Testing
         kept.variant.unstable = Episode.State.noValidator.code
         var ours = Episode.State(restoring: kept)
         #expect(!ours.unprovenBytes && ours.isFinal)
-        let reply = FakeOpenReply()
+        let reply = Episode.OpenToken.fake()
         let effects = ours.open(handle: 1, reply: reply, now: 1000, feedLength: length, tuning: tuning)
         #expect(effects.count == 1 && effects.allSatisfy { if case .answer = $0 { true } else { false } }, "no request")
     }

@@ -69,7 +69,7 @@ import Testing
         // variant now cached).
         state.handles[2] = Episode.HandleState(generation: state.generation)
         _ = state.read(
-            handle: 2, offset: 8 * mib, size: 10, reply: FakeDataReply(),
+            handle: 2, offset: 8 * mib, size: 10, reply: Episode.ReadToken.fake(),
             context: .init(now: 6, wallClock: 0, link: LinkEstimate(), tuning: EpisodeReader.Tuning()))
         context.now = 6
         let next = try #require(state.fetches.keys.max())

@@ -27,7 +27,8 @@ extension EpisodeReader {
     // MARK: - Methods
 
     /// Answers `reply` as `answer` says; never under a lock.
-    func answer(_ reply: any DataReplying, with answer: ReadAnswer, episode: Episode) {
+    func answer(_ token: Episode.ReadToken, with answer: ReadAnswer, episode: Episode) {
+        let reply = token.reply
         switch answer {
         case .eio:
             reply.fail(.ioError)

@@ -112,7 +112,7 @@ extension EpisodeReader {
                 case .fail(let replies):
                     for reply in replies { answer(reply, with: .eio, episode: episode) }
                 case .answerOpens(let opens):
-                    for (reply, options) in opens { reply.opened(options) }
+                    for (token, answer) in opens { token.reply.opened(answer.options) }
                 case .resume(let reads, let sized):
                     resume((reads, sized), of: episode)
                 case .answerAtEnd:
@@ -395,8 +395,8 @@ extension EpisodeReader {
         }
         for effect in effects {
             switch effect {
-            case .answerOpen(let reply, let options):
-                if let options { reply.opened(options) } else { reply.fail(.ioError) }
+            case .answerOpen(let token, let answer):
+                if let answer { token.reply.opened(answer.options) } else { token.reply.fail(.ioError) }
             case .failRead(let reply):
                 logger.debug(
                     "a read fails: the fetch it waited for ended and no other brings its bytes",

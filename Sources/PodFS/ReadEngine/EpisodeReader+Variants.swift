@@ -131,7 +131,7 @@ extension EpisodeReader {
             }
         }
         let opens = episode.state.withLock { $0.overlapMatched(generation: generation) }
-        for (reply, options) in opens { reply.opened(options) }
+        for (token, answer) in opens { token.reply.opened(answer.options) }
         return true
     }
 }

@@ -201,14 +201,15 @@ public final class EpisodeReader: Sendable {
         let (inherited, effects) = episode.state.withLock { state in
             let inherited = stitches ? state.inheritStitching() : nil
             let effects = state.open(
-                handle: handle, reply: reply, now: monotonicSeconds(), feedLength: episode.feedLength, tuning: tuning,
+                handle: handle, reply: Episode.OpenToken(reply), now: monotonicSeconds(), feedLength: episode.feedLength,
+                tuning: tuning,
                 seenByKernel: !forKeeper)
             return (inherited, effects)
         }
         if let inherited { inheritStitching(episode, reason: inherited) }
         for effect in effects {
             switch effect {
-            case .answer(let reply, let options): reply.opened(options)
+            case .answer(let token, let answer): token.reply.opened(answer.options)
             case .probe(let probe): send(probe, of: episode, forKeeper: forKeeper)
             case .check(let probe): send(probe, of: episode, background: true, forKeeper: forKeeper)
             }
@@ -249,13 +250,18 @@ public final class EpisodeReader: Sendable {
     public func whenSized(_ episode: Episode, answer: @escaping @Sendable () -> Void) {
         // A state not made has no open file (and a listing `stat`s every
         // file: it is not made for that; `Episode.StateCell`).
-        if episode.state.ifMade({ $0.statWaits(answer) }) != true { answer() }
+        if episode.state.ifMade({ $0.statWaits(Episode.SizeToken(answer)) }) != true { answer() }
     }
 
     /// Reads `size` bytes at `offset`; answers with fewer only at the end.
     /// The rules are `Episode.State.read`'s; this carries out its effects
     /// after the lock is released.
     public func read(_ episode: Episode, handle: UInt64, offset: Int64, size: Int, reply: any DataReplying) {
+        read(episode, handle: handle, offset: offset, size: size, reply: Episode.ReadToken(reply))
+    }
+
+    /// A read event, of a FUSE read or one made again (`resume`).
+    private func read(_ episode: Episode, handle: UInt64, offset: Int64, size: Int, reply: Episode.ReadToken) {
         let context = readContext()
         let (effects, target, generation) = episode.state.withLock { state in
             let effects = state.checkingContinuity(state.streamingWhole(
@@ -382,8 +388,8 @@ public final class EpisodeReader: Sendable {
     /// Answers what waited for the first response
     /// (`Episode.State.settleProvisionalHandles`): the `stat`s, then the
     /// reads, made again as new read events.
-    func resume(_ waiting: (reads: [Episode.EarlyRead], sized: [@Sendable () -> Void]), of episode: Episode) {
-        for answer in waiting.sized { answer() }
+    func resume(_ waiting: (reads: [Episode.EarlyRead], sized: [Episode.SizeToken]), of episode: Episode) {
+        for sized in waiting.sized { sized.answer() }
         for early in waiting.reads {
             read(episode, handle: early.handle, offset: early.offset, size: early.size, reply: early.reply)
         }

@@ -1,4 +1,3 @@
-import FUSEBridge
 import RangeCache
 
 /// The fetch-ended events: whether a fetch that stopped is tried again from
@@ -33,14 +32,14 @@ extension Episode.State {
     /// What the driver does after a fetch ended for good, in this order.
     enum SettleEffect {
         /// Answer an open: with `options`, or EIO when `nil`.
-        case answerOpen(any OpenReplying, OpenOptions?)
+        case answerOpen(Episode.OpenToken, Episode.OpenAnswer?)
         /// A read that no fetch will serve now.
-        case failRead(any DataReplying)
+        case failRead(Episode.ReadToken)
         /// Opens that joined a mount's check that failed get a probe of
         /// their own.
         case probe(ProbeStart)
         /// Reads and `stat`s that waited for the first response, made again.
-        case resume(reads: [Episode.EarlyRead], sized: [@Sendable () -> Void])
+        case resume(reads: [Episode.EarlyRead], sized: [Episode.SizeToken])
         /// Answer reads at or past the end (`readsAtEnd`).
         case answerAtEnd
         /// Start fetch `id` (registered in `fetches`) for bytes a fetch
@@ -119,7 +118,7 @@ extension Episode.State {
     ) -> [SettleEffect] {
         var opens: [SettleEffect] = []
         var probe: [SettleEffect] = []
-        var early: (reads: [Episode.EarlyRead], sized: [@Sendable () -> Void]) = ([], [])
+        var early: (reads: [Episode.EarlyRead], sized: [Episode.SizeToken]) = ([], [])
         if let after = readsAfterProbe, after.fetchID == id {
             early.reads = after.reads
             readsAfterProbe = nil
@@ -148,7 +147,7 @@ extension Episode.State {
                     }
                     handles[waiter.handle] = Episode.HandleState(
                         generation: generation, seenByKernel: waiter.seenByKernel)
-                    let options = OpenOptions(
+                    let options = Episode.OpenAnswer(
                         handle: waiter.handle, keepCache: !kernelPagesStale, dropAttributes: waiter.dropAttributes)
                     opens.append(.answerOpen(waiter.reply, options))
                 }

@@ -1,4 +1,3 @@
-import FUSEBridge
 import RangeCache
 
 /// The response-head event: a response's status, length and validators
@@ -57,11 +56,11 @@ extension Episode.State {
         /// its attributes (a size learned for the same bytes).
         case invalidateKernel(pages: Bool)
         /// Reads of the old version, which no byte will answer now.
-        case fail([any DataReplying])
-        case answerOpens([(any OpenReplying, OpenOptions)])
+        case fail([Episode.ReadToken])
+        case answerOpens([(Episode.OpenToken, Episode.OpenAnswer)])
         /// Reads and `stat`s that waited for the first response, to be made
         /// again and answered.
-        case resume(reads: [Episode.EarlyRead], sized: [@Sendable () -> Void])
+        case resume(reads: [Episode.EarlyRead], sized: [Episode.SizeToken])
         /// Answer reads at or past the (now known) end.
         case answerAtEnd
         /// Stop the transfer after its head: nobody asked for the body.
@@ -269,7 +268,7 @@ extension Episode.State {
     /// What a dropped version leaves to answer.
     struct DroppedVersion {
         /// Reads of the old version that no byte will answer now.
-        var failed: [any DataReplying] = []
+        var failed: [Episode.ReadToken] = []
         /// Reads of files that never had a byte of the old version to read:
         /// they read the new one, made again as new reads.
         var again: [Episode.EarlyRead] = []
@@ -320,10 +319,10 @@ extension Episode.State {
     /// After a change the kernel must drop its pages of the old version
     /// before an open reads: keep_cache off does that at the open, and the
     /// attributes it showed are dropped before it returns.
-    mutating func answerOpens(dropAttributes: Bool) -> [(any OpenReplying, OpenOptions)] {
+    mutating func answerOpens(dropAttributes: Bool) -> [(Episode.OpenToken, Episode.OpenAnswer)] {
         let opens = openWaiters.map { waiter in
             handles[waiter.handle] = Episode.HandleState(generation: generation, seenByKernel: waiter.seenByKernel)
-            let options = OpenOptions(
+            let options = Episode.OpenAnswer(
                 handle: waiter.handle, keepCache: !kernelPagesStale,
                 dropAttributes: waiter.dropAttributes || dropAttributes)
             return (waiter.reply, options)
@@ -350,7 +349,7 @@ extension Episode.State {
     /// The first response arrived (or the probe ended without one):
     /// provisional handles read the current version from now on. Returns
     /// the reads and `stat`s that waited for it.
-    mutating func settleProvisionalHandles() -> (reads: [Episode.EarlyRead], sized: [@Sendable () -> Void]) {
+    mutating func settleProvisionalHandles() -> (reads: [Episode.EarlyRead], sized: [Episode.SizeToken]) {
         for (handle, reader) in handles where reader.provisional {
             handles[handle] = Episode.HandleState(generation: generation, seenByKernel: reader.seenByKernel)
         }

@@ -1,4 +1,3 @@
-import FUSEBridge
 import RangeCache
 
 extension Episode {
@@ -31,7 +30,7 @@ extension Episode.State {
     /// version is open: the kernel's page cache is the episode's, and old
     /// bytes read into it could be seen by the newer file.
     mutating func readKept(
-        _ reader: Episode.HandleState, offset: Int64, size: Int, reply: any DataReplying
+        _ reader: Episode.HandleState, offset: Int64, size: Int, reply: Episode.ReadToken
     ) -> [ReadEffect] {
         guard let old = kept[reader.generation], !newerFileOpen(than: reader.generation) else { return [.fail(reply)] }
         let end = ReadPlan.end(offset: offset, size: size, length: old.length)

@@ -1,4 +1,3 @@
-import FUSEBridge
 import RangeCache
 
 /// The open, release and probe events. The first open of an episode in a
@@ -23,7 +22,7 @@ extension Episode.State {
     /// first (waking the network thread can preempt this one), then the
     /// probe.
     enum OpenEffect {
-        case answer(any OpenReplying, OpenOptions)
+        case answer(Episode.OpenToken, Episode.OpenAnswer)
         case probe(ProbeStart)
         /// A check nobody waits for (one byte, `If-Range`), sent in the
         /// background like a mount's check (`openFromTheCache`).
@@ -41,7 +40,7 @@ extension Episode.State {
     /// `seenByKernel` false: an open of the cache's own (the keeper's, a
     /// scan's fetch ahead), whose `keep_cache` the kernel never sees.
     mutating func open(
-        handle: UInt64, reply: any OpenReplying, now: Double, feedLength: Int64?, tuning: EpisodeReader.Tuning,
+        handle: UInt64, reply: Episode.OpenToken, now: Double, feedLength: Int64?, tuning: EpisodeReader.Tuning,
         seenByKernel: Bool = true
     ) -> [OpenEffect] {
         let dropAttributes = markOpened(now: now)
@@ -61,7 +60,7 @@ extension Episode.State {
             }
             handles[handle] = Episode.HandleState(generation: generation, seenByKernel: seenByKernel)
             defer { if seenByKernel { kernelPagesStale = false } }
-            let options = OpenOptions(handle: handle, keepCache: !kernelPagesStale, dropAttributes: dropAttributes)
+            let options = Episode.OpenAnswer(handle: handle, keepCache: !kernelPagesStale, dropAttributes: dropAttributes)
             return [.answer(reply, options)]
         }
         if let opened = openFromTheCache(
@@ -82,7 +81,7 @@ extension Episode.State {
             handles[handle] = Episode.HandleState(
                 generation: generation, provisional: true, seenByKernel: seenByKernel)
             let answer = OpenEffect.answer(
-                reply, OpenOptions(handle: handle, keepCache: false, dropAttributes: dropAttributes))
+                reply, Episode.OpenAnswer(handle: handle, keepCache: false, dropAttributes: dropAttributes))
             if probeID != nil { return [answer] }
             return [answer, .probe(startProbe(minimumFetch: tuning.minimumFetch))]
         }
@@ -116,9 +115,9 @@ extension Episode.State {
     }
 
     /// A `stat` of the episode: `true` when it must wait for the first
-    /// response (a provisional file is open; `answer` is then kept and run
-    /// when the response comes), `false` to answer now.
-    mutating func statWaits(_ answer: @escaping @Sendable () -> Void) -> Bool {
+    /// response (a provisional file is open; `answer` is then kept and
+    /// answered when the response comes), `false` to answer now.
+    mutating func statWaits(_ answer: Episode.SizeToken) -> Bool {
         guard handles.values.contains(where: \.provisional) else { return false }
         sizeWaiters.append(answer)
         return true
@@ -207,7 +206,7 @@ extension Episode.State {
     /// whose signed link expired is replaced before it reads a byte.
     /// `nil`: the head or the tail is not cached, or the length is not known.
     private mutating func openFromTheCache(
-        handle: UInt64, reply: any OpenReplying, dropAttributes: Bool, seenByKernel: Bool
+        handle: UInt64, reply: Episode.OpenToken, dropAttributes: Bool, seenByKernel: Bool
     ) -> [OpenEffect]? {
         guard let length, length > 0, present.contains(0..<1), present.contains(length - 1..<length),
             openWaiters.isEmpty, !replacingScratch
@@ -215,7 +214,7 @@ extension Episode.State {
         handles[handle] = Episode.HandleState(generation: generation, seenByKernel: seenByKernel)
         defer { if seenByKernel { kernelPagesStale = false } }
         let answer = OpenEffect.answer(
-            reply, OpenOptions(handle: handle, keepCache: !kernelPagesStale, dropAttributes: dropAttributes))
+            reply, Episode.OpenAnswer(handle: handle, keepCache: !kernelPagesStale, dropAttributes: dropAttributes))
         guard probeID == nil else { return [answer] }
         let first = present.gaps(in: 0..<length).first?.lowerBound ?? 0
         return [answer, .check(startProbe(range: first..<first + 1, minimumFetch: 1))]

@@ -1,4 +1,3 @@
-import FUSEBridge
 import RangeCache
 
 /// The read event: which bytes a read is answered with, which fetches it
@@ -19,16 +18,16 @@ extension Episode.State {
         /// wants no more bytes (`yield`).
         case stop(id: UInt64)
         /// Answer with `range`, from the scratch file and `spilled`.
-        case serve(any DataReplying, Range<Int64>, spilled: [SpillBuffer.Piece])
+        case serve(Episode.ReadToken, Range<Int64>, spilled: [SpillBuffer.Piece])
         /// Answer with `range` of a replaced version, from its own file and
         /// `spilled` (`readKept`).
-        case serveKept(any DataReplying, Range<Int64>, from: ScratchFile?, spilled: [SpillBuffer.Piece])
+        case serveKept(Episode.ReadToken, Range<Int64>, from: ScratchFile?, spilled: [SpillBuffer.Piece])
         /// Answer with no bytes: the read starts at or past the end.
-        case answerEmpty(any DataReplying)
+        case answerEmpty(Episode.ReadToken)
         /// Answer EIO: the handle is unknown, or reads bytes a version the
         /// origin replaced never had (guarantee 3), or the episode's length
         /// is unknown.
-        case fail(any DataReplying)
+        case fail(Episode.ReadToken)
         /// Run `recheckDue` after `delay` seconds: a read that jumped waits
         /// for a fetch not its own.
         case recheck(after: Double)
@@ -50,7 +49,7 @@ extension Episode.State {
     /// the fetches it needs and, if its bytes are not all here, the reply
     /// as a waiter; answered with fewer bytes only at the end.
     mutating func read(
-        handle: UInt64, offset: Int64, size: Int, reply: any DataReplying, context: ReadContext
+        handle: UInt64, offset: Int64, size: Int, reply: Episode.ReadToken, context: ReadContext
     ) -> [ReadEffect] {
         guard let reader = handles[handle] else { return [.fail(reply)] }
         if reader.provisional {

@@ -1,4 +1,3 @@
-import FUSEBridge
 import RangeCache
 
 /// Unstable origins are streamed whole (docs/DESIGN.md, "Episodes and their
@@ -47,12 +46,12 @@ extension Episode.State {
     /// as a version change) and answers the open on the new one, so the
     /// file never reads a byte of another variant and never gets EIO.
     mutating func openStreamed(
-        handle: UInt64, reply: any OpenReplying, dropAttributes: Bool, seenByKernel: Bool = true
+        handle: UInt64, reply: Episode.OpenToken, dropAttributes: Bool, seenByKernel: Bool = true
     ) -> [OpenEffect] {
         if let length, (present.contains(0..<length) && !unprovenBytes) || (streamOnItsWay && probeID == nil) {
             handles[handle] = Episode.HandleState(generation: generation, seenByKernel: seenByKernel)
             defer { if seenByKernel { kernelPagesStale = false } }
-            return [.answer(reply, OpenOptions(handle: handle, keepCache: !kernelPagesStale, dropAttributes: dropAttributes))]
+            return [.answer(reply, Episode.OpenAnswer(handle: handle, keepCache: !kernelPagesStale, dropAttributes: dropAttributes))]
         }
         openWaiters.append(
             Episode.OpenWaiter(reply: reply, handle: handle, dropAttributes: dropAttributes, seenByKernel: seenByKernel))

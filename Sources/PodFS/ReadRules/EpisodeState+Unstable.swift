@@ -1,4 +1,3 @@
-import FUSEBridge
 
 /// Origins that serve different bytes per request (docs/DESIGN.md,
 /// "Episodes and their variants"): hosts that stitch ads into each
@@ -128,7 +127,7 @@ extension Episode.State {
     /// Overlaps of `generation` matched the cached bytes: a second
     /// response served the same bytes, so the version is agreed. Returns
     /// the opens that waited for that proof (`open`), answered now.
-    mutating func overlapMatched(generation: UInt64) -> [(any OpenReplying, OpenOptions)] {
+    mutating func overlapMatched(generation: UInt64) -> [(Episode.OpenToken, Episode.OpenAnswer)] {
         guard self.generation == generation else { return [] }
         versionAgreed = true
         // Not opens waiting for a probe of their own (`validated` is then

@@ -1,5 +1,4 @@
 import RangeCache
-import FUSEBridge
 
 /// One episode's read state: what is cached, what is on its way, who
 /// waits, and the open files with their streaks. A plain value, changed
@@ -20,7 +19,7 @@ extension Episode {
     /// A read waiting for bytes to arrive.
     struct Waiter {
         var range: Range<Int64>
-        var reply: any DataReplying
+        var reply: Episode.ReadToken
         var generation: UInt64
         /// The open file that reads, if known (a fetch that yields keeps
         /// the other readers' windows, `Episode.State.yield`).
@@ -38,7 +37,7 @@ extension Episode {
     /// An open waiting for the first response of this mount (validation
     /// and the true length).
     struct OpenWaiter {
-        var reply: any OpenReplying
+        var reply: Episode.OpenToken
         var handle: UInt64
         /// The kernel keeps a claimed size to drop (`Episode.State.open`).
         var dropAttributes: Bool
@@ -120,7 +119,7 @@ extension Episode {
         var handle: UInt64
         var offset: Int64
         var size: Int
-        var reply: any DataReplying
+        var reply: Episode.ReadToken
     }
 
     /// Whether the origin confirmed an episode's cached version in this
@@ -163,7 +162,7 @@ extension Episode {
         /// Until when (monotonic seconds) the kernel may keep the feed's
         /// claimed size it was given (`ls -l` of a big show then costs no
         /// round trip per file). Every open before then drops it before it
-        /// answers (`OpenOptions.dropAttributes`): not only the first, since
+        /// answers (`Episode.OpenAnswer.dropAttributes`): not only the first, since
         /// a second open may be answered before the first one's drop is sent.
         var claimKeptUntil: Double = 0
         /// Opened in this mount: until the origin's size is known, the
@@ -209,7 +208,7 @@ extension Episode {
         /// Attribute requests waiting for the first response while
         /// provisional handles are open (`stat` of an open file shows the
         /// origin's size, not the feed's claim).
-        var sizeWaiters: [@Sendable () -> Void] = []
+        var sizeWaiters: [Episode.SizeToken] = []
         var scratch: ScratchFile?
         var lastRead: Int64 = 0
         /// The warnings about this episode already logged: each is said once.

@@ -1,0 +1,50 @@
+extension Episode {
+    /// A request the driver answers once the rules say how: a read, an
+    /// open, a `stat` waiting for the origin's size. The state keeps it
+    /// and names it in its effects, but cannot answer it: what it holds is
+    /// opaque, and only the driver resolves it (`ReadEngine/Requests.swift`).
+    /// Two tokens are equal when they name the same request, so tests
+    /// assert which request an effect answers.
+    ///
+    /// It holds the request itself, not a number the driver looks up: a
+    /// request the rules drop without an answer is failed with EIO when
+    /// its last token goes (the reply's `deinit`), instead of waiting in a
+    /// table until the unmount.
+    struct Token<Kind>: Hashable, Sendable {
+        /// The request: a reply object, or a box around an answer.
+        let request: any AnyObject & Sendable
+
+        init(wrapping request: any AnyObject & Sendable) {
+            self.request = request
+        }
+
+        static func == (lhs: Self, rhs: Self) -> Bool {
+            lhs.request === rhs.request
+        }
+
+        func hash(into hasher: inout Hasher) {
+            hasher.combine(ObjectIdentifier(request))
+        }
+    }
+
+    enum ReadRequest {}
+    enum OpenRequest {}
+    enum SizeRequest {}
+
+    /// A read's reply.
+    typealias ReadToken = Token<ReadRequest>
+    /// An open's reply.
+    typealias OpenToken = Token<OpenRequest>
+    /// An attribute request waiting for the first response's size.
+    typealias SizeToken = Token<SizeRequest>
+
+    /// How an open is answered: the file handle, whether the kernel keeps
+    /// its page cache from earlier opens (the bytes did not change) and
+    /// whether it drops the attributes it holds first (a size it was told
+    /// before the true one was known).
+    struct OpenAnswer: Equatable, Sendable {
+        var handle: UInt64
+        var keepCache: Bool
+        var dropAttributes: Bool
+    }
+}

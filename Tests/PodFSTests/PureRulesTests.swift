@@ -1,0 +1,23 @@
+import Foundation
+import Testing
+
+/// The read rules are pure (docs/DESIGN.md, "The read path"): no file of
+/// `Sources/PodFS/ReadRules/` imports FUSEBridge or names a FUSE reply or a
+/// closure to run; the state holds tokens, and the driver resolves them.
+@Suite struct PureRulesTests {
+    @Test func noRuleImportsFUSEOrHoldsARepliesOrAClosure() throws {
+        let rules = URL(fileURLWithPath: #filePath)
+            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Sources/PodFS/ReadRules")
+        let files = try FileManager.default.contentsOfDirectory(atPath: rules.path).filter { $0.hasSuffix(".swift") }
+        #expect(files.count > 10, "the rules' files, in \(rules.path)")
+        for file in files {
+            let text = try String(contentsOf: rules.appendingPathComponent(file), encoding: .utf8)
+            let code = text.split(separator: "\n").filter { !$0.trimmingCharacters(in: .whitespaces).hasPrefix("//") }
+            for forbidden in ["import FUSEBridge", "DataReplying", "OpenReplying", "OpenOptions", "@Sendable ()"] {
+                let lines = code.filter { $0.contains(forbidden) }
+                #expect(lines.isEmpty, "\(file) names \(forbidden): \(lines)")
+            }
+        }
+    }
+}
