@@ -103,10 +103,8 @@ import Testing
         states[2].present = RangeSet([0..<10])
         states[2].dirty = true
         var snapshots = states.indices.map { states[$0].takeCommitSnapshot(key: "e\($0)") }
-        // Files are created by the driver; any stands in for one here.
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("podfs-commit-\(getpid())").path
-        let file = try? ScratchFile(path: path, length: 10)
-        defer { unlink(path) }
+        // Files are opened by the driver; a token stands in for one here.
+        let file = Episode.FileToken.fake()
         snapshots[0].scratch = file
         snapshots[2].scratch = file
         let plan = Episode.State.commitPlan(snapshots)

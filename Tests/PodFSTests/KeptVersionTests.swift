@@ -10,12 +10,10 @@ import Testing
 @Suite struct KeptVersionTests {
     private let mib = ReadBench.mib
 
-    /// 1 MiB of a 10 MiB episode cached in a real scratch file; file 1 is
+    /// 1 MiB of a 10 MiB episode cached in its scratch file; file 1 is
     /// open on it and has read 5 MiB in, where a fetch is on its way.
-    private func replacedWhileOpen(handles: [UInt64] = [1]) throws -> (ReadBench, ScratchFile, [Episode.State.HeadEffect]) {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("kept-\(UUID().uuidString)").path
-        let scratch = try ScratchFile(path: path, length: 10 * mib)
-        try scratch.write([UInt8](repeating: 7, count: Int(mib)), at: 0)
+    private func replacedWhileOpen(handles: [UInt64] = [1]) throws -> (ReadBench, Episode.FileToken, [Episode.State.HeadEffect]) {
+        let scratch = Episode.FileToken.fake()
         var bench = ReadBench(length: 10 * mib, present: [0..<mib], handles: handles)
         bench.state.scratch = scratch
         _ = bench.read(1, at: 5 * mib)
@@ -30,7 +28,7 @@ import Testing
         return (bench, scratch, outcome.durable)
     }
 
-    private static func kept(_ effects: [Episode.State.ReadEffect]) -> [(Range<Int64>, ScratchFile?)] {
+    private static func kept(_ effects: [Episode.State.ReadEffect]) -> [(Range<Int64>, Episode.FileToken?)] {
         effects.compactMap { effect in
             if case .serveKept(_, let range, let file, _) = effect { return (range, file) }
             return nil
@@ -39,7 +37,6 @@ import Testing
 
     @Test func aFileOpenOnAReplacedVersionReadsWhatItHadAndEIOForTheRest() throws {
         var (bench, scratch, durable) = try replacedWhileOpen()
-        defer { unlink(scratch.path) }
         #expect(bench.state.generation == 1 && bench.state.present.isEmpty, "the new version has nothing yet")
         // The index forgets first; then the old file gives up its path
         // instead of being punched: an open file still reads it.
@@ -48,12 +45,12 @@ import Testing
             Issue.record("drop the ranges, then replace the file: \(durable)")
             return
         }
-        #expect(old === scratch && length == 10 * mib)
+        #expect(old == scratch && length == 10 * mib)
         #expect(!durable.contains { if case .reshape = $0 { true } else { false } }, "no byte it reads is punched")
         #expect(bench.state.scratch == nil && bench.state.replacingScratch)
 
         let had = Self.kept(bench.read(1, at: 64 * 1024))
-        #expect(had.count == 1 && had[0].0 == 64 * 1024..<192 * 1024 && had[0].1 === scratch)
+        #expect(had.count == 1 && had[0].0 == 64 * 1024..<192 * 1024 && had[0].1 == scratch)
         #expect(bench.state.kernelPagesStale, "the next open of the new version drops the old pages")
         #expect(ReadBench.failed(bench.read(1, at: 5 * mib)) == 1, "bytes it never had")
         #expect(ReadBench.failed(bench.read(1, at: mib - 4096, size: 8192)) == 1, "half of them it never had")
@@ -61,29 +58,25 @@ import Testing
     }
 
     @Test func theNewVersionGetsAFileOfItsOwn() throws {
-        var (bench, scratch, _) = try replacedWhileOpen()
-        defer { unlink(scratch.path) }
-        let fresh = try ScratchFile(path: scratch.path + ".new", length: 10 * mib)
-        defer { unlink(fresh.path) }
+        var (bench, _, _) = try replacedWhileOpen()
+        let fresh = Episode.FileToken.fake()
         bench.state.replaced(with: fresh)
-        #expect(bench.state.scratch === fresh && !bench.state.replacingScratch)
+        #expect(bench.state.scratch == fresh && !bench.state.replacingScratch)
         // Bytes of the new version are written to that file, never the old.
         let id = try #require(bench.state.fetches.keys.first)
         let target = bench.state.writeTarget(id: id, generation: 1, range: 5 * mib..<5 * mib + 4096, step: 8 * mib)
-        #expect(target?.scratch === fresh)
+        #expect(target?.scratch == fresh)
     }
 
     @Test func aFileThatCouldNotBeSetAsideIsNotKept() throws {
         var (bench, scratch, _) = try replacedWhileOpen()
-        defer { unlink(scratch.path) }
         #expect(bench.state.keptInPlace(scratch) == 10 * mib, "its old bytes are punched")
-        #expect(bench.state.scratch === scratch && !bench.state.replacingScratch && bench.state.kept.isEmpty)
+        #expect(bench.state.scratch == scratch && !bench.state.replacingScratch && bench.state.kept.isEmpty)
         #expect(ReadBench.failed(bench.read(1, at: 0)) == 1, "the old file reads EIO, as before")
     }
 
     @Test func aFileOfTheNewVersionEndsTheOldOnesReads() throws {
-        var (bench, scratch, _) = try replacedWhileOpen(handles: [1, 2])
-        defer { unlink(scratch.path) }
+        var (bench, _, _) = try replacedWhileOpen(handles: [1, 2])
         #expect(Self.kept(bench.read(2, at: 0)).count == 1)
         // The page cache is the episode's: old bytes read into it now could
         // be seen through the newer file.
@@ -94,40 +87,35 @@ import Testing
 
     @Test func theLastFileOfAReplacedVersionClosingFreesIt() throws {
         var (bench, scratch, _) = try replacedWhileOpen(handles: [1, 2])
-        defer { unlink(scratch.path) }
         #expect(bench.state.release(handle: 1, now: 0).isEmpty, "file 2 still reads it")
         let freed = bench.state.release(handle: 2, now: 0)
-        #expect(freed.count == 1 && freed[0].scratch === scratch)
+        #expect(freed.count == 1 && freed[0].scratch == scratch)
         #expect(bench.state.kept.isEmpty)
     }
 
     @Test func withNoFileOpenTheOldBytesArePunchedAsBefore() throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("kept-\(UUID().uuidString)").path
-        let scratch = try ScratchFile(path: path, length: 10 * mib)
-        defer { unlink(path) }
+        let scratch = Episode.FileToken.fake()
         var state = Episode.State()
         (state.length, state.etag, state.present, state.scratch) = (10 * mib, "\"v1\"", RangeSet([0..<mib]), scratch)
         state.fetches[1] = Episode.FetchProgress(cursor: 5 * mib, upper: 6 * mib, generation: 0)
         _ = state.dropVersion(keeping: 1, existing: nil)
-        #expect(state.kept.isEmpty && !state.replacingScratch && state.scratch === scratch)
+        #expect(state.kept.isEmpty && !state.replacingScratch && state.scratch == scratch)
         guard case .reshape(let file, let old, let new) = state.freeingOldBytes(old: 10 * mib, new: 9 * mib) else {
             Issue.record("punched and resized")
             return
         }
-        #expect(file === scratch && old == 10 * mib && new == 9 * mib)
+        #expect(file == scratch && old == 10 * mib && new == 9 * mib)
     }
 
     @Test func anOverlapThatDidNotMatchKeepsTheOldBytesForOpenFilesToo() throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("kept-\(UUID().uuidString)").path
-        let scratch = try ScratchFile(path: path, length: 10 * mib)
-        defer { unlink(path) }
+        let scratch = Episode.FileToken.fake()
         var bench = ReadBench(length: 10 * mib, present: [0..<mib])
         bench.state.scratch = scratch
         bench.state.etag = nil
         bench.state.fetches[9] = Episode.FetchProgress(cursor: mib - 4096, upper: 2 * mib, generation: 0)
         let broken = bench.state.continuityBroken(id: 9)
         let outcome = try #require(broken)
-        #expect(outcome.durable.contains { if case .replace(let old, _) = $0 { old === scratch } else { false } })
+        #expect(outcome.durable.contains { if case .replace(let old, _) = $0 { old == scratch } else { false } })
         #expect(Self.kept(bench.read(1, at: 0)).count == 1, "the file keeps reading the variant it opened")
     }
 }

@@ -2,10 +2,11 @@ import Foundation
 import Testing
 
 /// The read rules are pure (docs/DESIGN.md, "The read path"): no file of
-/// `Sources/PodFS/ReadRules/` imports FUSEBridge or names a FUSE reply or a
-/// closure to run; the state holds tokens, and the driver resolves them.
+/// `Sources/PodFS/ReadRules/` imports FUSEBridge or names a FUSE reply, a
+/// scratch file or a closure to run; the state holds tokens, and the
+/// driver resolves them.
 @Suite struct PureRulesTests {
-    @Test func noRuleImportsFUSEOrHoldsARepliesOrAClosure() throws {
+    @Test func noRuleImportsFUSEOrHoldsARequestAFileOrAClosure() throws {
         let rules = URL(fileURLWithPath: #filePath)
             .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("Sources/PodFS/ReadRules")
@@ -14,7 +15,7 @@ import Testing
         for file in files {
             let text = try String(contentsOf: rules.appendingPathComponent(file), encoding: .utf8)
             let code = text.split(separator: "\n").filter { !$0.trimmingCharacters(in: .whitespaces).hasPrefix("//") }
-            for forbidden in ["import FUSEBridge", "DataReplying", "OpenReplying", "OpenOptions", "@Sendable ()"] {
+            for forbidden in ["import FUSEBridge", "DataReplying", "OpenReplying", "OpenOptions", "ScratchFile", "@Sendable ()"] {
                 let lines = code.filter { $0.contains(forbidden) }
                 #expect(lines.isEmpty, "\(file) names \(forbidden): \(lines)")
             }

@@ -96,7 +96,7 @@ extension EpisodeReader {
     /// so the next flush tries again.
     private func sync(_ snapshot: Episode.State.CommitSnapshot, of episode: Episode) -> Bool {
         do {
-            try snapshot.scratch?.synchronize()
+            try snapshot.scratch?.file.synchronize()
             return true
         } catch {
             episode.state.withLock { $0.commitFailed(validatorIncluded: false) }

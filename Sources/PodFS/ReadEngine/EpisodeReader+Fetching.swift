@@ -49,7 +49,7 @@ extension EpisodeReader {
         if outcome.0 == .needsIndexLock {
             outcome = indexLock.withLock { _ in
                 context.holdingIndexLock = true
-                context.existingScratch = existingScratch(of: episode)
+                context.existingScratch = existingScratch(of: episode).map(Episode.FileToken.init)
                 let outcome = episode.state.withLock {
                     $0.head(id: fetch.id, head, start: start, last: last, total: total, context: context)
                 }
@@ -85,9 +85,9 @@ extension EpisodeReader {
                 case .reshape(let scratch, let old, let new):
                     // Still on the network thread, before any byte of the
                     // new version is written.
-                    reshape(scratch, old: old, new: new)
+                    reshape(scratch.file, old: old, new: new)
                 case .replace(let old, let length):
-                    replace(old, length: length, of: episode)
+                    replace(old.file, length: length, of: episode)
                 case .saveVersion(let version, let pinnedURL, let pinnedIssuer):
                     try index.setValidator(EpisodeValidator(
                         key: episode.key, length: version.length ?? 0, etag: version.etag,
@@ -146,14 +146,14 @@ extension EpisodeReader {
         do {
             try ScratchFile.remove(path: old.path)
             let fresh = try? ScratchFile(path: old.path, length: length)
-            episode.state.withLock { $0.replaced(with: fresh) }
+            episode.state.withLock { $0.replaced(with: fresh.map(Episode.FileToken.init)) }
         } catch {
             // Still at its path, it cannot be kept apart from the new
             // version: freed as when no file is open.
             logger.warning(
                 "could not set a replaced version's cache file aside; files open on it read EIO",
                 metadata: ["episode.key": "\(episode.key)", "error": "\(error)"])
-            let size = episode.state.withLock { $0.keptInPlace(old) }
+            let size = episode.state.withLock { $0.keptInPlace(Episode.FileToken(old)) }
             reshape(old, old: size, new: length)
         }
     }
@@ -268,7 +268,8 @@ extension EpisodeReader {
         let target = episode.state.withLock {
             $0.writeTarget(id: fetch.id, generation: generation, range: offset..<end, step: Self.preallocationStep)
         }
-        guard let (scratch, allocation, _) = target else { return }
+        guard let (token, allocation, _) = target else { return }
+        let scratch = token?.file
         let bytes = UnsafeRawBufferPointer(rebasing: chunk.bytes[skipped..<skipped + count])
         var written = false
         if let scratch, !disk.isFull {
@@ -306,7 +307,7 @@ extension EpisodeReader {
                         read.waiter.range, chunk, count: original.count, at: original.offset, generation: generation),
                     episode: episode)
             } else {
-                answer(read.waiter.reply, with: .cached(read.waiter.range, read.scratch, spilled: read.spilled), episode: episode)
+                answer(read.waiter.reply, with: .cached(read.waiter.range, read.scratch?.file, spilled: read.spilled), episode: episode)
             }
         }
     }
@@ -382,7 +383,7 @@ extension EpisodeReader {
     func answerWaitersAtEnd(_ episode: Episode) {
         for read in episode.state.withLock({ $0.readsAtEnd() }) {
             let range = read.waiter.range
-            answer(read.waiter.reply, with: range.isEmpty ? .empty : .cached(range, read.scratch, spilled: read.spilled), episode: episode)
+            answer(read.waiter.reply, with: range.isEmpty ? .empty : .cached(range, read.scratch?.file, spilled: read.spilled), episode: episode)
         }
     }
 

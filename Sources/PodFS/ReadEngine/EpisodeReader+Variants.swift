@@ -122,7 +122,7 @@ extension EpisodeReader {
     func compareHeldOverlaps(of episode: Episode, written: Range<Int64>? = nil) -> Bool {
         let (ready, generation) = episode.state.withLock { ($0.takeComparableOverlaps(written: written), $0.generation) }
         guard !ready.isEmpty else { return true }
-        guard let scratch = episode.state.withLock({ $0.scratch }) else { return true }
+        guard let scratch = episode.state.withLock({ $0.scratch })?.file else { return true }
         for overlap in ready {
             let cached = try? scratch.read(count: overlap.bytes.count, at: overlap.offset)
             if cached != overlap.bytes {

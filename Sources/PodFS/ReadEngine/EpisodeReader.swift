@@ -361,8 +361,8 @@ public final class EpisodeReader: Sendable {
             ($0.scratch, $0.length, !$0.present.isEmpty, $0.replacingScratch, $0.generation)
         }
         let wanted = wanted ?? current
-        if wanted != current { return episode.state.withLock { $0.kept[wanted]?.scratch } }
-        if let open { return open }
+        if wanted != current { return episode.state.withLock { $0.kept[wanted]?.scratch }?.file }
+        if let open { return open.file }
         // The path still names a replaced version's file for a moment.
         guard let length, !replacing else { return nil }
         let path = index.dataPath(forKey: episode.key)
@@ -373,7 +373,7 @@ public final class EpisodeReader: Sendable {
             try ScratchFile(path: path, length: length)
         }
         let (scratch, forgot) = episode.state.withLock {
-            $0.scratchOpened(try? made.get(), generation: wanted, fileMissing: missing)
+            $0.scratchOpened((try? made.get()).map(Episode.FileToken.init), generation: wanted, fileMissing: missing)
         }
         if forgot {
             logger.warning(
@@ -382,7 +382,7 @@ public final class EpisodeReader: Sendable {
             markDirty(episode)
         }
         if case .failure(let error) = made { cacheWriteFailed(error, episode: episode) }
-        return scratch
+        return scratch?.file
     }
 
     /// Answers what waited for the first response
@@ -425,7 +425,7 @@ public final class EpisodeReader: Sendable {
                     reply, with: .cached(range, scratchFile(of: episode, generation: generation), spilled: spilled),
                     episode: episode)
             case .serveKept(let reply, let range, let file, let spilled):
-                answer(reply, with: .cached(range, file, spilled: spilled), episode: episode)
+                answer(reply, with: .cached(range, file?.file, spilled: spilled), episode: episode)
             case .stop(let id):
                 stop([id], of: episode)
             case .answerEmpty(let reply):

@@ -1,4 +1,5 @@
 import FUSEBridge
+import RangeCache
 
 // The driver's side of the requests the read rules carry as tokens
 // (`Episode.Token`): made from the FUSE replies, resolved to answer them.
@@ -51,6 +52,20 @@ extension Episode.Token where Kind == Episode.SizeRequest {
             preconditionFailure("a stat's token holds \(type(of: request)), not its answer")
         }
         box.answer()
+    }
+}
+
+extension Episode.Token where Kind == Episode.ScratchRequest {
+    init(_ file: ScratchFile) {
+        self.init(wrapping: file)
+    }
+
+    /// The scratch file.
+    var file: ScratchFile {
+        guard let file = request as? ScratchFile else {
+            preconditionFailure("a scratch file's token holds \(type(of: request))")
+        }
+        return file
     }
 }
 

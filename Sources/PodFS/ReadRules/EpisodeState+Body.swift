@@ -28,7 +28,7 @@ extension Episode.State {
     /// written and the scratch file, or with `spilled` bytes from memory.
     struct ReadyRead {
         var waiter: Episode.Waiter
-        var scratch: ScratchFile?
+        var scratch: Episode.FileToken?
         var spilled: [SpillBuffer.Piece]
     }
 
@@ -44,8 +44,8 @@ extension Episode.State {
     /// meanwhile, the path may name the new version's file, and what was
     /// seen of it proves nothing: nothing changes.
     mutating func scratchOpened(
-        _ made: ScratchFile?, generation wanted: UInt64, fileMissing: Bool
-    ) -> (scratch: ScratchFile?, forgot: Bool) {
+        _ made: Episode.FileToken?, generation wanted: UInt64, fileMissing: Bool
+    ) -> (scratch: Episode.FileToken?, forgot: Bool) {
         guard generation == wanted, !replacingScratch else {
             return (generation == wanted ? scratch : kept[wanted]?.scratch, false)
         }
@@ -107,7 +107,7 @@ extension Episode.State {
     /// `nil`: stale.
     mutating func writeTarget(
         id: UInt64, generation: UInt64, range: Range<Int64>, step: Int64
-    ) -> (scratch: ScratchFile?, allocation: Range<Int64>?, check: Range<Int64>?)? {
+    ) -> (scratch: Episode.FileToken?, allocation: Range<Int64>?, check: Range<Int64>?)? {
         guard self.generation == generation, var progress = fetches[id], progress.generation == generation
         else { return nil }
         var allocation: Range<Int64>?

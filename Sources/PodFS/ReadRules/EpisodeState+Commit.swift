@@ -16,7 +16,7 @@ extension Episode.State {
         /// The length and validators to save, when they changed.
         var validator: EpisodeValidator?
         /// The file the ranges are in; `nil` when none was created.
-        var scratch: ScratchFile?
+        var scratch: Episode.FileToken?
         /// When it was last read (seconds since the epoch); 0: not in this
         /// mount (a check, a probe), so the index keeps its own.
         var lastRead: Int64

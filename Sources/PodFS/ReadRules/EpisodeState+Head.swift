@@ -27,12 +27,12 @@ extension Episode.State {
         /// Free the old version's bytes in `scratch` (`old` bytes long) and
         /// give it the new length: only after the index forgot them (it
         /// must never list a punched byte).
-        case reshape(ScratchFile, old: Int64, new: Int64)
+        case reshape(Episode.FileToken, old: Int64, new: Int64)
         /// Files opened on the old version are still open and read its
         /// bytes from `old` (`kept`): detach it from its path and make a
         /// new, empty file of `length` bytes there for the new version
         /// (`replaced(_:with:)`). Only after the index forgot the ranges.
-        case replace(old: ScratchFile, length: Int64)
+        case replace(old: Episode.FileToken, length: Int64)
         /// Save the new length and validators with the drop, and the link
         /// they came from (pinned, with who sent podfs there).
         case saveVersion(OriginVersion, pinnedURL: String?, pinnedIssuer: String?)
@@ -93,7 +93,7 @@ extension Episode.State {
         /// The scratch file of a cached version not opened in this mount,
         /// opened by the driver when it holds the index lock: a change frees
         /// its bytes too.
-        var existingScratch: ScratchFile?
+        var existingScratch: Episode.FileToken?
     }
 
     // MARK: - Static methods
@@ -280,7 +280,7 @@ extension Episode.State {
     /// ever here, nothing could have been read of it, and they read the
     /// new version instead (an open answered just before the head that
     /// showed a stitching origin, say).
-    mutating func dropVersion(keeping id: UInt64, existing: ScratchFile?) -> DroppedVersion {
+    mutating func dropVersion(keeping id: UInt64, existing: Episode.FileToken?) -> DroppedVersion {
         kernelPagesStale = true
         if scratch == nil { scratch = existing }
         keepForOpenFiles()

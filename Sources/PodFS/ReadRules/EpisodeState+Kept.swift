@@ -11,7 +11,7 @@ extension Episode {
         var spill: SpillBuffer
         /// Detached from its path by `HeadEffect.replace`; closed when the
         /// last file opened on the version is released.
-        var scratch: ScratchFile?
+        var scratch: Episode.FileToken?
     }
 }
 
@@ -47,7 +47,7 @@ extension Episode.State {
 
     /// The driver made the new version's file (`HeadEffect.replace`);
     /// `nil` when it could not: `scratchFile(of:)` then tries again.
-    mutating func replaced(with fresh: ScratchFile?) {
+    mutating func replaced(with fresh: Episode.FileToken?) {
         replacingScratch = false
         if scratch == nil { scratch = fresh }
     }
@@ -55,11 +55,11 @@ extension Episode.State {
     /// The driver could not detach `old` from its path: the new version
     /// uses it after all, and the old version's bytes in it are not kept.
     /// Returns their extent, to be punched.
-    mutating func keptInPlace(_ old: ScratchFile) -> Int64 {
+    mutating func keptInPlace(_ old: Episode.FileToken) -> Int64 {
         replacingScratch = false
         if scratch == nil { scratch = old }
         var extent: Int64 = 0
-        for (generation, version) in kept where version.scratch === old {
+        for (generation, version) in kept where version.scratch == old {
             extent = max(extent, version.length)
             kept[generation] = nil
         }

@@ -21,7 +21,7 @@ extension Episode.State {
         case serve(Episode.ReadToken, Range<Int64>, spilled: [SpillBuffer.Piece])
         /// Answer with `range` of a replaced version, from its own file and
         /// `spilled` (`readKept`).
-        case serveKept(Episode.ReadToken, Range<Int64>, from: ScratchFile?, spilled: [SpillBuffer.Piece])
+        case serveKept(Episode.ReadToken, Range<Int64>, from: Episode.FileToken?, spilled: [SpillBuffer.Piece])
         /// Answer with no bytes: the read starts at or past the end.
         case answerEmpty(Episode.ReadToken)
         /// Answer EIO: the handle is unknown, or reads bytes a version the

@@ -209,7 +209,7 @@ extension Episode {
         /// provisional handles are open (`stat` of an open file shows the
         /// origin's size, not the feed's claim).
         var sizeWaiters: [Episode.SizeToken] = []
-        var scratch: ScratchFile?
+        var scratch: Episode.FileToken?
         var lastRead: Int64 = 0
         /// The warnings about this episode already logged: each is said once.
         var warned: Set<Episode.Warning> = []

@@ -1,6 +1,7 @@
 extension Episode {
     /// A request the driver answers once the rules say how: a read, an
-    /// open, a `stat` waiting for the origin's size. The state keeps it
+    /// open, a `stat` waiting for the origin's size; or a scratch file
+    /// the driver opened, which only it reads, writes and syncs. The state keeps it
     /// and names it in its effects, but cannot answer it: what it holds is
     /// opaque, and only the driver resolves it (`ReadEngine/Requests.swift`).
     /// Two tokens are equal when they name the same request, so tests
@@ -30,6 +31,7 @@ extension Episode {
     enum ReadRequest {}
     enum OpenRequest {}
     enum SizeRequest {}
+    enum ScratchRequest {}
 
     /// A read's reply.
     typealias ReadToken = Token<ReadRequest>
@@ -37,6 +39,9 @@ extension Episode {
     typealias OpenToken = Token<OpenRequest>
     /// An attribute request waiting for the first response's size.
     typealias SizeToken = Token<SizeRequest>
+    /// A version's scratch file, open: the rules say which file a read is
+    /// served from, written to, synced or reshaped; the driver does it.
+    typealias FileToken = Token<ScratchRequest>
 
     /// How an open is answered: the file handle, whether the kernel keeps
     /// its page cache from earlier opens (the bytes did not change) and
