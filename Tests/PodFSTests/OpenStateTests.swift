@@ -281,16 +281,21 @@ import Testing
 
     // MARK: - Eviction
 
-    @Test func anOpenEpisodeIsNeverEvicted() {
+    @Test func anOpenOpeningOrDownloadingEpisodeIsNeverEvicted() throws {
         var state = cached(validated: true)
-        state.handles[1] = Episode.HandleState(generation: 0)
-        var asked = false
-        #expect(!state.evict { asked = true; return true })
-        #expect(!asked, "the index is not even asked")
-        state.handles = [:]
-        #expect(!state.evict { false }, "a failed drop keeps what is cached")
+        _ = state.open(handle: 1, reply: .fake(), now: 200, feedLength: nil, tuning: tuning)
+        #expect(!state.mayEvict, "open")
+        _ = state.release(handle: 1, now: 201)
+        #expect(state.mayEvict)
+        // An open of an episode not cached, its probe on its way.
+        var fresh = Episode.State()
+        let effects = fresh.open(handle: 2, reply: .fake(), now: 200, feedLength: nil, tuning: tuning)
+        #expect(!probes(effects).isEmpty && !fresh.mayEvict, "opening")
+        // Until the driver says the index and the file forgot them, the
+        // bytes stay (a failed drop keeps what is cached).
         #expect(state.present.count == 10 * mib)
-        #expect(state.evict { true })
-        #expect(state.present.isEmpty && !state.dirty)
+        var idle = cached(validated: true)
+        idle.evicted()
+        #expect(idle.present.isEmpty && !idle.dirty && idle.scratch == nil)
     }
 }

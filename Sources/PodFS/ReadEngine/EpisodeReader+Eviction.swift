@@ -104,9 +104,13 @@ extension EpisodeReader {
             }
             guard let episode else { return forget() }
             // Held across the index update and the unlink (see
-            // `Episode.State.evict`): the one place I/O runs under an
+            // `Episode.State.mayEvict`): the one place I/O runs under an
             // episode's lock, in the lock order of every flush.
-            return episode.state.withLock { $0.evict(forget) }
+            return episode.state.withLock { state in
+                guard state.mayEvict, forget() else { return false }
+                state.evicted()
+                return true
+            }
         }
     }
 }

@@ -166,19 +166,23 @@ extension Episode.State {
         return (feedLength ?? 0, timeout)
     }
 
-    /// Eviction of the episode's cached bytes: `false` while it is open,
-    /// opening or downloading. `forget` (the index's drop and the file's
-    /// deletion) runs with the state locked, so no open can start writing
-    /// to the file in between; the state forgets the bytes only if it
-    /// succeeded.
-    mutating func evict(_ forget: () -> Bool) -> Bool {
-        guard handles.isEmpty, openWaiters.isEmpty, fetches.isEmpty, forget() else { return false }
+    /// Whether the episode's cached bytes may be evicted: not while it is
+    /// open, opening or downloading. The driver asks, and if they may,
+    /// drops the index's ranges and deletes the file with the state still
+    /// locked (so no open can start writing to the file in between), then
+    /// tells `evicted()` if that succeeded.
+    var mayEvict: Bool {
+        handles.isEmpty && openWaiters.isEmpty && fetches.isEmpty
+    }
+
+    /// The index forgot the episode's ranges and its file is gone: the
+    /// state forgets its bytes.
+    mutating func evicted() {
         present = RangeSet()
         spill.removeAll()
         dirty = false
         scratch = nil
         variant.bytesDropped()
-        return true
     }
 
     /// A response on its way will show whether the origin serves the same
