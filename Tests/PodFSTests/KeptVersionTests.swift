@@ -15,7 +15,7 @@ import Testing
     private func replacedWhileOpen(handles: [UInt64] = [1]) throws -> (ReadBench, Episode.FileToken, [Episode.State.HeadEffect]) {
         let scratch = Episode.FileToken.fake()
         var bench = ReadBench(length: 10 * mib, present: [0..<mib], handles: handles)
-        bench.state.scratch = scratch
+        _ = bench.state.scratchOpened(scratch, generation: 0, fileMissing: false)
         _ = bench.read(1, at: 5 * mib)
         let id = try #require(bench.state.fetches.keys.min())
         let answer = FetchHead(
@@ -96,7 +96,8 @@ import Testing
     @Test func withNoFileOpenTheOldBytesArePunchedAsBefore() throws {
         let scratch = Episode.FileToken.fake()
         var state = Episode.State()
-        (state.length, state.etag, state.present, state.scratch) = (10 * mib, "\"v1\"", RangeSet([0..<mib]), scratch)
+        (state.length, state.etag, state.present) = (10 * mib, "\"v1\"", RangeSet([0..<mib]))
+        _ = state.scratchOpened(scratch, generation: 0, fileMissing: false)
         state.fetches[1] = Episode.FetchProgress(cursor: 5 * mib, upper: 6 * mib, generation: 0)
         _ = state.dropVersion(keeping: 1, existing: nil)
         #expect(state.kept.isEmpty && !state.replacingScratch && state.scratch == scratch)
@@ -110,7 +111,7 @@ import Testing
     @Test func anOverlapThatDidNotMatchKeepsTheOldBytesForOpenFilesToo() throws {
         let scratch = Episode.FileToken.fake()
         var bench = ReadBench(length: 10 * mib, present: [0..<mib])
-        bench.state.scratch = scratch
+        _ = bench.state.scratchOpened(scratch, generation: 0, fileMissing: false)
         bench.state.etag = nil
         bench.state.fetches[9] = Episode.FetchProgress(cursor: mib - 4096, upper: 2 * mib, generation: 0)
         let broken = bench.state.continuityBroken(id: 9)

@@ -53,7 +53,7 @@ extension Episode.State {
             present = RangeSet()
             dirty = true
         }
-        if scratch == nil, let made { scratch = made }
+        if case .notOpen = storage, let made { storage = .open(made) }
         return (scratch, fileMissing)
     }
 
@@ -147,7 +147,7 @@ extension Episode.State {
         }
         progress.cursor = max(progress.cursor, range.upperBound)
         fetches[id] = progress
-        let available = available
+        let (available, scratch) = (available, scratch)
         var ready: [ReadyRead] = []
         waiters.removeAll { waiter in
             guard available.contains(waiter.range) else { return false }

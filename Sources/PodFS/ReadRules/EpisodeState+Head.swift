@@ -282,7 +282,7 @@ extension Episode.State {
     /// showed a stitching origin, say).
     mutating func dropVersion(keeping id: UInt64, existing: Episode.FileToken?) -> DroppedVersion {
         kernelPagesStale = true
-        if scratch == nil { scratch = existing }
+        if case .notOpen = storage, let existing { storage = .open(existing) }
         keepForOpenFiles()
         let unread = !versionHadBytes && present.isEmpty && spill.isEmpty
         let old = generation

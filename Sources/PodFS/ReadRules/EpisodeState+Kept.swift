@@ -48,16 +48,14 @@ extension Episode.State {
     /// The driver made the new version's file (`HeadEffect.replace`);
     /// `nil` when it could not: `scratchFile(of:)` then tries again.
     mutating func replaced(with fresh: Episode.FileToken?) {
-        replacingScratch = false
-        if scratch == nil { scratch = fresh }
+        if scratch == nil { storage = fresh.map(Episode.Scratch.open) ?? .notOpen }
     }
 
     /// The driver could not detach `old` from its path: the new version
     /// uses it after all, and the old version's bytes in it are not kept.
     /// Returns their extent, to be punched.
     mutating func keptInPlace(_ old: Episode.FileToken) -> Int64 {
-        replacingScratch = false
-        if scratch == nil { scratch = old }
+        if scratch == nil { storage = .open(old) }
         var extent: Int64 = 0
         for (generation, version) in kept where version.scratch == old {
             extent = max(extent, version.length)
@@ -85,10 +83,7 @@ extension Episode.State {
         let opened = handles.values.contains { $0.generation == generation && !$0.provisional }
         guard opened, let length, !present.isEmpty || !spill.isEmpty else { return }
         kept[generation] = Episode.KeptVersion(length: length, present: present, spill: spill, scratch: scratch)
-        if scratch != nil {
-            scratch = nil
-            replacingScratch = true
-        }
+        if scratch != nil { storage = .replacing }
     }
 
     /// What frees the old version's bytes on disk once the index forgot

@@ -181,7 +181,7 @@ extension Episode.State {
         present = RangeSet()
         spill.removeAll()
         dirty = false
-        scratch = nil
+        storage = .notOpen
         variant.bytesDropped()
     }
 

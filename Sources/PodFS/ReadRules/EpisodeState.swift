@@ -174,10 +174,6 @@ extension Episode {
         /// The cached bytes of replaced versions, by generation, while files
         /// opened on them are open (`EpisodeState+Kept.swift`).
         var kept: [UInt64: Episode.KeptVersion] = [:]
-        /// The scratch file is being replaced (`HeadEffect.replace`): until
-        /// the driver made the new one, no file is opened at its path,
-        /// which still names the old version's file.
-        var replacingScratch = false
         /// Bytes written to the scratch file for this generation.
         var present = RangeSet()
         /// Whether any byte of this generation was ever cached (on disk or
@@ -209,7 +205,9 @@ extension Episode {
         /// provisional handles are open (`stat` of an open file shows the
         /// origin's size, not the feed's claim).
         var sizeWaiters: [Episode.SizeToken] = []
-        var scratch: Episode.FileToken?
+        /// The current version's scratch file: not open, open, or being
+        /// replaced (`Episode.Scratch`).
+        var storage = Episode.Scratch.notOpen
         var lastRead: Int64 = 0
         /// The warnings about this episode already logged: each is said once.
         var warned: Set<Episode.Warning> = []

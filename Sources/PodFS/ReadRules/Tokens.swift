@@ -43,6 +43,20 @@ extension Episode {
     /// served from, written to, synced or reshaped; the driver does it.
     typealias FileToken = Token<ScratchRequest>
 
+    /// The current version's scratch file, as the state knows it.
+    enum Scratch: Equatable, Sendable {
+        /// None open: the driver opens (or creates) it at the episode's
+        /// path when a byte is to be written or read (`scratchFile(of:)`),
+        /// and tells `scratchOpened`.
+        case notOpen
+        /// Open.
+        case open(FileToken)
+        /// Being replaced (`HeadEffect.replace`): the path still names the
+        /// replaced version's file until the driver made the new one
+        /// (`replaced(with:)`), so no file is opened at it.
+        case replacing
+    }
+
     /// How an open is answered: the file handle, whether the kernel keeps
     /// its page cache from earlier opens (the bytes did not change) and
     /// whether it drops the attributes it holds first (a size it was told
@@ -52,4 +66,15 @@ extension Episode {
         var keepCache: Bool
         var dropAttributes: Bool
     }
+}
+
+extension Episode.State {
+    /// The current version's open scratch file, if one is.
+    var scratch: Episode.FileToken? {
+        if case .open(let file) = storage { return file }
+        return nil
+    }
+
+    /// The scratch file is being replaced (`Episode.Scratch.replacing`).
+    var replacingScratch: Bool { storage == .replacing }
 }
