@@ -1,3 +1,4 @@
+import Logging
 import RangeCache
 
 extension Episode {
@@ -8,7 +9,8 @@ extension Episode {
     /// stream without a stitching origin, a final link without a final
     /// episode, a link both pinned and gone. It changes only through the
     /// transitions below; one that meets what cannot happen stops a debug
-    /// build and changes nothing in a release one (`impossible`).
+    /// build, and is logged and changes nothing in a release one
+    /// (`impossible`).
     struct Variant: Equatable, Sendable {
         // MARK: - Nested types
 
@@ -160,10 +162,13 @@ extension Episode {
         // MARK: - Private methods
 
         /// A transition met a variant that cannot be: a bug in the read
-        /// rules. A debug build stops; a release one leaves the variant as
-        /// it was.
+        /// rules. A debug build stops; a release one says so in the log and
+        /// leaves the variant as it was.
         private func impossible(_ what: String) {
             assertionFailure("Episode.Variant: \(what): \(self)")
+            Logger(label: "podfs").error(
+                "a bug in the read rules: \(what); the episode's variant is left as it was",
+                metadata: ["variant": "\(self)"])
         }
     }
 }
