@@ -120,15 +120,27 @@ import Testing
         #expect(plan == [.commit])
     }
 
-    @Test func aFailedCommitIsTriedAgain() {
+    /// From events alone: an open's probe answered, its bytes written,
+    /// a flush whose commit failed. The next flush lists the same ranges
+    /// and validator again; nothing is lost.
+    @Test func aFailedCommitIsTriedAgain() throws {
         var state = Episode.State()
-        state.length = 10
-        state.present = RangeSet([0..<10])
-        state.dirty = true
-        state.validatorDirty = true
-        let snapshot = state.takeCommitSnapshot(key: "k")
-        #expect(snapshot.validator?.length == 10 && !state.dirty && !state.validatorDirty)
+        let opened = state.open(handle: 1, reply: .fake(), now: 1, feedLength: nil, tuning: EpisodeReader.Tuning())
+        let probe = try #require(opened.compactMap { if case .probe(let p) = $0 { p } else { nil } }.first)
+        let head = FetchHead(
+            status: 206, rangeFirst: 0, rangeLast: 64 * kib - 1, total: 10 * mib, contentLength: 64 * kib,
+            etag: "\"v1\"", lastModified: nil, effectiveURL: "http://o/a.mp3")
+        let context = Episode.State.HeadContext(now: 1, feedLength: nil, isBackground: false, holdingIndexLock: false)
+        #expect(state.head(id: probe.id, head, start: 0, last: 64 * kib - 1, total: 10 * mib, context: context).0 == .accepted)
+        _ = state.bodyArrived(id: probe.id, count: 64 * 1024)
+        _ = bytes.withUnsafeBytes { bytes in
+            state.bodyWritten(id: probe.id, range: 0..<64 * kib, generation: 0, written: true, bytes: bytes, spillLimit: 1 << 20)
+        }
+        let first = state.takeCommitSnapshot(key: "k")
+        #expect(first.ranges == [0..<64 * kib] && first.validator?.etag == "\"v1\"")
+        #expect(state.takeCommitSnapshot(key: "k").ranges == nil, "committed once, unless it fails")
         state.commitFailed(validatorIncluded: true)
-        #expect(state.dirty && state.validatorDirty)
+        let again = state.takeCommitSnapshot(key: "k")
+        #expect(again.ranges == first.ranges && again.validator == first.validator)
     }
 }
