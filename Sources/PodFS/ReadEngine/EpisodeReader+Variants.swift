@@ -11,7 +11,7 @@ extension EpisodeReader {
     /// goes to the index (a failure is logged; the mark is a hint, the
     /// bytes stay one variant either way).
     func markUnstable(_ episode: Episode, reason: StitchReason) {
-        stitchingShows.withLock { _ = $0.shows.insert(episode.parent) }
+        stitchingShows.insert(episode.parent)
         let names: Logger.Metadata = ["episode.key": "\(episode.key)", "episode.name": "\(episode.name)"]
         if reason == Episode.State.noValidator {
             logger.notice(
@@ -42,28 +42,9 @@ extension EpisodeReader {
     // MARK: - A show that stitches
 
     /// Whether an episode of `episode`'s show was marked unstable by its
-    /// own responses, in this mount or an earlier one. The index is read
-    /// once per mount, in the background when the mount is served
-    /// (`warmUp`), or here if an open comes first; marks of this mount are
-    /// added as they are made.
+    /// own responses, in this mount or an earlier one (`StitchingShows`).
     func showStitches(_ episode: Episode) -> Bool {
-        let known = stitchingShows.withLock { $0.loaded ? $0.shows : nil } ?? loadStitchingShows()
-        return known.contains(episode.parent)
-    }
-
-    /// Reads the shows with an episode marked by its own responses from
-    /// the index, adds them to this mount's, and returns them all (this
-    /// mount's only when the index cannot be read: it is asked again next
-    /// time).
-    @discardableResult
-    func loadStitchingShows() -> Set<UInt64> {
-        let feeds = index.feedsWithUnstableEpisodes(notCounting: Episode.State.showStitches.code)
-        return stitchingShows.withLock { known in
-            guard let feeds else { return known.shows }
-            known.shows.formUnion(feeds.map { Catalog.inode(.show, id: $0) })
-            known.loaded = true
-            return known.shows
-        }
+        stitchingShows.contains(episode.parent)
     }
 
     /// `episode` took its show's mark before its first byte

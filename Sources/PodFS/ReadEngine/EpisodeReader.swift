@@ -112,9 +112,8 @@ public final class EpisodeReader: Sendable {
     /// Told when an episode's size or bytes changed under the kernel's caches.
     let invalidator: Locked<(any KernelCacheInvalidator)?> = Locked(nil)
     /// The shows (by their folders' inodes) with an episode marked
-    /// unstable by its own responses (`showStitches`): this mount's marks,
-    /// and the index's once `loaded`. A leaf lock.
-    let stitchingShows = Locked<(loaded: Bool, shows: Set<UInt64>)>((false, []))
+    /// unstable by its own responses (`showStitches`).
+    let stitchingShows: StitchingShows
     /// Serialises index commits with version drops (lock order: this, then
     /// an episode's state). Holds the number of commits made (debug log);
     /// a zero-size value would also trip TSan's exclusivity checks.
@@ -160,6 +159,7 @@ public final class EpisodeReader: Sendable {
 
     public init(index: CacheIndex, source: any RangeSource, logger: Logger, tuning: Tuning = Tuning()) {
         self.index = index
+        self.stitchingShows = StitchingShows(index: index)
         self.source = source
         self.logger = logger
         self.tuning = tuning
@@ -320,7 +320,7 @@ public final class EpisodeReader: Sendable {
         // The shows that stitch, read before the first open needs them (a
         // pass over the index's episodes, off the open's path).
         DispatchQueue.global(qos: .utility).async { [self] in
-            if !stitchingShows.withLock({ $0.loaded }) { loadStitchingShows() }
+            stitchingShows.loadIfNeeded()
         }
     }
 
