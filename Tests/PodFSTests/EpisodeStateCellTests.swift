@@ -44,7 +44,7 @@ import Testing
             $0.open(handle: 1, reply: Episode.OpenToken.fake(), now: 11, feedLength: 1_000, tuning: EpisodeReader.Tuning())
         }
         let dropped = effects.contains { effect in
-            if case .answer(_, let options) = effect { return options.dropAttributes }
+            if case .answerOpen(_, let options?) = effect { return options.dropAttributes }
             return false
         }
         #expect(dropped)

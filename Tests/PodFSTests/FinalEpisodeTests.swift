@@ -26,7 +26,7 @@ import Testing
         state.variant.markStitched(.validatorChanged)
         let effects = state.open(handle: 7, reply: Episode.OpenToken.fake(), now: 1, feedLength: nil, tuning: EpisodeReader.Tuning())
         #expect(effects.count == 1)
-        #expect(effects.allSatisfy { if case .answer = $0 { true } else { false } }, "answered, no probe")
+        #expect(effects.allSatisfy { if case .answerOpen = $0 { true } else { false } }, "answered, no probe")
         #expect(state.fetches.isEmpty)
         #expect(state.startMountCheck() == nil, "no mount check either")
     }
@@ -42,7 +42,8 @@ import Testing
             status: 200, rangeFirst: nil, rangeLast: nil, total: nil, contentLength: 5 * mib, etag: "\"v2\"",
             lastModified: nil, effectiveURL: "http://cdn/v2?sig=b")
         let context = Episode.State.HeadContext(now: 2, feedLength: nil, isBackground: false, holdingIndexLock: false)
-        let (verdict, durable, then) = state.head(id: probe.id, other, start: 0, last: nil, total: 5 * mib, context: context)
+        let (verdict, transition) = state.head(id: probe.id, other, start: 0, last: nil, total: 5 * mib, context: context)
+        let (durable, then) = (transition.durable, transition.then)
         #expect(verdict == .accepted && durable.isEmpty, "nothing dropped, no index lock needed")
         #expect(state.present.ranges == [0..<(4 * mib)] && state.length == 4 * mib && state.etag == "\"v1\"")
         #expect(then.contains { if case .endAfterHead = $0 { true } else { false } })
@@ -54,7 +55,7 @@ import Testing
         #expect(!forgot, "no attempt through the enclosure")
         #expect(state.finalLinkGone)
         let later = state.open(handle: 8, reply: Episode.OpenToken.fake(), now: 3, feedLength: nil, tuning: EpisodeReader.Tuning())
-        #expect(later.allSatisfy { if case .answer = $0 { true } else { false } })
+        #expect(later.allSatisfy { if case .answerOpen = $0 { true } else { false } })
     }
 
     @Test func anOpenWhoseOwnProbeFindsThePinnedLinkGoneIsAnsweredFromTheCache() throws {
@@ -77,8 +78,8 @@ import Testing
         let settled = state.fetchSettled(id: probe.id, failure: refused, isBackground: false, minimumFetch: 65536)
         let answers = settled.compactMap { if case .answerOpen(_, let options) = $0 { options } else { nil } }
         #expect(answers.isEmpty, "answered at once from the cache (`openFromTheCache`), and not failed now")
-        #expect(effects.contains { if case .answer = $0 { true } else { false } })
-        #expect(!settled.contains { if case .failRead = $0 { true } else { false } })
+        #expect(effects.contains { if case .answerOpen = $0 { true } else { false } })
+        #expect(!settled.contains { if case .fail = $0 { true } else { false } })
         #expect(state.handles[7] != nil)
     }
 

@@ -33,10 +33,11 @@ import Testing
 
     private func apply(
         _ state: inout Episode.State, _ head: FetchHead, id: UInt64
-    ) -> (Episode.State.HeadVerdict, [Episode.State.HeadEffect], [Episode.State.HeadEffect]) {
+    ) -> (Episode.State.HeadVerdict, [Episode.State.Effect], [Episode.State.Effect]) {
         guard case .body(let start, let last, let total) = Episode.State.reading(head) else { return (.stale, [], []) }
         let context = Episode.State.HeadContext(now: 1000, feedLength: nil, isBackground: false, holdingIndexLock: true)
-        return state.head(id: id, head, start: start, last: last, total: total, context: context)
+        let (verdict, transition) = state.head(id: id, head, start: start, last: last, total: total, context: context)
+        return (verdict, transition.durable, transition.then)
     }
 
     /// A player reads on from byte 0, `steps` reads of 64 KiB, through the
@@ -92,7 +93,7 @@ import Testing
             &bench.state, head(206, first: range.lowerBound, last: range.upperBound - 1, total: 10 * mib, etag: "\"v1\""),
             id: id)
         let opened = then.flatMap { effect -> [(Episode.OpenToken, Episode.OpenAnswer)] in
-            if case .answerOpens(let opens) = effect { return opens }
+            if case .answerOpen(let token, let answer?) = effect { return [(token, answer)] }
             return []
         }
         #expect(opened.count == 1 && opened.first?.1.handle == 2)
@@ -126,7 +127,7 @@ import Testing
         let broken = bench.state.continuityBroken(id: id)
         let outcome = try #require(broken)
         let opened = outcome.then.flatMap { effect -> [(Episode.OpenToken, Episode.OpenAnswer)] in
-            if case .answerOpens(let opens) = effect { return opens }
+            if case .answerOpen(let token, let answer?) = effect { return [(token, answer)] }
             return []
         }
         #expect(opened.count == 1 && bench.state.handles[2]?.generation == bench.state.generation)

@@ -511,16 +511,16 @@ import Testing
         #expect(bench.state.fetches[stream]?.upper == 2 * mib, "the head does not undo the cut")
     }
 
-    private func rechecks(_ effects: [Episode.State.ReadEffect]) -> [Double] {
+    private func rechecks(_ effects: [Episode.State.Effect]) -> [Double] {
         effects.compactMap { effect in
             if case .recheck(let delay) = effect { return delay }
             return nil
         }
     }
 
-    private func fills(_ effects: [Episode.State.SettleEffect]) -> [Range<Int64>] {
+    private func fills(_ effects: [Episode.State.Effect]) -> [Range<Int64>] {
         effects.compactMap { effect in
-            if case .fill(_, let range) = effect { return range }
+            if case .fetch(_, let range) = effect { return range }
             return nil
         }
     }

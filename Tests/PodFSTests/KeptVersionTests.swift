@@ -12,7 +12,7 @@ import Testing
 
     /// 1 MiB of a 10 MiB episode cached in its scratch file; file 1 is
     /// open on it and has read 5 MiB in, where a fetch is on its way.
-    private func replacedWhileOpen(handles: [UInt64] = [1]) throws -> (ReadBench, Episode.FileToken, [Episode.State.HeadEffect]) {
+    private func replacedWhileOpen(handles: [UInt64] = [1]) throws -> (ReadBench, Episode.FileToken, [Episode.State.Effect]) {
         let scratch = Episode.FileToken.fake()
         var bench = ReadBench(length: 10 * mib, present: [0..<mib], handles: handles)
         _ = bench.state.scratchOpened(scratch, generation: 0, fileMissing: false)
@@ -25,10 +25,10 @@ import Testing
         let outcome = bench.state.head(
             id: id, answer, start: 5 * mib, last: 6 * mib - 1, total: 10 * mib, context: context)
         #expect(outcome.0 == .accepted)
-        return (bench, scratch, outcome.durable)
+        return (bench, scratch, outcome.1.durable)
     }
 
-    private static func kept(_ effects: [Episode.State.ReadEffect]) -> [(Range<Int64>, Episode.FileToken?)] {
+    private static func kept(_ effects: [Episode.State.Effect]) -> [(Range<Int64>, Episode.FileToken?)] {
         effects.compactMap { effect in
             if case .serveKept(_, let range, let file, _) = effect { return (range, file) }
             return nil

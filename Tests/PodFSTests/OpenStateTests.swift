@@ -19,16 +19,16 @@ import Testing
         return state
     }
 
-    private func checks(_ effects: [Episode.State.OpenEffect]) -> [Episode.State.ProbeStart] {
+    private func checks(_ effects: [Episode.State.Effect]) -> [Episode.State.ProbeStart] {
         effects.compactMap { if case .check(let probe) = $0 { probe } else { nil } }
     }
 
-    private func probes(_ effects: [Episode.State.OpenEffect]) -> [Episode.State.ProbeStart] {
+    private func probes(_ effects: [Episode.State.Effect]) -> [Episode.State.ProbeStart] {
         effects.compactMap { if case .probe(let probe) = $0 { probe } else { nil } }
     }
 
-    private func answers(_ effects: [Episode.State.OpenEffect]) -> [Episode.OpenAnswer] {
-        effects.compactMap { if case .answer(_, let options) = $0 { options } else { nil } }
+    private func answers(_ effects: [Episode.State.Effect]) -> [Episode.OpenAnswer] {
+        effects.compactMap { if case .answerOpen(_, let options?) = $0 { options } else { nil } }
     }
 
     // MARK: - The open's probe
@@ -62,7 +62,7 @@ import Testing
         var state = cached()
         let effects = state.open(handle: 1, reply: Episode.OpenToken.fake(), now: 200, feedLength: nil, tuning: tuning)
         #expect(answers(effects).map(\.handle) == [1])
-        guard case .answer = effects.first else {
+        guard case .answerOpen = effects.first else {
             Issue.record("the open is answered before the check goes out")
             return
         }
@@ -103,7 +103,7 @@ import Testing
         #expect(answers(effects).first?.keepCache == false)
         #expect(probes(effects).first?.range == 0..<tuning.minimumFetch)
         #expect(state.handles[1]?.provisional == true)
-        guard case .answer = effects.first else {
+        guard case .answerOpen = effects.first else {
             Issue.record("the open is answered before the probe goes out")
             return
         }
@@ -188,7 +188,7 @@ import Testing
             _ = bench.state.fetchEnded(id: fetch, error: unreachable, attempt: 1, tuning: tuning)
         }
         let settled = bench.state.fetchSettled(id: id, failure: unreachable, isBackground: false, minimumFetch: 1)
-        let failed = settled.filter { if case .failRead = $0 { true } else { false } }
+        let failed = settled.filter { if case .fail = $0 { true } else { false } }
         #expect(failed.count == 1)
         #expect(bench.state.waiters.isEmpty)
     }
@@ -205,7 +205,7 @@ import Testing
         _ = state.fetchEnded(id: id, error: gone, attempt: 1, tuning: tuning)
         let settled = state.fetchSettled(id: id, failure: gone, isBackground: true, minimumFetch: 1)
         #expect(!settled.contains { if case .answerOpen = $0 { true } else { false } })
-        #expect(!settled.contains { if case .failRead = $0 { true } else { false } })
+        #expect(!settled.contains { if case .fail = $0 { true } else { false } })
         var bench = ReadBench(length: 10 * mib)
         bench.state = state
         #expect(ReadBench.served(bench.read(1, at: 4096, size: 4096)) == [4096..<8192])
@@ -230,7 +230,7 @@ import Testing
             var state = cached()
             state.present = RangeSet([0..<mib, 9 * mib..<10 * mib])
             let id: UInt64
-            let effects: [Episode.State.OpenEffect]
+            let effects: [Episode.State.Effect]
             if background {
                 id = state.startMountCheck()!.id
                 effects = state.open(handle: 1, reply: Episode.OpenToken.fake(), now: 0, feedLength: nil, tuning: tuning)
@@ -246,7 +246,7 @@ import Testing
             }
             let settled = state.fetchSettled(id: id, failure: busy, isBackground: true, minimumFetch: 1)
             #expect(!settled.contains { if case .probe = $0 { true } else { false } })
-            #expect(!settled.contains { if case .failRead = $0 { true } else { false } })
+            #expect(!settled.contains { if case .fail = $0 { true } else { false } })
             // Its cached bytes are served.
             var bench = ReadBench(length: 10 * mib)
             bench.state = state

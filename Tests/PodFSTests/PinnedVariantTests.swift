@@ -17,7 +17,7 @@ import Testing
     }
 
     private func apply(_ state: inout Episode.State, _ head: FetchHead, id: UInt64)
-        -> (Episode.State.HeadVerdict, [Episode.State.HeadEffect], [Episode.State.HeadEffect])
+        -> (Episode.State.HeadVerdict, [Episode.State.Effect], [Episode.State.Effect])
     {
         var context = Episode.State.HeadContext(now: 5, feedLength: nil, isBackground: false, holdingIndexLock: false)
         var outcome = state.head(id: id, head, start: 0, last: mib - 1, total: head.total!, context: context)
@@ -25,7 +25,7 @@ import Testing
             context.holdingIndexLock = true
             outcome = state.head(id: id, head, start: 0, last: mib - 1, total: head.total!, context: context)
         }
-        return outcome
+        return (outcome.0, outcome.1.durable, outcome.1.then)
     }
 
     @Test func theLinkARedirectLedToIsPinnedWithItsValidator() throws {

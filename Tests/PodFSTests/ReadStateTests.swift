@@ -39,33 +39,33 @@ struct ReadBench {
 
     mutating func read(
         _ handle: UInt64 = 1, at offset: Int64, size: Int = 128 * 1024, reply: Episode.ReadToken = .fake()
-    ) -> [Episode.State.ReadEffect] {
+    ) -> [Episode.State.Effect] {
         let context = Episode.State.ReadContext(now: now, wallClock: 1_795_435_200, link: link, tuning: tuning)
         return state.read(handle: handle, offset: offset, size: size, reply: reply, context: context)
     }
 
     /// The delay of a `.recheck` passed (`Episode.State.recheckDue`).
-    mutating func recheck() -> [Episode.State.ReadEffect] {
+    mutating func recheck() -> [Episode.State.Effect] {
         let context = Episode.State.ReadContext(now: now, wallClock: 1_795_435_200, link: link, tuning: tuning)
         return state.recheckDue(context: context)
     }
 
     /// The bytes `effects` ask of the origin.
-    static func fetched(_ effects: [Episode.State.ReadEffect]) -> [Range<Int64>] {
+    static func fetched(_ effects: [Episode.State.Effect]) -> [Range<Int64>] {
         effects.compactMap { effect in
             if case .fetch(_, let range) = effect { return range }
             return nil
         }
     }
 
-    static func served(_ effects: [Episode.State.ReadEffect]) -> [Range<Int64>] {
+    static func served(_ effects: [Episode.State.Effect]) -> [Range<Int64>] {
         effects.compactMap { effect in
             if case .serve(_, let range, _) = effect { return range }
             return nil
         }
     }
 
-    static func failed(_ effects: [Episode.State.ReadEffect]) -> Int {
+    static func failed(_ effects: [Episode.State.Effect]) -> Int {
         effects.filter { if case .fail = $0 { return true } else { return false } }.count
     }
 

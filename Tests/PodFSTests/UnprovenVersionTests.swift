@@ -24,22 +24,23 @@ import Testing
 
     private func apply(
         _ state: inout Episode.State, _ head: FetchHead, id: UInt64, isBackground: Bool = false
-    ) -> (Episode.State.HeadVerdict, [Episode.State.HeadEffect], [Episode.State.HeadEffect]) {
+    ) -> (Episode.State.HeadVerdict, [Episode.State.Effect], [Episode.State.Effect]) {
         guard case .body(let start, let last, let total) = Episode.State.reading(head) else { return (.stale, [], []) }
         let context = Episode.State.HeadContext(
             now: 1000, feedLength: length, isBackground: isBackground, holdingIndexLock: true)
-        return state.head(id: id, head, start: start, last: last, total: total, context: context)
+        let (verdict, transition) = state.head(id: id, head, start: start, last: last, total: total, context: context)
+        return (verdict, transition.durable, transition.then)
     }
 
-    private func probes(_ effects: [Episode.State.HeadEffect]) -> [Episode.State.ProbeStart] {
+    private func probes(_ effects: [Episode.State.Effect]) -> [Episode.State.ProbeStart] {
         effects.compactMap { if case .probe(let probe) = $0 { probe } else { nil } }
     }
 
-    private func marks(_ effects: [Episode.State.HeadEffect]) -> [StitchReason] {
+    private func marks(_ effects: [Episode.State.Effect]) -> [StitchReason] {
         effects.compactMap { if case .markUnstable(let reason) = $0 { reason } else { nil } }
     }
 
-    private func resumed(_ effects: [Episode.State.HeadEffect]) -> [Episode.EarlyRead] {
+    private func resumed(_ effects: [Episode.State.Effect]) -> [Episode.EarlyRead] {
         effects.flatMap { effect -> [Episode.EarlyRead] in
             if case .resume(let reads, _) = effect { return reads }
             return []
@@ -170,7 +171,7 @@ import Testing
         #expect(then.contains { if case .logUnproven(2 * 1024 * 1024) = $0 { true } else { false } })
         #expect(state.present.isEmpty)
         let answered = then.flatMap { effect -> [(Episode.OpenToken, Episode.OpenAnswer)] in
-            if case .answerOpens(let opens) = effect { return opens }
+            if case .answerOpen(let token, let answer?) = effect { return [(token, answer)] }
             return []
         }
         #expect(answered.count == 1, "the open reads the stream's variant")
@@ -198,6 +199,6 @@ import Testing
         #expect(!ours.unprovenBytes && ours.isFinal)
         let reply = Episode.OpenToken.fake()
         let effects = ours.open(handle: 1, reply: reply, now: 1000, feedLength: length, tuning: tuning)
-        #expect(effects.count == 1 && effects.allSatisfy { if case .answer = $0 { true } else { false } }, "no request")
+        #expect(effects.count == 1 && effects.allSatisfy { if case .answerOpen = $0 { true } else { false } }, "no request")
     }
 }

@@ -58,7 +58,8 @@ import Testing
         let other = FetchHead(
             status: 206, rangeFirst: 4 * mib, rangeLast: 5 * mib - 1, total: 11 * mib, contentLength: mib,
             etag: "\"v2\"", lastModified: nil, effectiveURL: "http://o/a.mp3")
-        let (_, _, then) = state.head(id: id, other, start: 4 * mib, last: 5 * mib - 1, total: 11 * mib, context: context)
+        let (_, transition) = state.head(id: id, other, start: 4 * mib, last: 5 * mib - 1, total: 11 * mib, context: context)
+        let (_, then) = (transition.durable, transition.then)
         let marks = then.compactMap { effect -> StitchReason? in
             if case .markUnstable(let reason) = effect { return reason }
             return nil
@@ -78,8 +79,8 @@ import Testing
             let third = FetchHead(
                 status: 206, rangeFirst: 8 * mib, rangeLast: 9 * mib - 1, total: 12 * mib, contentLength: mib,
                 etag: "\"v3\"", lastModified: nil, effectiveURL: "http://o/a.mp3")
-            let (_, _, again) = state.head(
-                id: next, third, start: 8 * mib, last: 9 * mib - 1, total: 12 * mib, context: context)
+            let again = state.head(
+                id: next, third, start: 8 * mib, last: 9 * mib - 1, total: 12 * mib, context: context).1.then
             #expect(!again.contains { if case .markUnstable = $0 { true } else { false } })
         }
         let record = EpisodeRecord(

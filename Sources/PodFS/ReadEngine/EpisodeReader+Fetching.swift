@@ -53,14 +53,14 @@ extension EpisodeReader {
                 let outcome = episode.state.withLock {
                     $0.head(id: fetch.id, head, start: start, last: last, total: total, context: context)
                 }
-                _ = run(outcome.durable, episode: episode)
+                carryOut(outcome.1.durable, of: episode)
                 return outcome
             }
         } else {
-            _ = run(outcome.durable, episode: episode)
+            carryOut(outcome.1.durable, of: episode)
         }
         guard outcome.0 == .accepted else { return false }
-        return run(outcome.then, episode: episode, fetch: fetch)
+        return carryOut(outcome.1.then, of: episode, EffectContext(fetch: fetch))
     }
 
     /// The scratch file of an episode not opened in this mount, if its
@@ -72,77 +72,10 @@ extension EpisodeReader {
         return try? ScratchFile(path: path, length: old)
     }
 
-    /// Carries out a head's effects; returns whether the transfer goes on.
-    func run(_ effects: [Episode.State.HeadEffect], episode: Episode, fetch: Fetch? = nil) -> Bool {
-        var goesOn = true
-        // The durable effects stop at the first failure: bytes the index
-        // may still list are never freed (guarantee 1).
-        do {
-            for effect in effects {
-                switch effect {
-                case .dropIndexRanges:
-                    try index.dropRanges(key: episode.key)
-                case .reshape(let scratch, let old, let new):
-                    // Still on the network thread, before any byte of the
-                    // new version is written.
-                    reshape(scratch.file, old: old, new: new)
-                case .replace(let old, let length):
-                    replace(old.file, length: length, of: episode)
-                case .saveVersion(let version, let pinnedURL, let pinnedIssuer):
-                    try index.setValidator(EpisodeValidator(
-                        key: episode.key, length: version.length ?? 0, etag: version.etag,
-                        lastModified: version.lastModified, pinnedURL: pinnedURL, pinnedIssuer: pinnedIssuer))
-                case .saveVersionLater:
-                    markDirty(episode)
-                case .logChanged, .logVariantGone, .logKeptFinal, .logIgnoresRange:
-                    log(effect, of: episode)
-                case .logUnproven:
-                    // The mark was made when the index was read: it is
-                    // kept now, with the bytes of one stream.
-                    log(effect, of: episode)
-                    recordUnstable(episode, reason: Episode.State.noValidator)
-                case .markUnstable(let reason):
-                    markUnstable(episode, reason: reason)
-                case .invalidateKernel(let pages):
-                    // Dropping pages would wait on reads in flight, and a
-                    // daemon killed meanwhile would leave that wait hanging:
-                    // a size learned for the same bytes drops attributes only.
-                    let kernel = invalidator.withLock { $0 }
-                    if pages { kernel?.invalidate(inode: episode.inode) } else { kernel?.invalidateAttributes(inode: episode.inode) }
-                case .fail(let replies):
-                    for reply in replies { answer(reply, with: .eio, episode: episode) }
-                case .answerOpens(let opens):
-                    for (token, answer) in opens { token.reply.opened(answer.options) }
-                case .resume(let reads, let sized):
-                    resume((reads, sized), of: episode)
-                case .answerAtEnd:
-                    answerWaitersAtEnd(episode)
-                case .endAfterHead:
-                    fetch?.endAfterHead()
-                    goesOn = false
-                case .probe(let probe):
-                    send(probe, of: episode)
-                }
-            }
-        } catch {
-            logger.error("could not update the cache index", metadata: ["error": "\(error)"])
-            // A replacement that never ran: the index may still list the old
-            // bytes, so their file stays at its path, untouched, and is the
-            // new version's too (as before files were kept): not kept for
-            // open files, which then read EIO.
-            for case .replace(let old, _) in effects {
-                episode.state.withLock { state in
-                    if state.replacingScratch { _ = state.keptInPlace(old) }
-                }
-            }
-        }
-        return goesOn
-    }
-
     /// The old file stays open for the files that read it; a new one takes
-    /// its path (`HeadEffect.replace`). Should making it fail, the new
+    /// its path (`Effect.replace`). Should making it fail, the new
     /// version's file is made when a byte arrives.
-    private func replace(_ old: ScratchFile, length: Int64, of episode: Episode) {
+    func replace(_ old: ScratchFile, length: Int64, of episode: Episode) {
         do {
             try ScratchFile.remove(path: old.path)
             let fresh = try? ScratchFile(path: old.path, length: length)
@@ -159,7 +92,7 @@ extension EpisodeReader {
     }
 
     /// The log lines a head's effects ask for.
-    private func log(_ effect: Episode.State.HeadEffect, of episode: Episode) {
+    func log(_ effect: Episode.State.Effect, of episode: Episode) {
         let names: Logger.Metadata = ["episode.key": "\(episode.key)", "episode.name": "\(episode.name)"]
         switch effect {
         case .logChanged:
@@ -194,8 +127,8 @@ extension EpisodeReader {
     }
 
     /// Frees the `old` bytes of a version in `scratch` and gives it the
-    /// `new` length (`HeadEffect.reshape`).
-    private func reshape(_ scratch: ScratchFile, old: Int64, new: Int64) {
+    /// `new` length (`Effect.reshape`).
+    func reshape(_ scratch: ScratchFile, old: Int64, new: Int64) {
         if old > 0 { try? scratch.punchHole(0..<old) }
         if old != new { try? scratch.resize(to: new) }
     }
@@ -394,30 +327,6 @@ extension EpisodeReader {
                 id: fetch.id, failure: failure, isBackground: fetch.isBackground, minimumFetch: tuning.minimumFetch)
             return (effects, self.target(state, of: episode))
         }
-        for effect in effects {
-            switch effect {
-            case .answerOpen(let token, let answer):
-                if let answer { token.reply.opened(answer.options) } else { token.reply.fail(.ioError) }
-            case .failRead(let reply):
-                logger.debug(
-                    "a read fails: the fetch it waited for ended and no other brings its bytes",
-                    metadata: ["episode.key": "\(episode.key)", "fetch.id": "\(fetch.id)", "failed": "\(failure != nil)"])
-                answer(reply, with: .eio, episode: episode)
-            case .probe(let probe):
-                send(probe, of: episode)
-            case .resume(let reads, let sized):
-                resume((reads, sized), of: episode)
-            case .answerAtEnd:
-                answerWaitersAtEnd(episode)
-            case .fill(let id, let range):
-                logger.debug(
-                    "fetching what a fetch gave up for a jump",
-                    metadata: [
-                        "episode.key": "\(episode.key)", "range.lower": "\(range.lowerBound)",
-                        "range.upper": "\(range.upperBound)",
-                    ])
-                startFetch(id, range: range, of: episode, to: target)
-            }
-        }
+        carryOut(effects, of: episode, EffectContext(target: target, settled: (fetch.id, failure != nil)))
     }
 }

@@ -56,18 +56,12 @@ extension EpisodeReader {
             let effects = state.checkingContinuity(state.streamingWhole(planned))
             return (effects, self.target(state, of: episode))
         }
-        var sent: [UInt64] = []
-        for case .fetch(let id, let range) in effects {
-            logger.debug(
-                within == nil ? "keeping an episode: fetching" : "fetching ahead of a scan",
-                metadata: [
-                    "episode.key": "\(episode.key)", "range.lower": "\(range.lowerBound)",
-                    "range.upper": "\(range.upperBound)",
-                ])
-            startFetch(id, range: range, of: episode, to: target, forKeeper: true)
-            sent.append(id)
-        }
-        return sent
+        carryOut(
+            effects, of: episode,
+            EffectContext(
+                target: target, forKeeper: true,
+                fetchLog: within == nil ? "keeping an episode: fetching" : "fetching ahead of a scan"))
+        return effects.compactMap { if case .fetch(let id, _) = $0 { id } else { nil } }
     }
 
     /// Whether any of the fetches `ids` of `episode` is still on its way.

@@ -64,13 +64,13 @@ extension EpisodeReader {
     /// the index lock, as a version change, the cached bytes are forgotten
     /// durably before they are freed; then readers of them fail.
     func continuityBroken(_ episode: Episode, fetchID: UInt64) {
-        let outcome = indexLock.withLock { _ -> (durable: [Episode.State.HeadEffect], then: [Episode.State.HeadEffect])? in
+        let outcome = indexLock.withLock { _ -> Episode.State.Transition? in
             guard let outcome = episode.state.withLock({ $0.continuityBroken(id: fetchID) }) else { return nil }
-            _ = run(outcome.durable, episode: episode)
+            carryOut(outcome.durable, of: episode)
             return outcome
         }
         guard let outcome else { return }
-        _ = run(outcome.then, episode: episode)
+        carryOut(outcome.then, of: episode)
     }
 }
 
@@ -111,8 +111,7 @@ extension EpisodeReader {
                 return false
             }
         }
-        let opens = episode.state.withLock { $0.overlapMatched(generation: generation) }
-        for (token, answer) in opens { token.reply.opened(answer.options) }
+        carryOut(episode.state.withLock { $0.overlapMatched(generation: generation) }, of: episode)
         return true
     }
 }

@@ -207,13 +207,7 @@ public final class EpisodeReader: Sendable {
             return (inherited, effects)
         }
         if let inherited { inheritStitching(episode, reason: inherited) }
-        for effect in effects {
-            switch effect {
-            case .answer(let token, let answer): token.reply.opened(answer.options)
-            case .probe(let probe): send(probe, of: episode, forKeeper: forKeeper)
-            case .check(let probe): send(probe, of: episode, background: true, forKeeper: forKeeper)
-            }
-        }
+        carryOut(effects, of: episode, EffectContext(forKeeper: forKeeper))
     }
 
     /// Sends a probe's first attempt (outside the episode's lock).
@@ -268,7 +262,7 @@ public final class EpisodeReader: Sendable {
                 state.read(handle: handle, offset: offset, size: size, reply: reply, context: context)))
             return (effects, self.target(state, of: episode), state.generation)
         }
-        carryOut(effects, of: episode, target: target, generation: generation, read: (offset, size))
+        carryOut(effects, of: episode, EffectContext(target: target, generation: generation, read: (offset, size)))
     }
 
     /// Forgets an open file.    /// Forgets an open file.
@@ -402,46 +396,10 @@ public final class EpisodeReader: Sendable {
             tuning: tuning)
     }
 
-    /// Carries out a read event's effects (`Episode.State.ReadEffect`), in
-    /// their order, outside the episode's lock. `generation`: the version
-    /// they were decided on; `read`: the read that made them, for the log.
-    private func carryOut(
-        _ effects: [Episode.State.ReadEffect], of episode: Episode, target: RequestTarget,
-        generation: UInt64, read: (offset: Int64, size: Int)?
-    ) {
-        for effect in effects {
-            switch effect {
-            case .fetch(let id, let range):
-                logger.debug(
-                    "fetching",
-                    metadata: [
-                        "episode.key": "\(episode.key)", "range.lower": "\(range.lowerBound)",
-                        "range.upper": "\(range.upperBound)", "read.offset": "\(read?.offset ?? -1)",
-                        "read.size": "\(read?.size ?? 0)",
-                    ])
-                startFetch(id, range: range, of: episode, to: target)
-            case .serve(let reply, let range, let spilled):
-                answer(
-                    reply, with: .cached(range, scratchFile(of: episode, generation: generation), spilled: spilled),
-                    episode: episode)
-            case .serveKept(let reply, let range, let file, let spilled):
-                answer(reply, with: .cached(range, file?.file, spilled: spilled), episode: episode)
-            case .stop(let id):
-                stop([id], of: episode)
-            case .answerEmpty(let reply):
-                answer(reply, with: .empty, episode: episode)
-            case .fail(let reply):
-                answer(reply, with: .eio, episode: episode)
-            case .recheck(let delay):
-                scheduleRecheck(of: episode, after: delay)
-            }
-        }
-    }
-
     /// Judges again, after `delay`, the reads of `episode` that jumped and
     /// wait for a fetch not their own (`Episode.State.recheckDue`). Counted
     /// with the retries, so a shutdown waits for it (`drainWriters`).
-    private func scheduleRecheck(of episode: Episode, after delay: Double) {
+    func scheduleRecheck(of episode: Episode, after delay: Double) {
         pendingRetries.withLock { $0 += 1 }
         DispatchQueue.global().asyncAfter(deadline: .now() + delay) { [self] in
             defer { pendingRetries.withLock { $0 -= 1 } }
@@ -465,7 +423,7 @@ public final class EpisodeReader: Sendable {
                         metadata: ["episode.key": "\(episode.key)"])
                 }
             }
-            carryOut(effects, of: episode, target: target, generation: generation, read: nil)
+            carryOut(effects, of: episode, EffectContext(target: target, generation: generation))
         }
     }
 

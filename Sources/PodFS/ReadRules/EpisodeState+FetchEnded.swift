@@ -29,24 +29,6 @@ extension Episode.State {
         case settle
     }
 
-    /// What the driver does after a fetch ended for good, in this order.
-    enum SettleEffect {
-        /// Answer an open: with `options`, or EIO when `nil`.
-        case answerOpen(Episode.OpenToken, Episode.OpenAnswer?)
-        /// A read that no fetch will serve now.
-        case failRead(Episode.ReadToken)
-        /// Opens that joined a mount's check that failed get a probe of
-        /// their own.
-        case probe(ProbeStart)
-        /// Reads and `stat`s that waited for the first response, made again.
-        case resume(reads: [Episode.EarlyRead], sized: [Episode.SizeToken])
-        /// Answer reads at or past the end (`readsAtEnd`).
-        case answerAtEnd
-        /// Start fetch `id` (registered in `fetches`) for bytes a fetch
-        /// gave up when it yielded (`fillFetch`).
-        case fill(id: UInt64, range: Range<Int64>)
-    }
-
     // MARK: - Events
 
     /// Fetch `id` stopped, with `error` from the transfer (`nil`: the
@@ -115,9 +97,9 @@ extension Episode.State {
     /// else EIO. Reads whose missing bytes no fetch will bring fail.
     mutating func fetchSettled(
         id: UInt64, failure: FetchError?, isBackground: Bool, minimumFetch: Int64
-    ) -> [SettleEffect] {
-        var opens: [SettleEffect] = []
-        var probe: [SettleEffect] = []
+    ) -> [Effect] {
+        var opens: [Effect] = []
+        var probe: [Effect] = []
         var early: (reads: [Episode.EarlyRead], sized: [Episode.SizeToken]) = ([], [])
         if let after = readsAfterProbe, after.fetchID == id {
             early.reads = after.reads
@@ -163,22 +145,22 @@ extension Episode.State {
         if validated, !openWaiters.isEmpty, !awaitingProof {
             // Opens that waited for a head that never came (`open`): the
             // version one response confirmed is what they read.
-            opens += answerOpens(dropAttributes: false).map { SettleEffect.answerOpen($0.0, $0.1) }
+            opens += answerOpens(dropAttributes: false)
         }
         var pending = RangeSet()
         for progress in fetches.values where progress.generation == generation {
             pending.insert(progress.cursor..<max(progress.cursor, progress.upper))
         }
         let available = available
-        var failed: [SettleEffect] = []
+        var failed: [Effect] = []
         waiters.removeAll { waiter in
             let served = available.gaps(in: waiter.range).allSatisfy { pending.contains($0) }
-            if !served { failed.append(.failRead(waiter.reply)) }
+            if !served { failed.append(.fail(waiter.reply)) }
             return !served
         }
         // The link is this episode's again: the bytes a fetch gave up to a
         // jump come now, after the new place's own fetches.
-        let fill = fillFetch().map { [SettleEffect.fill(id: $0.id, range: $0.range)] } ?? []
+        let fill = fillFetch().map { [Effect.fetch(id: $0.id, range: $0.range)] } ?? []
         return opens + failed + probe + [.resume(reads: early.reads, sized: early.sized), .answerAtEnd] + fill
     }
 

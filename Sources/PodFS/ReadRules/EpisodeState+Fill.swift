@@ -34,7 +34,7 @@ extension Episode.State {
     /// fetch of this version is on its way (it fills one gap at a time, so
     /// it never shares the link with itself), when every byte is here or on
     /// its way, or when the file reads a replaced version.
-    mutating func fill(handle: UInt64, tuning: EpisodeReader.Tuning) -> ReadEffect? {
+    mutating func fill(handle: UInt64, tuning: EpisodeReader.Tuning) -> Effect? {
         guard let reader = handles[handle], !reader.provisional, reader.generation == generation, let length
         else { return nil }
         guard !fetches.values.contains(where: { $0.generation == generation && $0.cursor < $0.upper }) else {
@@ -52,11 +52,11 @@ extension Episode.State {
     /// nothing: its one stream from byte 0 is the episode's variant
     /// (`streamingWhole`), and a head and a tail of their own would be a
     /// stream of the whole file.
-    mutating func fill(handle: UInt64, within ranges: [Range<Int64>], tuning: EpisodeReader.Tuning) -> [ReadEffect] {
+    mutating func fill(handle: UInt64, within ranges: [Range<Int64>], tuning: EpisodeReader.Tuning) -> [Effect] {
         guard let reader = handles[handle], !reader.provisional, reader.generation == generation, let length,
             unstable == nil
         else { return [] }
-        var effects: [ReadEffect] = []
+        var effects: [Effect] = []
         for range in ranges {
             let clamped = max(0, range.lowerBound)..<min(length, max(range.lowerBound, range.upperBound))
             guard !clamped.isEmpty else { continue }

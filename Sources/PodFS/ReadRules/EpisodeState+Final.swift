@@ -42,16 +42,14 @@ extension Episode.State {
 
     /// Keeps the final episode: the answer confirms nothing new, opens are
     /// answered on the cached variant and the response stops at its head.
-    mutating func keepFinal(id: UInt64, now: Double) -> [HeadEffect] {
+    mutating func keepFinal(id: UInt64, now: Double) -> [Effect] {
         validation = .confirmed(at: now)
         if var progress = fetches[id] {
             progress.upper = progress.cursor
             fetches[id] = progress
         }
         let (reads, sized) = settleProvisionalHandles()
-        return [
-            .logKeptFinal, .answerOpens(answerOpens(dropAttributes: false)), .resume(reads: reads, sized: sized),
-            .answerAtEnd, .endAfterHead,
-        ]
+        return [.logKeptFinal] + answerOpens(dropAttributes: false)
+            + [.resume(reads: reads, sized: sized), .answerAtEnd, .endAfterHead]
     }
 }

@@ -19,57 +19,6 @@ extension Episode.State {
         case unusable(reason: String)
     }
 
-    /// What the driver does after a head, in this order.
-    enum HeadEffect {
-        /// Forget the episode's ranges in the index (under the index lock,
-        /// before any byte of the new version reaches the scratch file).
-        case dropIndexRanges
-        /// Free the old version's bytes in `scratch` (`old` bytes long) and
-        /// give it the new length: only after the index forgot them (it
-        /// must never list a punched byte).
-        case reshape(Episode.FileToken, old: Int64, new: Int64)
-        /// Files opened on the old version are still open and read its
-        /// bytes from `old` (`kept`): detach it from its path and make a
-        /// new, empty file of `length` bytes there for the new version
-        /// (`replaced(_:with:)`). Only after the index forgot the ranges.
-        case replace(old: Episode.FileToken, length: Int64)
-        /// Save the new length and validators with the drop, and the link
-        /// they came from (pinned, with who sent podfs there).
-        case saveVersion(OriginVersion, pinnedURL: String?, pinnedIssuer: String?)
-        /// Save them with the next commit of ranges.
-        case saveVersionLater
-        case logChanged
-        /// The variant's pinned link stopped working and the enclosure led
-        /// to another variant: `dropped` cached bytes of the old one went.
-        case logVariantGone(dropped: Int64)
-        /// A stream from byte 0 replaced `dropped` cached bytes that no
-        /// validator showed to be one version (`Episode.State.noValidator`).
-        case logUnproven(dropped: Int64)
-        /// A final episode was kept though its host now serves another
-        /// variant (`Episode.State.keepFinal`).
-        case logKeptFinal
-        /// The origin serves different bytes per request: keep the mark in
-        /// the index and say so once (`Episode.State.unstableReason`).
-        case markUnstable(StitchReason)
-        case logIgnoresRange
-        /// Drop the kernel's pages of the episode (a new version), or only
-        /// its attributes (a size learned for the same bytes).
-        case invalidateKernel(pages: Bool)
-        /// Reads of the old version, which no byte will answer now.
-        case fail([Episode.ReadToken])
-        case answerOpens([(Episode.OpenToken, Episode.OpenAnswer)])
-        /// Reads and `stat`s that waited for the first response, to be made
-        /// again and answered.
-        case resume(reads: [Episode.EarlyRead], sized: [Episode.SizeToken])
-        /// Answer reads at or past the (now known) end.
-        case answerAtEnd
-        /// Stop the transfer after its head: nobody asked for the body.
-        case endAfterHead
-        /// Send this fetch, which answers the opens and reads that wait
-        /// (`streamInstead`).
-        case probe(ProbeStart)
-    }
-
     /// How the head was taken.
     enum HeadVerdict: Equatable {
         case accepted
@@ -141,8 +90,8 @@ extension Episode.State {
     /// episode of `total` bytes.
     mutating func head(
         id: UInt64, _ head: FetchHead, start: Int64, last: Int64?, total: Int64, context: HeadContext
-    ) -> (HeadVerdict, durable: [HeadEffect], then: [HeadEffect]) {
-        guard var progress = fetches[id], progress.generation == generation else { return (.stale, [], []) }
+    ) -> (HeadVerdict, Transition) {
+        guard var progress = fetches[id], progress.generation == generation else { return (.stale, Transition()) }
         let answer = OriginVersion(length: total, etag: head.etag, lastModified: head.lastModified)
         let versionKnown = length != nil
         let restarting = restartsStream(id: id)
@@ -150,20 +99,20 @@ extension Episode.State {
             version.isReplaced(by: answer) || restarting
             || Self.validatorVanished(was: version, now: answer, confirmedInThisMount: validated)
         if changed, keepsFinal(answerFrom: head.effectiveURL) {
-            return (.accepted, [], keepFinal(id: id, now: context.now))
+            return (.accepted, Transition(then: keepFinal(id: id, now: context.now)))
         }
         let wholeBody = start == 0 && (head.status == 200 || (last ?? -1) + 1 >= total)
         if unstable == nil, !holdsEveryByte, Self.unproven(answer), !wholeBody {
-            return (.accepted, [], streamInstead(of: id))
+            return (.accepted, Transition(then: streamInstead(of: id)))
         }
-        if changed && !context.holdingIndexLock { return (.needsIndexLock, [], []) }
+        if changed && !context.holdingIndexLock { return (.needsIndexLock, Transition()) }
         let reason =
             Self.unstableReason(
                 was: version, now: answer, confirmedInThisMount: validated, status: head.status,
                 askedRange: progress.cursor > 0 || progress.upper < total)
             ?? (Self.unproven(answer) && !holdsEveryByte ? Self.noValidator : nil)
-        var durable: [HeadEffect] = []
-        var then: [HeadEffect] = []
+        var durable: [Effect] = []
+        var then: [Effect] = []
         var invalidate = false
         var dropped = DroppedVersion()
         if changed {
@@ -229,15 +178,15 @@ extension Episode.State {
         }
         fetches[id] = progress
         if invalidate { then.append(.invalidateKernel(pages: changed)) }
-        if !dropped.failed.isEmpty { then.append(.fail(dropped.failed)) }
+        then += dropped.failed.map(Effect.fail)
         // Opens wait on while a response on its way may still show a host
         // that stitches per request (`open`); the rest read this version.
-        if versionAgreed || !awaitingProof { then.append(.answerOpens(answerOpens(dropAttributes: invalidate))) }
+        if versionAgreed || !awaitingProof { then += answerOpens(dropAttributes: invalidate) }
         then.append(settleAfterHead(upper: progress.upper, fetchID: id))
         if !dropped.again.isEmpty { then.append(.resume(reads: dropped.again, sized: [])) }
         then.append(.answerAtEnd)
         if !bodyWanted || streamUnwanted { then.append(.endAfterHead) }
-        return (.accepted, durable, then)
+        return (.accepted, Transition(durable: durable, then: then))
     }
 
     // MARK: - Private methods
@@ -250,7 +199,7 @@ extension Episode.State {
     /// one response that is the probe of the opens and reads waiting: its
     /// head tells them the length of the variant they read. A mount's
     /// check nobody waits for only marks the episode.
-    private mutating func streamInstead(of id: UInt64) -> [HeadEffect] {
+    private mutating func streamInstead(of id: UInt64) -> [Effect] {
         fetches[id] = nil
         variant.markStitched(Self.noValidator)
         let waiting =
@@ -319,13 +268,13 @@ extension Episode.State {
     /// After a change the kernel must drop its pages of the old version
     /// before an open reads: keep_cache off does that at the open, and the
     /// attributes it showed are dropped before it returns.
-    mutating func answerOpens(dropAttributes: Bool) -> [(Episode.OpenToken, Episode.OpenAnswer)] {
+    mutating func answerOpens(dropAttributes: Bool) -> [Effect] {
         let opens = openWaiters.map { waiter in
             handles[waiter.handle] = Episode.HandleState(generation: generation, seenByKernel: waiter.seenByKernel)
-            let options = Episode.OpenAnswer(
+            let answer = Episode.OpenAnswer(
                 handle: waiter.handle, keepCache: !kernelPagesStale,
                 dropAttributes: waiter.dropAttributes || dropAttributes)
-            return (waiter.reply, options)
+            return Effect.answerOpen(waiter.reply, answer)
         }
         if openWaiters.contains(where: \.seenByKernel) { kernelPagesStale = false }
         openWaiters.removeAll()
@@ -336,7 +285,7 @@ extension Episode.State {
     /// reads within this response are made again now, those beyond it when
     /// the response ends (their own request then finds this connection
     /// free, and the window it opens is sized by the rate this body showed).
-    private mutating func settleAfterHead(upper: Int64, fetchID: UInt64) -> HeadEffect {
+    private mutating func settleAfterHead(upper: Int64, fetchID: UInt64) -> Effect {
         var (reads, sized) = settleProvisionalHandles()
         let beyond = reads.filter { $0.offset + Int64($0.size) > upper }
         if !beyond.isEmpty {

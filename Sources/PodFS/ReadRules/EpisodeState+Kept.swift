@@ -9,7 +9,7 @@ extension Episode {
         var length: Int64
         var present: RangeSet
         var spill: SpillBuffer
-        /// Detached from its path by `HeadEffect.replace`; closed when the
+        /// Detached from its path by `Effect.replace`; closed when the
         /// last file opened on the version is released.
         var scratch: Episode.FileToken?
     }
@@ -31,7 +31,7 @@ extension Episode.State {
     /// bytes read into it could be seen by the newer file.
     mutating func readKept(
         _ reader: Episode.HandleState, offset: Int64, size: Int, reply: Episode.ReadToken
-    ) -> [ReadEffect] {
+    ) -> [Effect] {
         guard let old = kept[reader.generation], !newerFileOpen(than: reader.generation) else { return [.fail(reply)] }
         let end = ReadPlan.end(offset: offset, size: size, length: old.length)
         if offset >= end { return [.answerEmpty(reply)] }
@@ -45,7 +45,7 @@ extension Episode.State {
         return [.serveKept(reply, wanted, from: old.scratch, spilled: old.spill.pieces(overlapping: wanted))]
     }
 
-    /// The driver made the new version's file (`HeadEffect.replace`);
+    /// The driver made the new version's file (`Effect.replace`);
     /// `nil` when it could not: `scratchFile(of:)` then tries again.
     mutating func replaced(with fresh: Episode.FileToken?) {
         if scratch == nil { storage = fresh.map(Episode.Scratch.open) ?? .notOpen }
@@ -89,7 +89,7 @@ extension Episode.State {
     /// What frees the old version's bytes on disk once the index forgot
     /// them: a new file if they are kept for open files, else a punched
     /// and resized one. Call after `dropVersion`.
-    func freeingOldBytes(old: Int64?, new: Int64) -> HeadEffect? {
+    func freeingOldBytes(old: Int64?, new: Int64) -> Effect? {
         if replacingScratch, let file = kept[generation &- 1]?.scratch { return .replace(old: file, length: new) }
         guard let scratch, let old else { return nil }
         return .reshape(scratch, old: old, new: new)

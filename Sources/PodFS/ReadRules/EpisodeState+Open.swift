@@ -18,17 +18,6 @@ extension Episode.State {
         var url: String?
     }
 
-    /// What the driver does after an open, in this order: the answer
-    /// first (waking the network thread can preempt this one), then the
-    /// probe.
-    enum OpenEffect {
-        case answer(Episode.OpenToken, Episode.OpenAnswer)
-        case probe(ProbeStart)
-        /// A check nobody waits for (one byte, `If-Range`), sent in the
-        /// background like a mount's check (`openFromTheCache`).
-        case check(ProbeStart)
-    }
-
     // MARK: - Events
 
     /// Open `handle`, at `now` (monotonic seconds). An episode with nothing
@@ -42,7 +31,7 @@ extension Episode.State {
     mutating func open(
         handle: UInt64, reply: Episode.OpenToken, now: Double, feedLength: Int64?, tuning: EpisodeReader.Tuning,
         seenByKernel: Bool = true
-    ) -> [OpenEffect] {
+    ) -> [Effect] {
         let dropAttributes = markOpened(now: now)
         if unstable != nil || finalLinkGone {
             return openStreamed(handle: handle, reply: reply, dropAttributes: dropAttributes, seenByKernel: seenByKernel)
@@ -61,7 +50,7 @@ extension Episode.State {
             handles[handle] = Episode.HandleState(generation: generation, seenByKernel: seenByKernel)
             defer { if seenByKernel { kernelPagesStale = false } }
             let options = Episode.OpenAnswer(handle: handle, keepCache: !kernelPagesStale, dropAttributes: dropAttributes)
-            return [.answer(reply, options)]
+            return [.answerOpen(reply, options)]
         }
         if let opened = openFromTheCache(
             handle: handle, reply: reply, dropAttributes: dropAttributes, seenByKernel: seenByKernel)
@@ -80,7 +69,7 @@ extension Episode.State {
             // would read as empty, not fail, if the probe failed.
             handles[handle] = Episode.HandleState(
                 generation: generation, provisional: true, seenByKernel: seenByKernel)
-            let answer = OpenEffect.answer(
+            let answer = Effect.answerOpen(
                 reply, Episode.OpenAnswer(handle: handle, keepCache: false, dropAttributes: dropAttributes))
             if probeID != nil { return [answer] }
             return [answer, .probe(startProbe(minimumFetch: tuning.minimumFetch))]
@@ -211,13 +200,13 @@ extension Episode.State {
     /// `nil`: the head or the tail is not cached, or the length is not known.
     private mutating func openFromTheCache(
         handle: UInt64, reply: Episode.OpenToken, dropAttributes: Bool, seenByKernel: Bool
-    ) -> [OpenEffect]? {
+    ) -> [Effect]? {
         guard let length, length > 0, present.contains(0..<1), present.contains(length - 1..<length),
             openWaiters.isEmpty, !replacingScratch
         else { return nil }
         handles[handle] = Episode.HandleState(generation: generation, seenByKernel: seenByKernel)
         defer { if seenByKernel { kernelPagesStale = false } }
-        let answer = OpenEffect.answer(
+        let answer = Effect.answerOpen(
             reply, Episode.OpenAnswer(handle: handle, keepCache: !kernelPagesStale, dropAttributes: dropAttributes))
         guard probeID == nil else { return [answer] }
         let first = present.gaps(in: 0..<length).first?.lowerBound ?? 0

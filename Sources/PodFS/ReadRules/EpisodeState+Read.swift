@@ -9,30 +9,6 @@ import RangeCache
 extension Episode.State {
     // MARK: - Nested types
 
-    /// What the driver does after a read, in this order: fetches first,
-    /// then the answer.
-    enum ReadEffect {
-        /// Start fetch `id` (registered in `fetches`) for `range`.
-        case fetch(id: UInt64, range: Range<Int64>)
-        /// Stop fetch `id`'s transfer now: it yielded to this read and
-        /// wants no more bytes (`yield`).
-        case stop(id: UInt64)
-        /// Answer with `range`, from the scratch file and `spilled`.
-        case serve(Episode.ReadToken, Range<Int64>, spilled: [SpillBuffer.Piece])
-        /// Answer with `range` of a replaced version, from its own file and
-        /// `spilled` (`readKept`).
-        case serveKept(Episode.ReadToken, Range<Int64>, from: Episode.FileToken?, spilled: [SpillBuffer.Piece])
-        /// Answer with no bytes: the read starts at or past the end.
-        case answerEmpty(Episode.ReadToken)
-        /// Answer EIO: the handle is unknown, or reads bytes a version the
-        /// origin replaced never had (guarantee 3), or the episode's length
-        /// is unknown.
-        case fail(Episode.ReadToken)
-        /// Run `recheckDue` after `delay` seconds: a read that jumped waits
-        /// for a fetch not its own.
-        case recheck(after: Double)
-    }
-
     /// What a read needs to know of the world besides the state.
     struct ReadContext {
         /// Monotonic seconds (`monotonicSeconds()`).
@@ -50,7 +26,7 @@ extension Episode.State {
     /// as a waiter; answered with fewer bytes only at the end.
     mutating func read(
         handle: UInt64, offset: Int64, size: Int, reply: Episode.ReadToken, context: ReadContext
-    ) -> [ReadEffect] {
+    ) -> [Effect] {
         guard let reader = handles[handle] else { return [.fail(reply)] }
         if reader.provisional {
             // Opened before the first response: wait for it.
@@ -82,7 +58,7 @@ extension Episode.State {
         let wanted = offset..<end
         let window = windowOf(jumped ? 0 : followed.streak)
         let reach = context.tuning.reach(ofReadEndingAt: end, length: length)
-        var effects: [ReadEffect] = []
+        var effects: [Effect] = []
         if follow.moved, !fresh, unstable == nil, handles.count == 1 {
             // The listener is at a new place: what its old place's
             // read-ahead still brings must not share the link with it.
@@ -90,7 +66,7 @@ extension Episode.State {
             // page cache skip what another brought in, which looks like a
             // move, and cutting their streams cost the origin 1.2 x the
             // size for 8 readers (bench/run).
-            effects += yieldLeftBehind(by: handle, wanted: wanted, window: windowOf).map { ReadEffect.stop(id: $0) }
+            effects += yieldLeftBehind(by: handle, wanted: wanted, window: windowOf).map { Effect.stop(id: $0) }
         }
         if !available.contains(wanted) {
             // A fetch that would bring these bytes later than a request of
@@ -103,7 +79,7 @@ extension Episode.State {
                 let stopped = yieldToJump(
                     wanted: wanted, handle: handle, following: readsOn, link: context.link, now: context.now,
                     since: context.now, window: windowOf)
-                effects += stopped.map { ReadEffect.stop(id: $0) }
+                effects += stopped.map { Effect.stop(id: $0) }
             }
             for gap in uncoveredGaps(in: wanted) {
                 effects.append(planFetch(from: gap, window: window, length: reach, tuning: context.tuning))
@@ -144,13 +120,13 @@ extension Episode.State {
     /// and the read gets a fetch of its own. Armed again while such reads
     /// wait. On an unstable origin, its one stream is its variant: only a
     /// second whole stream can be sooner (`secondStreamIfSooner`).
-    mutating func recheckDue(context: ReadContext) -> [ReadEffect] {
+    mutating func recheckDue(context: ReadContext) -> [Effect] {
         recheckArmed = false
         if unstable != nil { return secondStreamIfSooner(context: context) }
         guard let length else { return [] }
         let windowOf = { (streak: Int) in ReadPlan.window(streak: streak, link: context.link, tuning: context.tuning) }
         let deferredBefore = deferred
-        var effects: [ReadEffect] = []
+        var effects: [Effect] = []
         for index in waiters.indices where waiters[index].generation == generation && !waiters[index].following {
             // Judged as a new read: its own wait does not keep the fetch
             // it may leave going (`yield`).
@@ -159,7 +135,7 @@ extension Episode.State {
                 wanted: waiter.range, handle: waiter.handle, following: false, link: context.link, now: context.now,
                 since: waiter.since, window: windowOf)
             waiters.insert(waiter, at: index)
-            effects += stopped.map { ReadEffect.stop(id: $0) }
+            effects += stopped.map { Effect.stop(id: $0) }
         }
         if deferred != deferredBefore {
             effects += fetchesForOrphanedWaiters(window: windowOf(0), length: length, tuning: context.tuning)
@@ -174,7 +150,7 @@ extension Episode.State {
     // MARK: - Private methods
 
     /// The `.recheck` for reads waiting for `need` bytes at most, armed.
-    mutating func armRecheck(need: Int64, context: ReadContext) -> ReadEffect {
+    mutating func armRecheck(need: Int64, context: ReadContext) -> Effect {
         recheckArmed = true
         return .recheck(
             after: JoinOrJump.recheckDelay(need: need, rate: context.link.throughput, roundTrip: context.link.latency))
@@ -184,8 +160,8 @@ extension Episode.State {
     /// are on their way any more (a fetch that yielded was cut before them).
     private mutating func fetchesForOrphanedWaiters(
         window: Int64, length: Int64, tuning: EpisodeReader.Tuning
-    ) -> [ReadEffect] {
-        var effects: [ReadEffect] = []
+    ) -> [Effect] {
+        var effects: [Effect] = []
         for waiter in waiters where waiter.generation == generation {
             // `uncoveredGaps` sees each fetch planned here as on its way.
             while let gap = uncoveredGaps(in: waiter.range).first {
@@ -205,7 +181,7 @@ extension Episode.State {
     /// never over bytes already here or already on their way.
     mutating func planFetch(
         from gap: Range<Int64>, window: Int64, length: Int64, tuning: EpisodeReader.Tuning
-    ) -> ReadEffect {
+    ) -> Effect {
         var upper = ReadPlan.widenedEnd(of: gap, window: window, length: length)
         if let next = available.ranges.first(where: { $0.lowerBound > gap.lowerBound }) {
             upper = min(upper, next.lowerBound)
@@ -234,7 +210,7 @@ extension Episode.State {
     /// Keeps a sequential reader's next `window` bytes on their way.
     private mutating func readAhead(
         after end: Int64, window: Int64, length: Int64, context: ReadContext
-    ) -> [ReadEffect] {
+    ) -> [Effect] {
         // The frontier: where bytes stop being here or on their way.
         var covered = available
         for progress in fetches.values where progress.generation == generation {
@@ -260,7 +236,7 @@ extension Episode.State {
         // the reader reads from (docs/DESIGN.md, "Read-ahead").
         var arriving = arrivingBytes(after: end)
         let overlap = ReadPlan.readAheadOverlap(link: context.link, tuning: context.tuning)
-        var effects: [ReadEffect] = []
+        var effects: [Effect] = []
         while frontier < length, frontier - end < ahead, arriving <= overlap {
             // Up to the next bytes already here or on their way: a window
             // never fetches again what is cached further on.

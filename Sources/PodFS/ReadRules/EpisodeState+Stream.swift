@@ -15,9 +15,9 @@ extension Episode.State {
     /// `If-Range` nothing shows that a stream continues the cached bytes'
     /// version: it starts at byte 0 and asks to the end whatever the
     /// length (its head drops a cached part, `restartsStream`).
-    mutating func streamingWhole(_ effects: [ReadEffect]) -> [ReadEffect] {
+    mutating func streamingWhole(_ effects: [Effect]) -> [Effect] {
         guard unstable != nil, let length else { return effects }
-        var kept: [ReadEffect] = []
+        var kept: [Effect] = []
         var wanted = false
         for effect in effects {
             if case .fetch(let id, _) = effect {
@@ -47,11 +47,11 @@ extension Episode.State {
     /// file never reads a byte of another variant and never gets EIO.
     mutating func openStreamed(
         handle: UInt64, reply: Episode.OpenToken, dropAttributes: Bool, seenByKernel: Bool = true
-    ) -> [OpenEffect] {
+    ) -> [Effect] {
         if let length, (present.contains(0..<length) && !unprovenBytes) || (streamOnItsWay && probeID == nil) {
             handles[handle] = Episode.HandleState(generation: generation, seenByKernel: seenByKernel)
             defer { if seenByKernel { kernelPagesStale = false } }
-            return [.answer(reply, Episode.OpenAnswer(handle: handle, keepCache: !kernelPagesStale, dropAttributes: dropAttributes))]
+            return [.answerOpen(reply, Episode.OpenAnswer(handle: handle, keepCache: !kernelPagesStale, dropAttributes: dropAttributes))]
         }
         openWaiters.append(
             Episode.OpenWaiter(reply: reply, handle: handle, dropAttributes: dropAttributes, seenByKernel: seenByKernel))
@@ -79,7 +79,7 @@ extension Episode.State {
     /// of it and get EIO past it, as when a variant's link is gone; a new
     /// open reads the second. Armed again while reads wait on a flowing
     /// stream.
-    mutating func secondStreamIfSooner(context: ReadContext) -> [ReadEffect] {
+    mutating func secondStreamIfSooner(context: ReadContext) -> [Effect] {
         guard let length, let streamID, let stream = fetches[streamID], stream.generation == generation,
             stream.cursor < stream.upper
         else { return [] }

@@ -78,7 +78,7 @@ extension Episode.State {
     /// A strong ETag sent in `If-Range` vouches for the bytes instead (an
     /// origin that answered the range with it serves the same variant), so
     /// an honest origin is never asked for a byte twice (guarantee 2).
-    mutating func checkingContinuity(_ effects: [ReadEffect]) -> [ReadEffect] {
+    mutating func checkingContinuity(_ effects: [Effect]) -> [Effect] {
         effects.map { effect in
             guard case .fetch(let id, let range) = effect, range.lowerBound > 0, var progress = fetches[id],
                 progress.cursor == range.lowerBound, let floor = continuedFrom(range.lowerBound, excluding: id)
@@ -127,7 +127,7 @@ extension Episode.State {
     /// Overlaps of `generation` matched the cached bytes: a second
     /// response served the same bytes, so the version is agreed. Returns
     /// the opens that waited for that proof (`open`), answered now.
-    mutating func overlapMatched(generation: UInt64) -> [(Episode.OpenToken, Episode.OpenAnswer)] {
+    mutating func overlapMatched(generation: UInt64) -> [Effect] {
         guard self.generation == generation else { return [] }
         versionAgreed = true
         // Not opens waiting for a probe of their own (`validated` is then
@@ -140,22 +140,22 @@ extension Episode.State {
     /// cached byte goes (they may be of another variant than what comes
     /// next) and this response stops; the mark is kept. Apply under the
     /// index lock, like a version change. `nil`: the fetch is stale.
-    mutating func continuityBroken(id: UInt64) -> (durable: [HeadEffect], then: [HeadEffect])? {
+    mutating func continuityBroken(id: UInt64) -> Transition? {
         guard let progress = fetches[id], progress.generation == generation else { return nil }
         let dropped = dropVersion(keeping: id, existing: nil)
         fetches[id] = nil
-        var durable: [HeadEffect] = [.dropIndexRanges]
+        var durable: [Effect] = [.dropIndexRanges]
         if let length, let free = freeingOldBytes(old: length, new: length) { durable.append(free) }
-        var then: [HeadEffect] = []
+        var then: [Effect] = []
         if variant.markStitched(Self.overlapMismatch) {
             then.append(.markUnstable(Self.overlapMismatch))
         }
         then.append(.invalidateKernel(pages: true))
-        if !dropped.failed.isEmpty { then.append(.fail(dropped.failed)) }
+        then += dropped.failed.map(Effect.fail)
         // Opens that waited for this proof read what comes next.
-        then.append(.answerOpens(answerOpens(dropAttributes: true)))
+        then += answerOpens(dropAttributes: true)
         if !dropped.again.isEmpty { then.append(.resume(reads: dropped.again, sized: [])) }
-        return (durable, then)
+        return Transition(durable: durable, then: then)
     }
 
     // MARK: - Private methods

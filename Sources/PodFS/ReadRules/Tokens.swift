@@ -51,7 +51,7 @@ extension Episode {
         case notOpen
         /// Open.
         case open(FileToken)
-        /// Being replaced (`HeadEffect.replace`): the path still names the
+        /// Being replaced (`Effect.replace`): the path still names the
         /// replaced version's file until the driver made the new one
         /// (`replaced(with:)`), so no file is opened at it.
         case replacing

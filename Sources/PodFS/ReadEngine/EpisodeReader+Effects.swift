@@ -1,0 +1,145 @@
+import FUSEBridge
+import Logging
+import RangeCache
+
+/// The one place the read rules' effects are carried out
+/// (`Episode.State.Effect`), outside the episode's lock, in their order.
+extension EpisodeReader {
+    // MARK: - Nested types
+
+    /// What some effects need beyond the episode, from the event that
+    /// decided them.
+    struct EffectContext {
+        /// Where `.fetch` goes (`target`, taken under the lock with the
+        /// event); asked again when not given.
+        var target: RequestTarget?
+        /// The version a `.serve` was decided on: a read is never served
+        /// from another version's file.
+        var generation: UInt64?
+        /// The transfer whose head the effects follow (`.endAfterHead`).
+        var fetch: Fetch?
+        /// The read that made them, for the log.
+        var read: (offset: Int64, size: Int)?
+        /// The effects settle fetch `id`, which ended (`failed`: with an
+        /// error), for the log.
+        var settled: (id: UInt64, failed: Bool)?
+        /// The cache's own open and fetches (the keeper's, a scan's fetch
+        /// ahead, `Fetch.forKeeper`), logged as `fetchLog`.
+        var forKeeper = false
+        var fetchLog = "fetching"
+    }
+
+    // MARK: - Methods
+
+    /// Carries out `effects` of `episode`, in their order, outside its
+    /// lock. Returns whether the transfer whose head they follow goes on.
+    /// The durable ones (the index, the scratch file) stop at the first
+    /// failure: bytes the index may still list are never freed
+    /// (guarantee 1).
+    @discardableResult
+    func carryOut(_ effects: [Episode.State.Effect], of episode: Episode, _ context: EffectContext = .init()) -> Bool {
+        var goesOn = true
+        do {
+            for effect in effects {
+                if case .endAfterHead = effect {
+                    context.fetch?.endAfterHead()
+                    goesOn = false
+                } else {
+                    try carryOut(effect, of: episode, context)
+                }
+            }
+        } catch {
+            logger.error("could not update the cache index", metadata: ["error": "\(error)"])
+            // A replacement that never ran: the index may still list the old
+            // bytes, so their file stays at its path, untouched, and is the
+            // new version's too (as before files were kept): not kept for
+            // open files, which then read EIO.
+            for case .replace(let old, _) in effects {
+                episode.state.withLock { state in
+                    if state.replacingScratch { _ = state.keptInPlace(old) }
+                }
+            }
+        }
+        return goesOn
+    }
+
+    // MARK: - Private methods
+
+    private func carryOut(_ effect: Episode.State.Effect, of episode: Episode, _ context: EffectContext) throws {
+        switch effect {
+        case .fetch(let id, let range):
+            var metadata: Logger.Metadata = [
+                "episode.key": "\(episode.key)", "range.lower": "\(range.lowerBound)",
+                "range.upper": "\(range.upperBound)",
+            ]
+            if let read = context.read {
+                metadata["read.offset"] = "\(read.offset)"
+                metadata["read.size"] = "\(read.size)"
+            }
+            logger.debug(
+                context.settled == nil ? "\(context.fetchLog)" : "fetching what a fetch gave up for a jump",
+                metadata: metadata)
+            let target = context.target ?? episode.state.withLock { self.target($0, of: episode) }
+            startFetch(id, range: range, of: episode, to: target, forKeeper: context.forKeeper)
+        case .probe(let probe):
+            send(probe, of: episode, forKeeper: context.forKeeper)
+        case .check(let probe):
+            send(probe, of: episode, background: true, forKeeper: context.forKeeper)
+        case .stop(let id):
+            stop([id], of: episode)
+        case .endAfterHead:
+            context.fetch?.endAfterHead()
+        case .recheck(let delay):
+            scheduleRecheck(of: episode, after: delay)
+        case .answerOpen(let token, let answer):
+            if let answer { token.reply.opened(answer.options) } else { token.reply.fail(.ioError) }
+        case .serve(let reply, let range, let spilled):
+            let file = scratchFile(of: episode, generation: context.generation)
+            answer(reply, with: .cached(range, file, spilled: spilled), episode: episode)
+        case .serveKept(let reply, let range, let file, let spilled):
+            answer(reply, with: .cached(range, file?.file, spilled: spilled), episode: episode)
+        case .answerEmpty(let reply):
+            answer(reply, with: .empty, episode: episode)
+        case .fail(let reply):
+            if let settled = context.settled {
+                logger.debug(
+                    "a read fails: the fetch it waited for ended and no other brings its bytes",
+                    metadata: ["episode.key": "\(episode.key)", "fetch.id": "\(settled.id)", "failed": "\(settled.failed)"])
+            }
+            answer(reply, with: .eio, episode: episode)
+        case .resume(let reads, let sized):
+            resume((reads, sized), of: episode)
+        case .answerAtEnd:
+            answerWaitersAtEnd(episode)
+        case .dropIndexRanges:
+            try index.dropRanges(key: episode.key)
+        case .reshape(let scratch, let old, let new):
+            // Still on the network thread, before any byte of the new
+            // version is written.
+            reshape(scratch.file, old: old, new: new)
+        case .replace(let old, let length):
+            replace(old.file, length: length, of: episode)
+        case .saveVersion(let version, let pinnedURL, let pinnedIssuer):
+            try index.setValidator(EpisodeValidator(
+                key: episode.key, length: version.length ?? 0, etag: version.etag,
+                lastModified: version.lastModified, pinnedURL: pinnedURL, pinnedIssuer: pinnedIssuer))
+        case .saveVersionLater:
+            markDirty(episode)
+        case .markUnstable(let reason):
+            markUnstable(episode, reason: reason)
+        case .invalidateKernel(let pages):
+            // Dropping pages would wait on reads in flight, and a daemon
+            // killed meanwhile would leave that wait hanging: a size
+            // learned for the same bytes drops attributes only.
+            let kernel = invalidator.withLock { $0 }
+            if pages { kernel?.invalidate(inode: episode.inode) } else { kernel?.invalidateAttributes(inode: episode.inode) }
+        case .logChanged, .logVariantGone, .logKeptFinal, .logIgnoresRange:
+            log(effect, of: episode)
+        case .logUnproven:
+            // The mark was made when the index was read: it is kept now,
+            // with the bytes of one stream.
+            log(effect, of: episode)
+            recordUnstable(episode, reason: Episode.State.noValidator)
+        }
+    }
+}
