@@ -41,12 +41,7 @@ extension EpisodeReader {
         var goesOn = true
         do {
             for effect in effects {
-                if case .endAfterHead = effect {
-                    context.fetch?.endAfterHead()
-                    goesOn = false
-                } else {
-                    try carryOut(effect, of: episode, context)
-                }
+                if try !carryOut(effect, of: episode, context) { goesOn = false }
             }
         } catch {
             logger.error("could not update the cache index", metadata: ["error": "\(error)"])
@@ -65,7 +60,9 @@ extension EpisodeReader {
 
     // MARK: - Private methods
 
-    private func carryOut(_ effect: Episode.State.Effect, of episode: Episode, _ context: EffectContext) throws {
+    /// Carries out one effect; `false` when it ends the transfer whose
+    /// head it follows.
+    private func carryOut(_ effect: Episode.State.Effect, of episode: Episode, _ context: EffectContext) throws -> Bool {
         switch effect {
         case .fetch(let id, let range):
             var metadata: Logger.Metadata = [
@@ -89,6 +86,7 @@ extension EpisodeReader {
             stop([id], of: episode)
         case .endAfterHead:
             context.fetch?.endAfterHead()
+            return false
         case .recheck(let delay):
             scheduleRecheck(of: episode, after: delay)
         case .answerOpen(let token, let answer):
@@ -141,5 +139,6 @@ extension EpisodeReader {
             log(effect, of: episode)
             recordUnstable(episode, reason: Episode.State.noValidator)
         }
+        return true
     }
 }

@@ -161,7 +161,7 @@ struct ScanPattern: Sendable {
 
     private mutating func prefetches(after position: Int, of file: File, walk: inout Walk) -> [Prefetch] {
         let read = min(tuning.headLimit, Self.pageRounded(walk.headEnd))
-        let head = read > 0 ? tuning.reads.reach(ofReadEndingAt: read, length: .max) : 0
+        let head = read > 0 ? min(tuning.headLimit, tuning.reads.reach(ofReadEndingAt: read, length: .max)) : 0
         // The tail in bytes from the end: the driver starts it at the
         // page the kernel's read of those bytes starts at.
         let tail = min(tuning.tailLimit, walk.tailSize)
