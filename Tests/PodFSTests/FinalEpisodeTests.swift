@@ -9,6 +9,17 @@ import Testing
 @Suite struct FinalEpisodeTests {
     private let mib = ReadBench.mib
 
+    /// What a mount restores of a complete episode the index marks final:
+    /// 4 MiB, every byte cached, from `link` (pinned by `issuer`), with
+    /// `unstable` if its origin was found to stitch. Nothing confirmed it
+    /// in this mount yet.
+    private func restoredFinal(link: String? = nil, issuer: String? = nil, unstable: StitchReason? = nil) -> Episode.State {
+        Episode.State(restoring: EpisodeRecord(
+            id: 1, key: "k", url: "http://feeds/a.mp3", length: 4 * mib, etag: "\"v1\"", lastModified: nil,
+            ranges: [0..<(4 * mib)],
+            variant: EpisodeVariant(pinnedURL: link, pinnedIssuer: issuer, unstable: unstable?.code, isFinal: true)))
+    }
+
     @Test func anEpisodeWithEveryByteBecomesFinalWithTheNextCommit() {
         var state = ReadBench(length: 4 * mib, present: [0..<(4 * mib)]).state
         let snapshot = state.takeCommitSnapshot(key: "k")
@@ -20,10 +31,7 @@ import Testing
     }
 
     @Test func aFinalEpisodeOfAnUnstableOriginOpensWithoutAskingIt() {
-        var state = ReadBench(length: 4 * mib, present: [0..<(4 * mib)], handles: []).state
-        state.validation = .unconfirmed(lastConfirmed: nil)
-        state.variant.becameFinal()
-        state.variant.markStitched(.validatorChanged)
+        var state = restoredFinal(unstable: .validatorChanged)
         let effects = state.open(handle: 7, reply: Episode.OpenToken.fake(), now: 1, feedLength: nil, tuning: EpisodeReader.Tuning())
         #expect(effects.count == 1)
         #expect(effects.allSatisfy { if case .answerOpen = $0 { true } else { false } }, "answered, no probe")
@@ -32,10 +40,7 @@ import Testing
     }
 
     @Test func anotherVariantAtAnotherLinkKeepsTheFinalEpisode() throws {
-        var state = ReadBench(length: 4 * mib, present: [0..<(4 * mib)], handles: []).state
-        state.validation = .unconfirmed(lastConfirmed: nil)
-        state.variant.pin("http://cdn/v1?sig=a", issuer: nil)
-        state.variant.becameFinal()
+        var state = restoredFinal(link: "http://cdn/v1?sig=a")
         let effects = state.open(handle: 7, reply: Episode.OpenToken.fake(), now: 1, feedLength: nil, tuning: EpisodeReader.Tuning())
         let probe = try #require(effects.compactMap { if case .check(let p) = $0 { p } else { nil } }.first)
         let other = FetchHead(
@@ -61,10 +66,7 @@ import Testing
     @Test func anOpenWhoseOwnProbeFindsThePinnedLinkGoneIsAnsweredFromTheCache() throws {
         // The order a remount from kept copies makes likely: the open comes
         // before the mount's check, so its own probe asks the pinned link.
-        var state = ReadBench(length: 4 * mib, present: [0..<(4 * mib)], handles: []).state
-        state.validation = .unconfirmed(lastConfirmed: nil)
-        state.variant.pin("http://cdn/v1?sig=a", issuer: nil)
-        state.variant.becameFinal()
+        var state = restoredFinal(link: "http://cdn/v1?sig=a")
         let reply = Episode.OpenToken.fake()
         let effects = state.open(handle: 7, reply: reply, now: 1, feedLength: nil, tuning: EpisodeReader.Tuning())
         let probe = try #require(effects.compactMap { if case .check(let p) = $0 { p } else { nil } }.first)
@@ -84,10 +86,7 @@ import Testing
     }
 
     @Test func aFinalEpisodeWhoseLinkIsGoneKeepsItAcrossMountsAndIsNotCheckedAgain() throws {
-        var state = ReadBench(length: 4 * mib, present: [0..<(4 * mib)], handles: []).state
-        state.validation = .unconfirmed(lastConfirmed: nil)
-        state.variant.pin("http://cdn/v1?sig=a", issuer: "public")
-        state.variant.becameFinal()
+        var state = restoredFinal(link: "http://cdn/v1?sig=a", issuer: "public")
         // The mount's check finds the link gone (403).
         let started = state.startMountCheck()
         let check = try #require(started)
@@ -108,13 +107,11 @@ import Testing
     }
 
     @Test func evictionAndANewVersionEndFinality() {
-        var state = ReadBench(length: 4 * mib, present: [0..<(4 * mib)], handles: []).state
-        state.variant.becameFinal()
+        var state = restoredFinal()
         #expect(state.mayEvict)
         state.evicted()
         #expect(!state.isFinal && !state.isComplete)
-        var other = ReadBench(length: 4 * mib, present: [0..<(4 * mib)], handles: []).state
-        other.variant.becameFinal()
+        var other = restoredFinal()
         _ = other.dropVersion(keeping: 0, existing: nil)
         #expect(!other.isFinal)
     }
