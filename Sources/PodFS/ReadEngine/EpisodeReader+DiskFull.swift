@@ -41,7 +41,7 @@ extension EpisodeReader {
         let reading = disk.takeSpillers().contains { episode in
             episode.state.withLock { !$0.handles.isEmpty }
         }
-        let uncommitted = dirtyEpisodes.withLock { !$0.isEmpty }
+        let uncommitted = !dirtyEpisodes.isEmpty
         guard reading || uncommitted else { return }
         disk.releaseReserve()
         flush()

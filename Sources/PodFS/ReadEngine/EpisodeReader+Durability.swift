@@ -3,14 +3,6 @@ import Logging
 import RangeCache
 import Locking
 
-/// The flush thread's lifecycle.
-enum FlushThreadState {
-    case idle
-    case running
-    case stopping
-    case stopped
-}
-
 /// Commits present ranges to the index in the order that keeps guarantee 1:
 /// snapshot the ranges, `fdatasync` the scratch file, then commit the
 /// snapshot. Everything in a snapshot was written before it was taken, so
@@ -21,40 +13,18 @@ extension EpisodeReader {
     /// then only evicts, every second). Creates the reserve file that lets
     /// the index evict on a full disk.
     public func startFlushing(interval: Double = 1.0) {
-        let start = flusher.withLock { state -> Bool in
-            guard state == .idle else { return false }
-            state = .running
-            return true
+        flusher.start(interval: interval, prepare: { disk.makeReserve(logger: logger) }) { [self] in
+            recoverSpace()
+            flush()
+            evictIfOverLimit()
         }
-        guard start else { return }
-        disk.makeReserve(logger: logger)
-        let tick = interval > 0 ? interval : 1
-        let thread = Thread { [self] in
-            blockSignalsForHelperThread()
-            while flusher.withLock({ $0 == .running }) {
-                Thread.sleep(forTimeInterval: tick)
-                recoverSpace()
-                flush()
-                evictIfOverLimit()
-            }
-            flusher.withLock { $0 = .stopped }
-        }
-        thread.name = "podfs-flush"
-        thread.start()
     }
 
     /// Stops the flush thread and commits what is left. Call after the
     /// HTTP client is shut down: queued writes land first.
     public func stopFlushing() {
         drainWriters()
-        let wait = flusher.withLock { state -> Bool in
-            guard state == .running else { return false }
-            state = .stopping
-            return true
-        }
-        if wait {
-            while !flusher.withLock({ $0 == .stopped }) { Thread.sleep(forTimeInterval: 0.01) }
-        }
+        flusher.stop()
         flush()
     }
 
@@ -62,10 +32,7 @@ extension EpisodeReader {
     /// `Episode.State.commitPlan`: sync first, then the index.
     public func flush() {
         indexLock.withLock { commits in
-            let episodes = dirtyEpisodes.withLock { dirty in
-                defer { dirty.removeAll() }
-                return Array(dirty.values)
-            }
+            let episodes = dirtyEpisodes.takeAll()
             guard !episodes.isEmpty else { return }
             let snapshots = episodes.map { episode in
                 episode.state.withLock { $0.takeCommitSnapshot(key: episode.key) }
@@ -125,7 +92,7 @@ extension EpisodeReader {
 
     /// Queues an episode for the next commit.
     func markDirty(_ episode: Episode) {
-        dirtyEpisodes.withLock { $0[ObjectIdentifier(episode)] = episode }
+        dirtyEpisodes.mark(episode)
     }
 }
 

@@ -119,9 +119,10 @@ public final class EpisodeReader: Sendable {
     /// a zero-size value would also trip TSan's exclusivity checks.
     let indexLock = Locked<Int>(0)
     /// Episodes whose `present` changed since the last commit.
-    let dirtyEpisodes = Locked<[ObjectIdentifier: Episode]>([:])
+    let dirtyEpisodes = DirtyEpisodes()
     private let nextID = Atomic<UInt64>(1)
-    let flusher = Locked<FlushThreadState>(.idle)
+    /// The flush thread (`startFlushing`).
+    let flusher = FlushThread()
     /// The mount's episodes by key, for eviction (episodes of feeds not
     /// mounted are evicted in the index and on disk only).
     let episodesByKey = Locked<[String: Episode]>([:])
