@@ -10,12 +10,28 @@ import Testing
     private let mib = ReadBench.mib
     private let tuning = EpisodeReader.Tuning()
 
-    private func cached(validated: Bool = false) -> Episode.State {
-        var state = Episode.State()
-        state.length = 10 * mib
-        state.etag = "\"v1\""
-        state.present = RangeSet([0..<10 * mib])
-        state.validation = validated ? .confirmed(at: 100) : .unconfirmed(lastConfirmed: nil)
+    /// A 10 MiB episode an earlier mount cached (`present`), as this mount
+    /// restores it from the index; `validated`: this mount's check of it
+    /// was answered at 100 s (monotonic) with the same version.
+    private func cached(validated: Bool = false, present: [Range<Int64>] = [0..<10 * ReadBench.mib]) -> Episode.State {
+        var state = Episode.State(restoring: EpisodeRecord(
+            id: 1, key: "k", url: "http://o/a.mp3", length: 10 * mib, etag: "\"v1\"", lastModified: nil,
+            ranges: present))
+        guard validated, let check = state.startMountCheck() else { return state }
+        let answer = FetchHead(
+            status: 206, rangeFirst: check.range.lowerBound, rangeLast: check.range.lowerBound, total: 10 * mib,
+            contentLength: 1, etag: "\"v1\"", lastModified: nil, effectiveURL: "http://o/a.mp3")
+        let context = Episode.State.HeadContext(now: 100, feedLength: nil, isBackground: true, holdingIndexLock: false)
+        _ = state.head(
+            id: check.id, answer, start: check.range.lowerBound, last: check.range.lowerBound, total: 10 * mib,
+            context: context)
+        _ = state.bodyArrived(id: check.id, count: 1)
+        _ = [UInt8(0)].withUnsafeBytes { byte in
+            state.bodyWritten(id: check.id, range: check.range, generation: 0, written: true, bytes: byte, spillLimit: 1)
+        }
+        _ = state.fetchEnded(id: check.id, error: nil, attempt: 1, tuning: tuning)
+        _ = state.fetchSettled(id: check.id, failure: nil, isBackground: true, minimumFetch: tuning.minimumFetch)
+        #expect(state.validated && state.validatedAt == 100 && state.fetches.isEmpty, "the check confirmed it and ended")
         return state
     }
 
@@ -77,14 +93,12 @@ import Testing
         #expect(answers(second).map(\.handle) == [2] && checks(second).isEmpty)
         // Head and tail cached (a scanner's): the check asks the first byte
         // not cached.
-        var part = cached()
-        part.present = RangeSet([0..<mib, 9 * mib..<10 * mib])
+        var part = cached(present: [0..<mib, 9 * mib..<10 * mib])
         let partial = part.open(handle: 1, reply: Episode.OpenToken.fake(), now: 200, feedLength: nil, tuning: tuning)
         #expect(answers(partial).count == 1 && checks(partial).first?.range == mib..<mib + 1)
         // A listener's part, without the tail: the open waits for the
         // origin, so a variant whose link expired is replaced first.
-        var listened = cached()
-        listened.present = RangeSet([0..<3 * mib])
+        var listened = cached(present: [0..<3 * mib])
         let waiting = listened.open(handle: 1, reply: Episode.OpenToken.fake(), now: 200, feedLength: nil, tuning: tuning)
         #expect(answers(waiting).isEmpty && probes(waiting).count == 1)
     }
