@@ -46,21 +46,21 @@ extension EpisodeReader {
             now: monotonicSeconds(), feedLength: episode.feedLength, isBackground: fetch.isBackground,
             holdingIndexLock: false)
         var outcome = episode.state.withLock { $0.head(id: fetch.id, head, start: start, last: last, total: total, context: context) }
-        if outcome.0 == .needsIndexLock {
+        if outcome.verdict == .needsIndexLock {
             outcome = indexLock.withLock { _ in
                 context.holdingIndexLock = true
                 context.existingScratch = existingScratch(of: episode).map(Episode.FileToken.init)
                 let outcome = episode.state.withLock {
                     $0.head(id: fetch.id, head, start: start, last: last, total: total, context: context)
                 }
-                carryOut(outcome.1.durable, of: episode)
+                carryOut(outcome.transition.durable, of: episode)
                 return outcome
             }
         } else {
-            carryOut(outcome.1.durable, of: episode)
+            carryOut(outcome.transition.durable, of: episode)
         }
-        guard outcome.0 == .accepted else { return false }
-        return carryOut(outcome.1.then, of: episode, EffectContext(fetch: fetch))
+        guard outcome.verdict == .accepted else { return false }
+        return carryOut(outcome.transition.then, of: episode, EffectContext(fetch: fetch))
     }
 
     /// The scratch file of an episode not opened in this mount, if its

@@ -4,18 +4,25 @@ import RangeCache
 // The driver's side of the requests the read rules carry as tokens
 // (`Episode.Token`): made from the FUSE replies, resolved to answer them.
 
+extension Episode.Token {
+    /// The request this token holds, as the driver made it: a token of
+    /// one kind always holds the same type (the inits below), so anything
+    /// else is a bug that stops here.
+    fileprivate func held<Request>(as type: Request.Type) -> Request {
+        guard let request = request as? Request else {
+            preconditionFailure("a token holds \(Swift.type(of: request)), not \(type)")
+        }
+        return request
+    }
+}
+
 extension Episode.Token where Kind == Episode.ReadRequest {
     init(_ reply: any DataReplying) {
         self.init(wrapping: reply)
     }
 
     /// The read's reply.
-    var reply: any DataReplying {
-        guard let reply = request as? any DataReplying else {
-            preconditionFailure("a read's token holds \(type(of: request)), not a read's reply")
-        }
-        return reply
-    }
+    var reply: any DataReplying { held(as: (any DataReplying).self) }
 }
 
 extension Episode.Token where Kind == Episode.OpenRequest {
@@ -24,12 +31,7 @@ extension Episode.Token where Kind == Episode.OpenRequest {
     }
 
     /// The open's reply.
-    var reply: any OpenReplying {
-        guard let reply = request as? any OpenReplying else {
-            preconditionFailure("an open's token holds \(type(of: request)), not an open's reply")
-        }
-        return reply
-    }
+    var reply: any OpenReplying { held(as: (any OpenReplying).self) }
 }
 
 extension Episode.Token where Kind == Episode.SizeRequest {
@@ -48,10 +50,7 @@ extension Episode.Token where Kind == Episode.SizeRequest {
 
     /// Answers the attribute request, now that the size is known.
     func answer() {
-        guard let box = request as? Answer else {
-            preconditionFailure("a stat's token holds \(type(of: request)), not its answer")
-        }
-        box.answer()
+        held(as: Answer.self).answer()
     }
 }
 
@@ -61,12 +60,7 @@ extension Episode.Token where Kind == Episode.ScratchRequest {
     }
 
     /// The scratch file.
-    var file: ScratchFile {
-        guard let file = request as? ScratchFile else {
-            preconditionFailure("a scratch file's token holds \(type(of: request))")
-        }
-        return file
-    }
+    var file: ScratchFile { held(as: ScratchFile.self) }
 }
 
 extension Episode.OpenAnswer {

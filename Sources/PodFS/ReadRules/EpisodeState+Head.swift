@@ -90,7 +90,7 @@ extension Episode.State {
     /// episode of `total` bytes.
     mutating func head(
         id: UInt64, _ head: FetchHead, start: Int64, last: Int64?, total: Int64, context: HeadContext
-    ) -> (HeadVerdict, Transition) {
+    ) -> (verdict: HeadVerdict, transition: Transition) {
         guard var progress = fetches[id], progress.generation == generation else { return (.stale, Transition()) }
         let answer = OriginVersion(length: total, etag: head.etag, lastModified: head.lastModified)
         let versionKnown = length != nil

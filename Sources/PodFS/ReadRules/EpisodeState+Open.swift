@@ -47,10 +47,7 @@ extension Episode.State {
                         reply: reply, handle: handle, dropAttributes: dropAttributes, seenByKernel: seenByKernel))
                 return []
             }
-            handles[handle] = Episode.HandleState(generation: generation, seenByKernel: seenByKernel)
-            defer { if seenByKernel { kernelPagesStale = false } }
-            let options = Episode.OpenAnswer(handle: handle, keepCache: !kernelPagesStale, dropAttributes: dropAttributes)
-            return [.answerOpen(reply, options)]
+            return [openNow(handle: handle, reply: reply, dropAttributes: dropAttributes, seenByKernel: seenByKernel)]
         }
         if let opened = openFromTheCache(
             handle: handle, reply: reply, dropAttributes: dropAttributes, seenByKernel: seenByKernel)
@@ -185,6 +182,18 @@ extension Episode.State {
         }
     }
 
+    // MARK: - Internal methods
+
+    /// Opens `handle` on the current version at once: the answer, keeping
+    /// the kernel's pages unless a replaced version may have left some
+    /// there; an open the kernel sees (`seenByKernel`) clears that.
+    mutating func openNow(handle: UInt64, reply: Episode.OpenToken, dropAttributes: Bool, seenByKernel: Bool) -> Effect {
+        handles[handle] = Episode.HandleState(generation: generation, seenByKernel: seenByKernel)
+        defer { if seenByKernel { kernelPagesStale = false } }
+        return .answerOpen(
+            reply, Episode.OpenAnswer(handle: handle, keepCache: !kernelPagesStale, dropAttributes: dropAttributes))
+    }
+
     // MARK: - Private methods
 
     /// Opens an episode whose head and tail are cached at once, on the
@@ -204,10 +213,7 @@ extension Episode.State {
         guard let length, length > 0, present.contains(0..<1), present.contains(length - 1..<length),
             openWaiters.isEmpty, !replacingScratch
         else { return nil }
-        handles[handle] = Episode.HandleState(generation: generation, seenByKernel: seenByKernel)
-        defer { if seenByKernel { kernelPagesStale = false } }
-        let answer = Effect.answerOpen(
-            reply, Episode.OpenAnswer(handle: handle, keepCache: !kernelPagesStale, dropAttributes: dropAttributes))
+        let answer = openNow(handle: handle, reply: reply, dropAttributes: dropAttributes, seenByKernel: seenByKernel)
         guard probeID == nil else { return [answer] }
         let first = present.gaps(in: 0..<length).first?.lowerBound ?? 0
         return [answer, .check(startProbe(range: first..<first + 1, minimumFetch: 1))]

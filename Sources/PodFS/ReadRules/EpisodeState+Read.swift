@@ -42,7 +42,8 @@ extension Episode.State {
         let windowOf = { (streak: Int) in ReadPlan.window(streak: streak, link: context.link, tuning: context.tuning) }
         let follow = ReadPlan.follow(
             reader, offset: offset, end: end, lastStream: lastStream, now: context.now, window: windowOf)
-        let followed = follow.reader
+        var followed = follow.reader
+        followed.extent.note(offset: offset, end: end, length: length, head: context.tuning.head)
         if follow.resumed { lastStream = nil }
         // A seek within the streak's reach keeps the streak (the window
         // stays large once the reader reads on there), but it is a jump:
@@ -53,7 +54,6 @@ extension Episode.State {
         let readsOn = follow.resumed || (fresh ? offset == 0 : follow.readsOn)
         let jumped = !fresh && !readsOn
         handles[handle] = followed
-        handles[handle]?.extent.note(offset: offset, end: end, length: length, head: context.tuning.head)
         if offset >= end { return [.answerEmpty(reply)] }
         let wanted = offset..<end
         let window = windowOf(jumped ? 0 : followed.streak)

@@ -49,9 +49,7 @@ extension Episode.State {
         handle: UInt64, reply: Episode.OpenToken, dropAttributes: Bool, seenByKernel: Bool = true
     ) -> [Effect] {
         if let length, (present.contains(0..<length) && !unprovenBytes) || (streamOnItsWay && probeID == nil) {
-            handles[handle] = Episode.HandleState(generation: generation, seenByKernel: seenByKernel)
-            defer { if seenByKernel { kernelPagesStale = false } }
-            return [.answerOpen(reply, Episode.OpenAnswer(handle: handle, keepCache: !kernelPagesStale, dropAttributes: dropAttributes))]
+            return [openNow(handle: handle, reply: reply, dropAttributes: dropAttributes, seenByKernel: seenByKernel)]
         }
         openWaiters.append(
             Episode.OpenWaiter(reply: reply, handle: handle, dropAttributes: dropAttributes, seenByKernel: seenByKernel))
