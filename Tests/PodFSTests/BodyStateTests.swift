@@ -11,10 +11,17 @@ import Testing
     private let mib = ReadBench.mib
     private let kib: Int64 = 1024
 
+    /// An episode as a mount restores it, with `present` on disk.
+    private static func restored(present: [Range<Int64>]) -> Episode.State {
+        var state = Episode.State()
+        state.current = .restored(length: 1000, present: present)
+        return state
+    }
+
     /// An episode with one reader waiting for `0..<4 KiB`, its fetch on its way.
     private func waiting(answersOnArrival: Bool = false) -> (Episode.State, UInt64, Episode.ReadToken) {
         var state = Episode.State()
-        state.length = 10 * mib
+        state.current = .restored(length: 10 * mib, etag: nil)
         state.handles[1] = Episode.HandleState(generation: 0)
         let reply = Episode.ReadToken.fake()
         state.waiters = [Episode.Waiter(range: 0..<4 * kib, reply: reply, generation: 0)]
@@ -30,12 +37,12 @@ import Testing
         var (state, id, _) = waiting()
         let arrival = state.bodyArrived(id: id, count: 64 * 1024)
         #expect(arrival?.offset == 0 && arrival?.count == 64 * 1024)
-        #expect(state.present.isEmpty && !state.dirty, "arrived is not on disk")
+        #expect(state.present.isEmpty && !state.unsaved.contains(.ranges), "arrived is not on disk")
         #expect(state.waiters.count == 1, "a read-ahead's reader waits for the disk")
         let ready = bytes.withUnsafeBytes { bytes in
             state.bodyWritten(id: id, range: 0..<64 * kib, generation: 0, written: true, bytes: bytes, spillLimit: 1 << 20)
         }
-        #expect(state.present.contains(0..<64 * kib) && state.dirty)
+        #expect(state.present.contains(0..<64 * kib) && state.unsaved.contains(.ranges))
         #expect(ready?.count == 1 && state.waiters.isEmpty)
         #expect(state.fetches[id]?.cursor == 64 * kib)
     }
@@ -57,7 +64,7 @@ import Testing
     @Test func bytesOfAReplacedVersionAreNeitherWrittenNorMarked() {
         var (state, id, _) = waiting()
         let arrival = state.bodyArrived(id: id, count: 4096)!
-        state.generation += 1
+        state.current.replaced()
         #expect(state.writeTarget(id: id, generation: arrival.generation, range: 0..<4096, step: 8 * mib) == nil)
         let ready = bytes.withUnsafeBytes { bytes in
             state.bodyWritten(id: id, range: 0..<4096, generation: arrival.generation, written: true, bytes: bytes, spillLimit: 1 << 20)
@@ -75,7 +82,7 @@ import Testing
         let ready = bytes.withUnsafeBytes { bytes in
             state.bodyWritten(id: id, range: 0..<64 * kib, generation: 0, written: false, bytes: bytes, spillLimit: 1 << 20)
         }
-        #expect(state.present.isEmpty && !state.dirty, "not written: never committed")
+        #expect(state.present.isEmpty && !state.unsaved.contains(.ranges), "not written: never committed")
         #expect(ready?.count == 1)
         #expect(ready?.first?.spilled.isEmpty == false, "answered from memory")
         let snapshot = state.takeCommitSnapshot(key: "k")
@@ -94,14 +101,10 @@ import Testing
     // MARK: - Guarantee 1: sync, then commit
 
     @Test func theFlushSyncsEveryFileBeforeItCommits() {
-        var states = [Episode.State(), Episode.State(), Episode.State()]
-        states[0].present = RangeSet([0..<10])
-        states[0].dirty = true
+        // Restored with 10 bytes each; the first and the last wrote more.
+        var states = (0..<3).map { _ in Self.restored(present: [0..<10]) }
+        for index in [0, 2] { states[index].unsaved.insert(.ranges) }
         states[0].lastRead = 5
-        states[1].present = RangeSet([0..<10])
-        states[1].dirty = false
-        states[2].present = RangeSet([0..<10])
-        states[2].dirty = true
         var snapshots = states.indices.map { states[$0].takeCommitSnapshot(key: "e\($0)") }
         // Files are opened by the driver; a token stands in for one here.
         let file = Episode.FileToken.fake()
@@ -109,13 +112,12 @@ import Testing
         snapshots[2].scratch = file
         let plan = Episode.State.commitPlan(snapshots)
         #expect(plan == [.sync(index: 0), .sync(index: 2), .commit, .touch(index: 0)])
-        #expect(!states[0].dirty && !states[2].dirty)
+        #expect(states[0].unsaved.isEmpty && states[2].unsaved.isEmpty)
     }
 
     @Test func rangesWithoutAFileAreNeverCommitted() {
-        var state = Episode.State()
-        state.present = RangeSet([0..<10])
-        state.dirty = true
+        var state = Self.restored(present: [0..<10])
+        state.unsaved.insert(.ranges)
         let plan = Episode.State.commitPlan([state.takeCommitSnapshot(key: "k")])
         #expect(plan == [.commit])
     }

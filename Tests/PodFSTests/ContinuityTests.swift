@@ -16,8 +16,7 @@ import Testing
     }
 
     @Test func aFetchRightAfterCachedBytesStartsAFewKiBBeforeThem() throws {
-        var bench = ReadBench(length: 10 * mib, present: [0..<mib])
-        bench.state.etag = nil
+        var bench = ReadBench(length: 10 * mib, etag: nil, present: [0..<mib])
         let planned = bench.read(at: mib)
         var state = bench.state
         let widened = state.checkingContinuity(planned)
@@ -34,8 +33,7 @@ import Testing
     }
 
     @Test func theOverlapNeverReachesBeforeTheCachedRun() throws {
-        var bench = ReadBench(length: 10 * mib, present: [mib..<(mib + kib)])
-        bench.state.etag = nil
+        var bench = ReadBench(length: 10 * mib, etag: nil, present: [mib..<(mib + kib)])
         let planned = bench.read(at: mib + kib)
         var state = bench.state
         let widened = state.checkingContinuity(planned)
@@ -50,8 +48,7 @@ import Testing
     }
 
     @Test func withoutAStrongValidatorAWindowAfterOneOnItsWayOverlapsItToo() throws {
-        var bench = ReadBench(length: 10 * mib, present: [0..<(256 * kib)])
-        bench.state.etag = "W/\"weak\""
+        var bench = ReadBench(length: 10 * mib, etag: "W/\"weak\"", present: [0..<(256 * kib)])
         let planned = bench.read(at: 256 * kib)
         var state = bench.state
         let first = state.checkingContinuity(planned)
@@ -67,7 +64,7 @@ import Testing
         state.fetches[id] = Episode.FetchProgress(cursor: window.upperBound, upper: window.upperBound + mib, generation: 0)
         let chained = state.checkingContinuity([.fetch(id: id, range: window.upperBound..<(window.upperBound + mib))])
         #expect(fetches(chained) == [(window.upperBound - 4 * kib)..<(window.upperBound + mib)])
-        state.etag = "\"strong\""
+        state.current.tell(length: 10 * mib, etag: "\"strong\"", lastModified: nil)
         state.fetches[id] = Episode.FetchProgress(cursor: window.upperBound, upper: window.upperBound + mib, generation: 0)
         let vouched = state.checkingContinuity([.fetch(id: id, range: window.upperBound..<(window.upperBound + mib))])
         #expect(fetches(vouched) == [window.upperBound..<(window.upperBound + mib)])

@@ -29,9 +29,7 @@ import Testing
     /// open: files the cache opens itself are not a reader's.
     @Test func filesTheCacheOpensItselfAreNotCountedAsOpen() {
         var state = Episode.State()
-        state.length = 10 * mib
-        state.etag = "\"v1\""
-        state.present = RangeSet([0..<10 * mib])
+        state.current = .restored(length: 10 * mib, present: [0..<10 * mib])
         state.validation = .confirmed(at: 100)
         _ = state.open(handle: 1, reply: Episode.OpenToken.fake(), now: 200, feedLength: nil, tuning: tuning, seenByKernel: false)
         #expect(state.handles.count == 1 && state.fillProgress.openFiles == 0)
@@ -115,7 +113,7 @@ import Testing
     @Test func theKeepersFileOfAReplacedVersionIsSaidSo() {
         var bench = ReadBench(length: 10 * mib)
         #expect(bench.state.readsCurrentVersion(1))
-        bench.state.handles[1]?.generation = bench.state.generation &+ 1
+        bench.state.handles[1]?.generation = 1
         #expect(!bench.state.readsCurrentVersion(1))
         #expect(!bench.state.readsCurrentVersion(7))
     }
@@ -123,10 +121,9 @@ import Testing
     @Test func aFileOfAReplacedVersionOrUnknownHandleFillsNothing() {
         var bench = ReadBench(length: 10 * mib, present: [0..<mib])
         #expect(bench.state.fill(handle: 9, tuning: tuning) == nil)
-        bench.state.handles[1]?.generation = bench.state.generation &+ 1
+        bench.state.handles[1]?.generation = 1
         #expect(bench.state.fill(handle: 1, tuning: tuning) == nil)
-        var unsized = ReadBench(length: 10 * mib)
-        unsized.state.length = nil
+        var unsized = ReadBench(length: nil)
         #expect(unsized.state.fill(handle: 1, tuning: tuning) == nil)
     }
 

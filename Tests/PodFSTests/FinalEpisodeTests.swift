@@ -100,7 +100,7 @@ import Testing
         let again = state.startMountCheck()
         #expect(again == nil)
         // What the index keeps still names the final link and its zone.
-        state.validatorDirty = true
+        state.unsaved.insert(.validators)
         let snapshot = state.takeCommitSnapshot(key: "k")
         let saved = try #require(snapshot.validator)
         #expect(saved.pinnedURL == "http://cdn/v1?sig=a" && saved.pinnedIssuer == "public" && saved.isFinal)

@@ -15,11 +15,8 @@ import Testing
     /// 256 KiB cached from the open's probe, confirmed by it (`etag`), not
     /// agreed by a second response yet; file 1 open on it.
     private func afterTheProbe(etag: String? = "\"v1\"") -> ReadBench {
-        var bench = ReadBench(length: 10 * mib, present: [0..<256 * 1024])
-        bench.state.versionAgreed = false
-        bench.state.etag = etag
+        var bench = ReadBench(length: 10 * mib, etag: etag, present: [0..<256 * 1024], agreed: false)
         bench.state.validation = .confirmed(at: bench.now)
-        bench.state.versionHadBytes = true
         return bench
     }
 
@@ -63,7 +60,7 @@ import Testing
         let (verdict, _, _) = apply(
             &bench.state, head(206, first: range.lowerBound, last: range.upperBound - 1, total: 10 * mib, etag: "\"v1\""),
             id: id)
-        #expect(verdict == .accepted && bench.state.versionAgreed)
+        #expect(verdict == .accepted && bench.state.current.agreed)
         bench.land(range)
         let next = ReadBench.fetched(bench.read(at: 4 * 65536, size: 65536))
         #expect(!next.isEmpty, "read-ahead goes on once the version is agreed")
@@ -71,7 +68,7 @@ import Testing
 
     @Test func anAgreedVersionSendsWindowsAsBefore() {
         var agreed = afterTheProbe()
-        agreed.state.versionAgreed = true
+        agreed.state.current.agree()
         var unproven = afterTheProbe()
         // The reader comes near the end of the first window before its
         // head: only an agreed version sends the next.
@@ -111,12 +108,12 @@ import Testing
         _ = apply(
             &bench.state, head(206, first: range.lowerBound, last: range.upperBound - 1, total: 10 * mib, etag: "W/\"v1\""),
             id: id)
-        #expect(!bench.state.versionAgreed, "a head without a strong ETag proves nothing")
+        #expect(!bench.state.current.agreed, "a head without a strong ETag proves nothing")
         #expect(bench.state.awaitingProof, "its overlap is still to come")
         let reply = Episode.OpenToken.fake()
         #expect(bench.state.open(handle: 2, reply: reply, now: bench.now, feedLength: nil, tuning: tuning).isEmpty)
         let opens = bench.state.overlapMatched(generation: bench.state.generation)
-        #expect(opens.count == 1 && bench.state.versionAgreed)
+        #expect(opens.count == 1 && bench.state.current.agreed)
     }
 
     @Test func anOverlapThatDidNotMatchOpensTheWaitingFileOnWhatComesNext() throws {
@@ -178,8 +175,7 @@ import Testing
 
     @Test func filesOfAVersionThatNeverHadAByteReadTheNextOne() throws {
         var bench = afterTheProbe()
-        bench.state.present = RangeSet()
-        bench.state.versionHadBytes = false
+        bench.state.current = .restored(length: 10 * mib)
         _ = bench.read(at: 2 * mib)
         let id = try #require(bench.state.fetches.keys.max())
         let reply = Episode.ReadToken.fake()
@@ -194,8 +190,7 @@ import Testing
         // The open's probe answers its reader from memory; the writer has
         // not marked the bytes yet when another head drops the version.
         var bench = afterTheProbe()
-        bench.state.present = RangeSet()
-        bench.state.versionHadBytes = false
+        bench.state.current = .restored(length: 10 * mib)
         let probe = bench.state.startProbe(minimumFetch: 256 * 1024)
         bench.state.waiters.append(
             Episode.Waiter(range: 0..<4096, reply: Episode.ReadToken.fake(), generation: 0, handle: 1, following: true, since: 0))

@@ -80,8 +80,7 @@ import Testing
         var bench = ReadBench(length: 1000)
         _ = bench.read(at: 0)
         var state = bench.state
-        state.length = nil
-        state.etag = nil
+        state.current = .restored(length: nil, etag: nil)
         let id = state.fetches.keys.min()!
         let (verdict, durable, then) = apply(&state, head(206, first: 0, last: 262_143, total: 5 * mib, contentLength: 262_144), id: id)
         #expect(verdict == .accepted)
@@ -181,7 +180,7 @@ import Testing
         _ = bench.read(at: 0)
         var state = bench.state
         let id = state.fetches.keys.min()!
-        state.generation += 1
+        state.current.replaced()
         #expect(apply(&state, head(206, first: 0, last: 9, total: 10 * mib), id: id).0 == .stale)
     }
 
@@ -229,7 +228,7 @@ import Testing
 
     @Test func aMountsCheckAnsweredWholeStopsAfterItsHead() {
         var state = Episode.State()
-        state.length = 1000
+        state.current = .restored(length: 1000, etag: nil)
         let id = state.takeFetchID()
         state.fetches[id] = Episode.FetchProgress(cursor: 0, upper: 1, generation: 0, answersOnArrival: true)
         let (_, _, then) = apply(&state, head(200, contentLength: 1000), id: id, background: true)

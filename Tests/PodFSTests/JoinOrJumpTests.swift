@@ -330,10 +330,9 @@ import Testing
         // its read-ahead goes out (before, the reader stayed at its old
         // place, so every read after the seek was a jump of its own with
         // no read-ahead: a round trip per kernel read).
-        var bench = ReadBench(length: episode, present: [0..<20 * mib])
+        var bench = ReadBench(length: episode, present: [0..<mib, 18 * mib..<20 * mib])
         bench.link = homeLine
         bench.state.handles[1] = Episode.HandleState(generation: 0, nextOffset: 20 * mib, streak: 8)
-        bench.state.present = RangeSet([0..<mib, 18 * mib..<20 * mib])
         let seek = ReadBench.fetched(bench.read(at: 10 * mib, size: 128 * 1024))
         #expect(seek.count == 1 && seek.first?.lowerBound == 10 * mib, "the seek's own fetch: \(seek)")
         #expect(bench.state.handles[1]!.rewound == 10 * mib + 128 * kib)
@@ -347,7 +346,7 @@ import Testing
         // more than `nearby` behind: the reader stays where it was, its
         // next read in order reads on, and its stream is not cut.
         var (bench, window) = playingAt12MiB()
-        bench.state.present.insert(8 * mib..<10 * mib)
+        _ = bench.state.current.wrote(8 * mib..<10 * mib)
         let late = bench.read(at: 9 * mib, size: 128 * 1024)
         #expect(ReadBench.served(late) == [9 * mib..<9 * mib + 128 * kib])
         #expect(bench.state.handles[1]!.nextOffset == 12 * mib && bench.state.handles[1]!.rewound != nil)
@@ -463,7 +462,7 @@ import Testing
         let kept = bench.state.fetches[stream]!
         let arrival = bench.state.bodyArrived(id: stream, count: 512 * 1024)
         #expect(arrival?.yielded == true && arrival?.count == 0, "nothing past the cut")
-        bench.state.present.insert(kept.cursor..<kept.upper)
+        _ = bench.state.current.wrote(kept.cursor..<kept.upper)
         bench.state.fetches[stream]?.cursor = kept.upper
         let aborted = FetchError(isTransient: true, isUnreachable: false, message: "aborted")
         let (end, failure) = bench.state.fetchEnded(id: stream, error: aborted, attempt: 1, tuning: bench.tuning)

@@ -96,7 +96,7 @@ import Testing
     @Test func withNoFileOpenTheOldBytesArePunchedAsBefore() throws {
         let scratch = Episode.FileToken.fake()
         var state = Episode.State()
-        (state.length, state.etag, state.present) = (10 * mib, "\"v1\"", RangeSet([0..<mib]))
+        state.current = .restored(length: 10 * mib, present: [0..<mib])
         _ = state.scratchOpened(scratch, generation: 0, fileMissing: false)
         state.fetches[1] = Episode.FetchProgress(cursor: 5 * mib, upper: 6 * mib, generation: 0)
         _ = state.dropVersion(keeping: 1, existing: nil)
@@ -110,9 +110,8 @@ import Testing
 
     @Test func anOverlapThatDidNotMatchKeepsTheOldBytesForOpenFilesToo() throws {
         let scratch = Episode.FileToken.fake()
-        var bench = ReadBench(length: 10 * mib, present: [0..<mib])
+        var bench = ReadBench(length: 10 * mib, etag: nil, present: [0..<mib])
         _ = bench.state.scratchOpened(scratch, generation: 0, fileMissing: false)
-        bench.state.etag = nil
         bench.state.fetches[9] = Episode.FetchProgress(cursor: mib - 4096, upper: 2 * mib, generation: 0)
         let broken = bench.state.continuityBroken(id: 9)
         let outcome = try #require(broken)

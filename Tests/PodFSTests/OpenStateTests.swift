@@ -152,8 +152,7 @@ import Testing
     }
 
     @Test func aMountCheckAsksForTheFirstByteNotCached() {
-        var state = cached()
-        state.present = RangeSet([0..<mib])
+        var state = cached(present: [0..<mib])
         #expect(state.startMountCheck()?.range == mib..<mib + 1)
         #expect(state.startMountCheck() == nil, "one check at a time")
     }
@@ -210,8 +209,7 @@ import Testing
     /// The background check finds the episode gone (410): the file opened
     /// on the cache reads what is cached; only its other bytes would fail.
     @Test func aCheckThatFindsTheEpisodeGoneLeavesTheCachedBytesReadable() {
-        var state = cached()
-        state.present = RangeSet([0..<mib, 9 * mib..<10 * mib])
+        var state = cached(present: [0..<mib, 9 * mib..<10 * mib])
         let effects = state.open(handle: 1, reply: Episode.OpenToken.fake(), now: 0, feedLength: nil, tuning: tuning)
         #expect(answers(effects).map(\.handle) == [1])
         let id = checks(effects)[0].id
@@ -241,8 +239,7 @@ import Testing
         // The mount's check, or the open's own: either way the file opened
         // on the cache, and the origin said nothing of the episode changing.
         for background in [true, false] {
-            var state = cached()
-            state.present = RangeSet([0..<mib, 9 * mib..<10 * mib])
+            var state = cached(present: [0..<mib, 9 * mib..<10 * mib])
             let id: UInt64
             let effects: [Episode.State.Effect]
             if background {
@@ -270,8 +267,8 @@ import Testing
 
     @Test func aReadPastTheNowKnownEndIsCutToIt() {
         var state = cached()
-        state.length = 1000
-        state.present = RangeSet([0..<1000])
+        // A response told a shorter length than the index had.
+        state.current = .restored(length: 1000, present: [0..<1000])
         state.waiters = [
             Episode.Waiter(range: 900..<5000, reply: Episode.ReadToken.fake(), generation: 0),
             Episode.Waiter(range: 2000..<3000, reply: Episode.ReadToken.fake(), generation: 0),
@@ -289,7 +286,7 @@ import Testing
         #expect(state.claimKeptUntil == 11)
         _ = state.open(handle: 1, reply: Episode.OpenToken.fake(), now: 5, feedLength: 500, tuning: tuning)
         #expect(state.sizeShown(feedLength: 500, timeout: 10, now: 6) == (500, 0))
-        state.length = 700
+        state.current.tell(length: 700, etag: nil, lastModified: nil)
         #expect(state.sizeShown(feedLength: 500, timeout: 10, now: 7) == (700, 10))
     }
 
@@ -310,6 +307,6 @@ import Testing
         #expect(state.present.count == 10 * mib)
         var idle = cached(validated: true)
         idle.evicted()
-        #expect(idle.present.isEmpty && !idle.dirty && idle.scratch == nil)
+        #expect(idle.present.isEmpty && !idle.unsaved.contains(.ranges) && idle.scratch == nil)
     }
 }

@@ -29,8 +29,7 @@ import Testing
     }
 
     @Test func theLinkARedirectLedToIsPinnedWithItsValidator() throws {
-        var bench = ReadBench(length: 10 * mib)
-        bench.state.etag = nil
+        var bench = ReadBench(length: 10 * mib, etag: nil)
         _ = bench.read(at: 0)
         var state = bench.state
         let id = try #require(state.fetches.keys.min())

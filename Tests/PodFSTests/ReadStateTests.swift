@@ -15,6 +15,18 @@ extension Episode.Token {
     private final class Placeholder: Sendable {}
 }
 
+extension Episode.Version {
+    /// The version a mount restores from the index's record of it: its
+    /// length and validators as told, `present` on disk (generation 0).
+    static func restored(
+        length: Int64?, etag: String? = "\"v1\"", lastModified: String? = nil, present: [Range<Int64>] = []
+    ) -> Self {
+        Self(restoring: EpisodeRecord(
+            id: 1, key: "e", url: "http://o/a.mp3", length: length, etag: etag, lastModified: lastModified,
+            ranges: present))
+    }
+}
+
 /// Builds episode states and reads them, as the driver would.
 struct ReadBench {
     static let mib: Int64 = 1024 * 1024
@@ -23,17 +35,18 @@ struct ReadBench {
     var link = LinkEstimate()
     var now = 1000.0
 
-    init(length: Int64, present: [Range<Int64>] = [], handles: [UInt64] = [1]) {
+    init(
+        length: Int64?, etag: String? = "\"v1\"", present: [Range<Int64>] = [], handles: [UInt64] = [1],
+        agreed: Bool = true
+    ) {
         // The read-ahead rules apart from the head's (`ScanReadTests` has
         // those): a reader reading from byte 0 reads on at once.
         tuning.head = 0
-        state.length = length
-        state.etag = "\"v1\""
+        state.current = .restored(length: length, etag: etag, present: present)
         state.validation = .confirmed(at: 0)
         // An episode two responses already agreed on (UnstableOriginTests
         // start before that).
-        state.versionAgreed = true
-        state.present = RangeSet(present)
+        if agreed { state.current.agree() }
         for handle in handles { state.handles[handle] = Episode.HandleState(generation: 0) }
     }
 
@@ -71,7 +84,7 @@ struct ReadBench {
 
     /// The bytes of `id` arrive and are written: the driver's body events.
     mutating func land(_ range: Range<Int64>) {
-        state.present.insert(range)
+        _ = state.current.wrote(range)
         for (id, progress) in state.fetches where progress.upper <= range.upperBound && progress.cursor >= range.lowerBound {
             state.fetches[id] = nil
         }
@@ -164,7 +177,7 @@ struct ReadBench {
 
     @Test func aHandleOfAReplacedVersionReadsEIO() {
         var bench = ReadBench(length: 10 * mib, present: [0..<10 * mib])
-        bench.state.generation += 1
+        bench.state.current.replaced()
         let effects = bench.read(at: 0)
         #expect(ReadBench.failed(effects) == 1)
         #expect(ReadBench.fetched(effects).isEmpty && ReadBench.served(effects).isEmpty)
@@ -188,8 +201,7 @@ struct ReadBench {
     }
 
     @Test func noLengthNoBytes() {
-        var bench = ReadBench(length: 10)
-        bench.state.length = nil
+        var bench = ReadBench(length: nil)
         #expect(ReadBench.failed(bench.read(at: 0)) == 1)
     }
 
@@ -263,7 +275,7 @@ struct ReadBench {
         var (state, id) = stateWithFetch()
         let busy = OriginAnswer(status: 503, retryAfter: nil, now: now).failure(status: 503, url: "http://o/a")
         _ = state.fetchEnded(id: id, error: busy, attempt: 1, tuning: EpisodeReader.Tuning())
-        state.generation &+= 1
+        state.current.replaced()
         #expect(state.retryDue(id: id) == .settle)
         #expect(state.fetches[id] == nil)
         #expect(state.retryDue(id: id) == .settle, "a fetch already forgotten")

@@ -13,8 +13,8 @@ import Testing
 
     /// A fresh file of a 9 MiB episode, with the default tuning, 256 KiB
     /// cached by the open's probe.
-    private func opened() -> ReadBench {
-        var bench = ReadBench(length: 9 * mib, present: [0..<256 * kib])
+    private func opened(agreed: Bool = true) -> ReadBench {
+        var bench = ReadBench(length: 9 * mib, present: [0..<256 * kib], agreed: agreed)
         bench.tuning = EpisodeReader.Tuning()
         return bench
     }
@@ -48,8 +48,7 @@ import Testing
     /// stitches before the next open.
     @Test(arguments: [false, true])
     func aReadInTheHeadSendsOneFetchToTheScanReach(agreed: Bool) {
-        var bench = opened()
-        bench.state.versionAgreed = agreed
+        var bench = opened(agreed: agreed)
         var fetched: [Range<Int64>] = []
         for step in Int64(0)..<2 {
             fetched += ReadBench.fetched(bench.read(at: step * 64 * kib, size: 64 * 1024))

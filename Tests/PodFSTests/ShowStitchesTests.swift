@@ -36,7 +36,6 @@ import Testing
         // Evicted: its length and validator are known, no byte is left.
         // It holds nothing a new variant could clash with, and is marked.
         var evicted = ReadBench(length: 4 * mib, present: [], handles: []).state
-        evicted.etag = "\"v1\""
         #expect(evicted.inheritStitching() == Episode.State.showStitches)
         // Marked for a reason of its own: the reason stays.
         var marked = Episode.State()

@@ -135,7 +135,7 @@ import Testing
         _ = state.streamingWhole(planned)
         let first = try #require(state.streamID)
         state.fetches[first] = nil
-        state.present.insert(mib..<(3 * mib))
+        _ = state.current.wrote(mib..<(3 * mib))
         let again = state.read(
             handle: 1, offset: 6 * mib, size: 4096, reply: Episode.ReadToken.fake(),
             context: .init(now: bench.now, wallClock: 0, link: bench.link, tuning: bench.tuning))

@@ -113,8 +113,7 @@ import Testing
     }
 
     @Test func aCompleteEpisodeWithoutAValidatorIsKeptAsItIs() throws {
-        var bench = ReadBench(length: length, present: [0..<length])
-        bench.state.etag = nil
+        var bench = ReadBench(length: length, etag: nil, present: [0..<length])
         bench.state.validation = .unconfirmed(lastConfirmed: nil)
         let id = bench.state.startProbe(range: 0..<1, minimumFetch: 1).id
         let (_, _, then) = apply(&bench.state, head(last: 0, total: length), id: id)
@@ -123,8 +122,7 @@ import Testing
     }
 
     @Test func aMountsCheckNobodyWaitsForOnlyMarksTheEpisode() throws {
-        var bench = ReadBench(length: length, present: [0..<mib], handles: [])
-        bench.state.etag = nil
+        var bench = ReadBench(length: length, etag: nil, present: [0..<mib], handles: [])
         bench.state.validation = .unconfirmed(lastConfirmed: nil)
         let started = bench.state.startMountCheck()
         let check = try #require(started)
@@ -135,8 +133,7 @@ import Testing
     }
 
     @Test func withoutAValidatorTheStreamStartsAtByteZeroNotAtTheCachedPrefix() throws {
-        var bench = ReadBench(length: length, present: [0..<mib])
-        bench.state.etag = nil
+        var bench = ReadBench(length: length, etag: nil, present: [0..<mib])
         bench.state.variant.markStitched(Episode.State.noValidator)
         var state = bench.state
         let effects = state.streamingWhole(bench.read(at: 2 * mib))

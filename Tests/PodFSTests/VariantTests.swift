@@ -62,6 +62,6 @@ import Testing
         let stale = bench.state.scratchOpened(nil, generation: 5, fileMissing: true)
         #expect(stale.scratch == nil && !stale.forgot && bench.state.present.count == ReadBench.mib)
         let missing = bench.state.scratchOpened(nil, generation: 0, fileMissing: true)
-        #expect(missing.forgot && bench.state.present.isEmpty && bench.state.dirty)
+        #expect(missing.forgot && bench.state.present.isEmpty && bench.state.unsaved.contains(.ranges))
     }
 }

@@ -341,7 +341,7 @@ public final class EpisodeReader: Sendable {
 
     /// The validator for `If-Range`: a strong ETag, else Last-Modified.
     func validator(_ state: Episode.State) -> String? {
-        OriginVersion(length: state.length, etag: state.etag, lastModified: state.lastModified).ifRange
+        state.version.ifRange
     }
 
     /// The scratch file of the episode's version `wanted` (the current one

@@ -50,8 +50,8 @@ extension Episode.State {
             return (generation == wanted ? scratch : kept[wanted]?.scratch, false)
         }
         if fileMissing {
-            present = RangeSet()
-            dirty = true
+            current.forgetBytes()
+            unsaved.insert(.ranges)
         }
         if case .notOpen = storage, let made { storage = .open(made) }
         return (scratch, fileMissing)
@@ -79,7 +79,7 @@ extension Episode.State {
         fetches[id] = progress
         // Bytes of this version may be answered from memory before they are
         // written: a file that reads them has read this version.
-        if count > 0 { versionHadBytes = true }
+        if count > 0 { current.cached() }
         var early: [Episode.Waiter] = []
         if progress.answersOnArrival, count > 0 {
             // A reader that opened or jumped here waits for these bytes: it
@@ -134,14 +134,11 @@ extension Episode.State {
     ) -> [ReadyRead]? {
         guard var progress = fetches[id], progress.generation == self.generation, self.generation == generation
         else { return nil }
-        versionHadBytes = true
+        current.cached()
         if written {
             // Bytes written again (a check of a cached byte) change nothing
             // the index must hear of.
-            if !present.contains(range) {
-                present.insert(range)
-                dirty = true
-            }
+            if current.wrote(range) { unsaved.insert(.ranges) }
         } else if !handles.isEmpty {
             spill.add(bytes, at: range.lowerBound, limit: spillLimit, needed: waiters.map(\.range))
         }

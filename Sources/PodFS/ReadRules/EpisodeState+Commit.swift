@@ -51,7 +51,7 @@ extension Episode.State {
     mutating func takeCommitSnapshot(key: String) -> CommitSnapshot {
         noteIfFinal()
         var validator: EpisodeValidator?
-        if validatorDirty, let length {
+        if unsaved.contains(.validators), let length {
             validator = EpisodeValidator(
                 // A final episode whose link stopped working keeps it: the
                 // next mount then knows the enclosure would only lead to
@@ -60,16 +60,16 @@ extension Episode.State {
                 pinnedURL: effectiveURL ?? (isFinal ? finalURL : nil),
                 pinnedIssuer: pinnedIssuer, isFinal: isFinal)
         }
-        validatorDirty = false
-        defer { dirty = false }
+        let ranges = unsaved.contains(.ranges) ? present.ranges : nil
+        unsaved = []
         return CommitSnapshot(
-            key: key, ranges: dirty ? present.ranges : nil, validator: validator, scratch: scratch, lastRead: lastRead)
+            key: key, ranges: ranges, validator: validator, scratch: scratch, lastRead: lastRead)
     }
 
     /// The commit (or the sync of this episode) failed: the next flush
     /// tries again.
     mutating func commitFailed(validatorIncluded: Bool) {
-        dirty = true
-        if validatorIncluded { validatorDirty = true }
+        unsaved.insert(.ranges)
+        if validatorIncluded { unsaved.insert(.validators) }
     }
 }

@@ -29,7 +29,7 @@ extension Episode.State {
     mutating func noteIfFinal() {
         guard !isFinal, !unprovenBytes, let length, length > 0, present.contains(0..<length) else { return }
         variant.becameFinal()
-        validatorDirty = true
+        unsaved.insert(.validators)
     }
 
     /// Whether an answer from `url` that shows another version leaves the

@@ -132,18 +132,15 @@ extension Episode.State {
         } else if version != answer || effectiveURL != head.effectiveURL || pinnedIssuer != head.issuer {
             // The same variant, newly told or at a link not pinned yet (an
             // index of schema 1): saved with the next commit.
-            validatorDirty = true
+            unsaved.insert(.validators)
             then.append(.saveVersionLater)
         }
         // The enclosure led to a link that answers: said once, if at all.
         variant.linkAnswered()
-        if length != total {
-            // The kernel has seen the size `stat` showed so far; only a
-            // different one needs its caches dropped.
-            if (length ?? context.feedLength ?? 0) != total { invalidate = true }
-            length = total
-        }
-        (etag, lastModified) = (head.etag, head.lastModified)
+        // The kernel has seen the size `stat` showed so far; only a
+        // different one needs its caches dropped.
+        if length != total, (length ?? context.feedLength ?? 0) != total { invalidate = true }
+        current.tell(length: total, etag: head.etag, lastModified: head.lastModified)
         variant.pin(head.effectiveURL, issuer: head.issuer)
         validation = .confirmed(at: context.now)
         if head.status == 200, progress.cursor > 0 || progress.upper < total, !changed,
@@ -170,7 +167,7 @@ extension Episode.State {
         progress.headArrived = true
         // A strong ETag vouches for the bytes; without one, the overlap
         // check does (`overlapMatched`).
-        if versionKnown, !changed, reason == nil, let etag = head.etag, !etag.hasPrefix("W/") { versionAgreed = true }
+        if versionKnown, !changed, reason == nil, let etag = head.etag, !etag.hasPrefix("W/") { current.agree() }
         var streamUnwanted = false
         if let reason, variant.markStitched(reason) {
             then.append(.markUnstable(reason))
@@ -181,7 +178,7 @@ extension Episode.State {
         then += dropped.failed.map(Effect.fail)
         // Opens wait on while a response on its way may still show a host
         // that stitches per request (`open`); the rest read this version.
-        if versionAgreed || !awaitingProof { then += answerOpens(dropAttributes: invalidate) }
+        if current.agreed || !awaitingProof { then += answerOpens(dropAttributes: invalidate) }
         then.append(settleAfterHead(upper: progress.upper, fetchID: id))
         if !dropped.again.isEmpty { then.append(.resume(reads: dropped.again, sized: [])) }
         then.append(.answerAtEnd)
@@ -233,18 +230,16 @@ extension Episode.State {
         kernelPagesStale = true
         if case .notOpen = storage, let existing { storage = .open(existing) }
         keepForOpenFiles()
-        let unread = !versionHadBytes && present.isEmpty && spill.isEmpty
+        let unread = !current.hadBytes && present.isEmpty && spill.isEmpty
         let old = generation
-        generation &+= 1
-        present = RangeSet()
+        current.replaced()
         spill.removeAll()
-        dirty = false
+        unsaved.remove(.ranges)
         variant.bytesDropped()
-        versionHadBytes = false
-        versionAgreed = false
         var dropped = DroppedVersion()
         if unread {
-            for (handle, reader) in handles where reader.generation == old { handles[handle]?.generation = generation }
+            let new = generation
+            for (handle, reader) in handles where reader.generation == old { handles[handle]?.generation = new }
             for waiter in waiters {
                 guard let handle = waiter.handle else {
                     dropped.failed.append(waiter.reply)

@@ -37,7 +37,7 @@ extension Episode.State {
             return openStreamed(handle: handle, reply: reply, dropAttributes: dropAttributes, seenByKernel: seenByKernel)
         }
         if validated, let at = validatedAt, now - at < tuning.revalidateAfter {
-            if !versionAgreed, awaitingProof {
+            if !current.agreed, awaitingProof {
                 // One response told the version and the next, on its way,
                 // will show whether the origin serves the same bytes: if it
                 // stitches per request, this file opens on what comes next,
@@ -164,9 +164,9 @@ extension Episode.State {
     /// The index forgot the episode's ranges and its file is gone: the
     /// state forgets its bytes.
     mutating func evicted() {
-        present = RangeSet()
+        current.forgetBytes()
         spill.removeAll()
-        dirty = false
+        unsaved.remove(.ranges)
         storage = .notOpen
         variant.bytesDropped()
     }

@@ -227,7 +227,7 @@ extension Episode.State {
         // Until two responses agreed on the version, one request without
         // its head at a time: a host that stitches per request shows it
         // in the next head, and each request would be another variant.
-        if !versionAgreed, fetches.values.contains(where: { $0.generation == generation && !$0.headArrived }) {
+        if !current.agreed, fetches.values.contains(where: { $0.generation == generation && !$0.headArrived }) {
             return []
         }
         // One window on the link at a time: the next goes out when what

@@ -129,7 +129,7 @@ extension Episode.State {
     /// the opens that waited for that proof (`open`), answered now.
     mutating func overlapMatched(generation: UInt64) -> [Effect] {
         guard self.generation == generation else { return [] }
-        versionAgreed = true
+        current.agree()
         // Not opens waiting for a probe of their own (`validated` is then
         // false): only the probe's head answers those.
         return validated ? answerOpens(dropAttributes: false) : []

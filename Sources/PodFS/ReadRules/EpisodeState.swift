@@ -145,10 +145,9 @@ extension Episode {
 
     /// Everything mutable about an episode. Guarded by `Episode.state`.
     struct State {
-        /// The origin's length, once a response or the index told it.
-        var length: Int64?
-        var etag: String?
-        var lastModified: String?
+        /// The version cached now: its generation, length, validators and
+        /// bytes on disk (`Version`, changed only through its transitions).
+        var current = Episode.Version()
         /// Which variant the cached bytes are and where requests go: a
         /// pinned link, a stitching origin's stream, a final episode
         /// (`Variant`, changed only through its transitions).
@@ -168,30 +167,11 @@ extension Episode {
         /// Opened in this mount: until the origin's size is known, the
         /// claim is shown with a timeout of 0 (`sizeShown`).
         var opened = false
-        /// Bumped when the origin's bytes changed. Older handles read what
-        /// they could read before (`kept`), EIO for the rest.
-        var generation: UInt64 = 0
         /// The cached bytes of replaced versions, by generation, while files
         /// opened on them are open (`EpisodeState+Kept.swift`).
         var kept: [UInt64: Episode.KeptVersion] = [:]
-        /// Bytes written to the scratch file for this generation.
-        var present = RangeSet()
-        /// Whether any byte of this generation was ever cached (on disk or
-        /// in `spill`): if none was, no file can have read any of it
-        /// (`dropVersion`).
-        var versionHadBytes = false
-        /// Two responses agreed on this version (the second one's head
-        /// found the length and validators the first told, or the index
-        /// kept): until then the origin may stitch per request, and the
-        /// read-ahead sends no request before the last one's head came
-        /// (`readAhead`), so a host that does costs one stray response,
-        /// not two.
-        var versionAgreed = false
-        /// Whether `present` changed since the index last heard of it.
-        var dirty = false
-        /// Whether `length`, `etag` or `lastModified` changed since the index
-        /// last heard of them (saved with the next commit of ranges).
-        var validatorDirty = false
+        /// What the index has not heard of yet (`Unsaved`).
+        var unsaved: Episode.Unsaved = []
         var fetches: [UInt64: FetchProgress] = [:]
         var waiters: [Waiter] = []
         var openWaiters: [OpenWaiter] = []
@@ -247,9 +227,10 @@ extension Episode {
         /// The state an earlier mount left in the index: its ranges, its
         /// validator and the link it is pinned to.
         init(restoring record: EpisodeRecord) {
-            length = record.length
-            etag = record.etag
-            lastModified = record.lastModified
+            current = Episode.Version(restoring: record)
+            // Ranges the version could not take (no length) are forgotten
+            // by the next commit.
+            if record.length == nil, !record.ranges.isEmpty { unsaved = .ranges }
             // Cached by an earlier podfs from responses nothing shows to be
             // one version (this one marks such an episode at its first
             // response): maybe a mix of variants, complete or not. The next
@@ -257,8 +238,6 @@ extension Episode {
             variant = Variant(
                 restoring: record.variant,
                 unprovenBytes: record.variant.unstable == nil && !record.ranges.isEmpty && Self.unproven(version))
-            present = RangeSet(record.ranges)
-            versionHadBytes = !record.ranges.isEmpty
             lastRead = record.lastRead ?? 0
         }
 
@@ -305,11 +284,6 @@ extension Episode {
         mutating func takeFetchID() -> UInt64 {
             lastFetchID &+= 1
             return lastFetchID
-        }
-
-        /// The version cached now, as the origin told it.
-        var version: OriginVersion {
-            OriginVersion(length: length, etag: etag, lastModified: lastModified)
         }
 
         /// Bytes of the current version on their way, not yet on disk.

@@ -1,0 +1,138 @@
+import Logging
+import RangeCache
+
+extension Episode {
+    /// The version of the origin's bytes the cache holds now: its
+    /// generation, its length and validators as the origin told them, the
+    /// bytes of it on disk, and what is known of it. Bytes are on disk only
+    /// once the length is known (a response's head tells it before its
+    /// body), so a version with bytes and no length cannot be written: a
+    /// write before the length stops a debug build, and is logged and
+    /// ignored in a release one, as `Variant`'s transitions are.
+    struct Version: Equatable, Sendable {
+        // MARK: - Properties
+
+        /// Bumped when the origin's bytes changed (`replaced`): older
+        /// handles read what they could read before, EIO for the rest.
+        private(set) var generation: UInt64 = 0
+        /// The origin's length, once a response or the index told it.
+        private(set) var length: Int64?
+        private(set) var etag: String?
+        private(set) var lastModified: String?
+        /// Bytes of this generation written to the scratch file.
+        private(set) var present = RangeSet()
+        /// Whether any byte of this generation was ever cached (on disk or
+        /// in memory): if none was, no file can have read any of it
+        /// (`Episode.State.dropVersion`).
+        private(set) var hadBytes = false
+        /// Two responses agreed on this version (the second one's head
+        /// found the length and validators the first told, or the index
+        /// kept): until then the origin may stitch per request, and the
+        /// read-ahead sends no request before the last one's head came
+        /// (`readAhead`), so a host that does costs one stray response,
+        /// not two.
+        private(set) var agreed = false
+
+        // MARK: - Lifecycle
+
+        init() {}
+
+        /// The version an earlier mount left in the index. Ranges with no
+        /// length (an index no podfs writes: a length is saved with the
+        /// first ranges) are not trusted, and the next commit forgets them.
+        init(restoring record: EpisodeRecord) {
+            (length, etag, lastModified) = (record.length, record.etag, record.lastModified)
+            if record.length != nil {
+                present = RangeSet(record.ranges)
+                hadBytes = !record.ranges.isEmpty
+            }
+        }
+
+        /// The length and validators as the origin told them.
+        var told: OriginVersion {
+            OriginVersion(length: length, etag: etag, lastModified: lastModified)
+        }
+
+        // MARK: - Transitions
+
+        /// A response's head told the length and validators of this version.
+        mutating func tell(length: Int64, etag: String?, lastModified: String?) {
+            (self.length, self.etag, self.lastModified) = (length, etag, lastModified)
+        }
+
+        /// Bytes of this version were cached, on disk or in memory.
+        mutating func cached() {
+            hadBytes = true
+        }
+
+        /// `range` was written to the scratch file; returns whether any of
+        /// it is new (what the index must hear of).
+        mutating func wrote(_ range: Range<Int64>) -> Bool {
+            guard length != nil else {
+                impossible("bytes \(range) written before a response told the length")
+                return false
+            }
+            hadBytes = true
+            guard !present.contains(range) else { return false }
+            present.insert(range)
+            return true
+        }
+
+        /// The scratch file is gone (evicted, deleted by hand): no byte of
+        /// it is on disk.
+        mutating func forgetBytes() {
+            present = RangeSet()
+        }
+
+        /// A second response agreed on the length and validators.
+        mutating func agree() {
+            agreed = true
+        }
+
+        /// The origin replaced the bytes: a new generation, nothing of it
+        /// cached or agreed yet. Its length and validators are told next.
+        mutating func replaced() {
+            generation &+= 1
+            present = RangeSet()
+            hadBytes = false
+            agreed = false
+        }
+
+        // MARK: - Private methods
+
+        /// A transition met a version that cannot be: a bug in the read
+        /// rules.
+        private func impossible(_ what: String) {
+            assertionFailure("Episode.Version: \(what): \(self)")
+            Logger(label: "podfs").error(
+                "a bug in the read rules: \(what); the episode's cached bytes are left as they were",
+                metadata: ["version": "\(self)"])
+        }
+    }
+
+    /// What the index has not heard of yet: saved by the next flush.
+    struct Unsaved: OptionSet, Sendable {
+        let rawValue: UInt8
+
+        /// The version's `present` ranges changed.
+        static let ranges = Unsaved(rawValue: 1)
+        /// Its length, validators or link changed (saved with the next
+        /// commit of ranges).
+        static let validators = Unsaved(rawValue: 2)
+    }
+}
+
+extension Episode.State {
+    // MARK: - The version, read
+
+    /// The origin's length, once a response or the index told it.
+    var length: Int64? { current.length }
+    var etag: String? { current.etag }
+    var lastModified: String? { current.lastModified }
+    /// Bytes written to the scratch file for this generation.
+    var present: RangeSet { current.present }
+    /// The current version's generation.
+    var generation: UInt64 { current.generation }
+    /// The version cached now, as the origin told it.
+    var version: OriginVersion { current.told }
+}
