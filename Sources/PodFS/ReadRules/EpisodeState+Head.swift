@@ -111,6 +111,50 @@ extension Episode.State {
                 was: version, now: answer, confirmedInThisMount: validated, status: head.status,
                 askedRange: progress.cursor > 0 || progress.upper < total)
             ?? (Self.unproven(answer) && !holdsEveryByte ? Self.noValidator : nil)
+        var (durable, then, invalidate, dropped) = takeVersion(
+            answer, of: head, id: id, total: total, changed: changed, restarting: restarting, context: context)
+        if head.status == 200, progress.cursor > 0 || progress.upper < total, !changed,
+            warned.insert(.ignoresRange).inserted
+        {
+            then.append(.logIgnoresRange)
+        }
+        // A mount's check answered with the whole episode (a new version,
+        // or an origin that ignores Range) wants its head only.
+        let bodyWanted = !(context.isBackground && head.status == 200)
+        progress.fit(status: head.status, start: start, last: last, total: total, bodyWanted: bodyWanted)
+        progress.generation = generation
+        // A strong ETag vouches for the bytes; without one, the overlap
+        // check does (`overlapMatched`).
+        if versionKnown, !changed, reason == nil, let etag = head.etag, !etag.hasPrefix("W/") { current.agree() }
+        var streamUnwanted = false
+        if let reason, variant.markStitched(reason) {
+            then.append(.markUnstable(reason))
+            streamUnwanted = !revealsAStream(id: id, start: start, progress: &progress, total: total)
+        }
+        fetches[id] = progress
+        if invalidate { then.append(.invalidateKernel(pages: changed)) }
+        then += dropped.failed.map(Effect.fail)
+        // Opens wait on while a response on its way may still show a host
+        // that stitches per request (`open`); the rest read this version.
+        if current.agreed || !awaitingProof { then += answerOpens(dropAttributes: invalidate) }
+        then.append(settleAfterHead(upper: progress.upper, fetchID: id))
+        if !dropped.again.isEmpty { then.append(.resume(reads: dropped.again, sized: [])) }
+        then.append(.answerAtEnd)
+        if !bodyWanted || streamUnwanted { then.append(.endAfterHead) }
+        return (.accepted, Transition(durable: durable, then: then))
+    }
+
+    // MARK: - Private methods
+
+    /// What a head that is not stale does to the version: a changed one
+    /// drops the old bytes and saves the new validator before anything
+    /// else (`durable`); the same one, newly told or at a new link, is
+    /// saved with the next commit. The length, validators and link are
+    /// taken, and the version confirmed.
+    private mutating func takeVersion(
+        _ answer: OriginVersion, of head: FetchHead, id: UInt64, total: Int64, changed: Bool, restarting: Bool,
+        context: HeadContext
+    ) -> (durable: [Effect], then: [Effect], invalidate: Bool, dropped: DroppedVersion) {
         var durable: [Effect] = []
         var then: [Effect] = []
         var invalidate = false
@@ -143,50 +187,8 @@ extension Episode.State {
         current.tell(length: total, etag: head.etag, lastModified: head.lastModified)
         variant.pin(head.effectiveURL, issuer: head.issuer)
         validation = .confirmed(at: context.now)
-        if head.status == 200, progress.cursor > 0 || progress.upper < total, !changed,
-            warned.insert(.ignoresRange).inserted
-        {
-            then.append(.logIgnoresRange)
-        }
-        // A mount's check answered with the whole episode (a new version,
-        // or an origin that ignores Range) wants its head only.
-        let bodyWanted = !(context.isBackground && head.status == 200)
-        progress.generation = generation
-        if head.status != 206 || start != progress.cursor {
-            // Not the range asked: nothing of it is an overlap to hold.
-            progress.checkUpTo = 0
-            progress.held = nil
-        }
-        progress.cursor = start
-        progress.received = start
-        let asked = progress.upper
-        progress.upper =
-            head.status == 416 || !bodyWanted ? start : (head.status == 200 ? total : min(total, (last ?? 0) + 1))
-        // A fetch that yielded before its head wants no more than it kept.
-        if progress.cutShort, head.status == 206 { progress.upper = min(progress.upper, max(start, asked)) }
-        progress.headArrived = true
-        // A strong ETag vouches for the bytes; without one, the overlap
-        // check does (`overlapMatched`).
-        if versionKnown, !changed, reason == nil, let etag = head.etag, !etag.hasPrefix("W/") { current.agree() }
-        var streamUnwanted = false
-        if let reason, variant.markStitched(reason) {
-            then.append(.markUnstable(reason))
-            streamUnwanted = !revealsAStream(id: id, start: start, progress: &progress, total: total)
-        }
-        fetches[id] = progress
-        if invalidate { then.append(.invalidateKernel(pages: changed)) }
-        then += dropped.failed.map(Effect.fail)
-        // Opens wait on while a response on its way may still show a host
-        // that stitches per request (`open`); the rest read this version.
-        if current.agreed || !awaitingProof { then += answerOpens(dropAttributes: invalidate) }
-        then.append(settleAfterHead(upper: progress.upper, fetchID: id))
-        if !dropped.again.isEmpty { then.append(.resume(reads: dropped.again, sized: [])) }
-        then.append(.answerAtEnd)
-        if !bodyWanted || streamUnwanted { then.append(.endAfterHead) }
-        return (.accepted, Transition(durable: durable, then: then))
+        return (durable, then, invalidate, dropped)
     }
-
-    // MARK: - Private methods
 
     /// The head of fetch `id` is the first of an episode whose origin
     /// sends no validator, and its body is not the whole episode from byte
@@ -302,5 +304,25 @@ extension Episode.State {
             sizeWaiters.removeAll()
         }
         return (earlyReads, sizeWaiters)
+    }
+}
+
+extension Episode.FetchProgress {
+    /// A head with a body at `start` of `total` bytes came: the fetch now
+    /// runs from `start` to where the body ends, or stops after its head
+    /// (a 416, a body not wanted). A fetch that yielded before its head
+    /// wants no more than it kept.
+    mutating func fit(status: Int, start: Int64, last: Int64?, total: Int64, bodyWanted: Bool) {
+        if status != 206 || start != cursor {
+            // Not the range asked: nothing of it is an overlap to hold.
+            checkUpTo = 0
+            held = nil
+        }
+        cursor = start
+        received = start
+        let asked = upper
+        upper = status == 416 || !bodyWanted ? start : (status == 200 ? total : min(total, (last ?? 0) + 1))
+        if cutShort, status == 206 { upper = min(upper, max(start, asked)) }
+        headArrived = true
     }
 }

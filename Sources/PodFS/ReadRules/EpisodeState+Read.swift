@@ -17,6 +17,11 @@ extension Episode.State {
         var wallClock: Int64
         var link: LinkEstimate
         var tuning: EpisodeReader.Tuning
+
+        /// The read-ahead window of a reader `streak` reads in order.
+        func window(streak: Int) -> Int64 {
+            ReadPlan.window(streak: streak, link: link, tuning: tuning)
+        }
     }
 
     // MARK: - Events
@@ -39,7 +44,7 @@ extension Episode.State {
         guard let length else { return [.fail(reply)] }
         let end = ReadPlan.end(offset: offset, size: size, length: length)
         lastRead = context.wallClock
-        let windowOf = { (streak: Int) in ReadPlan.window(streak: streak, link: context.link, tuning: context.tuning) }
+        let windowOf = context.window(streak:)
         let follow = ReadPlan.follow(
             reader, offset: offset, end: end, lastStream: lastStream, now: context.now, window: windowOf)
         var followed = follow.reader
@@ -69,40 +74,9 @@ extension Episode.State {
             effects += yieldLeftBehind(by: handle, wanted: wanted, window: windowOf).map { Effect.stop(id: $0) }
         }
         if !available.contains(wanted) {
-            // A fetch that would bring these bytes later than a request of
-            // their own yields first (`JoinOrJump`, `yield`). Not on an
-            // unstable origin: its stream is the episode's one variant, and
-            // a request of the read's own would bring another
-            // (`streamingWhole`).
-            let deferredBefore = deferred
-            if unstable == nil {
-                let stopped = yieldToJump(
-                    wanted: wanted, handle: handle, following: readsOn, link: context.link, now: context.now,
-                    since: context.now, window: windowOf)
-                effects += stopped.map { Effect.stop(id: $0) }
-            }
-            for gap in uncoveredGaps(in: wanted) {
-                effects.append(planFetch(from: gap, window: window, length: reach, tuning: context.tuning))
-            }
-            waiters.append(
-                Episode.Waiter(
-                    range: wanted, reply: reply, generation: generation, handle: handle, following: readsOn,
-                    since: context.now))
-            if deferred != deferredBefore {
-                // A fetch was cut at this read's place: bytes other reads
-                // wait for past that place come by a fetch of their own,
-                // not by the deferred fill (which waits for a quiet link).
-                effects += fetchesForOrphanedWaiters(window: window, length: length, tuning: context.tuning)
-            }
-            if !readsOn, unstable == nil, !recheckArmed, waitsOnAStream(wanted) {
-                // It joined a stream: if that stalls before it brings
-                // these bytes, the read is judged again.
-                effects.append(armRecheck(need: Int64(wanted.count), context: context))
-            } else if unstable != nil, !recheckArmed {
-                // It waits for the unstable episode's one stream: if that
-                // stalls, a second one may be sooner (`secondStreamIfSooner`).
-                effects.append(armRecheck(need: Int64(wanted.count), context: context))
-            }
+            effects += wait(
+                for: wanted, reply: reply, handle: handle, readsOn: readsOn, window: window, reach: reach,
+                length: length, context: context)
         }
         if ReadPlan.readsOn(streak: followed.streak), !jumped {
             effects += readAhead(after: end, window: window, length: reach, context: context)
@@ -124,7 +98,7 @@ extension Episode.State {
         recheckArmed = false
         if unstable != nil { return secondStreamIfSooner(context: context) }
         guard let length else { return [] }
-        let windowOf = { (streak: Int) in ReadPlan.window(streak: streak, link: context.link, tuning: context.tuning) }
+        let windowOf = context.window(streak:)
         let deferredBefore = deferred
         var effects: [Effect] = []
         for index in waiters.indices where waiters[index].generation == generation && !waiters[index].following {
@@ -148,6 +122,53 @@ extension Episode.State {
     }
 
     // MARK: - Private methods
+
+    /// A read whose bytes are not all here waits for them: a fetch that
+    /// would bring them later than a request of their own yields first,
+    /// the gaps no fetch brings are fetched, and a read that joined a
+    /// stream is judged again if that stalls.
+    private mutating func wait(
+        for wanted: Range<Int64>, reply: Episode.ReadToken, handle: UInt64, readsOn: Bool, window: Int64,
+        reach: Int64, length: Int64, context: ReadContext
+    ) -> [Effect] {
+        var effects: [Effect] = []
+        let windowOf = context.window(streak:)
+        // A fetch that would bring these bytes later than a request of
+        // their own yields first (`JoinOrJump`, `yield`). Not on an
+        // unstable origin: its stream is the episode's one variant, and
+        // a request of the read's own would bring another
+        // (`streamingWhole`).
+        let deferredBefore = deferred
+        if unstable == nil {
+            let stopped = yieldToJump(
+                wanted: wanted, handle: handle, following: readsOn, link: context.link, now: context.now,
+                since: context.now, window: windowOf)
+            effects += stopped.map { Effect.stop(id: $0) }
+        }
+        for gap in uncoveredGaps(in: wanted) {
+            effects.append(planFetch(from: gap, window: window, length: reach, tuning: context.tuning))
+        }
+        waiters.append(
+            Episode.Waiter(
+                range: wanted, reply: reply, generation: generation, handle: handle, following: readsOn,
+                since: context.now))
+        if deferred != deferredBefore {
+            // A fetch was cut at this read's place: bytes other reads
+            // wait for past that place come by a fetch of their own,
+            // not by the deferred fill (which waits for a quiet link).
+            effects += fetchesForOrphanedWaiters(window: window, length: length, tuning: context.tuning)
+        }
+        if !readsOn, unstable == nil, !recheckArmed, waitsOnAStream(wanted) {
+            // It joined a stream: if that stalls before it brings
+            // these bytes, the read is judged again.
+            effects.append(armRecheck(need: Int64(wanted.count), context: context))
+        } else if unstable != nil, !recheckArmed {
+            // It waits for the unstable episode's one stream: if that
+            // stalls, a second one may be sooner (`secondStreamIfSooner`).
+            effects.append(armRecheck(need: Int64(wanted.count), context: context))
+        }
+        return effects
+    }
 
     /// The `.recheck` for reads waiting for `need` bytes at most, armed.
     mutating func armRecheck(need: Int64, context: ReadContext) -> Effect {
