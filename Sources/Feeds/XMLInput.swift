@@ -20,6 +20,26 @@ enum XMLInput {
         var notes: [String]
     }
 
+    /// How many of each kind of change `repaired(_:)` made.
+    private struct RepairCounts {
+        var ampersands = 0
+        var entities = 0
+        var controls = 0
+        var undecodable = 0
+
+        /// One sentence per kind of change made, in a fixed order.
+        var notes: [String] {
+            var notes: [String] = []
+            if ampersands > 0 { notes.append("escaped \(ampersands) stray '&'") }
+            if entities > 0 { notes.append("decoded \(entities) HTML entities that XML does not define") }
+            if controls > 0 {
+                notes.append("removed \(controls) characters that XML forbids (NUL, control characters)")
+            }
+            if undecodable > 0 { notes.append("read \(undecodable) bytes that are not UTF-8 as windows-1252") }
+            return notes
+        }
+    }
+
     // MARK: - Internal constants
 
     /// A Unicode noncharacter that stands for a character XML forbids.
@@ -157,10 +177,7 @@ enum XMLInput {
         let isStateful = declared.map { $0.contains("2022") || $0.hasPrefix("utf-7") } ?? false
         var output: [UInt8] = []
         output.reserveCapacity(bytes.count + bytes.count / 32)
-        var ampersands = 0
-        var entities = 0
-        var controls = 0
-        var undecodable = 0
+        var counts = RepairCounts()
         var verbatimEnd = 0
         var index = 0
         while index < bytes.count {
@@ -175,7 +192,7 @@ enum XMLInput {
             }
             let verbatim = index < verbatimEnd
             if byte < 0x20, byte != 0x09, byte != 0x0A, byte != 0x0D, !isStateful {
-                controls += 1
+                counts.controls += 1
                 if isUTF8 {
                     output += markerUTF8
                 } else if !verbatim {
@@ -186,55 +203,66 @@ enum XMLInput {
                 // attribute lives there).
                 index += 1
             } else if byte == UInt8(ascii: "&"), !verbatim {
-                index += 1
-                let after = bytes[index...]
-                if predefinedEntities.contains(where: { after.starts(with: $0) }) {
-                    output.append(byte)
-                } else if let (value, length) = characterReference(after) {
-                    if isXMLCharacter(value) {
-                        output.append(byte)
-                    } else {
-                        controls += 1
-                        output += markerReference
-                        index += length
-                    }
-                } else if let (scalar, length) = htmlEntity(after) {
-                    entities += 1
-                    output += Array("&#\(scalar);".utf8)
-                    index += length
-                } else {
-                    ampersands += 1
-                    output += Array("&amp;".utf8)
-                }
+                index = repairAmpersand(bytes, at: index, into: &output, counts: &counts)
             } else if byte >= 0x80, isUTF8 {
-                let length = utf8SequenceLength(bytes, at: index)
-                if length == 3, bytes[index] == 0xEF, bytes[index + 1] == 0xBF, bytes[index + 2] >= 0xBE {
-                    // U+FFFE and U+FFFF are UTF-8 but not XML characters.
-                    controls += 1
-                    output += markerUTF8
-                    index += 3
-                } else if length > 0 {
-                    output += bytes[index..<(index + length)]
-                    index += length
-                } else {
-                    undecodable += 1
-                    appendUTF8(windows1252Scalar(byte), to: &output)
-                    index += 1
-                }
+                index = repairNonASCII(bytes, at: index, into: &output, counts: &counts)
             } else {
                 output.append(byte)
                 index += 1
             }
         }
-        var notes: [String] = []
-        if ampersands > 0 { notes.append("escaped \(ampersands) stray '&'") }
-        if entities > 0 { notes.append("decoded \(entities) HTML entities that XML does not define") }
-        if controls > 0 { notes.append("removed \(controls) characters that XML forbids (NUL, control characters)") }
-        if undecodable > 0 { notes.append("read \(undecodable) bytes that are not UTF-8 as windows-1252") }
-        return Repair(bytes: output, notes: notes)
+        return Repair(bytes: output, notes: counts.notes)
     }
 
     // MARK: - Private methods
+
+    /// Copies or repairs the `&` at `index`; returns the index after it.
+    private static func repairAmpersand(
+        _ bytes: [UInt8], at index: Int, into output: inout [UInt8], counts: inout RepairCounts
+    ) -> Int {
+        let byte = bytes[index]
+        var index = index + 1
+        let after = bytes[index...]
+        if predefinedEntities.contains(where: { after.starts(with: $0) }) {
+            output.append(byte)
+        } else if let (value, length) = characterReference(after) {
+            if isXMLCharacter(value) {
+                output.append(byte)
+            } else {
+                counts.controls += 1
+                output += markerReference
+                index += length
+            }
+        } else if let (scalar, length) = htmlEntity(after) {
+            counts.entities += 1
+            output += Array("&#\(scalar);".utf8)
+            index += length
+        } else {
+            counts.ampersands += 1
+            output += Array("&amp;".utf8)
+        }
+        return index
+    }
+
+    /// Copies or repairs the UTF-8 at `index`; returns the index after it.
+    private static func repairNonASCII(
+        _ bytes: [UInt8], at index: Int, into output: inout [UInt8], counts: inout RepairCounts
+    ) -> Int {
+        let length = utf8SequenceLength(bytes, at: index)
+        if length == 3, bytes[index] == 0xEF, bytes[index + 1] == 0xBF, bytes[index + 2] >= 0xBE {
+            // U+FFFE and U+FFFF are UTF-8 but not XML characters.
+            counts.controls += 1
+            output += markerUTF8
+            return index + 3
+        } else if length > 0 {
+            output += bytes[index..<(index + length)]
+            return index + length
+        } else {
+            counts.undecodable += 1
+            appendUTF8(windows1252Scalar(bytes[index]), to: &output)
+            return index + 1
+        }
+    }
 
     /// The index just past a CDATA section or comment starting at `index`.
     private static func verbatimSectionEnd(_ bytes: [UInt8], at index: Int) -> Int? {
