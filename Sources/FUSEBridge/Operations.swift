@@ -171,11 +171,26 @@ final class Operations: Sendable {
     }
 }
 
-/// The operations table. Built in a nonisolated library function so the
+// MARK: - C callbacks
+
+/// The operations table. Built in nonisolated library functions so the
 /// closures inherit no actor isolation (docs/FUSE-SWIFT-NOTES.md,
-/// "Running").
+/// "Running"). Each closure captures nothing, so it stays a C function
+/// pointer; one that needs its `Operations` finds it through the request
+/// (`Operations.from(request:)`) or, in `init`, the userdata.
 func makeLowLevelOperations() -> fuse_lowlevel_ops {
     var ops = fuse_lowlevel_ops()
+    setLookupOperations(&ops)
+    setFileOperations(&ops)
+    setDirectoryOperations(&ops)
+    setXattrOperations(&ops)
+    setChangeOperations(&ops)
+    setSessionOperations(&ops)
+    return ops
+}
+
+/// Lookup and attributes: `lookup`, `getattr`.
+private func setLookupOperations(_ ops: inout fuse_lowlevel_ops) {
     ops.lookup = { request, parent, name in
         let name = String(cString: name!)
         Operations.from(request: request).fileSystem.lookup(
@@ -184,6 +199,10 @@ func makeLowLevelOperations() -> fuse_lowlevel_ops {
     ops.getattr = { request, inode, _ in
         Operations.from(request: request).fileSystem.getattr(inode: inode, reply: AttributesReply(request!))
     }
+}
+
+/// Regular files: `open` (read-only), `read`, `release`.
+private func setFileOperations(_ ops: inout fuse_lowlevel_ops) {
     ops.open = { request, inode, info in
         let flags = info!.pointee.flags
         // O_TRUNC too: it reaches the open (atomic O_TRUNC is off, but an
@@ -210,6 +229,10 @@ func makeLowLevelOperations() -> fuse_lowlevel_ops {
         Operations.from(request: request).fileSystem.release(inode: inode, handle: handle)
         fuse_reply_err(request, 0)
     }
+}
+
+/// Directories: `opendir`, `releasedir`, `readdir`, `readdirplus`.
+private func setDirectoryOperations(_ ops: inout fuse_lowlevel_ops) {
     ops.opendir = { request, inode, info in
         Operations.from(request: request).doOpendir(request: request!, inode: inode, info: info!)
     }
@@ -224,6 +247,10 @@ func makeLowLevelOperations() -> fuse_lowlevel_ops {
         Operations.from(request: request).doReaddir(
             request: request!, handle: info!.pointee.fh, size: size, offset: Int64(offset), plus: true)
     }
+}
+
+/// Extended attributes: get, list, set and remove.
+private func setXattrOperations(_ ops: inout fuse_lowlevel_ops) {
     ops.getxattr = { request, inode, name, size in
         Operations.from(request: request).doGetxattr(
             request: request!, inode: inode, name: String(cString: name!), size: size)
@@ -239,6 +266,10 @@ func makeLowLevelOperations() -> fuse_lowlevel_ops {
     ops.removexattr = { request, inode, name in
         Operations.from(request: request).doRemovexattr(request: request!, inode: inode, name: String(cString: name!))
     }
+}
+
+/// `access`, and every change to the tree, refused as read-only.
+private func setChangeOperations(_ ops: inout fuse_lowlevel_ops) {
     // The mount is not mounted "ro" (a read-only mount refuses every
     // setxattr before it reaches podfs, and pins and keep settings are
     // extended attributes), so each change to the tree is refused here,
@@ -256,6 +287,10 @@ func makeLowLevelOperations() -> fuse_lowlevel_ops {
     ops.link = { request, _, _, _ in fuse_reply_err(request, EROFS) }
     ops.create = { request, _, _, _, _ in fuse_reply_err(request, EROFS) }
     ops.fallocate = { request, _, _, _, _, _ in fuse_reply_err(request, EROFS) }
+}
+
+/// The session: `init` (the capabilities asked for) and `statfs`.
+private func setSessionOperations(_ ops: inout fuse_lowlevel_ops) {
     ops.statfs = { request, _ in
         let stats = Operations.from(request: request).fileSystem.statfs()
         var sv = statvfs()
@@ -301,5 +336,4 @@ func makeLowLevelOperations() -> fuse_lowlevel_ops {
             connection.pointee.want &= ~UInt32(FUSE_CAP_READDIRPLUS_AUTO)
         }
     }
-    return ops
 }
