@@ -51,7 +51,7 @@ extension EpisodeReader {
             return
         }
         let threshold = disk.resumeThreshold(total: measured.total)
-        let free = evictForSpace(until: threshold + DiskSpace.reserveSize)
+        let free = eviction.makeRoom(until: threshold + DiskSpace.reserveSize)
         // Writes resume only with the reserve back in place: the next full
         // disk must again leave room for the index to evict.
         guard free >= threshold + DiskSpace.reserveSize, disk.makeReserve(logger: logger) else { return }

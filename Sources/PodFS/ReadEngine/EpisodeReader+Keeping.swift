@@ -92,6 +92,6 @@ extension EpisodeReader {
 
     /// Keeps `keys` from eviction (`KeepPlan.kept`).
     func keep(_ keys: Set<String>) {
-        keptKeys.withLock { $0 = keys }
+        eviction.kept.withLock { $0 = keys }
     }
 }

@@ -16,11 +16,11 @@ extension EpisodeReader {
     /// Returns how many were sent.
     @discardableResult
     public func revalidateRecentlyRead(limit: Int = 4, within window: Double = 30 * 86_400) -> Int {
-        guard let usage = cachedUsage() else { return 0 }
+        guard let usage = eviction.usage() else { return 0 }
         let since = Int64(Date().timeIntervalSince1970 - window)
         let recent = usage.filter { $0.bytes > 0 && ($0.lastRead ?? 0) >= since }
             .sorted { ($0.lastRead ?? 0) > ($1.lastRead ?? 0) }
-        let known = episodesByKey.withLock { known in recent.compactMap { known[$0.key] } }
+        let known = eviction.episodes.withLock { known in recent.compactMap { known[$0.key] } }
         var sent = 0
         for episode in known where sent < limit {
             guard let probe = episode.state.withLock({ $0.startMountCheck() }) else { continue }

@@ -42,9 +42,6 @@ public final class EpisodeReader: Sendable {
     private let nextID = Atomic<UInt64>(1)
     /// The flush thread (`startFlushing`).
     let flusher = FlushThread()
-    /// The mount's episodes by key, for eviction (episodes of feeds not
-    /// mounted are evicted in the index and on disk only).
-    let episodesByKey = Locked<[String: Episode]>([:])
     /// Retries waiting for their delay to pass (see `drainWriters`).
     let pendingRetries = Locked(0)
     /// Fetch completions queued for the writers and not yet run: one may
@@ -72,8 +69,9 @@ public final class EpisodeReader: Sendable {
     /// Readers' fetches on the network: the cache's own downloads give way
     /// to them (docs/DESIGN.md, "Offline by policy").
     public let foreground = ForegroundLoad()
-    /// Episodes kept by policy (`KeepPlan.kept`): never evicted.
-    let keptKeys = Locked<Set<String>>([])
+    /// Keeps the cache under its cap and makes room on a full disk; knows
+    /// the mount's episodes by key and those kept by policy.
+    let eviction: Eviction
 
     // MARK: - Init
 
@@ -84,15 +82,24 @@ public final class EpisodeReader: Sendable {
         self.logger = logger
         self.tuning = tuning
         self.disk = DiskSpace(directory: index.directory)
+        self.eviction = Eviction(
+            index: index, indexLock: indexLock, disk: disk, limit: tuning.cacheLimit, logger: logger)
     }
 
     // MARK: - Public methods
 
     /// Tells the reader which episodes the mount shows.
     public func adopt(_ episodes: [Episode]) {
-        episodesByKey.withLock { known in
+        eviction.episodes.withLock { known in
             for episode in episodes { known[episode.key] = episode }
         }
+    }
+
+    /// Evicts until the committed bytes are at most 90 % of the cap
+    /// (`Eviction`). Returns the number of bytes freed.
+    @discardableResult
+    public func evictIfOverLimit() -> Int64 {
+        eviction.keepUnderCap()
     }
 
     /// Lets the reader drop the kernel's cached size and pages of an episode.

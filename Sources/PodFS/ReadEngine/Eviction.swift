@@ -1,14 +1,46 @@
-import Foundation
+import Locking
+import Logging
 import RangeCache
 
-/// Keeps the cache under its size cap: least recently read episodes go
-/// first, never one that is open or downloading. Whole episodes are
-/// evicted, in the durable order: the index forgets the ranges, then the
-/// scratch file is deleted, so the index never claims a deleted byte.
-extension EpisodeReader {
+/// Keeps the cache under its size cap and makes room on a full disk:
+/// whole episodes go, least recently read first, never one that is open,
+/// downloading, kept or pinned. Each goes in the durable order: the index
+/// forgets its ranges, then its scratch file is deleted, so the index
+/// never claims a deleted byte.
+///
+/// Its locks: the reader's index lock, taken per episode evicted and then
+/// that episode's state lock (the lock order of every flush); `kept` and
+/// the mount's episodes are leaf locks.
+final class Eviction: Sendable {
+    // MARK: - Properties
+
+    /// Episodes kept by policy (`KeepPlan.kept`): they count in the cap but
+    /// are never evicted.
+    let kept = Locked<Set<String>>([])
+    /// The mount's episodes by key (episodes of feeds not mounted are
+    /// evicted in the index and on disk only).
+    let episodes = Locked<[String: Episode]>([:])
+    private let index: CacheIndex
+    private let indexLock: Locked<Int>
+    private let disk: DiskSpace
+    private let limit: Int64?
+    private let logger: Logger
+
+    // MARK: - Init
+
+    init(index: CacheIndex, indexLock: Locked<Int>, disk: DiskSpace, limit: Int64?, logger: Logger) {
+        self.index = index
+        self.indexLock = indexLock
+        self.disk = disk
+        self.limit = limit
+        self.logger = logger
+    }
+
+    // MARK: - Methods
+
     /// Each cached episode's bytes and last read, least recently read
     /// first (`CacheIndex.usage`); `nil`, logged, when the index cannot say.
-    func cachedUsage() -> [(key: String, bytes: Int64, lastRead: Int64?)]? {
+    func usage() -> [(key: String, bytes: Int64, lastRead: Int64?)]? {
         do {
             return try index.usage()
         } catch {
@@ -20,25 +52,14 @@ extension EpisodeReader {
     /// Evicts until the committed bytes are at most 90 % of the cap (some
     /// room, so eviction does not run on every commit). Returns the number
     /// of bytes freed.
-    @discardableResult
-    public func evictIfOverLimit() -> Int64 {
-        guard let limit = tuning.cacheLimit else { return 0 }
-        guard let usage = cachedUsage() else { return 0 }
+    func keepUnderCap() -> Int64 {
+        guard let limit, let usage = usage() else { return 0 }
         var total = usage.reduce(Int64(0)) { $0.saturatingAdding($1.bytes) }
         guard total > limit else { return 0 }
         let target = limit / 10 * 9
-        var freed: Int64 = 0
-        var evicted = 0
-        // Kept and pinned episodes count in the cap, but are never evicted
-        // (docs/DESIGN.md, "Offline by policy").
-        let kept = keptKeys.withLock { $0 }
-        for entry in usage where entry.bytes > 0 && !kept.contains(entry.key) {
-            guard total > target else { break }
-            if evict(key: entry.key) {
-                total -= entry.bytes
-                freed += entry.bytes
-                evicted += 1
-            }
+        let (freed, evicted) = evict(from: usage) { bytes in
+            total -= bytes
+            return total > target
         }
         logger.info(
             "evicted episodes to keep the cache under its cap",
@@ -51,23 +72,14 @@ extension EpisodeReader {
         return freed
     }
 
-    /// Evicts least recently read episodes (never an open or downloading
-    /// one) until the cache's file system has `free` bytes free or nothing
-    /// is left to evict. Returns the free bytes at the end.
-    func evictForSpace(until free: Int64) -> Int64 {
+    /// Evicts until the cache's file system has `free` bytes free or
+    /// nothing is left to evict. Returns the free bytes at the end.
+    func makeRoom(until free: Int64) -> Int64 {
         var available = disk.measure()?.free ?? 0
-        guard available < free else { return available }
-        guard let usage = cachedUsage() else { return available }
-        var freed: Int64 = 0
-        var evicted = 0
-        let kept = keptKeys.withLock { $0 }
-        for entry in usage where entry.bytes > 0 && !kept.contains(entry.key) {
-            guard available < free else { break }
-            if evict(key: entry.key) {
-                freed += entry.bytes
-                evicted += 1
-                available = disk.measure()?.free ?? available
-            }
+        guard available < free, let usage = usage() else { return available }
+        let (freed, evicted) = evict(from: usage) { _ in
+            available = disk.measure()?.free ?? available
+            return available < free
         }
         if evicted > 0 {
             logger.info(
@@ -77,9 +89,30 @@ extension EpisodeReader {
         return available
     }
 
+    // MARK: - Private methods
+
+    /// Evicts the episodes of `usage` in its order, skipping kept ones and
+    /// those that may not go now, while `more` (told each evicted
+    /// episode's bytes) says to go on. Returns the bytes freed and the
+    /// number of episodes evicted.
+    private func evict(
+        from usage: [(key: String, bytes: Int64, lastRead: Int64?)], while more: (Int64) -> Bool
+    ) -> (freed: Int64, evicted: Int) {
+        var freed: Int64 = 0
+        var evicted = 0
+        let kept = kept.withLock { $0 }
+        for entry in usage where entry.bytes > 0 && !kept.contains(entry.key) {
+            guard evict(key: entry.key) else { continue }
+            freed += entry.bytes
+            evicted += 1
+            guard more(entry.bytes) else { break }
+        }
+        return (freed, evicted)
+    }
+
     /// Evicts one episode unless it is open or downloading.
     private func evict(key: String) -> Bool {
-        let episode = episodesByKey.withLock { $0[key] }
+        let episode = episodes.withLock { $0[key] }
         let path = index.dataPath(forKey: key)
         return indexLock.withLock { _ -> Bool in
             // Lock order as everywhere: the index lock, then the episode's.
