@@ -31,7 +31,8 @@ import Testing
         var logger = Logger(label: "test")
         logger.logLevel = .critical
         return Eviction(
-            index: index, indexLock: Locked(0), disk: DiskSpace(directory: index.directory), limit: limit,
+            index: index, indexLock: Locked(0), episodes: Locked([:]), disk: DiskSpace(directory: index.directory),
+            limit: limit,
             logger: logger)
     }
 

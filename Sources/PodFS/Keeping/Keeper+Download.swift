@@ -31,7 +31,7 @@ extension Keeper {
         var paused = false
         logger.debug("keeping an episode offline: downloading", metadata: ["episode.key": "\(episode.key)"])
         while !isStopping {
-            guard reader.eviction.kept.withLock({ $0.contains(episode.key) }) else {
+            guard reader.keptKeys.contains(episode.key) else {
                 logger.debug("keeping an episode offline: no longer kept", metadata: ["episode.key": "\(episode.key)"])
                 return
             }

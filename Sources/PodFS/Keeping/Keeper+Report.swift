@@ -64,7 +64,7 @@ extension Keeper {
                         unfit: show.episodes.filter { unfit.contains($0.key) }.map(\.name))
                 },
                 downloading: downloads.sorted { $0.episode < $1.episode },
-                keptKeys: reader.eviction.kept.withLock { $0 }.sorted())
+                keptKeys: reader.keptKeys.sorted())
             let previous = progress.withLock { progress in
                 defer { progress.report = report }
                 return progress.report

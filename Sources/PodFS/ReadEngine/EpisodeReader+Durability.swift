@@ -95,11 +95,3 @@ extension EpisodeReader {
         dirtyEpisodes.mark(episode)
     }
 }
-
-/// Keeps termination signals for the FUSE loop's thread.
-func blockSignalsForHelperThread() {
-    var set = sigset_t()
-    sigemptyset(&set)
-    for signal in [SIGINT, SIGTERM, SIGHUP, SIGQUIT] { sigaddset(&set, signal) }
-    pthread_sigmask(SIG_BLOCK, &set, nil)
-}

@@ -60,22 +60,27 @@ extension EpisodeReader {
 
     // MARK: - Private methods
 
+    /// What the log says of a fetch an effect starts (built only when the
+    /// debug line is logged).
+    private static func fetchMetadata(
+        _ episode: Episode, _ range: Range<Int64>, read: (offset: Int64, size: Int)?
+    ) -> Logger.Metadata {
+        var metadata: Logger.Metadata = [
+            "episode.key": "\(episode.key)", "range.lower": "\(range.lowerBound)", "range.upper": "\(range.upperBound)",
+        ]
+        if let read {
+            metadata["read.offset"] = "\(read.offset)"
+            metadata["read.size"] = "\(read.size)"
+        }
+        return metadata
+    }
+
     /// Carries out one effect; `false` when it ends the transfer whose
     /// head it follows.
     private func carryOut(_ effect: Episode.State.Effect, of episode: Episode, _ context: EffectContext) throws -> Bool {
         switch effect {
         case .fetch(let id, let range):
-            var metadata: Logger.Metadata = [
-                "episode.key": "\(episode.key)", "range.lower": "\(range.lowerBound)",
-                "range.upper": "\(range.upperBound)",
-            ]
-            if let read = context.read {
-                metadata["read.offset"] = "\(read.offset)"
-                metadata["read.size"] = "\(read.size)"
-            }
-            logger.debug(
-                context.settled == nil ? "\(context.fetchLog)" : "fetching what a fetch gave up for a jump",
-                metadata: metadata)
+            logger.debug("\(context.fetchLog)", metadata: Self.fetchMetadata(episode, range, read: context.read))
             let target = context.target ?? episode.state.withLock { self.target($0, of: episode) }
             startFetch(id, range: range, of: episode, to: target, forKeeper: context.forKeeper)
         case .probe(let probe):

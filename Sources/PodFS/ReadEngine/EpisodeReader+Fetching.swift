@@ -327,6 +327,8 @@ extension EpisodeReader {
                 id: fetch.id, failure: failure, isBackground: fetch.isBackground, minimumFetch: tuning.minimumFetch)
             return (effects, self.target(state, of: episode))
         }
-        carryOut(effects, of: episode, EffectContext(target: target, settled: (fetch.id, failure != nil)))
+        let context = EffectContext(
+            target: target, settled: (fetch.id, failure != nil), fetchLog: "fetching what a fetch gave up for a jump")
+        carryOut(effects, of: episode, context)
     }
 }

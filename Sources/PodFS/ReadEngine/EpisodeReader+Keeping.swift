@@ -90,6 +90,11 @@ extension EpisodeReader {
         if !ids.isEmpty { stop(ids, of: episode) }
     }
 
+    /// The episodes kept by policy now (`keep`).
+    var keptKeys: Set<String> {
+        eviction.kept.withLock { $0 }
+    }
+
     /// Keeps `keys` from eviction (`KeepPlan.kept`).
     func keep(_ keys: Set<String>) {
         eviction.kept.withLock { $0 = keys }

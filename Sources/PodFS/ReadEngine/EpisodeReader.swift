@@ -69,8 +69,10 @@ public final class EpisodeReader: Sendable {
     /// Readers' fetches on the network: the cache's own downloads give way
     /// to them (docs/DESIGN.md, "Offline by policy").
     public let foreground = ForegroundLoad()
+    /// The mount's episodes by key (`adopt`).
+    let episodesByKey = Locked<[String: Episode]>([:])
     /// Keeps the cache under its cap and makes room on a full disk; knows
-    /// the mount's episodes by key and those kept by policy.
+    /// the episodes kept by policy.
     let eviction: Eviction
 
     // MARK: - Init
@@ -83,14 +85,15 @@ public final class EpisodeReader: Sendable {
         self.tuning = tuning
         self.disk = DiskSpace(directory: index.directory)
         self.eviction = Eviction(
-            index: index, indexLock: indexLock, disk: disk, limit: tuning.cacheLimit, logger: logger)
+            index: index, indexLock: indexLock, episodes: episodesByKey, disk: disk, limit: tuning.cacheLimit,
+            logger: logger)
     }
 
     // MARK: - Public methods
 
     /// Tells the reader which episodes the mount shows.
     public func adopt(_ episodes: [Episode]) {
-        eviction.episodes.withLock { known in
+        episodesByKey.withLock { known in
             for episode in episodes { known[episode.key] = episode }
         }
     }

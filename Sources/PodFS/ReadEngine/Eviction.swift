@@ -9,17 +9,17 @@ import RangeCache
 /// never claims a deleted byte.
 ///
 /// Its locks: the reader's index lock, taken per episode evicted and then
-/// that episode's state lock (the lock order of every flush); `kept` and
-/// the mount's episodes are leaf locks.
+/// that episode's state lock (the lock order of every flush); `kept` is a
+/// leaf lock, and so is the reader's map of the mount's episodes it asks.
 final class Eviction: Sendable {
     // MARK: - Properties
 
     /// Episodes kept by policy (`KeepPlan.kept`): they count in the cap but
     /// are never evicted.
     let kept = Locked<Set<String>>([])
-    /// The mount's episodes by key (episodes of feeds not mounted are
-    /// evicted in the index and on disk only).
-    let episodes = Locked<[String: Episode]>([:])
+    /// The mount's episodes by key (the reader's): episodes of feeds not
+    /// mounted are evicted in the index and on disk only.
+    private let episodes: Locked<[String: Episode]>
     private let index: CacheIndex
     private let indexLock: Locked<Int>
     private let disk: DiskSpace
@@ -28,8 +28,12 @@ final class Eviction: Sendable {
 
     // MARK: - Init
 
-    init(index: CacheIndex, indexLock: Locked<Int>, disk: DiskSpace, limit: Int64?, logger: Logger) {
+    init(
+        index: CacheIndex, indexLock: Locked<Int>, episodes: Locked<[String: Episode]>, disk: DiskSpace,
+        limit: Int64?, logger: Logger
+    ) {
         self.index = index
+        self.episodes = episodes
         self.indexLock = indexLock
         self.disk = disk
         self.limit = limit

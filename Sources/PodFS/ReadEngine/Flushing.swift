@@ -51,7 +51,7 @@ final class FlushThread: Sendable {
         prepare()
         let tick = interval > 0 ? interval : 1
         let thread = Thread { [self] in
-            blockSignalsForHelperThread()
+            FeedRound.blockTerminationSignals()
             while state.withLock({ $0 == .running }) {
                 Thread.sleep(forTimeInterval: tick)
                 pass()

@@ -122,19 +122,12 @@ extension Episode.State {
                 // of its attempts: they get a probe of their own.
                 probe = [.probe(startProbe(minimumFetch: minimumFetch))]
             } else {
-                for waiter in openWaiters {
-                    guard usable else {
-                        opens.append(.answerOpen(waiter.reply, nil))
-                        continue
-                    }
-                    handles[waiter.handle] = Episode.HandleState(
-                        generation: generation, seenByKernel: waiter.seenByKernel)
-                    let options = Episode.OpenAnswer(
-                        handle: waiter.handle, keepCache: !kernelPagesStale, dropAttributes: waiter.dropAttributes)
-                    opens.append(.answerOpen(waiter.reply, options))
+                if usable {
+                    opens = answerOpens(dropAttributes: false)
+                } else {
+                    opens = openWaiters.map { .answerOpen($0.reply, nil) }
+                    openWaiters.removeAll()
                 }
-                if usable && openWaiters.contains(where: \.seenByKernel) { kernelPagesStale = false }
-                openWaiters.removeAll()
                 // Their reads are made again: from the cache offline, else
                 // they fail as the open would have.
                 let settled = settleProvisionalHandles()

@@ -111,8 +111,9 @@ extension Episode.State {
                 was: version, now: answer, confirmedInThisMount: validated, status: head.status,
                 askedRange: progress.cursor > 0 || progress.upper < total)
             ?? (Self.unproven(answer) && !holdsEveryByte ? Self.noValidator : nil)
-        var (durable, then, invalidate, dropped) = takeVersion(
+        let (durable, taken, invalidate, dropped) = takeVersion(
             answer, of: head, id: id, total: total, changed: changed, restarting: restarting, context: context)
+        var then = taken
         if head.status == 200, progress.cursor > 0 || progress.upper < total, !changed,
             warned.insert(.ignoresRange).inserted
         {
