@@ -37,6 +37,7 @@ import Testing
         var committing = state
         let snapshot = committing.takeCommitSnapshot(key: "k")
         #expect(snapshot.ranges == [], "the index forgets them")
+        #expect(Episode.State.commitPlan([snapshot]) == [.sync(index: 0), .commit], "with no file to sync")
     }
 
     @Test func aFailedCommitKeepsBothKindsOfNewsForTheNextFlush() {

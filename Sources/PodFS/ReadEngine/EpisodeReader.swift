@@ -96,6 +96,9 @@ public final class EpisodeReader: Sendable {
         episodesByKey.withLock { known in
             for episode in episodes { known[episode.key] = episode }
         }
+        // A state restored with news for the index (ranges it could not
+        // take) is committed by the next flush.
+        for episode in episodes where episode.state.ifMade({ !$0.unsaved.isEmpty }) == true { markDirty(episode) }
     }
 
     /// Evicts until the committed bytes are at most 90 % of the cap

@@ -37,9 +37,14 @@ extension Episode.State {
     // MARK: - Static methods
 
     /// The steps of a flush of `snapshots`: every sync before the commit
-    /// that lists what it made durable.
+    /// that lists what it made durable. Ranges need their file synced; a
+    /// snapshot that forgets every range needs no file (its sync is
+    /// nothing), so the index forgets bytes whose file is gone.
     static func commitPlan(_ snapshots: [CommitSnapshot]) -> [CommitEffect] {
-        let synced = snapshots.indices.filter { snapshots[$0].ranges != nil && snapshots[$0].scratch != nil }
+        let synced = snapshots.indices.filter { index in
+            guard let ranges = snapshots[index].ranges else { return false }
+            return snapshots[index].scratch != nil || ranges.isEmpty
+        }
         return synced.map { .sync(index: $0) } + [.commit]
             + synced.filter { snapshots[$0].lastRead > 0 }.map { .touch(index: $0) }
     }

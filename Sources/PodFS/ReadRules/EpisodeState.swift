@@ -229,7 +229,8 @@ extension Episode {
         init(restoring record: EpisodeRecord) {
             current = Episode.Version(restoring: record)
             // Ranges the version could not take (no length) are forgotten
-            // by the next commit.
+            // by the next commit (the reader queues it when it adopts the
+            // episode).
             if record.length == nil, !record.ranges.isEmpty { unsaved = .ranges }
             // Cached by an earlier podfs from responses nothing shows to be
             // one version (this one marks such an episode at its first
@@ -237,7 +238,7 @@ extension Episode {
             // stream from byte 0 replaces them.
             variant = Variant(
                 restoring: record.variant,
-                unprovenBytes: record.variant.unstable == nil && !record.ranges.isEmpty && Self.unproven(version))
+                unprovenBytes: record.variant.unstable == nil && !present.isEmpty && Self.unproven(version))
             lastRead = record.lastRead ?? 0
         }
 
