@@ -103,9 +103,9 @@ extension Episode.State {
     /// A `stat` of the episode: `true` when it must wait for the first
     /// response (a provisional file is open; `answer` is then kept and
     /// answered when the response comes), `false` to answer now.
-    mutating func statWaits(_ answer: Episode.SizeToken) -> Bool {
+    mutating func statWaits(_ answer: @autoclosure () -> Episode.SizeToken) -> Bool {
         guard handles.values.contains(where: \.provisional) else { return false }
-        sizeWaiters.append(answer)
+        sizeWaiters.append(answer())
         return true
     }
 
