@@ -149,3 +149,25 @@ extension FetchError {
             message: error.description)
     }
 }
+
+extension CurlSource {
+    /// A whole document (a show's web page, a feed it links) fetched under
+    /// the zone of whoever wrote its URL, and the zone it came from.
+    func fetchDocument(url: String, issuer: URLIssuer) throws(FetchError) -> (body: [UInt8], zone: AddressZone?) {
+        let response: HTTPResponse
+        do {
+            response = try client.fetchAll(
+                HTTPRequest(
+                    url: url, acceptCompressed: true, issuer: issuer, connectTimeout: Self.feedConnectTimeout,
+                    totalTimeout: Self.feedTotalTimeout),
+                limit: feedLimit)
+        } catch {
+            throw FetchError(error)
+        }
+        guard (200..<300).contains(response.head.status) else {
+            throw OriginAnswer(status: response.head.status, retryAfter: nil, now: Date().timeIntervalSince1970)
+                .failure(status: response.head.status, url: url)
+        }
+        return (response.body, response.head.connectedZone)
+    }
+}

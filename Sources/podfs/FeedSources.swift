@@ -35,7 +35,7 @@ enum FeedSources {
     }
 
     /// Whether `source` is a feed URL rather than a file.
-    private static func isURL(_ source: String) -> Bool {
+    static func isURL(_ source: String) -> Bool {
         let lowered = source.lowercased()
         return lowered.hasPrefix("http://") || lowered.hasPrefix("https://")
     }

@@ -9,7 +9,10 @@ struct Mount: ParsableCommand {
         abstract: "Mount feeds on a directory.",
         discussion: """
             SOURCE is a feed URL (http or https), an OPML file, or a text file with one feed URL \
-            per line. Without -f the command returns once the mount is ready and the file system \
+            per line. With one file as SOURCE, that file is the list of subscriptions that podfs \
+            subscribe and unsubscribe edit and that podfs watches for edits; otherwise the list \
+            is <cache-dir>/subscriptions.txt, and with no SOURCE the cache's list is mounted. \
+            Without -f the command returns once the mount is ready and the file system \
             is served in the background; its log goes to --log-file. Stop it with \
             'podfs unmount MOUNTPOINT' (or fusermount3 -u).
             """)
@@ -113,12 +116,14 @@ struct Mount: ParsableCommand {
     @Flag(name: .long, help: .hidden)
     var daemonChild = false
 
-    @Argument(help: "Feed URLs, OPML files or URL list files, then the mount point.")
+    @Argument(help: "Feed URLs, OPML files or URL list files (none: the cache's list), then the mount point.")
     var arguments: [String] = []
 
     mutating func validate() throws {
-        guard arguments.count >= 2 else {
-            throw ValidationError("give at least one SOURCE and a MOUNTPOINT, e.g. podfs mount https://example.org/feed.xml ~/Podcasts")
+        guard !arguments.isEmpty else {
+            throw ValidationError(
+                "give a SOURCE and a MOUNTPOINT, e.g. podfs mount https://example.org/feed.xml ~/Podcasts "
+                    + "(or only a MOUNTPOINT, to mount the cache's list of subscriptions)")
         }
         _ = try MountOptions(o)
         if let cacheSize {

@@ -22,8 +22,10 @@ extension MountService {
         let feedStatus: FeedStatusStore
         let catalog: Catalog
         let reader: EpisodeReader
-        /// The SOURCE's feeds, in order.
+        /// The subscribed feeds when the mount began, in order.
         let feedURLs: [String]
+        /// Where the subscriptions live (`SubscriptionList`).
+        let list: SubscriptionList
         /// Registers a show's files with the address zones and the reader.
         let adopt: @Sendable ([Catalog.Show]) -> Void
         /// Whether a feed answered in this mount (the episodes read last
@@ -78,7 +80,11 @@ extension MountService {
             throw error
         }
         attach(session, parts, listed, feeds, logger: logger)
+        let subscriptions = startSubscriptions(parts, feeds, logger: logger)
         for failure in failures { report("warning: left out \(failure)") }
+        if parts.feedURLs.isEmpty {
+            report("warning: no subscriptions yet; add one with: podfs subscribe --cache-dir \(cacheDirectory) URL")
+        }
         if !waiting.isEmpty {
             report("warning: \(waiting.count) feed(s) still loading; their shows appear when they come (podfs status)")
         }
@@ -100,6 +106,8 @@ extension MountService {
         // 10 s so their readers get their data.
         let loopStatus = session.serve(termGrace: 10)
         let status = [SIGINT, SIGTERM, SIGHUP].contains(loopStatus) ? 0 : loopStatus
+        subscriptions.server?.stop()
+        subscriptions.live.stop()
         tearDown(session, parts, listed, feeds, logger: logger)
         logger.info("stopped", metadata: ["exit.status": "\(status == 0 ? 0 : 1)"])
         return status == 0 ? 0 : 1
@@ -115,11 +123,11 @@ extension MountService {
         let source = CurlSource(
             client: client, feedLimit: feedLimit,
             zones: FeedZones(policy: policy, pinnedIssuer: { index.pinnedIssuer(url: $0) }))
-        let feedURLs: [String]
+        let (list, feedURLs): (SubscriptionList, [String])
         do {
-            feedURLs = try FeedSources.urls(sources)
+            (list, feedURLs) = try SubscriptionList.forMount(sources: sources, cacheDirectory: cacheDirectory)
         } catch {
-            throw MountError(error.message)
+            throw MountError(error.description)
         }
         let loader = FeedLoader(
             source: source, index: index, moves: FeedMoves(directory: cacheDirectory), logger: logger)
@@ -141,7 +149,7 @@ extension MountService {
         return Parts(
             index: index, client: client, source: source, loader: loader,
             feedStatus: FeedStatusStore(directory: cacheDirectory), catalog: catalog, reader: reader,
-            feedURLs: feedURLs,
+            feedURLs: feedURLs, list: list,
             adopt: { shows in
                 for show in shows {
                     zones.adopt(urls: (show.episodes + show.extras).map(\.url), feedURL: show.feedURL)
@@ -265,7 +273,8 @@ extension MountService {
         let failures = parts.feedURLs.filter { !shown.contains($0) && !unanswered.contains($0) }.map { url in
             "\(FeedURL.redacted(url, for: .log)): \(feedStatus.record(url: url)?.detail ?? "unknown")"
         }
-        if shown.isEmpty && unanswered.isEmpty {
+        // An empty list mounts an empty root, ready for `podfs subscribe`.
+        if shown.isEmpty && unanswered.isEmpty && !parts.feedURLs.isEmpty {
             stopFeeds(parts, feeds)
             throw MountError(
                 "no feed could be loaded and none is cached:\n  " + failures.joined(separator: "\n  ")

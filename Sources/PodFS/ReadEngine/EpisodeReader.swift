@@ -101,6 +101,12 @@ public final class EpisodeReader: Sendable {
         for episode in episodes where episode.state.ifMade({ !$0.unsaved.isEmpty }) == true { markDirty(episode) }
     }
 
+    /// Deletes the cached bytes of `keys` now, except those of an episode
+    /// open or downloading (`Eviction.purge`).
+    public func purge(keys: [String]) -> (purged: Int, open: Int) {
+        eviction.purge(keys: keys)
+    }
+
     /// Evicts until the committed bytes are at most 90 % of the cap
     /// (`Eviction`). Returns the number of bytes freed.
     @discardableResult

@@ -93,6 +93,15 @@ final class Eviction: Sendable {
         return available
     }
 
+    /// Deletes the cached bytes of `keys` now (an unsubscribed show's, with
+    /// `--purge`), kept ones too, except an episode open or downloading.
+    /// Returns how many went and how many stayed for that reason.
+    func purge(keys: [String]) -> (purged: Int, open: Int) {
+        var purged = 0
+        for key in keys where evict(key: key) { purged += 1 }
+        return (purged, keys.count - purged)
+    }
+
     // MARK: - Private methods
 
     /// Evicts the episodes of `usage` in its order, skipping kept ones and

@@ -35,6 +35,9 @@ public struct FeedLoader: Sendable {
 
     // MARK: - Properties
 
+    /// How the reason of a body that is no feed begins.
+    public static let doesNotParse = "the feed does not parse"
+
     private let source: any FeedSource
     private let index: CacheIndex
     /// Where moved feeds live now; `nil`: moves are not remembered.
@@ -149,7 +152,7 @@ public struct FeedLoader: Sendable {
         do {
             feed = try FeedParser.parse(body, baseURL: location)
         } catch {
-            return .failed(reason: "the feed does not parse: \(error.message)")
+            return .failed(reason: "\(Self.doesNotParse): \(error.message)")
         }
         let here = answer.movedTo ?? location
         if let next = feed.newFeedURL, next != here, next != location,

@@ -1,5 +1,6 @@
 import Dispatch
 public import FUSEBridge
+public import Feeds
 import Foundation
 public import Logging
 import Locking
@@ -27,8 +28,11 @@ public final class FeedRefresher: Sendable {
 
     // MARK: - Properties
 
-    /// Every SOURCE feed, in SOURCE order (also those that failed at mount).
-    private let urls: [String]
+    /// Every subscribed feed, in list order (also those that failed at
+    /// mount): the SOURCE's at first, then as `subscribe` and
+    /// `unsubscribe` change it. A round fetches the list as it was when
+    /// the round began.
+    private let subscribed: Locked<[String]>
     /// Seconds between rounds; `nil`: only the first round.
     private let interval: Double?
     private let limits: FeedSchedule.Limits
@@ -66,7 +70,7 @@ public final class FeedRefresher: Sendable {
     ) {
         self.onNewFiles = onNewFiles
         self.onFirstAnswer = onFirstAnswer
-        self.urls = urls
+        self.subscribed = Locked(urls)
         self.interval = interval
         self.limits = limits
         self.loader = loader
@@ -94,7 +98,7 @@ public final class FeedRefresher: Sendable {
         guard starting else { return }
         // Pending from now, not from when the thread gets to it: a mount
         // reads these records as soon as this returns.
-        note(statusStore.markPending(urls: urls))
+        note(statusStore.markPending(urls: subscribedURLs))
         let thread = Thread { [self] in
             FeedRound.blockTerminationSignals()
             refreshAll()
@@ -111,7 +115,7 @@ public final class FeedRefresher: Sendable {
         logger.info(
             "fetching feeds in the background",
             metadata: [
-                "interval.seconds": "\(interval.map { "\($0)" } ?? "off")", "feeds": "\(urls.count)",
+                "interval.seconds": "\(interval.map { "\($0)" } ?? "off")", "feeds": "\(subscribedURLs.count)",
                 "limit.total": "\(limits.total)", "limit.per_host": "\(limits.perHost)",
             ])
     }
@@ -141,6 +145,7 @@ public final class FeedRefresher: Sendable {
     /// Fetches every feed once, concurrently within the bounds, and returns
     /// when all have ended.
     public func refreshAll() {
+        let urls = subscribedURLs
         let current = FeedRound(urls: urls, limits: limits, settled: { [self] url in answer(url) }) { [self] url, _ in
             guard lifecycle.withLock({ $0 == .running || $0 == .idle }) else { return .settled }
             return refresh(url: url)
@@ -156,6 +161,61 @@ public final class FeedRefresher: Sendable {
         // The round's parses left freed heap behind; give it back (once a
         // round: it walks the whole heap).
         Heap.giveBackFreedMemory()
+    }
+
+    /// The subscribed feeds, in list order.
+    public var subscribedURLs: [String] {
+        subscribed.withLock { $0 }
+    }
+
+    /// Subscribes to the feed at `url`, whose copy `feed` was just fetched
+    /// and kept: its folder is in the root when this returns, and the
+    /// feed is refreshed with the others from now on. Returns what
+    /// changed (`nil`: it was subscribed already and nothing changed).
+    public func subscribe(url: String, feed: ParsedFeed) throws -> Catalog.Change? {
+        let added = subscribed.withLock { list -> Bool in
+            guard !list.contains(url) else { return false }
+            list.append(url)
+            return true
+        }
+        do {
+            let change = try install(url: url, feed: feed)
+            note(url: url, ok: true, detail: "loaded")
+            note(statusStore.flush())
+            answer(url)
+            return added ? change : nil
+        } catch {
+            if added { subscribed.withLock { $0.removeAll { $0 == url } } }
+            throw error
+        }
+    }
+
+    /// Subscribes to the feed at `url` and fetches it now, on the caller's
+    /// thread; one that fails is fetched again with the others, as a feed
+    /// that failed at mount is.
+    public func add(url: String) {
+        let added = subscribed.withLock { list -> Bool in
+            guard !list.contains(url) else { return false }
+            list.append(url)
+            return true
+        }
+        guard added else { return }
+        note(statusStore.markPending(urls: [url]))
+        _ = refresh(url: url)
+        note(statusStore.flush())
+        answer(url)
+    }
+
+    /// Unsubscribes from the feed at `url`: its folder leaves the root now
+    /// (open files read on) and no round fetches it again. Returns what
+    /// left the root (`nil`: it had no folder).
+    @discardableResult
+    public func unsubscribe(url: String) -> Catalog.Removal? {
+        subscribed.withLock { $0.removeAll { $0 == url } }
+        guard let removal = catalog.remove(url: url) else { return nil }
+        invalidate(removal)
+        logger.info("unsubscribed", metadata: ["feed.url": .url(url), "show": "\(removal.name)"])
+        return removal
     }
 
     /// Waits until each of `urls` had its answer in this mount (it loaded,
@@ -195,10 +255,7 @@ public final class FeedRefresher: Sendable {
             return FeedRound.Ended(isTransient: isTransient, retryAfter: retryAfter)
         case .updated(let feed):
             do {
-                let change = try catalog.update(url: url, feed: feed)
-                onNewFiles(change.newFiles.map(\.url), url)
-                reader.adopt(change.newFiles)
-                invalidate(change)
+                guard let change = try install(url: url, feed: feed) else { return .settled }
                 logger.info(
                     "feed refreshed",
                     metadata: [
@@ -213,6 +270,35 @@ public final class FeedRefresher: Sendable {
             }
         }
         return .settled
+    }
+
+    /// Puts the listing of `feed` in the catalogue, unless the feed was
+    /// unsubscribed meanwhile (`nil`). An unsubscribe that lands while the
+    /// listing is being built takes it out again: the list is checked
+    /// after the catalogue changed, and `unsubscribe` changes the list
+    /// before the catalogue, so one of the two always sees the other.
+    private func install(url: String, feed: ParsedFeed) throws -> Catalog.Change? {
+        guard isSubscribed(url) else { return nil }
+        let change = try catalog.update(url: url, feed: feed)
+        guard isSubscribed(url) else {
+            if let removal = catalog.remove(url: url) { invalidate(removal) }
+            return nil
+        }
+        onNewFiles(change.newFiles.map(\.url), url)
+        reader.adopt(change.newFiles)
+        invalidate(change)
+        return change
+    }
+
+    private func isSubscribed(_ url: String) -> Bool {
+        subscribed.withLock { $0.contains(url) }
+    }
+
+    /// Tells the kernel a folder left the root.
+    private func invalidate(_ removal: Catalog.Removal) {
+        guard let invalidator = invalidator.withLock({ $0 }) else { return }
+        invalidator.invalidate(inode: Catalog.rootInode)
+        invalidator.invalidate(parent: Catalog.rootInode, name: removal.name)
     }
 
     private func answer(_ url: String) {

@@ -1,0 +1,54 @@
+import FUSEBridge
+import Foundation
+
+/// Shows taken out of the tree: an unsubscribed feed's folder leaves the
+/// root at once, but every node it served stays in `nodes`, so a file open
+/// in it (and a shell whose directory it is) reads on to its end.
+extension Catalog {
+    // MARK: - Nested types
+
+    /// What leaving the root took, for the kernel's caches and the caller.
+    public struct Removal: Sendable {
+        /// The folder's name in the root.
+        public var name: String
+        /// The show that was built (`nil`: only its placeholder was listed).
+        public var show: Show?
+    }
+
+    // MARK: - Methods
+
+    /// Takes the folder of the feed at `url` out of the root (a built show
+    /// or its placeholder); `nil` when the root has none. The files' keys
+    /// stay, so a later subscription to the same feed finds its bytes.
+    @discardableResult
+    public func remove(url: String) -> Removal? {
+        updating.withLock { _ in
+            tree.withLock { tree -> Removal? in
+                var removal: Removal?
+                if let position = tree.shows.firstIndex(where: { $0.feedURL == url }) {
+                    let show = tree.shows.remove(at: position)
+                    if tree.showsByName[show.name] === show { tree.showsByName[show.name] = nil }
+                    removal = Removal(name: show.name, show: show)
+                }
+                if let placeholder = tree.placeholders.removeValue(forKey: url) {
+                    tree.placeholdersByName[placeholder.name] = nil
+                    tree.placeholdersByInode[placeholder.inode] = nil
+                    removal = removal ?? Removal(name: placeholder.name, show: nil)
+                }
+                guard let removal else { return nil }
+                tree.rootOrder.removeAll { $0 == url }
+                // Its podcast:guid may be claimed again by a later
+                // subscription.
+                tree.guidClaims = tree.guidClaims.filter { $0.value != url }
+                tree.rootChangedAt = max(Catalog.wallClock(), tree.rootChangedAt.saturatingAdding(1))
+                return removal
+            }
+        }
+    }
+
+    /// The feed URL of the folder called `name` in the root, built or
+    /// listed from the last mount.
+    public func feedURL(ofShowNamed name: String) -> String? {
+        tree.withLock { $0.showsByName[name]?.feedURL ?? $0.placeholdersByName[name]?.url }
+    }
+}

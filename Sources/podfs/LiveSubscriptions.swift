@@ -1,0 +1,202 @@
+import Feeds
+import Foundation
+import HTTPClient
+import Locking
+import Logging
+import PodFS
+
+/// A running mount's subscriptions: `podfs subscribe` and `unsubscribe`
+/// through the control socket, and edits of the list file by hand or by
+/// another program, each applied to the catalogue with no remount
+/// (docs/DESIGN.md, "Subscriptions").
+///
+/// One change at a time (`changing`): a command and the watcher never
+/// interleave their edits of the list and the catalogue. A new show's
+/// folder is in the root when its command returns; an unsubscribed one
+/// leaves it at once, while files open in it read on.
+final class LiveSubscriptions: Sendable {
+    // MARK: - Properties
+
+    /// How often the list file is looked at for edits, in seconds.
+    static let watchInterval = 0.5
+
+    private let list: SubscriptionList
+    private let refresher: FeedRefresher
+    private let loader: FeedLoader
+    private let source: CurlSource
+    private let catalog: Catalog
+    private let reader: EpisodeReader
+    private let logger: Logger
+    /// Saves what the next mount lists at once (`ShowList`).
+    private let saveShowList: @Sendable () -> Void
+    /// Held for the whole of one change of the subscriptions.
+    private let changing = Locked(())
+    /// The list file's signature when last read (`SubscriptionList
+    /// .signature`). Guarded by `changing`'s lock in practice; its own
+    /// lock keeps the compiler's promise.
+    private let seen: Locked<[Int]>
+    private let stopping = Locked(false)
+    private let ended = DispatchSemaphore(value: 0)
+
+    // MARK: - Init
+
+    init(
+        list: SubscriptionList, refresher: FeedRefresher, loader: FeedLoader, source: CurlSource, catalog: Catalog,
+        reader: EpisodeReader, logger: Logger, saveShowList: @escaping @Sendable () -> Void
+    ) {
+        self.list = list
+        self.refresher = refresher
+        self.loader = loader
+        self.source = source
+        self.catalog = catalog
+        self.reader = reader
+        self.logger = logger
+        self.saveShowList = saveShowList
+        seen = Locked(list.signature())
+    }
+
+    // MARK: - Methods
+
+    /// Answers one request of the control socket.
+    func handle(_ request: ControlSocket.Request) -> ControlSocket.Response {
+        changing.withLock { _ in
+            switch request.command {
+            case "subscribe": return subscribe(request.arguments)
+            case "unsubscribe": return unsubscribe(request.arguments, purge: request.purge)
+            case "names": return ControlSocket.Response(ok: true, lines: catalog.shows.map { "\($0.feedURL)\t\($0.name)" })
+            default: return ControlSocket.Response(ok: false, lines: ["unknown request '\(request.command)'"])
+            }
+        }
+    }
+
+    /// Starts looking at the list file for edits made by hand or by other
+    /// programs: an editor's save (a new file renamed over the old one)
+    /// and an in-place write are both seen within `watchInterval`.
+    func startWatching() {
+        let thread = Thread { [self] in
+            FeedRound.blockTerminationSignals()
+            while !stopping.withLock({ $0 }) {
+                usleep(UInt32(Self.watchInterval * 1_000_000))
+                changing.withLock { _ in followEdits() }
+            }
+            ended.signal()
+        }
+        thread.name = "podfs-list-watch"
+        thread.start()
+    }
+
+    func stop() {
+        stopping.withLock { $0 = true }
+        ended.wait()
+    }
+
+    // MARK: - Private methods
+
+    private func subscribe(_ sources: [String]) -> ControlSocket.Response {
+        let resolver = SubscriptionResolver(load: load, fetch: fetch)
+        var found: [SubscriptionResolver.Found] = []
+        // Nothing is added unless every SOURCE gives a feed.
+        for url in sources {
+            switch resolver.resolve(url) {
+            case .success(let feed): found.append(feed)
+            case .failure(let failure): return ControlSocket.Response(ok: false, lines: [failure.description])
+            }
+        }
+        var lines: [String] = []
+        for entry in found {
+            let shown = FeedURL.redacted(entry.url, for: .display)
+            do {
+                let change = try refresher.subscribe(url: entry.url, feed: entry.feed)
+                _ = try list.add(url: entry.url, title: entry.feed.title)
+                let name = change?.showName ?? catalogName(entry.url) ?? entry.feed.title ?? shown
+                lines.append(change == nil ? "already subscribed: \(name) (\(shown))" : "subscribed: \(name) (\(shown))")
+            } catch {
+                return ControlSocket.Response(ok: false, lines: lines + ["\(shown): \(error)"])
+            }
+        }
+        seen.withLock { $0 = list.signature() }
+        saveShowList()
+        return ControlSocket.Response(ok: true, lines: lines)
+    }
+
+    private func unsubscribe(_ feeds: [String], purge: Bool) -> ControlSocket.Response {
+        let subscribed = refresher.subscribedURLs
+        var urls: [String] = []
+        for feed in feeds {
+            guard let url = SubscriptionMatch.url(of: feed, among: subscribed, showNamed: catalog.feedURL(ofShowNamed:))
+            else {
+                return ControlSocket.Response(
+                    ok: false, lines: ["no subscription is \(feed); podfs subscriptions lists them"])
+            }
+            urls.append(url)
+        }
+        var lines: [String] = []
+        for url in urls {
+            let removal = refresher.unsubscribe(url: url)
+            do {
+                _ = try list.remove(url: url)
+            } catch {
+                return ControlSocket.Response(ok: false, lines: lines + ["\(error)"])
+            }
+            var line = "unsubscribed: \(removal?.name ?? FeedURL.redacted(url, for: .display))"
+            if purge, let show = removal?.show {
+                let (purged, open) = reader.purge(keys: (show.episodes + show.extras).map(\.key))
+                line += "; deleted the cached bytes of \(purged) file(s)"
+                if open > 0 { line += ", \(open) open or downloading kept until closed (ordinary cache)" }
+            }
+            lines.append(line)
+        }
+        seen.withLock { $0 = list.signature() }
+        saveShowList()
+        return ControlSocket.Response(ok: true, lines: lines)
+    }
+
+    private func catalogName(_ url: String) -> String? {
+        catalog.shows.first { $0.feedURL == url }?.name
+    }
+
+    /// Applies an edit of the list file made outside podfs: feeds added
+    /// are fetched and listed (one that fails is listed when it loads, as
+    /// at mount), feeds removed leave the root.
+    private func followEdits() {
+        let signature = list.signature()
+        guard signature != seen.withLock({ $0 }) else { return }
+        seen.withLock { $0 = signature }
+        let wanted: [String]
+        do {
+            wanted = try list.urls()
+        } catch {
+            logger.warning("the subscription list does not read; keeping the current subscriptions", metadata: ["error": "\(error)"])
+            return
+        }
+        let current = refresher.subscribedURLs
+        let removed = current.filter { !wanted.contains($0) }
+        let added = wanted.filter { !current.contains($0) }
+        guard !removed.isEmpty || !added.isEmpty else { return }
+        logger.info(
+            "the subscription list changed", metadata: ["feeds.added": "\(added.count)", "feeds.removed": "\(removed.count)"])
+        list.noteEdited(added: added, removed: removed)
+        for url in removed { refresher.unsubscribe(url: url) }
+        for url in added { refresher.add(url: url) }
+        saveShowList()
+    }
+
+    /// A feed loaded and kept as a mount keeps its feeds.
+    private func load(_ url: String) -> SubscriptionResolver.Loaded {
+        switch loader.refresh(url: url, conditional: false) {
+        case .updated(let feed): return .feed(feed)
+        case .notModified: return loader.kept(url: url).map { .feed($0) } ?? .failed(reason: "the feed gave nothing new")
+        case .failed(let reason, _, _):
+            return reason.hasPrefix(FeedLoader.doesNotParse) ? .notAFeed(reason: reason) : .failed(reason: reason)
+        }
+    }
+
+    private func fetch(_ url: String, issuer: URLIssuer) -> SubscriptionResolver.Page {
+        do {
+            let (body, zone) = try source.fetchDocument(url: url, issuer: issuer)
+            return .body(body, zone: zone)
+        } catch {
+            return .failed(reason: error.message)
+        }
+    }
+}

@@ -1,0 +1,200 @@
+import Feeds
+import Foundation
+import RangeCache
+
+/// Where a mount's subscriptions live, and their edits (docs/DESIGN.md,
+/// "Subscriptions").
+///
+/// One list per cache: when a mount's SOURCE is one file (OPML or a URL
+/// list), that file is the list; otherwise (URLs on the command line,
+/// several files, or no SOURCE) it is `subscriptions.txt` in the cache
+/// directory, seeded once with the command line's feeds. The cache
+/// remembers which one the last mount used (`subscriptions.path`), so
+/// `podfs subscribe` with no mount running and `podfs mount MOUNTPOINT`
+/// with no SOURCE find it. Every edit keeps the file's comments and other
+/// lines and replaces it atomically (written aside, then renamed).
+struct SubscriptionList: Sendable {
+    // MARK: - Nested types
+
+    /// Why the list could not be read or changed, as a sentence.
+    struct Failure: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    // MARK: - Properties
+
+    static let cacheFileName = "subscriptions.txt"
+    static let locationFileName = "subscriptions.path"
+    /// Feeds unsubscribed from a cache list: a mount command that names
+    /// them again does not bring them back (the same command gives the
+    /// same shows).
+    static let removedFileName = "unsubscribed.txt"
+
+    /// The list file.
+    let path: String
+    /// Whether the list is the user's own SOURCE file (else the cache's).
+    let isSourceFile: Bool
+    let cacheDirectory: String
+
+    // MARK: - Finding the list
+
+    /// The list of a mount of `sources` (absolute paths or URLs) and its
+    /// feeds, recorded as the cache's list from now on. Throws a sentence
+    /// naming a SOURCE that cannot be used.
+    static func forMount(sources: [String], cacheDirectory: String) throws(Failure) -> (SubscriptionList, [String]) {
+        if sources.count == 1, !FeedSources.isURL(sources[0]) {
+            let list = SubscriptionList(path: sources[0], isSourceFile: true, cacheDirectory: cacheDirectory)
+            let urls: [String]
+            do {
+                urls = try FeedSources.urls(sources)
+            } catch {
+                throw Failure(description: error.message)
+            }
+            list.record()
+            return (list, urls)
+        }
+        if sources.isEmpty {
+            let list = current(cacheDirectory: cacheDirectory)
+            list.record()
+            return (list, try list.urls())
+        }
+        let list = SubscriptionList(
+            path: cacheDirectory + "/" + cacheFileName, isSourceFile: false, cacheDirectory: cacheDirectory)
+        let given: [String]
+        do {
+            given = try FeedSources.urls(sources)
+        } catch {
+            throw Failure(description: error.message)
+        }
+        let removed = Set(list.removed())
+        for url in given where !removed.contains(url) { _ = try list.add(url: url, title: nil) }
+        list.record()
+        return (list, try list.urls())
+    }
+
+    /// The list the last mount of this cache used (the cache's own when no
+    /// mount recorded one, or its file is gone).
+    static func current(cacheDirectory: String) -> SubscriptionList {
+        let recorded = FileManager.default.contents(atPath: cacheDirectory + "/" + locationFileName)
+            .map { String(decoding: $0, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines) }
+        if let recorded, recorded.hasPrefix("/"), FileManager.default.fileExists(atPath: recorded),
+            recorded != cacheDirectory + "/" + cacheFileName
+        {
+            return SubscriptionList(path: recorded, isSourceFile: true, cacheDirectory: cacheDirectory)
+        }
+        return SubscriptionList(
+            path: cacheDirectory + "/" + cacheFileName, isSourceFile: false, cacheDirectory: cacheDirectory)
+    }
+
+    // MARK: - Reading
+
+    /// The feeds listed, in order (a cache list not made yet is empty).
+    func urls() throws(Failure) -> [String] {
+        try file().urls
+    }
+
+    /// What identifies the file's content now (inode, size, time), to see
+    /// an edit made by hand or by another program.
+    func signature() -> [Int] {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return [] }
+        return [
+            Int(info.st_ino), Int(info.st_size), info.st_mtim.tv_sec, info.st_mtim.tv_nsec,
+            info.st_ctim.tv_sec, info.st_ctim.tv_nsec,
+        ]
+    }
+
+    // MARK: - Editing
+
+    /// Adds `url` at the end of the list; false when it is listed already.
+    func add(url: String, title: String?) throws(Failure) -> Bool {
+        var file = try file()
+        if !isSourceFile { forgetRemoved(url) }
+        guard file.add(url: url, title: title) else { return false }
+        try write(file.bytes)
+        return true
+    }
+
+    /// Takes `url` out of the list; false when it was not listed.
+    func remove(url: String) throws(Failure) -> Bool {
+        var file = try file()
+        if !isSourceFile { rememberRemoved(url) }
+        guard file.remove(url: url) else { return false }
+        try write(file.bytes)
+        return true
+    }
+
+    /// Notes an edit made outside podfs: a feed taken out of a cache list
+    /// stays out of the next mount that names it, one put back comes back.
+    func noteEdited(added: [String], removed: [String]) {
+        guard !isSourceFile else { return }
+        for url in removed { rememberRemoved(url) }
+        for url in added { forgetRemoved(url) }
+    }
+
+    // MARK: - Private methods
+
+    private func file() throws(Failure) -> SubscriptionFile {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            if !isSourceFile, !FileManager.default.fileExists(atPath: path) {
+                return try! SubscriptionFile(bytes: [])
+            }
+            throw Failure(description: "the subscription list \(path) cannot be read")
+        }
+        do {
+            return try SubscriptionFile(bytes: Array(data))
+        } catch {
+            throw Failure(description: "the subscription list \(path) is not an OPML file or a list of URLs: \(error.message)")
+        }
+    }
+
+    /// Replaces the file in one step, keeping its permissions.
+    private func write(_ bytes: [UInt8]) throws(Failure) {
+        var info = stat()
+        let mode = stat(path, &info) == 0 ? info.st_mode & 0o7777 : 0o600
+        let aside = path + ".podfs-new"
+        let fd = open(aside, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode)
+        guard fd >= 0 else {
+            throw Failure(description: "could not write the subscription list next to \(path): \(String(cString: strerror(errno)))")
+        }
+        fchmod(fd, mode)
+        let written = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+        let synced = fsync(fd)
+        close(fd)
+        guard written == bytes.count, synced == 0, rename(aside, path) == 0 else {
+            let reason = String(cString: strerror(errno))
+            unlink(aside)
+            throw Failure(description: "could not save the subscription list \(path): \(reason)")
+        }
+    }
+
+    private func record() {
+        _ = CachePrivacy.writeFile(cacheDirectory + "/" + Self.locationFileName, Array((path + "\n").utf8))
+    }
+
+    private func removed() -> [String] {
+        guard let data = FileManager.default.contents(atPath: cacheDirectory + "/" + Self.removedFileName) else {
+            return []
+        }
+        return (try? SourceList.parse(Array(data))) ?? []
+    }
+
+    private func rememberRemoved(_ url: String) {
+        var urls = removed()
+        guard !urls.contains(url) else { return }
+        urls.append(url)
+        saveRemoved(urls)
+    }
+
+    private func forgetRemoved(_ url: String) {
+        let urls = removed()
+        guard urls.contains(url) else { return }
+        saveRemoved(urls.filter { $0 != url })
+    }
+
+    private func saveRemoved(_ urls: [String]) {
+        let text = "# Feeds unsubscribed from; a mount that names them again leaves them out.\n"
+            + urls.map { $0 + "\n" }.joined()
+        _ = CachePrivacy.writeFile(cacheDirectory + "/" + Self.removedFileName, Array(text.utf8))
+    }
+}

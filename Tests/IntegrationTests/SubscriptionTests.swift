@@ -1,0 +1,192 @@
+import Foundation
+import Testing
+
+/// `podfs subscribe`, `unsubscribe` and `subscriptions` against a real mount
+/// and a real origin: shows come and go with no remount, open files read
+/// on, the list file is the truth and is watched, and bad input changes
+/// nothing.
+@Suite(.serialized, .needsRoot)
+struct SubscriptionTests {
+    // MARK: - Helpers
+
+    /// A one-episode feed called `title` whose enclosure is `file`.
+    private static func feed(_ title: String, file: String) -> Data {
+        Data(
+            """
+            <?xml version="1.0" encoding="UTF-8"?>
+            <rss version="2.0"><channel><title>\(title)</title><link>http://example.org/</link>
+            <item><title>Only</title><guid>\(file)</guid><pubDate>Sun, 22 Nov 2026 10:00:00 GMT</pubDate>
+            <enclosure url="{{BASE}}/\(file)" length="200000" type="audio/mpeg"/></item>
+            </channel></rss>
+            """.utf8)
+    }
+
+    private static func podfs(_ arguments: [String]) throws -> Harness.Output {
+        try Harness.run(Harness.podfs, arguments, timeout: 90)
+    }
+
+    private static func root(_ fixture: Fixture) throws -> [String] {
+        try FileManager.default.contentsOfDirectory(atPath: fixture.mountpoint).sorted()
+    }
+
+    private static func text(_ path: String) -> String {
+        (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
+    }
+
+    // MARK: - Tests
+
+    @Test func subscribeAndUnsubscribeOnALiveMountWithAFileOpen() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        try fixture.publish(Fixture.episodes(sizes: [50_000]))
+        let second = Harness.bytes(count: 200_000, seed: 77)
+        try fixture.origin.put("second.mp3", second)
+        try fixture.origin.put("second.xml", Self.feed("Second Show", file: "second.mp3"))
+        try fixture.mount()
+        let cache = ["--cache-dir", fixture.cacheDirectory]
+        #expect(try Self.root(fixture) == [Fixture.showTitle])
+
+        // Subscribed: the folder is there when the command returns.
+        let started = Date()
+        let added = try Self.podfs(["subscribe"] + cache + ["\(fixture.origin.base)/second.xml"])
+        let took = Date().timeIntervalSince(started)
+        #expect(added.status == 0, "\(added.stderr)")
+        #expect(added.text.contains("subscribed: Second Show"))
+        #expect(try Self.root(fixture) == ["Second Show", Fixture.showTitle])
+        print("subscribe on a live mount: the folder listed \(String(format: "%.3f", took)) s after the command began")
+        #expect(try fixture.origin.requests("second.xml") >= 1)
+        let list = Self.text(fixture.cacheDirectory + "/subscriptions.txt")
+        #expect(list.contains("\(fixture.origin.base)/second.xml"))
+
+        // A file open in it reads on after the unsubscribe.
+        let path = "\(fixture.mountpoint)/Second Show/2026-11-22 Only.mp3"
+        let handle = try #require(FileHandle(forReadingAtPath: path))
+        defer { try? handle.close() }
+        var read = try handle.read(upToCount: 1000) ?? Data()
+        let removed = try Self.podfs(["unsubscribe"] + cache + ["Second Show"])
+        #expect(removed.status == 0, "\(removed.stderr)")
+        #expect(removed.text.contains("unsubscribed: Second Show"))
+        #expect(try Self.root(fixture) == [Fixture.showTitle], "the folder leaves the listing at once")
+        #expect(!FileManager.default.fileExists(atPath: path))
+        read += try handle.readToEnd() ?? Data()
+        #expect(read == second, "the open file reads on to its end")
+        #expect(try fixture.origin.bytesSent("second.mp3") <= Int64(second.count), "no byte fetched twice")
+        #expect(!Self.text(fixture.cacheDirectory + "/subscriptions.txt").contains("second.xml"))
+
+        // The same mount command after an unmount gives the same shows.
+        try handle.close()
+        try fixture.unmount()
+        try fixture.mount()
+        #expect(try Self.root(fixture) == [Fixture.showTitle], "what was removed stays out")
+        let again = try Self.podfs(["subscribe"] + cache + ["\(fixture.origin.base)/second.xml"])
+        #expect(again.status == 0, "\(again.stderr)")
+        try fixture.unmount()
+        try fixture.mount()
+        #expect(try Self.root(fixture) == ["Second Show", Fixture.showTitle], "what was added is in")
+        let listed = try Self.podfs(["subscriptions"] + cache)
+        #expect(listed.text.contains("Second Show") && listed.text.contains("\(fixture.origin.base)/second.xml"))
+        let opml = try Self.podfs(["subscriptions", "--opml"] + cache)
+        #expect(opml.text.contains(#"xmlUrl="\#(fixture.origin.base)/second.xml""#))
+        #expect(opml.text.contains("<opml version=\"2.0\">"))
+    }
+
+    @Test func aWebPageIsFollowedToItsFeedAndBadSourcesAddNothing() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        try fixture.publish(Fixture.episodes(sizes: [10_000]))
+        try fixture.origin.put("linked.mp3", Harness.bytes(count: 200_000, seed: 5))
+        try fixture.origin.put("linked.xml", Self.feed("Linked Show", file: "linked.mp3"))
+        try fixture.origin.put(
+            "show.html",
+            Data(
+                """
+                <!DOCTYPE html><html><head><title>A show</title>
+                <link rel="stylesheet" href="/style.css">
+                <link rel="alternate" type="application/rss+xml" title="Feed" href="/linked.xml">
+                </head><body><p>Listen!</p></body></html>
+                """.utf8))
+        try fixture.origin.put("plain.html", Data("<!doctype html><html><head></head><body>no feed</body></html>".utf8))
+        try fixture.origin.put("garbage.xml", Data("<rss><channel><title>broken".utf8))
+        try fixture.mount()
+        let cache = ["--cache-dir", fixture.cacheDirectory]
+        let before = Self.text(fixture.cacheDirectory + "/subscriptions.txt")
+
+        for (source, says) in [
+            ("missing.xml", "404"), ("plain.html", "links no feed"), ("garbage.xml", "is not a feed"),
+        ] {
+            let output = try Self.podfs(["subscribe"] + cache + ["\(fixture.origin.base)/\(source)"])
+            #expect(output.status == 1, "\(source) must fail")
+            #expect(output.stderr.contains(says), "\(source): \(output.stderr)")
+            #expect(output.stderr.split(separator: "\n").count == 1, "one line: \(output.stderr)")
+            #expect(try fixture.origin.requests(source) >= 1, "\(source) was really asked")
+        }
+        // With a good SOURCE beside a bad one, nothing is added either.
+        let mixed = try Self.podfs(
+            ["subscribe"] + cache + ["\(fixture.origin.base)/linked.xml", "\(fixture.origin.base)/missing.xml"])
+        #expect(mixed.status == 1)
+        #expect(try Self.root(fixture) == [Fixture.showTitle])
+        #expect(Self.text(fixture.cacheDirectory + "/subscriptions.txt") == before, "the list is unchanged")
+
+        let page = try Self.podfs(["subscribe"] + cache + ["\(fixture.origin.base)/show.html"])
+        #expect(page.status == 0, "\(page.stderr)")
+        #expect(page.text.contains("subscribed: Linked Show (\(fixture.origin.base)/linked.xml)"))
+        #expect(try Self.root(fixture) == ["Linked Show", Fixture.showTitle])
+        #expect(Self.text(fixture.cacheDirectory + "/subscriptions.txt").contains("/linked.xml"))
+        #expect(!Self.text(fixture.cacheDirectory + "/subscriptions.txt").contains("show.html"))
+
+        let unknown = try Self.podfs(["unsubscribe"] + cache + ["No Such Show"])
+        #expect(unknown.status == 1)
+        #expect(unknown.stderr.contains("no subscription is No Such Show"))
+        #expect(try Self.root(fixture) == ["Linked Show", Fixture.showTitle])
+    }
+
+    @Test func theSourceFileIsTheListAndItsEditsAreSeenWithoutARemount() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        try fixture.publish(Fixture.episodes(sizes: [10_000]))
+        for name in ["b", "c"] {
+            try fixture.origin.put("\(name).mp3", Harness.bytes(count: 200_000, seed: 9))
+            try fixture.origin.put("\(name).xml", Self.feed("Show \(name.uppercased())", file: "\(name).mp3"))
+        }
+        let listPath = fixture.directory + "/shows.txt"
+        let original = "# my shows\n\(fixture.origin.base)/feed.xml\n\n# added by podfs below\n"
+        try original.write(toFile: listPath, atomically: true, encoding: .utf8)
+        let mount = try Self.podfs(["mount", "--cache-dir", fixture.cacheDirectory, listPath, fixture.mountpoint])
+        #expect(mount.status == 0, "\(mount.stderr)")
+        if let range = mount.text.range(of: "pid "), let pid = Int32(mount.text[range.upperBound...].prefix { $0.isNumber }) {
+            fixture.adopt(daemonPID: pid)
+        }
+        let cache = ["--cache-dir", fixture.cacheDirectory]
+
+        // The command edits the file, keeping its comments.
+        let added = try Self.podfs(["subscribe"] + cache + ["\(fixture.origin.base)/b.xml"])
+        #expect(added.status == 0, "\(added.stderr)")
+        #expect(Self.text(listPath) == original + "\(fixture.origin.base)/b.xml\n")
+
+        // An edit by hand, as an editor saves (a new file renamed over).
+        let started = Date()
+        let edited = Self.text(listPath) + "\(fixture.origin.base)/c.xml\n"
+        try edited.write(toFile: listPath, atomically: true, encoding: .utf8)
+        #expect(Harness.eventually(10) { (try? Self.root(fixture))?.contains("Show C") == true })
+        print("an added line seen after \(String(format: "%.2f", Date().timeIntervalSince(started))) s")
+        let removedLine = Self.text(listPath).replacingOccurrences(of: "\(fixture.origin.base)/b.xml\n", with: "")
+        try removedLine.write(toFile: listPath, atomically: false, encoding: .utf8)
+        #expect(Harness.eventually(10) { (try? Self.root(fixture))?.contains("Show B") == false })
+        #expect(try Self.root(fixture) == ["Show C", Fixture.showTitle])
+
+        // Without a mount, the commands change the file the next mount reads.
+        try fixture.unmount()
+        let offline = try Self.podfs(["unsubscribe"] + cache + ["\(fixture.origin.base)/c.xml"])
+        #expect(offline.status == 0, "\(offline.stderr)")
+        #expect(Self.text(listPath) == original)
+        let offlineAdd = try Self.podfs(["subscribe"] + cache + ["\(fixture.origin.base)/b.xml"])
+        #expect(offlineAdd.status == 0, "\(offlineAdd.stderr)")
+        #expect(offlineAdd.text.contains("the next mount lists it"))
+        let remount = try Self.podfs(["mount", "--cache-dir", fixture.cacheDirectory, fixture.mountpoint])
+        #expect(remount.status == 0, "\(remount.stderr)")
+        if let range = remount.text.range(of: "pid "), let pid = Int32(remount.text[range.upperBound...].prefix { $0.isNumber }) {
+            fixture.adopt(daemonPID: pid)
+        }
+        #expect(try Self.root(fixture) == ["Show B", Fixture.showTitle], "no SOURCE: the list the last mount used")
+    }
+}
