@@ -13,6 +13,6 @@ struct PodfsCommand: ParsableCommand {
             also after a remount and with no network.
             """,
         version: PodfsVersion.description,
-        subcommands: [Mount.self, Unmount.self, Status.self, Prefetch.self, CacheCommand.self],
+        subcommands: [Mount.self, Unmount.self, Status.self, Prefetch.self, Search.self, CacheCommand.self],
         defaultSubcommand: Mount.self)
 }
