@@ -118,6 +118,17 @@ struct SearchTests {
         #expect(object.stderr.contains(#"answered JSON with no "results" list"#), "\(object.stderr)")
     }
 
+    @Test func anAnswerOverFourMiBIsNotReadFurther() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        let padding = String(repeating: " ", count: 5 << 20)
+        try fixture.origin.put("search", Data(("{\"results\": [" + padding + "]}").utf8))
+        let run = try Harness.run(Harness.podfs, ["search", "--directory", fixture.origin.base, "foo"])
+        #expect(run.status == 1)
+        #expect(run.stderr.contains("is larger than 4 MiB and was not read further"), "\(run.stderr)")
+        #expect(try fixture.origin.bytesSent("search") < 5 << 20)
+    }
+
     @Test func aBusyDirectoryIsToldAsSuchAndNothingIsPrinted() throws {
         let fixture = try Fixture()
         defer { fixture.cleanup() }
