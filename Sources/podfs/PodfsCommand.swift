@@ -14,8 +14,8 @@ struct PodfsCommand: ParsableCommand {
             """,
         version: PodfsVersion.description,
         subcommands: [
-            Mount.self, Unmount.self, Status.self, Subscribe.self, Unsubscribe.self, Subscriptions.self, Prefetch.self,
-            CacheCommand.self,
+            Mount.self, Unmount.self, Status.self, Subscribe.self, Unsubscribe.self, Subscriptions.self, Search.self,
+            Prefetch.self, CacheCommand.self,
         ],
         defaultSubcommand: Mount.self)
 }

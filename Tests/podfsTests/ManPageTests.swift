@@ -72,7 +72,8 @@ import Testing
     @Test func everyCommandAndItsLongOptionsAreInThePage() throws {
         let commands: [(String, any ParsableCommand.Type)] = [
             ("unmount", Unmount.self), ("status", Status.self), ("prefetch", Prefetch.self),
-            ("cache verify", CacheVerify.self), ("cache clear", CacheClear.self),
+            ("search", Search.self), ("subscribe", Subscribe.self), ("unsubscribe", Unsubscribe.self),
+            ("subscriptions", Subscriptions.self), ("cache verify", CacheVerify.self), ("cache clear", CacheClear.self),
         ]
         #expect(Self.page.contains(".B mount\n"))
         for (name, command) in commands {
