@@ -54,13 +54,17 @@ enum ControlSocket {
             if [ENOENT, ECONNREFUSED, ENOTDIR].contains(errno) { return nil }
             throw Failure(description: "could not reach the mount through \(path): \(String(cString: strerror(errno)))")
         }
-        guard let line = try? JSONEncoder().encode(request), writeAll(fd, Array(line) + [0x0A]) else {
-            throw Failure(description: "the mount closed \(path) before it took the request")
-        }
+        // A refusal may come before the request is taken: read it anyway.
+        let encoded: [UInt8] = (try? JSONEncoder().encode(request)).map { [UInt8]($0) } ?? []
+        let line = encoded + [0x0A]
+        let sent = writeAll(fd, line)
         shutdown(fd, Int32(SHUT_WR))
         let answer = readLine(fd)
         guard let answer, let response = try? JSONDecoder().decode(Response.self, from: Data(answer)) else {
-            throw Failure(description: "the mount gave no answer through \(path); its log may say why")
+            throw Failure(
+                description: sent
+                    ? "the mount gave no answer through \(path); its log may say why"
+                    : "the mount closed \(path) before it took the request; its log may say why")
         }
         return response
     }
@@ -201,6 +205,7 @@ final class ControlServer: Sendable {
         // bring without _GNU_SOURCE.
         var credentials: (pid: Int32, uid: UInt32, gid: UInt32) = (0, UInt32.max, UInt32.max)
         var length = socklen_t(MemoryLayout.size(ofValue: credentials))
+        let line = ControlSocket.readLine(connection)
         guard getsockopt(connection, SOL_SOCKET, SO_PEERCRED, &credentials, &length) == 0,
             credentials.uid == getuid() || credentials.uid == 0
         else {
@@ -209,8 +214,7 @@ final class ControlServer: Sendable {
             reply(connection, .init(ok: false, lines: ["only the user who mounted podfs (uid \(getuid())) may change it"]))
             return
         }
-        guard let line = ControlSocket.readLine(connection),
-            let request = try? JSONDecoder().decode(ControlSocket.Request.self, from: Data(line))
+        guard let line, let request = try? JSONDecoder().decode(ControlSocket.Request.self, from: Data(line))
         else {
             reply(connection, .init(ok: false, lines: ["the request did not decode; is this podfs the same version as the mount?"]))
             return

@@ -134,6 +134,22 @@ struct SubscriptionTests {
         #expect(Self.text(fixture.cacheDirectory + "/subscriptions.txt").contains("/linked.xml"))
         #expect(!Self.text(fixture.cacheDirectory + "/subscriptions.txt").contains("show.html"))
 
+        // Another user cannot change the mount: the cache keeps them out,
+        // and were its modes loosened, the socket's peer check still would.
+        let url = "\(fixture.origin.base)/linked.xml"
+        let asNobody = ["--reuid=65534", "--regid=65534", "--clear-groups", Harness.podfs, "unsubscribe"] + cache + [url]
+        let refused = try Harness.run("setpriv", asNobody, timeout: 60)
+        #expect(refused.status == 1, "\(refused.stderr)")
+        #expect(refused.stderr.contains("Permission denied"), "\(refused.stderr)")
+        chmod(fixture.directory, 0o755)
+        chmod(fixture.cacheDirectory, 0o755)
+        chmod(fixture.cacheDirectory + "/control.sock", 0o777)
+        let checked = try Harness.run("setpriv", asNobody, timeout: 60)
+        #expect(checked.status == 1, "\(checked.stderr)")
+        #expect(checked.stderr.contains("only the user who mounted podfs"), "\(checked.stderr)")
+        #expect(try Self.root(fixture) == ["Linked Show", Fixture.showTitle])
+        chmod(fixture.cacheDirectory, 0o700)
+
         let unknown = try Self.podfs(["unsubscribe"] + cache + ["No Such Show"])
         #expect(unknown.status == 1)
         #expect(unknown.stderr.contains("no subscription is No Such Show"))
