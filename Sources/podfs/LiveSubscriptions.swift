@@ -29,6 +29,8 @@ final class LiveSubscriptions: Sendable {
     private let logger: Logger
     /// Saves what the next mount lists at once (`ShowList`).
     private let saveShowList: @Sendable () -> Void
+    /// Told after shows came or went (the keeper plans again).
+    private let changed: @Sendable () -> Void
     /// Held for the whole of one change of the subscriptions.
     private let changing = Locked(())
     /// The list file's signature when last read (`SubscriptionList
@@ -42,8 +44,10 @@ final class LiveSubscriptions: Sendable {
 
     init(
         list: SubscriptionList, refresher: FeedRefresher, loader: FeedLoader, source: CurlSource, catalog: Catalog,
-        reader: EpisodeReader, logger: Logger, saveShowList: @escaping @Sendable () -> Void
+        reader: EpisodeReader, logger: Logger, saveShowList: @escaping @Sendable () -> Void,
+        changed: @escaping @Sendable () -> Void
     ) {
+        self.changed = changed
         self.list = list
         self.refresher = refresher
         self.loader = loader
@@ -93,11 +97,14 @@ final class LiveSubscriptions: Sendable {
     // MARK: - Private methods
 
     private func subscribe(_ sources: [String]) -> ControlSocket.Response {
-        let resolver = SubscriptionResolver(load: load, fetch: fetch)
+        guard sources.count <= SubscriptionResolver.mostAtOnce else {
+            return ControlSocket.Response(ok: false, lines: [SubscriptionCommand.tooMany(sources.count)])
+        }
+        let resolver = SubscriptionResolver(load: { [self] in load($0) }, fetch: { [self] in fetch($0, issuer: $1) })
         var found: [SubscriptionResolver.Found] = []
         // Nothing is added unless every SOURCE gives a feed.
-        for url in sources {
-            switch resolver.resolve(url) {
+        for result in resolver.resolveAll(sources) {
+            switch result {
             case .success(let feed): found.append(feed)
             case .failure(let failure): return ControlSocket.Response(ok: false, lines: [failure.description])
             }
@@ -116,6 +123,7 @@ final class LiveSubscriptions: Sendable {
         }
         seen.withLock { $0 = list.signature() }
         saveShowList()
+        changed()
         return ControlSocket.Response(ok: true, lines: lines)
     }
 
@@ -148,6 +156,7 @@ final class LiveSubscriptions: Sendable {
         }
         seen.withLock { $0 = list.signature() }
         saveShowList()
+        changed()
         return ControlSocket.Response(ok: true, lines: lines)
     }
 
@@ -177,8 +186,9 @@ final class LiveSubscriptions: Sendable {
             "the subscription list changed", metadata: ["feeds.added": "\(added.count)", "feeds.removed": "\(removed.count)"])
         list.noteEdited(added: added, removed: removed)
         for url in removed { refresher.unsubscribe(url: url) }
-        for url in added { refresher.add(url: url) }
+        refresher.add(urls: added)
         saveShowList()
+        changed()
     }
 
     /// A feed loaded and kept as a mount keeps its feeds.

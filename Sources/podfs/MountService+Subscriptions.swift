@@ -16,7 +16,8 @@ extension MountService {
         let live = LiveSubscriptions(
             list: parts.list, refresher: feeds.refresher, loader: parts.loader, source: parts.source,
             catalog: catalog, reader: parts.reader, logger: logger,
-            saveShowList: { ShowList.write(catalog.placeholdersToSave, directory: cacheDirectory, logger: logger) })
+            saveShowList: { ShowList.write(catalog.placeholdersToSave, directory: cacheDirectory, logger: logger) },
+            changed: { [keeper = parts.keeper] in keeper.poke() })
         live.startWatching()
         do {
             let server = try ControlServer(cacheDirectory: cacheDirectory, logger: logger) { live.handle($0) }

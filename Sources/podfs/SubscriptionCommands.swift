@@ -44,11 +44,12 @@ struct Subscribe: ParsableCommand {
         let request = ControlSocket.Request(command: "subscribe", arguments: urls)
         if try SubscriptionCommand.sendToMount(request, cacheDirectory: directory) { return }
         // No mount: fetched here, written to the list the next mount reads.
+        guard urls.count <= SubscriptionResolver.mostAtOnce else { SubscriptionCommand.fail(SubscriptionCommand.tooMany(urls.count)) }
         let found = SubscriptionCommand.withClient { source in
             let resolver = SubscriptionResolver(load: { SubscriptionCommand.load($0, source: source) }) {
                 SubscriptionCommand.fetch($0, issuer: $1, source: source)
             }
-            return urls.map { resolver.resolve($0) }
+            return resolver.resolveAll(urls)
         }
         var feeds: [SubscriptionResolver.Found] = []
         for result in found {
@@ -254,6 +255,11 @@ enum SubscriptionCommand {
         } catch {
             return .failed(reason: error.message)
         }
+    }
+
+    static func tooMany(_ count: Int) -> String {
+        "\(count) feeds at once is more than podfs subscribe takes (\(SubscriptionResolver.mostAtOnce)); "
+            + "nothing was added. Split the list, or mount it as a SOURCE"
     }
 
     static func fail(_ message: String) -> Never {

@@ -1,5 +1,7 @@
+import Dispatch
 import Feeds
 import HTTPClient
+import Locking
 
 /// Turns what a user gives `podfs subscribe` into a feed: a feed URL as
 /// it is, or a show's web page through the feeds its head links
@@ -10,7 +12,7 @@ import HTTPClient
 /// A link is written by the page's server, so it is fetched under that
 /// server's address zone: a public page cannot send podfs to loopback or
 /// the LAN (docs/DESIGN.md, guarantee 6).
-struct SubscriptionResolver {
+struct SubscriptionResolver: Sendable {
     // MARK: - Nested types
 
     /// A feed fetched and parsed.
@@ -45,11 +47,16 @@ struct SubscriptionResolver {
 
     /// At most this many of a page's feed links are tried.
     static let linksTried = 4
+    /// The most feeds one command may add (an OPML of a few hundred shows
+    /// is common; a file of more is split, or mounted as a SOURCE).
+    static let mostAtOnce = 2_000
+    /// How many SOURCEs are fetched at once.
+    static let workers = 6
 
     /// Fetches and parses the feed at a URL (and keeps it, in a mount).
-    let load: (String) -> Loaded
+    let load: @Sendable (String) -> Loaded
     /// Fetches a document under the zone of whoever wrote its URL.
-    let fetch: (_ url: String, _ issuer: URLIssuer) -> Page
+    let fetch: @Sendable (_ url: String, _ issuer: URLIssuer) -> Page
 
     // MARK: - Methods
 
@@ -80,6 +87,21 @@ struct SubscriptionResolver {
         }
         return .failure(
             Failure(description: "\(shown) links no feed that loads: " + reasons.joined(separator: "; ")))
+    }
+
+    /// Resolves every URL, `workers` at a time; the results in the order
+    /// given.
+    func resolveAll(_ urls: [String]) -> [Result<Found, Failure>] {
+        let results = Locked<[Int: Result<Found, Failure>]>([:])
+        let workers = max(1, min(Self.workers, urls.count))
+        DispatchQueue.concurrentPerform(iterations: workers) { worker in
+            for position in stride(from: worker, to: urls.count, by: workers) {
+                let result = resolve(urls[position])
+                results.withLock { $0[position] = result }
+            }
+        }
+        let byPosition = results.withLock { $0 }
+        return urls.indices.map { byPosition[$0]! }
     }
 
     /// Whether `body` is a web page rather than a broken feed.

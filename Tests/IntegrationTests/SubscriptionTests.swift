@@ -120,6 +120,23 @@ struct SubscriptionTests {
             #expect(output.stderr.split(separator: "\n").count == 1, "one line: \(output.stderr)")
             #expect(try fixture.origin.requests(source) >= 1, "\(source) was really asked")
         }
+        // An OPML of 10,000 feeds, and one that declares entities.
+        let many = (0..<10_000).map { #"<outline xmlUrl="http://127.0.0.1:9/\#($0).xml"/>"# }.joined()
+        let manyPath = fixture.directory + "/many.opml"
+        try #"<?xml version="1.0"?><opml version="2.0"><body>\#(many)</body></opml>"#
+            .write(toFile: manyPath, atomically: true, encoding: .utf8)
+        let tooMany = try Self.podfs(["subscribe"] + cache + [manyPath])
+        #expect(tooMany.status == 1)
+        #expect(tooMany.stderr.contains("10000 feeds at once is more than podfs subscribe takes"), "\(tooMany.stderr)")
+        let bombPath = fixture.directory + "/bomb.opml"
+        try """
+            <?xml version="1.0"?><!DOCTYPE opml [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;">]>
+            <opml version="2.0"><body><outline text="&b;" xmlUrl="\(fixture.origin.base)/linked.xml"/></body></opml>
+            """.write(toFile: bombPath, atomically: true, encoding: .utf8)
+        let bomb = try Self.podfs(["subscribe"] + cache + [bombPath])
+        #expect(bomb.status == 1)
+        #expect(bomb.stderr.contains("is not an OPML file or a list of URLs"), "\(bomb.stderr)")
+
         // With a good SOURCE beside a bad one, nothing is added either.
         let mixed = try Self.podfs(
             ["subscribe"] + cache + ["\(fixture.origin.base)/linked.xml", "\(fixture.origin.base)/missing.xml"])

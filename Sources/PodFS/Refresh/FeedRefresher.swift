@@ -190,20 +190,26 @@ public final class FeedRefresher: Sendable {
         }
     }
 
-    /// Subscribes to the feed at `url` and fetches it now, on the caller's
-    /// thread; one that fails is fetched again with the others, as a feed
-    /// that failed at mount is.
-    public func add(url: String) {
-        let added = subscribed.withLock { list -> Bool in
-            guard !list.contains(url) else { return false }
-            list.append(url)
-            return true
+    /// Subscribes to the feeds at `urls` and fetches them now, a few at a
+    /// time, returning when all have answered; one that fails is fetched
+    /// again with the others, as a feed that failed at mount is.
+    public func add(urls: [String]) {
+        let added = subscribed.withLock { list -> [String] in
+            let new = urls.filter { !list.contains($0) }
+            list.append(contentsOf: new)
+            return new
         }
-        guard added else { return }
-        note(statusStore.markPending(urls: [url]))
-        _ = refresh(url: url)
+        guard !added.isEmpty else { return }
+        note(statusStore.markPending(urls: added))
+        // At most a host's share at once: the new feeds may all be on one host.
+        let workers = max(1, min(limits.perHost, added.count))
+        DispatchQueue.concurrentPerform(iterations: workers) { worker in
+            for position in stride(from: worker, to: added.count, by: workers) {
+                _ = refresh(url: added[position])
+                answer(added[position])
+            }
+        }
         note(statusStore.flush())
-        answer(url)
     }
 
     /// Unsubscribes from the feed at `url`: its folder leaves the root now
