@@ -14,13 +14,33 @@ public enum SourceList {
     /// the line, since a person typed it. In OPML, outlines whose `xmlUrl` is
     /// not http(s) are skipped, since apps write such entries.
     public static func parse(_ bytes: [UInt8]) throws(FeedError) -> [String] {
-        let start = XMLInput.strippingLeadingWhitespace(bytes)
-        let looksLikeXML =
-            start.first == UInt8(ascii: "<") || start.starts(with: [0xEF, 0xBB, 0xBF, UInt8(ascii: "<")])
-            || start.starts(with: [0xFF, 0xFE]) || start.starts(with: [0xFE, 0xFF])
-        let urls = looksLikeXML ? try opml(bytes) : try lines(bytes)
+        let urls = isOPML(bytes) ? try opml(bytes) : try lines(bytes)
         var seen = Set<String>()
         return urls.filter { seen.insert($0).inserted }
+    }
+
+    // MARK: - Internal methods
+
+    /// Whether `bytes` are read as OPML (they start, after white space and
+    /// any byte order mark, with `<`) rather than as a plain list.
+    static func isOPML(_ bytes: [UInt8]) -> Bool {
+        let start = XMLInput.strippingLeadingWhitespace(bytes)
+        return start.first == UInt8(ascii: "<") || start.starts(with: [0xEF, 0xBB, 0xBF, UInt8(ascii: "<")])
+            || start.starts(with: [0xFF, 0xFE]) || start.starts(with: [0xFE, 0xFF])
+    }
+
+    /// An absolute http(s) URL, with subscription schemes rewritten: the
+    /// form in which two entries are the same feed.
+    static func feedURL(_ raw: String) -> String? {
+        var text = raw.trimmingWhitespace()
+        let lower = text.lowercased()
+        for scheme in ["feed://", "itpc://", "pcast://", "podcast://"] where lower.hasPrefix(scheme) {
+            text = "http://" + text.dropFirst(scheme.count)
+        }
+        if lower.hasPrefix("feed:http://") || lower.hasPrefix("feed:https://") {
+            text = String(text.dropFirst("feed:".count))
+        }
+        return FeedURL.resolveHTTP(text, base: "")
     }
 
     // MARK: - Private methods
@@ -62,18 +82,5 @@ public enum SourceList {
             urls.append(url)
         }
         return urls
-    }
-
-    /// An absolute http(s) URL, with subscription schemes rewritten.
-    private static func feedURL(_ raw: String) -> String? {
-        var text = raw.trimmingWhitespace()
-        let lower = text.lowercased()
-        for scheme in ["feed://", "itpc://", "pcast://", "podcast://"] where lower.hasPrefix(scheme) {
-            text = "http://" + text.dropFirst(scheme.count)
-        }
-        if lower.hasPrefix("feed:http://") || lower.hasPrefix("feed:https://") {
-            text = String(text.dropFirst("feed:".count))
-        }
-        return FeedURL.resolveHTTP(text, base: "")
     }
 }
