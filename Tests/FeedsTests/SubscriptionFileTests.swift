@@ -5,6 +5,19 @@ import Testing
 @Suite struct SubscriptionFileTests {
     // MARK: - Fixtures
 
+    /// SplitMix64, seeded, so that a failing case can be replayed.
+    private struct SeededGenerator: RandomNumberGenerator {
+        var state: UInt64
+
+        mutating func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+    }
+
     /// Plain lists with comments, blank lines, CR LF, a BOM, padding and
     /// subscription schemes.
     static let lists: [String] = [
@@ -95,6 +108,40 @@ import Testing
             #expect(file.remove(url: url) == true)
             let endsOpen = !original.isOPML && !text.isEmpty && text.utf8.last != 0x0A
             #expect(file.bytes == (endsOpen ? Array((text + "\n").utf8) : original.bytes))
+        }
+    }
+
+    @Test func editsEveryRandomDocumentMadeOfHostileFragments() throws {
+        let fragments = [
+            "<outline text=\"A\" xmlUrl=\"https://a.example/1\"/>",
+            "<outline XMLURL='https://b.example/2?x=1&amp;y=2'></outline>",
+            "<!-- <outline xmlUrl=\"https://c.example/3\"/> -->",
+            "<![CDATA[<outline xmlUrl=\"https://d.example/4\"/>]]>",
+            "<outline text=\"a > b\" xmlUrl=\"feed://e.example/5\"\r\n  />",
+            "<outline text=\"F\"><outline xmlUrl=\"https://f.example/6\"/></outline>",
+            "<?pi <outline xmlUrl=\"https://g.example/7\"/> ?>",
+            "<outline text='&lt;\"&gt;' xmlurl = ' https://h.example/8 ' />",
+            "\n", "\r\n", "  ", "\t",
+        ]
+        var generator = SeededGenerator(state: 0x0B5E55ED)
+        for _ in 0..<300 {
+            var text = generator.next() % 2 == 0 ? "\u{FEFF}" : ""
+            text += generator.next() % 2 == 0 ? "<?xml version=\"1.0\"?>\n" : ""
+            text += "<opml version=\"2.0\"><body>"
+            for _ in 0..<(generator.next() % 12) {
+                text += fragments[Int(generator.next() % UInt64(fragments.count))]
+            }
+            text += "</body></opml>" + (generator.next() % 2 == 0 ? "\n" : "")
+            let original = try SubscriptionFile(bytes: Array(text.utf8))
+            for url in original.urls {
+                var file = original
+                #expect(file.remove(url: url) == true, "\(url) in \(text)")
+                #expect(try SourceList.parse(file.bytes) == original.urls.filter { $0 != url })
+            }
+            var file = original
+            #expect(file.add(url: "https://new.example/f", title: "New") == true, "\(text)")
+            #expect(file.remove(url: "https://new.example/f") == true)
+            #expect(file.bytes == original.bytes)
         }
     }
 
