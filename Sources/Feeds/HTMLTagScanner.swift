@@ -42,18 +42,20 @@ struct HTMLTagScanner {
     /// Calls `body` with each start tag of `bytes`, in document order.
     static func forEachStartTag(in bytes: [UInt8], _ body: (Tag) -> Void) {
         var index = 0
-        while let open = bytes[index...].firstIndex(of: UInt8(ascii: "<")) {
-            let rest = bytes[(open + 1)...]
+        while let open = bytes[index...].firstIndex(of: UInt8(ascii: "<")), open + 1 < bytes.count {
+            let first = bytes[open + 1]
+            let second = open + 2 < bytes.count ? bytes[open + 2] : 0
             let next: Int?
-            if rest.starts(with: "!--".utf8) {
+            if first == UInt8(ascii: "!"), second == UInt8(ascii: "-"), byte(bytes, open + 3) == UInt8(ascii: "-") {
                 next = commentEnd(in: bytes, from: open + 4)
-            } else if rest.first == UInt8(ascii: "!") || rest.first == UInt8(ascii: "?") {
+            } else if first == UInt8(ascii: "!") || first == UInt8(ascii: "?")
+                || (first == slash && !isASCIILetter(second))
+            {
+                // A bogus comment, up to the next `>`.
                 next = bytes[open...].firstIndex(of: greaterThan).map { $0 + 1 }
-            } else if rest.first == slash, rest.dropFirst().first.map(isASCIILetter) == true {
+            } else if first == slash {
                 next = readTag(in: bytes, nameAt: open + 2)?.next
-            } else if rest.first == slash {
-                next = bytes[open...].firstIndex(of: greaterThan).map { $0 + 1 }
-            } else if rest.first.map(isASCIILetter) == true {
+            } else if isASCIILetter(first) {
                 guard let (tag, end) = readTag(in: bytes, nameAt: open + 1) else { return }
                 body(tag)
                 next = tag.name == "plaintext" ? nil : rawTextEnd(of: tag.name, in: bytes, from: end)
@@ -142,15 +144,18 @@ struct HTMLTagScanner {
     /// The index after a comment whose text starts at `start`: after `-->`
     /// or `--!>`, or at once for `<!-->` and `<!--->`.
     private static func commentEnd(in bytes: [UInt8], from start: Int) -> Int? {
-        let rest = bytes[start...]
-        if rest.starts(with: ">".utf8) { return start + 1 }
-        if rest.starts(with: "->".utf8) { return start + 2 }
+        let dash = UInt8(ascii: "-")
+        if byte(bytes, start) == greaterThan { return start + 1 }
+        if byte(bytes, start) == dash, byte(bytes, start + 1) == greaterThan { return start + 2 }
         var index = start
-        while let dash = bytes[index...].firstIndex(of: UInt8(ascii: "-")) {
-            let after = bytes[dash...]
-            if after.starts(with: "-->".utf8) { return dash + 3 }
-            if after.starts(with: "--!>".utf8) { return dash + 4 }
-            index = dash + 1
+        while let found = bytes[index...].firstIndex(of: dash) {
+            if byte(bytes, found + 1) == dash {
+                if byte(bytes, found + 2) == greaterThan { return found + 3 }
+                if byte(bytes, found + 2) == UInt8(ascii: "!"), byte(bytes, found + 3) == greaterThan {
+                    return found + 4
+                }
+            }
+            index = found + 1
         }
         return nil
     }
@@ -193,6 +198,11 @@ struct HTMLTagScanner {
         guard let value else { return nil }
         guard value != 0, let scalar = Unicode.Scalar(value) else { return "\u{FFFD}" }
         return scalar
+    }
+
+    /// The byte at `index`, or 0 past the end.
+    private static func byte(_ bytes: [UInt8], _ index: Int) -> UInt8 {
+        index < bytes.count ? bytes[index] : 0
     }
 
     private static func lowercased(_ bytes: ArraySlice<UInt8>) -> String {

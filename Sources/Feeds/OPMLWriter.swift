@@ -3,7 +3,9 @@
 /// The document is well-formed UTF-8 XML whatever the titles and URLs hold,
 /// and `SourceList.parse` reads back every URL it can read as a feed URL,
 /// in order: every value is escaped, and the characters XML 1.0 cannot hold
-/// (most control characters) are removed.
+/// (most control characters) are removed from titles. A URL that holds one
+/// is written with U+FFFD in its place, so that it is skipped when read
+/// back rather than read as another feed.
 public enum OPMLWriter {
     // MARK: - Public methods
 
@@ -23,7 +25,7 @@ public enum OPMLWriter {
             """
         for outline in outlines {
             let title = XMLEscaping.attributeValue(outline.title)
-            let url = XMLEscaping.attributeValue(outline.url)
+            let url = XMLEscaping.attributeValue(outline.url, isURL: true)
             text += "    <outline type=\"rss\" text=\"\(title)\" title=\"\(title)\" xmlUrl=\"\(url)\"/>\n"
         }
         text += "  </body>\n</opml>\n"

@@ -52,7 +52,7 @@ extension SubscriptionFile {
         let text = XMLEscaping.attributeValue(title ?? url, asciiOnly: asciiOnly)
         var element = "<outline type=\"rss\" text=\"\(text)\""
         if title != nil { element += " title=\"\(text)\"" }
-        return element + " xmlUrl=\"\(XMLEscaping.attributeValue(url, asciiOnly: asciiOnly))\"/>"
+        return element + " xmlUrl=\"\(XMLEscaping.attributeValue(url, asciiOnly: asciiOnly, isURL: true))\"/>"
     }
 
     /// The white space before the last child of `<body>` (the last start

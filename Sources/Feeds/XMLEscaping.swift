@@ -3,7 +3,9 @@
 /// Whatever a caller passes, the result is well-formed where it is put and
 /// reads back as the same string, except for the characters XML 1.0 cannot
 /// hold at all (C0 controls other than tab, line feed and carriage return,
-/// U+FFFE and U+FFFF), which are removed.
+/// U+FFFE and U+FFFF): text loses them, and a URL gets U+FFFD in their
+/// place, which `FeedURL` refuses, so that a URL is never read back as
+/// another one glued from its two halves.
 enum XMLEscaping {
     // MARK: - Internal methods
 
@@ -11,11 +13,15 @@ enum XMLEscaping {
     /// entities, tab and line ends as character references (a parser would
     /// otherwise read them as spaces). With `asciiOnly`, every non-ASCII
     /// character is a character reference too, for documents in a legacy
-    /// encoding.
-    static func attributeValue(_ value: String, asciiOnly: Bool = false) -> String {
+    /// encoding. With `isURL`, a character XML cannot hold becomes U+FFFD.
+    static func attributeValue(_ value: String, asciiOnly: Bool = false, isURL: Bool = false) -> String {
         var output = ""
         output.reserveCapacity(value.utf8.count)
-        for scalar in value.unicodeScalars where isXMLCharacter(scalar) {
+        for var scalar in value.unicodeScalars {
+            if !isXMLCharacter(scalar) {
+                guard isURL else { continue }
+                scalar = "\u{FFFD}"
+            }
             switch scalar {
             case "&": output += "&amp;"
             case "<": output += "&lt;"

@@ -114,13 +114,12 @@ struct XMLTagScanner {
         var attributes: [(name: String, value: Range<Int>)] = []
         while index < bytes.count {
             let byte = bytes[index]
-            if byte == greaterThan {
-                tags.append(Tag(kind: isEnd ? .end : .start, range: open..<(index + 1), localName: name, attributes: attributes))
-                return index + 1
-            }
-            if byte == slash, index + 1 < bytes.count, bytes[index + 1] == greaterThan {
-                tags.append(Tag(kind: isEnd ? .end : .empty, range: open..<(index + 2), localName: name, attributes: attributes))
-                return index + 2
+            let isEmpty = byte == slash && index + 1 < bytes.count && bytes[index + 1] == greaterThan
+            if byte == greaterThan || isEmpty {
+                let kind: Tag.Kind = isEnd ? .end : isEmpty ? .empty : .start
+                let end = index + (isEmpty ? 2 : 1)
+                tags.append(Tag(kind: kind, range: open..<end, localName: name, attributes: attributes))
+                return end
             }
             guard isNameByte(byte) else {
                 index += 1
