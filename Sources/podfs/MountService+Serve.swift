@@ -163,7 +163,7 @@ extension MountService {
     /// copies in the background or when first looked into; with no such
     /// list, shows the kept copies now.
     private func listShows(_ parts: Parts, logger: Logger) throws -> Listed {
-        let (loader, catalog, adopt) = (parts.loader, parts.catalog, parts.adopt)
+        let (loader, catalog) = (parts.loader, parts.catalog)
         let saved = ShowList.read(directory: cacheDirectory)
         let wanted = Set(parts.feedURLs)
         // Only shows whose kept copy is still in the index (a damaged index
@@ -176,6 +176,18 @@ extension MountService {
             guard let placeholder, let invalidator = kernel.withLock({ $0 }) else { return }
             invalidator.invalidate(inode: Catalog.rootInode)
             invalidator.invalidate(parent: Catalog.rootInode, name: placeholder.name)
+        }
+        // A show built from its kept copy may change `Latest.m3u` (a
+        // placeholder adds nothing to it); the kernel is told from another
+        // thread, as a build may run in a request handler.
+        let told = Locked(catalog.latestPlaylist)
+        let adopt: @Sendable ([Catalog.Show]) -> Void = { [adopt = parts.adopt] shows in
+            adopt(shows)
+            let latest = catalog.latestPlaylist
+            guard told.withLock({ told in defer { told = latest }; return told !== latest }) else { return }
+            DispatchQueue.global().async {
+                kernel.withLock { $0 }?.invalidate(inode: Catalog.latestPlaylistInode)
+            }
         }
         guard !listable.isEmpty else {
             let keptURLs = try Self.showKeptCopies(of: parts.feedURLs, loader: loader, catalog: catalog, adopt: adopt)

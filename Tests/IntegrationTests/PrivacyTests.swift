@@ -119,7 +119,8 @@ struct PrivacyTests {
             fixture, in: fixture.directory,
             ["--cache-dir", fixture.cacheDirectory, "--log-level", "trace", "--refresh", "1", feedURL,
              fixture.mountpoint])
-        let show = try #require(try FileManager.default.contentsOfDirectory(atPath: fixture.mountpoint).first)
+        let show = try #require(
+            try FileManager.default.contentsOfDirectory(atPath: fixture.mountpoint).first { $0 != "Latest.m3u" })
         let episode = fixture.mountpoint + "/" + show + "/2026-11-01 Episode 1.mp3"
         let copy = fixture.directory + "/copy"
         try Harness.sh("cat '\(episode)' > '\(copy)'")

@@ -8,6 +8,7 @@ import Testing
     @Test func theLow32BitsOfEveryNodeDiffer() {
         var seen: [UInt32: String] = [UInt32(truncatingIfNeeded: Catalog.rootInode): "root"]
         seen[UInt32(truncatingIfNeeded: ControlFiles.directoryInode)] = ".podfs"
+        seen[UInt32(truncatingIfNeeded: Catalog.latestPlaylistInode)] = "Latest.m3u"
         let ids: [Int64] = Array(1...2000) + [65_535, 65_536, 1 << 24, (1 << 30) - 1]
         for id in ids {
             for kind in [Catalog.InodeKind.show, .episode, .playlist] {

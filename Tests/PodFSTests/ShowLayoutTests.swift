@@ -193,7 +193,7 @@ import Testing
         let change = try catalog.update(url: "https://other.example/feed.xml", feed: late)
         #expect(change.isNewShow)
         let root = catalog.children(of: Catalog.rootInode)?.map(\.name)
-        #expect(root == ["Show", "Show (2)"], "a new folder never takes an existing one's name")
+        #expect(root == ["Show", "Show (2)", "Latest.m3u"], "a new folder never takes an existing one's name")
         #expect(catalog.lookup(parent: change.showInode, name: "2026-11-01 Late.mp3") != nil)
     }
 }

@@ -314,9 +314,13 @@ public final class FeedRefresher: Sendable {
 
     /// Tells the kernel what changed: new names (it may remember they were
     /// missing), names gone, the folder's and the playlist's attributes and
-    /// pages; for a new show, the root.
+    /// pages; for a new show, the root; `Latest.m3u` when it changed.
     private func invalidate(_ change: Catalog.Change) {
         guard !change.isEmpty, let invalidator = invalidator.withLock({ $0 }) else { return }
+        if change.latestChanged {
+            invalidator.invalidate(inode: Catalog.latestPlaylistInode)
+            invalidator.invalidate(inode: Catalog.rootInode)
+        }
         if change.isNewShow {
             // The kernel can know nothing inside a folder that did not
             // exist: the root and the folder's name are all it may hold.

@@ -30,7 +30,7 @@ extension Catalog {
             var seen = present
             let feeds = feeds.filter { seen.insert($0.url).inserted }
             let placeholders = tree.withLock { $0.placeholders }
-            var taken = existing.union(placeholders.values.map { Array($0.name.utf8) })
+            var taken = existing.union(placeholders.values.map { Array($0.name.utf8) }).union(Self.reservedRootNames)
             // A show built from a placeholder keeps the name it was listed with.
             let names = feeds.map {
                 placeholders[$0.url]?.name
@@ -58,9 +58,10 @@ extension Catalog {
                 shows.append(show)
             }
             tree.withLock { tree in
-                for show in shows { Self.install(show, replacing: nil, into: &tree) }
-                // A show the last mount did not list is new to the root.
+                // A show the last mount did not list is new to the root
+                // (first: installing makes `Latest.m3u` with the root's time).
                 if shows.contains(where: { placeholders[$0.feedURL] == nil }) { tree.rootChangedAt = Self.wallClock() }
+                for show in shows { Self.install(show, replacing: nil, into: &tree) }
             }
             return shows
         }
@@ -94,7 +95,8 @@ extension Catalog {
             let (previous, taken, placeholder) = tree.withLock { tree in
                 (
                     tree.shows.first { $0.feedURL == url },
-                    Set(tree.shows.map { Array($0.name.utf8) } + tree.placeholders.values.map { Array($0.name.utf8) }),
+                    Set(tree.shows.map { Array($0.name.utf8) } + tree.placeholders.values.map { Array($0.name.utf8) })
+                        .union(Self.reservedRootNames),
                     tree.placeholders[url]
                 )
             }
@@ -119,9 +121,11 @@ extension Catalog {
                 url: url, feed: feed, layout: layout, name: name, previous: previous, shownBefore: shownBefore,
                 known: { key in self.tree.withLock { $0.filesByKey[key] } },
                 register: { [index] in try index.register(feedURL: url, episodes: $0, formerKeys: $1) })
-            tree.withLock { tree in
-                Self.install(show, replacing: previous, into: &tree)
+            let latestChanged = tree.withLock { tree in
+                let latest = tree.latest
                 if previous == nil, placeholder == nil { tree.rootChangedAt = Self.wallClock() }
+                Self.install(show, replacing: previous, into: &tree)
+                return tree.latest !== latest
             }
             let before = Set(previous?.byName.keys.map { $0 } ?? [])
             let after = Set(show.byName.keys)
@@ -130,7 +134,7 @@ extension Catalog {
                 addedNames: after.subtracting(before).sorted(), removedNames: before.subtracting(after).sorted(),
                 playlistChanged: previous.map { $0.playlist !== show.playlist || $0.modificationTime != show.modificationTime }
                     ?? true,
-                playlistInode: show.playlist.inode, newFiles: newFiles)
+                playlistInode: show.playlist.inode, newFiles: newFiles, latestChanged: latestChanged)
         }
     }
 
@@ -203,8 +207,9 @@ extension Catalog {
         entries.append(DirectoryEntry(name: playlist.name, inode: playlist.inode, kind: .regularFile))
         let show = Show(
             inode: showInode, name: name, feedURL: url, scope: layout.scope, modificationTime: showTime,
-            episodes: episodes,
-            extras: extras, playlist: playlist, byName: byName, entries: entries, names: layout.names, listing: listing)
+            episodes: episodes, extras: extras, playlist: playlist,
+            latest: LatestPlaylist.entries(of: layout.episodes, now: Self.wallClock()), byName: byName, entries: entries,
+            names: layout.names, listing: listing)
         return (show, newFiles)
     }
 

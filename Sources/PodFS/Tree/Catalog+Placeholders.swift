@@ -49,6 +49,7 @@ extension Catalog {
             tree.rootOrder = tree.shows.map(\.feedURL)
             for placeholder in placeholders
             where tree.placeholders[placeholder.url] == nil && tree.showsByName[placeholder.name] == nil
+                && !Catalog.reservedRootNames.contains(Array(placeholder.name.utf8))
                 && tree.placeholdersByName[placeholder.name] == nil && tree.nodes[placeholder.inode] == nil
                 && !tree.rootOrder.contains(placeholder.url)
             {

@@ -33,6 +33,8 @@ public final class Catalog: Sendable {
         /// Cover, transcripts and chapters, in listing order.
         public let extras: [Episode]
         public let playlist: Playlist
+        /// What it adds to the root's `Latest.m3u` (`LatestPlaylist`).
+        let latest: [LatestPlaylist.Entry]
         /// Every entry of the directory by name.
         let byName: [String: Node]
         /// The directory's entries in listing order.
@@ -45,8 +47,8 @@ public final class Catalog: Sendable {
 
         init(
             inode: UInt64, name: String, feedURL: String, scope: CacheScope, modificationTime: Int64,
-            episodes: [Episode], extras: [Episode], playlist: Playlist, byName: [String: Node],
-            entries: [DirectoryEntry], names: [String: String], listing: UInt64
+            episodes: [Episode], extras: [Episode], playlist: Playlist, latest: [LatestPlaylist.Entry],
+            byName: [String: Node], entries: [DirectoryEntry], names: [String: String], listing: UInt64
         ) {
             self.inode = inode
             self.name = name
@@ -56,6 +58,7 @@ public final class Catalog: Sendable {
             self.episodes = episodes
             self.extras = extras
             self.playlist = playlist
+            self.latest = latest
             self.byName = byName
             self.entries = entries
             self.names = names
@@ -84,20 +87,27 @@ public final class Catalog: Sendable {
         public var playlistInode: UInt64
         /// Files the reader has not seen yet.
         public var newFiles: [Episode]
+        /// Whether the root's `Latest.m3u` changed.
+        public var latestChanged = false
 
         /// Whether anything at all changed.
         public var isEmpty: Bool {
-            !isNewShow && addedNames.isEmpty && removedNames.isEmpty && !playlistChanged
+            !isNewShow && addedNames.isEmpty && removedNames.isEmpty && !playlistChanged && !latestChanged
         }
     }
 
     /// The whole tree, swapped as one value. Guarded by `tree`'s lock.
     struct Tree {
-        var shows: [Show] = []
+        /// Every change makes `Latest.m3u` again (`Catalog+Latest`).
+        var shows: [Show] = [] {
+            didSet { refreshLatest(now: Catalog.wallClock()) }
+        }
         var showsByName: [String: Show] = [:]
         /// Every node served in this mount, files that left their feed
         /// included (they stay readable while open).
-        var nodes: [UInt64: Node] = [Catalog.rootInode: .root]
+        var nodes: [UInt64: Node] = [
+            Catalog.rootInode: .root, Catalog.latestPlaylistInode: .playlist(Catalog.emptyLatestPlaylist),
+        ]
         /// Every file's `Episode` by cache key, for reuse across refreshes.
         var filesByKey: [String: Episode] = [:]
         /// Shows known from the last mount and not built yet, by feed URL
@@ -117,6 +127,14 @@ public final class Catalog: Sendable {
         /// When a show last came into the root or left it in this mount
         /// (seconds since the epoch): the root's time is at least this.
         var rootChangedAt: Int64 = 0
+
+        /// The root folder's time: its newest show's, listed or built, and
+        /// at least `rootChangedAt`.
+        var rootTime: Int64 {
+            max(
+                shows.map(\.modificationTime).max() ?? 0, placeholders.values.map(\.modificationTime).max() ?? 0,
+                rootChangedAt)
+        }
     }
 
     // MARK: - Properties
@@ -152,11 +170,7 @@ public final class Catalog: Sendable {
     /// The root folder's time: its newest show's, listed or built, and at
     /// least when a show last came into it or left it in this mount.
     public var rootModificationTime: Int64 {
-        tree.withLock { tree in
-            max(
-                tree.shows.map(\.modificationTime).max() ?? 0,
-                tree.placeholders.values.map(\.modificationTime).max() ?? 0, tree.rootChangedAt)
-        }
+        tree.withLock { $0.rootTime }
     }
 
     /// The feed URLs that have a directory.
@@ -178,7 +192,9 @@ public final class Catalog: Sendable {
     public func lookup(parent: UInt64, name: String) -> Node? {
         tree.withLock { tree in
             switch tree.nodes[parent] {
-            case .root: return tree.showsByName[name].map { .show($0) }
+            case .root:
+                if name == LatestPlaylist.name { return .playlist(tree.latest) }
+                return tree.showsByName[name].map { .show($0) }
             case .show(let show): return show.byName[name]
             case .episode, .playlist, nil: return nil
             }
@@ -192,7 +208,7 @@ public final class Catalog: Sendable {
         return tree.withLock { tree in
             switch tree.nodes[inode] {
             case .root:
-                return Self.rootEntries(tree)
+                return Self.rootEntries(tree) + [tree.latestEntry]
             case .show(let show):
                 return show.entries
             case .episode, .playlist, nil:

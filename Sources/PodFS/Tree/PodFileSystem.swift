@@ -182,11 +182,12 @@ public final class PodFileSystem: FileSystem {
         let shows = catalog.shows
         // Sizes are bounded where they enter, but a sum over every file of
         // every show is held at the top rather than trusted not to trap.
-        let total = shows.reduce(Int64(0)) { sum, show in
+        let latest = Int64(catalog.latestPlaylist.content.count)
+        let total = shows.reduce(latest) { sum, show in
             (show.episodes + show.extras).reduce(sum) { $0.saturatingAdding($1.size) }
                 .saturatingAdding(Int64(show.playlist.content.count))
         }
-        let files = shows.reduce(0) { $0 + $1.episodes.count + $1.extras.count + 1 }
+        let files = shows.reduce(1) { $0 + $1.episodes.count + $1.extras.count + 1 }
         return FileSystemStatistics(
             blockSize: 4096, totalBlocks: UInt64(total / 4096 + (total % 4096 == 0 ? 0 : 1)), freeBlocks: 0,
             files: UInt64(files))

@@ -285,7 +285,7 @@ public struct ShowLayout: Sendable {
 
     /// A title on one line: control characters and line breaks become
     /// spaces, runs collapse, ends trimmed; `nil` when nothing is left.
-    private static func oneLine(_ title: String?) -> String? {
+    static func oneLine(_ title: String?) -> String? {
         guard let title else { return nil }
         var scalars = String.UnicodeScalarView()
         var pendingSpace = false
