@@ -64,6 +64,9 @@ final class LiveSubscriptions: Sendable {
     /// Answers one request of the control socket.
     func handle(_ request: ControlSocket.Request) -> ControlSocket.Response {
         changing.withLock { _ in
+            guard !stopping.withLock({ $0 }) else {
+                return ControlSocket.Response(ok: false, lines: ["the mount is being unmounted; nothing was changed"])
+            }
             switch request.command {
             case "subscribe": return subscribe(request.arguments)
             case "unsubscribe": return unsubscribe(request.arguments, purge: request.purge)
@@ -89,9 +92,12 @@ final class LiveSubscriptions: Sendable {
         thread.start()
     }
 
+    /// Stops the watch and waits for a change under way (a subscription's
+    /// fetch ends within the feed timeouts); later requests are refused.
     func stop() {
         stopping.withLock { $0 = true }
         ended.wait()
+        changing.withLock { _ in }
     }
 
     // MARK: - Private methods
@@ -113,8 +119,15 @@ final class LiveSubscriptions: Sendable {
         for entry in found {
             let shown = FeedURL.redacted(entry.url, for: .display)
             do {
-                let change = try refresher.subscribe(url: entry.url, feed: entry.feed)
-                _ = try list.add(url: entry.url, title: entry.feed.title)
+                // The list first: a feed the list cannot take is not added.
+                let listed = try list.add(url: entry.url, title: entry.feed.title)
+                let change: Catalog.Change?
+                do {
+                    change = try refresher.subscribe(url: entry.url, feed: entry.feed)
+                } catch {
+                    if listed { _ = try? list.remove(url: entry.url) }
+                    throw error
+                }
                 let name = change?.showName ?? catalogName(entry.url) ?? entry.feed.title ?? shown
                 lines.append(change == nil ? "already subscribed: \(name) (\(shown))" : "subscribed: \(name) (\(shown))")
             } catch {
@@ -140,12 +153,13 @@ final class LiveSubscriptions: Sendable {
         }
         var lines: [String] = []
         for url in urls {
-            let removal = refresher.unsubscribe(url: url)
+            // The list first: a feed the list cannot lose stays subscribed.
             do {
                 _ = try list.remove(url: url)
             } catch {
                 return ControlSocket.Response(ok: false, lines: lines + ["\(error)"])
             }
+            let removal = refresher.unsubscribe(url: url)
             var line = "unsubscribed: \(removal?.name ?? FeedURL.redacted(url, for: .display))"
             if purge, let show = removal?.show {
                 let (purged, open) = reader.purge(keys: (show.episodes + show.extras).map(\.key))

@@ -110,7 +110,12 @@ struct SubscriptionList: Sendable {
     func add(url: String, title: String?) throws(Failure) -> Bool {
         var file = try file()
         if !isSourceFile { forgetRemoved(url) }
-        guard file.add(url: url, title: title) else { return false }
+        guard file.add(url: url, title: title) else {
+            if file.urls.contains(url) { return false }
+            throw Failure(
+                description: "podfs cannot add a feed to \(path) (an OPML file needs a <body>, and the file must "
+                    + "be UTF-8); add \(url) to it by hand")
+        }
         try write(file.bytes)
         return true
     }
@@ -118,8 +123,15 @@ struct SubscriptionList: Sendable {
     /// Takes `url` out of the list; false when it was not listed.
     func remove(url: String) throws(Failure) -> Bool {
         var file = try file()
+        // Out for the next mount whatever the file held: a feed named on
+        // the command line is not in the list until it was seeded.
         if !isSourceFile { rememberRemoved(url) }
-        guard file.remove(url: url) else { return false }
+        guard file.remove(url: url) else {
+            guard file.urls.contains(url) else { return false }
+            throw Failure(
+                description: "podfs cannot take \(url) out of \(path) (an OPML outline that holds other "
+                    + "outlines, or a file that is not UTF-8); remove it by hand")
+        }
         try write(file.bytes)
         return true
     }

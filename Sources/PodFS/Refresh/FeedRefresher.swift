@@ -305,6 +305,8 @@ public final class FeedRefresher: Sendable {
         guard let invalidator = invalidator.withLock({ $0 }) else { return }
         invalidator.invalidate(inode: Catalog.rootInode)
         invalidator.invalidate(parent: Catalog.rootInode, name: removal.name)
+        // Its episodes leave the root's playlist of the newest.
+        invalidator.invalidate(inode: Catalog.latestPlaylistInode)
     }
 
     private func answer(_ url: String) {
