@@ -198,7 +198,6 @@ final class LiveSubscriptions: Sendable {
         guard !removed.isEmpty || !added.isEmpty else { return }
         logger.info(
             "the subscription list changed", metadata: ["feeds.added": "\(added.count)", "feeds.removed": "\(removed.count)"])
-        list.noteEdited(added: added, removed: removed)
         for url in removed { refresher.unsubscribe(url: url) }
         refresher.add(urls: added)
         saveShowList()

@@ -8,7 +8,7 @@ import RangeCache
 /// One list per cache: when a mount's SOURCE is one file (OPML or a URL
 /// list), that file is the list; otherwise (URLs on the command line,
 /// several files, or no SOURCE) it is `subscriptions.txt` in the cache
-/// directory, seeded once with the command line's feeds. The cache
+/// directory, seeded with the command line's feeds (`SubscriptionSeed`). The cache
 /// remembers which one the last mount used (`subscriptions.path`), so
 /// `podfs subscribe` with no mount running and `podfs mount MOUNTPOINT`
 /// with no SOURCE find it. Every edit keeps the file's comments and other
@@ -25,10 +25,8 @@ struct SubscriptionList: Sendable {
 
     static let cacheFileName = "subscriptions.txt"
     static let locationFileName = "subscriptions.path"
-    /// Feeds unsubscribed from a cache list: a mount command that names
-    /// them again does not bring them back (the same command gives the
-    /// same shows).
-    static let removedFileName = "unsubscribed.txt"
+    /// The feeds the last mount command named (`SubscriptionSeed`).
+    static let seedFileName = "subscriptions.seed"
 
     /// The list file.
     let path: String
@@ -66,8 +64,11 @@ struct SubscriptionList: Sendable {
         } catch {
             throw Failure(description: error.message)
         }
-        let removed = Set(list.removed())
-        for url in given where !removed.contains(url) { _ = try list.add(url: url, title: nil) }
+        let current = try list.urls()
+        let change = SubscriptionSeed.change(list: current, seed: list.seed(), commandLine: given)
+        for url in change.dropped { _ = try list.remove(url: url) }
+        for url in change.added { _ = try list.add(url: url, title: nil) }
+        list.saveSeed(given)
         list.record()
         return (list, try list.urls())
     }
@@ -109,7 +110,6 @@ struct SubscriptionList: Sendable {
     /// Adds `url` at the end of the list; false when it is listed already.
     func add(url: String, title: String?) throws(Failure) -> Bool {
         var file = try file()
-        if !isSourceFile { forgetRemoved(url) }
         guard file.add(url: url, title: title) else {
             if file.urls.contains(url) { return false }
             throw Failure(
@@ -123,9 +123,6 @@ struct SubscriptionList: Sendable {
     /// Takes `url` out of the list; false when it was not listed.
     func remove(url: String) throws(Failure) -> Bool {
         var file = try file()
-        // Out for the next mount whatever the file held: a feed named on
-        // the command line is not in the list until it was seeded.
-        if !isSourceFile { rememberRemoved(url) }
         guard file.remove(url: url) else {
             guard file.urls.contains(url) else { return false }
             throw Failure(
@@ -134,14 +131,6 @@ struct SubscriptionList: Sendable {
         }
         try write(file.bytes)
         return true
-    }
-
-    /// Notes an edit made outside podfs: a feed taken out of a cache list
-    /// stays out of the next mount that names it, one put back comes back.
-    func noteEdited(added: [String], removed: [String]) {
-        guard !isSourceFile else { return }
-        for url in removed { rememberRemoved(url) }
-        for url in added { forgetRemoved(url) }
     }
 
     // MARK: - Private methods
@@ -184,29 +173,16 @@ struct SubscriptionList: Sendable {
         _ = CachePrivacy.writeFile(cacheDirectory + "/" + Self.locationFileName, Array((path + "\n").utf8))
     }
 
-    private func removed() -> [String] {
-        guard let data = FileManager.default.contents(atPath: cacheDirectory + "/" + Self.removedFileName) else {
+    private func seed() -> [String] {
+        guard let data = FileManager.default.contents(atPath: cacheDirectory + "/" + Self.seedFileName) else {
             return []
         }
         return (try? SourceList.parse(Array(data))) ?? []
     }
 
-    private func rememberRemoved(_ url: String) {
-        var urls = removed()
-        guard !urls.contains(url) else { return }
-        urls.append(url)
-        saveRemoved(urls)
-    }
-
-    private func forgetRemoved(_ url: String) {
-        let urls = removed()
-        guard urls.contains(url) else { return }
-        saveRemoved(urls.filter { $0 != url })
-    }
-
-    private func saveRemoved(_ urls: [String]) {
-        let text = "# Feeds unsubscribed from; a mount that names them again leaves them out.\n"
+    private func saveSeed(_ urls: [String]) {
+        let text = "# The feeds the last mount command named (podfs keeps this file).\n"
             + urls.map { $0 + "\n" }.joined()
-        _ = CachePrivacy.writeFile(cacheDirectory + "/" + Self.removedFileName, Array(text.utf8))
+        _ = CachePrivacy.writeFile(cacheDirectory + "/" + Self.seedFileName, Array(text.utf8))
     }
 }

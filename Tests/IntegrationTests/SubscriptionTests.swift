@@ -159,14 +159,24 @@ struct SubscriptionTests {
         let refused = try Harness.run("setpriv", asNobody, timeout: 60)
         #expect(refused.status == 1, "\(refused.stderr)")
         #expect(refused.stderr.contains("Permission denied"), "\(refused.stderr)")
-        chmod(fixture.directory, 0o755)
-        chmod(fixture.cacheDirectory, 0o755)
+        // Every folder on the way opened to others for the second try (the
+        // test run's own temporary folder is 0700 too), then closed again.
+        var opened: [(String, mode_t)] = []
+        var folder = fixture.cacheDirectory
+        while folder != "/" && !folder.isEmpty {
+            var info = stat()
+            if stat(folder, &info) == 0, info.st_mode & 0o001 == 0 {
+                opened.append((folder, info.st_mode & 0o7777))
+                chmod(folder, (info.st_mode & 0o7777) | 0o005)
+            }
+            folder = (folder as NSString).deletingLastPathComponent
+        }
+        defer { for (path, mode) in opened { chmod(path, mode) } }
         chmod(fixture.cacheDirectory + "/control.sock", 0o777)
         let checked = try Harness.run("setpriv", asNobody, timeout: 60)
         #expect(checked.status == 1, "\(checked.stderr)")
         #expect(checked.stderr.contains("only the user who mounted podfs"), "\(checked.stderr)")
         #expect(try Self.root(fixture) == ["Linked Show", Fixture.showTitle])
-        chmod(fixture.cacheDirectory, 0o700)
 
         let unknown = try Self.podfs(["unsubscribe"] + cache + ["No Such Show"])
         #expect(unknown.status == 1)

@@ -72,9 +72,31 @@ import Testing
         let given = ["http://a.example/1.xml"]
         let (list, _) = try SubscriptionList.forMount(sources: given, cacheDirectory: cache)
         try "".write(toFile: list.path, atomically: true, encoding: .utf8)
-        list.noteEdited(added: [], removed: given)
         let (_, again) = try SubscriptionList.forMount(sources: given, cacheDirectory: cache)
         #expect(again.isEmpty)
+    }
+
+    @Test func aMountCommandThatNamesOtherFeedsReplacesTheOnesItNamedBefore() throws {
+        let directory = try Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let cache = directory + "/cache"
+        let (list, _) = try SubscriptionList.forMount(sources: ["http://a.example/1.xml"], cacheDirectory: cache)
+        #expect(try list.add(url: "http://c.example/3.xml", title: nil))
+        let (_, moved) = try SubscriptionList.forMount(sources: ["http://b.example/2.xml"], cacheDirectory: cache)
+        #expect(moved == ["http://c.example/3.xml", "http://b.example/2.xml"], "the subscription stays, the old seed goes")
+    }
+
+    @Test func theSeedRule() {
+        let (a, b, c) = ("http://a/", "http://b/", "http://c/")
+        // The same command, nothing changed since.
+        #expect(SubscriptionSeed.change(list: [a, b], seed: [a, b], commandLine: [a, b]) == ([], []))
+        // Unsubscribed: stays out. Subscribed: stays in.
+        #expect(SubscriptionSeed.change(list: [b, c], seed: [a, b], commandLine: [a, b]) == ([], []))
+        // A new command: its new feed comes in, the old one that it no
+        // longer names goes, a subscription stays.
+        #expect(SubscriptionSeed.change(list: [a, c], seed: [a], commandLine: [b]) == ([a], [b]))
+        // A first mount.
+        #expect(SubscriptionSeed.change(list: [], seed: [], commandLine: [a, b]) == ([], [a, b]))
     }
 
     @Test func aListThatDoesNotReadIsAnErrorThatNamesIt() throws {
