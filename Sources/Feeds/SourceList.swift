@@ -23,6 +23,22 @@ public enum SourceList {
         return urls.filter { seen.insert($0).inserted }
     }
 
+    /// `raw` as an absolute http(s) feed URL, with the subscription schemes
+    /// rewritten and the escapes of `FeedURL.resolveHTTP`; `nil` when it is
+    /// not one. Lists from elsewhere (a sync server) go through here too, so
+    /// one feed has one spelling whichever list named it.
+    public static func feedURL(_ raw: String) -> String? {
+        var text = raw.trimmingWhitespace()
+        let lower = text.lowercased()
+        for scheme in ["feed://", "itpc://", "pcast://", "podcast://"] where lower.hasPrefix(scheme) {
+            text = "http://" + text.dropFirst(scheme.count)
+        }
+        if lower.hasPrefix("feed:http://") || lower.hasPrefix("feed:https://") {
+            text = String(text.dropFirst("feed:".count))
+        }
+        return FeedURL.resolveHTTP(text, base: "")
+    }
+
     // MARK: - Private methods
 
     private static func opml(_ bytes: [UInt8]) throws(FeedError) -> [String] {
@@ -62,18 +78,5 @@ public enum SourceList {
             urls.append(url)
         }
         return urls
-    }
-
-    /// An absolute http(s) URL, with subscription schemes rewritten.
-    private static func feedURL(_ raw: String) -> String? {
-        var text = raw.trimmingWhitespace()
-        let lower = text.lowercased()
-        for scheme in ["feed://", "itpc://", "pcast://", "podcast://"] where lower.hasPrefix(scheme) {
-            text = "http://" + text.dropFirst(scheme.count)
-        }
-        if lower.hasPrefix("feed:http://") || lower.hasPrefix("feed:https://") {
-            text = String(text.dropFirst("feed:".count))
-        }
-        return FeedURL.resolveHTTP(text, base: "")
     }
 }
