@@ -55,6 +55,7 @@ import argparse
 import base64
 import json
 import os
+import signal
 import sys
 import threading
 import time
@@ -446,6 +447,9 @@ def main(argv=None):
     ap.add_argument("--port-file")
     ap.add_argument("--user", action="append", help="NAME:PASSWORD (repeatable)")
     args = ap.parse_args(argv)
+    # A parent that blocks SIGTERM in its threads (podfs's test process
+    # does) passes the mask on; the server must still stop on SIGTERM.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
     users = [tuple(u.split(":", 1)) for u in (args.user or ["alice:secret"])]
     server = Server((args.bind, args.port), users)
     port = server.server_address[1]
