@@ -32,6 +32,16 @@ static inline CURLcode podfs_curl_easy_getinfo_str(CURL *h, CURLINFO i, char **v
 static inline CURLcode podfs_curl_easy_getinfo_ptr(CURL *h, CURLINFO i, void **v) {
     return curl_easy_getinfo(h, i, v);
 }
+/* HTTP Basic as `user`, with `password`, or with the password of the
+   matching ~/.netrc entry when `password` is NULL (CURLAUTH_BASIC is a
+   macro Swift cannot import). */
+static inline CURLcode podfs_curl_easy_set_basic_auth(CURL *h, const char *user, const char *password) {
+    CURLcode code = curl_easy_setopt(h, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
+    if (code == CURLE_OK) code = curl_easy_setopt(h, CURLOPT_USERNAME, user);
+    if (code == CURLE_OK && password != NULL) code = curl_easy_setopt(h, CURLOPT_PASSWORD, password);
+    if (code == CURLE_OK && password == NULL) code = curl_easy_setopt(h, CURLOPT_NETRC, (long)CURL_NETRC_OPTIONAL);
+    return code;
+}
 static inline CURLMcode podfs_curl_multi_setopt_long(CURLM *m, CURLMoption o, long v) {
     return curl_multi_setopt(m, o, v);
 }

@@ -29,9 +29,12 @@ public enum SourceList {
             || start.starts(with: [0xFF, 0xFE]) || start.starts(with: [0xFE, 0xFF])
     }
 
-    /// An absolute http(s) URL, with subscription schemes rewritten: the
-    /// form in which two entries are the same feed.
-    static func feedURL(_ raw: String) -> String? {
+    /// `raw` as an absolute http(s) feed URL, with the subscription schemes
+    /// rewritten and the escapes of `FeedURL.resolveHTTP`: the form in which
+    /// two entries are the same feed; `nil` when it is not one. Lists from
+    /// elsewhere (a sync server) go through here too, so one feed has one
+    /// spelling whichever list named it.
+    public static func feedURL(_ raw: String) -> String? {
         var text = raw.trimmingWhitespace()
         let lower = text.lowercased()
         for scheme in ["feed://", "itpc://", "pcast://", "podcast://"] where lower.hasPrefix(scheme) {

@@ -1,4 +1,5 @@
-/// One GET: a whole resource or a byte range of it.
+/// One GET (a whole resource or a byte range of it), or one POST of a small
+/// body.
 public struct HTTPRequest: Sendable {
     /// An absolute http or https URL; other schemes are refused by libcurl.
     public var url: String
@@ -13,6 +14,13 @@ public struct HTTPRequest: Sendable {
     /// Who wrote `url`: decides which address zones it may reach (see
     /// `AddressPolicy`). The user's own URLs (feed SOURCEs) may go anywhere.
     public var issuer: URLIssuer
+    /// The bytes to send as a POST (its `Content-Type` goes in `headers`);
+    /// `nil` sends a GET. libcurl keeps its own copy, and a redirect
+    /// (301, 302, 303) turns it into a GET, as browsers do.
+    public var body: [UInt8]?
+    /// Who to log in as (HTTP Basic). libcurl sends them only to the host
+    /// of `url`, never to a host a redirect leads to.
+    public var credentials: HTTPCredentials?
     /// Seconds to wait for a connection.
     public var connectTimeout: Int
     /// Seconds the whole transfer may take; `nil`: no limit (a body that
@@ -22,8 +30,11 @@ public struct HTTPRequest: Sendable {
     public init(
         url: String, range: Range<Int64>? = nil, ifRange: String? = nil,
         headers: [(name: String, value: String)] = [], acceptCompressed: Bool = false, issuer: URLIssuer = .user,
-        connectTimeout: Int = 15, totalTimeout: Int? = nil
+        body: [UInt8]? = nil, credentials: HTTPCredentials? = nil, connectTimeout: Int = 15,
+        totalTimeout: Int? = nil
     ) {
+        self.body = body
+        self.credentials = credentials
         self.issuer = issuer
         self.connectTimeout = connectTimeout
         self.totalTimeout = totalTimeout

@@ -101,6 +101,20 @@ final class Transfer {
         if let range = request.range {
             podfs_curl_easy_setopt_str(easy, CURLOPT_RANGE, "\(range.lowerBound)-\(range.upperBound - 1)")
         }
+        if let body = request.body {
+            // The size first: COPYPOSTFIELDS copies that many bytes.
+            podfs_curl_easy_setopt_long(easy, CURLOPT_POSTFIELDSIZE, body.count)
+            body.withUnsafeBufferPointer { bytes in
+                // An empty array may have no storage; libcurl needs a pointer.
+                let pointer = UnsafeMutableRawPointer(mutating: bytes.baseAddress) ?? UnsafeMutableRawPointer(errorBuffer)
+                podfs_curl_easy_setopt_ptr(easy, CURLOPT_COPYPOSTFIELDS, pointer)
+            }
+        }
+        switch request.credentials {
+        case .basic(let user, let password): podfs_curl_easy_set_basic_auth(easy, user, password)
+        case .netrc(let user): podfs_curl_easy_set_basic_auth(easy, user, nil)
+        case nil: break
+        }
         if request.acceptCompressed {
             podfs_curl_easy_setopt_str(easy, CURLOPT_ACCEPT_ENCODING, "")
         }

@@ -1,0 +1,124 @@
+import Testing
+
+@testable import PodFS
+
+/// The sync rules, driven event by event with no server.
+@Suite struct SubscriptionSyncTests {
+    private let a = "https://a.example/feed.xml"
+    private let b = "https://b.example/feed.xml"
+    private let c = "https://c.example/feed.xml"
+
+    /// A sync that has synced once, at `timestamp`.
+    private func synced(at timestamp: Int64 = 100) -> SubscriptionSync {
+        var sync = SubscriptionSync()
+        _ = sync.roundStarted()
+        _ = sync.pulled(ServerChanges(add: [], remove: [], timestamp: timestamp), local: [])
+        return sync
+    }
+
+    @Test func theFirstSyncMergesBothListsAndPushesWhatTheServerLacks() {
+        var sync = SubscriptionSync()
+        #expect(sync.roundStarted() == .pull(since: 0))
+        let outcome = sync.pulled(ServerChanges(add: [a, b], remove: [c], timestamp: 50), local: [b, c])
+        // Nothing local is removed on the first sync, even what the server
+        // once removed.
+        #expect(outcome.local == SubscriptionSync.LocalEdit(add: [a]))
+        #expect(outcome.next == .push(SubscriptionSync.PushBatch(add: [c], remove: [])))
+        #expect(sync.timestamp == 50)
+        let done = sync.pushed(PushReceipt(timestamp: 60), local: [a, b, c])
+        #expect(done.next == nil && sync.phase == .idle && sync.pending.isEmpty)
+        // The pull's timestamp stays: a push's would skip the phone's
+        // changes made between the two.
+        #expect(sync.timestamp == 50)
+    }
+
+    @Test func laterPullsApplyAddsAndRemoves() {
+        var sync = synced()
+        #expect(sync.roundStarted() == .pull(since: 100))
+        #expect(sync.roundStarted() == nil)
+        let outcome = sync.pulled(ServerChanges(add: [c, a], remove: [b], timestamp: 120), local: [a, b])
+        #expect(outcome.local == SubscriptionSync.LocalEdit(remove: [b], add: [c]))
+        #expect(outcome.next == nil && sync.phase == .idle && sync.timestamp == 120)
+    }
+
+    @Test func aLocalChangeMadeDuringThePullWinsAndIsPushed() {
+        var sync = synced()
+        _ = sync.roundStarted()
+        // While the pull is in flight the listener adds b and removes a;
+        // the answer, written before, says the opposite.
+        sync.changedLocally(.add, b)
+        sync.changedLocally(.remove, a)
+        let outcome = sync.pulled(ServerChanges(add: [a], remove: [b], timestamp: 130), local: [b])
+        #expect(outcome.local.isEmpty)
+        #expect(outcome.next == .push(SubscriptionSync.PushBatch(add: [b], remove: [a])))
+    }
+
+    @Test func aLocalChangeMadeDuringThePushIsKeptAndPushedNext() {
+        var sync = synced()
+        sync.changedLocally(.add, a)
+        _ = sync.roundStarted()
+        let first = sync.pulled(ServerChanges(add: [], remove: [], timestamp: 110), local: [a])
+        #expect(first.next == .push(SubscriptionSync.PushBatch(add: [a], remove: [])))
+        sync.changedLocally(.remove, a)
+        sync.changedLocally(.add, b)
+        let second = sync.pushed(PushReceipt(timestamp: 111), local: [b])
+        #expect(second.next == .push(SubscriptionSync.PushBatch(add: [b], remove: [a])))
+        _ = sync.pushed(PushReceipt(timestamp: 112), local: [b])
+        #expect(sync.pending.isEmpty && sync.phase == .idle)
+    }
+
+    @Test func aFailedRoundLosesNothing() {
+        var sync = synced()
+        sync.changedLocally(.add, a)
+        _ = sync.roundStarted()
+        sync.failed()
+        #expect(sync.pending.adds == [a] && sync.timestamp == 100)
+        _ = sync.roundStarted()
+        _ = sync.pulled(ServerChanges(add: [], remove: [], timestamp: 140), local: [a])
+        sync.failed()  // the push failed
+        #expect(sync.pending.adds == [a] && sync.phase == .idle)
+        // A late answer after the failure is ignored.
+        #expect(sync.pushed(PushReceipt(timestamp: 1), local: [a]).refusal == .unexpected)
+        #expect(sync.pending.adds == [a])
+    }
+
+    @Test func aURLInBothListsStaysSubscribed() {
+        var sync = synced()
+        _ = sync.roundStarted()
+        let outcome = sync.pulled(ServerChanges(add: [a], remove: [a, b], timestamp: 150), local: [a, b])
+        #expect(outcome.local == SubscriptionSync.LocalEdit(remove: [b]))
+        var fresh = synced()
+        _ = fresh.roundStarted()
+        #expect(fresh.pulled(ServerChanges(add: [c], remove: [c], timestamp: 150), local: []).local.add == [c])
+    }
+
+    @Test func anAnswerThatWouldOverfillTheListIsRefusedWhole() {
+        var sync = SubscriptionSync(timestamp: 100, limits: SyncLimits(maxSubscriptions: 2))
+        _ = sync.roundStarted()
+        let outcome = sync.pulled(ServerChanges(add: [b, c], remove: [], timestamp: 160), local: [a])
+        #expect(outcome.refusal == .tooManySubscriptions(3))
+        #expect(outcome.local.isEmpty && outcome.next == nil)
+        #expect(sync.timestamp == 100 && sync.phase == .idle)
+    }
+
+    @Test func renamesFollowTheServersSpelling() {
+        var sync = synced()
+        sync.changedLocally(.add, a)
+        sync.changedLocally(.add, b)
+        _ = sync.roundStarted()
+        _ = sync.pulled(ServerChanges(add: [], remove: [], timestamp: 170), local: [a, b, c])
+        let receipt = PushReceipt(
+            timestamp: 171, renames: [.init(from: a, to: "https://a.example/clean.xml"), .init(from: b, to: c)])
+        let outcome = sync.pushed(receipt, local: [a, b, c])
+        #expect(outcome.local.renames == [.init(from: a, to: "https://a.example/clean.xml")])
+        #expect(outcome.local.remove == [b])
+    }
+
+    @Test func pendingChangesKeepTheLatestIntentOnly() {
+        var pending = PendingChanges(adds: [a, b], removes: [b])
+        #expect(pending.adds == [a] && pending.removes == [b])
+        pending.record(.remove, a)
+        pending.record(.add, a)
+        #expect(pending.urls == [b, a] && pending.intent(for: a) == .add)
+    }
+}
