@@ -51,8 +51,8 @@ struct CurlSource: RangeSource, FeedSource {
         do {
             response = try client.fetchAll(
                 HTTPRequest(
-                    url: url, headers: headers, acceptCompressed: true, connectTimeout: Self.feedConnectTimeout,
-                    totalTimeout: Self.feedTotalTimeout),
+                    url: url, headers: headers, acceptCompressed: true, issuer: zones.issuer(ofFeed: subscribedAs),
+                    connectTimeout: Self.feedConnectTimeout, totalTimeout: Self.feedTotalTimeout),
                 limit: feedLimit)
         } catch let error where error.kind == .tooLarge {
             throw FetchError(

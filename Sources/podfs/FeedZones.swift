@@ -22,6 +22,8 @@ final class FeedZones: Sendable {
         var feedOf: [String: String] = [:]
         /// URL learnt from a redirect -> the server zone that sent it there.
         var redirected: [String: URLIssuer] = [:]
+        /// Feed URL a sync server listed -> that server's zone.
+        var listedByServer: [String: AddressZone] = [:]
     }
 
     // MARK: - Properties
@@ -59,6 +61,18 @@ final class FeedZones: Sendable {
     func recordRedirect(effectiveURL: String, issuer: URLIssuer) {
         guard case .server = issuer else { return }
         state.withLock { $0.redirected[effectiveURL] = issuer }
+    }
+
+    /// The feed at `url` came from a sync server in `zone`: it is fetched
+    /// under that zone, as an enclosure is under its feed's.
+    func feedListed(url: String, byServerIn zone: AddressZone) {
+        state.withLock { $0.listedByServer[url] = zone }
+    }
+
+    /// Who wrote the feed URL `url`: the user, unless a sync server listed
+    /// it.
+    func issuer(ofFeed url: String) -> URLIssuer {
+        state.withLock { $0.listedByServer[url] }.map { .server($0) } ?? .user
     }
 
     /// Who wrote `url`, as far as the zone rule is concerned.

@@ -37,6 +37,8 @@ final class LiveSubscriptions: Sendable {
     /// .signature`). Guarded by `changing`'s lock in practice; its own
     /// lock keeps the compiler's promise.
     private let seen: Locked<[Int]>
+    /// Told each change the listener made (the sync pushes it).
+    private let localChange = Locked<(@Sendable (PendingChanges.Intent, String) -> Void)?>(nil)
     private let stopping = Locked(false)
     private let ended = DispatchSemaphore(value: 0)
 
@@ -73,6 +75,59 @@ final class LiveSubscriptions: Sendable {
             case "names": return ControlSocket.Response(ok: true, lines: catalog.shows.map { "\($0.feedURL)\t\($0.name)" })
             default: return ControlSocket.Response(ok: false, lines: ["unknown request '\(request.command)'"])
             }
+        }
+    }
+
+    /// The subscribed feeds now.
+    var subscribedURLs: [String] { refresher.subscribedURLs }
+
+    /// Tells `observer` each change the listener makes from now on (under
+    /// this type's lock).
+    func observeLocalChanges(_ observer: @escaping @Sendable (PendingChanges.Intent, String) -> Void) {
+        localChange.withLock { $0 = observer }
+    }
+
+    /// Feeds a sync server listed in an earlier mount, fetched under its
+    /// zone in this one too.
+    func remember(listedByServer feeds: [String: AddressZone]) {
+        for (url, zone) in feeds { source.zones.feedListed(url: url, byServerIn: zone) }
+    }
+
+    /// Applies what a sync server's answer leads to: `decide` is given the
+    /// list as it is now and returns the rules' outcome, under this type's
+    /// lock, so no command or edit comes in between. Feeds the server adds
+    /// are fetched under its `zone`; a feed that fails is listed when it
+    /// loads, as at mount. Nothing here counts as the listener's change.
+    func applyFromServer(
+        zone: AddressZone?, _ decide: ([String]) -> SubscriptionSync.Outcome
+    ) -> SubscriptionSync.Outcome {
+        changing.withLock { _ in
+            let outcome = decide(refresher.subscribedURLs)
+            let edit = outcome.local
+            guard !edit.isEmpty, !stopping.withLock({ $0 }) else { return outcome }
+            let removed = edit.remove + edit.renames.map(\.from)
+            let added = edit.add + edit.renames.map(\.to)
+            for url in removed {
+                do {
+                    _ = try list.remove(url: url)
+                } catch {
+                    logger.warning("could not take a feed the sync server removed out of the list", metadata: ["error": "\(error)"])
+                }
+                refresher.unsubscribe(url: url)
+            }
+            for url in added {
+                source.zones.feedListed(url: url, byServerIn: zone ?? .global)
+                do {
+                    _ = try list.add(url: url, title: nil)
+                } catch {
+                    logger.warning("could not add a feed the sync server listed to the list", metadata: ["error": "\(error)"])
+                }
+            }
+            refresher.add(urls: added)
+            seen.withLock { $0 = list.signature() }
+            saveShowList()
+            changed()
+            return outcome
         }
     }
 
@@ -128,6 +183,7 @@ final class LiveSubscriptions: Sendable {
                     if listed { _ = try? list.remove(url: entry.url) }
                     throw error
                 }
+                if listed { tell(.add, entry.url) }
                 let name = change?.showName ?? catalogName(entry.url) ?? entry.feed.title ?? shown
                 lines.append(change == nil ? "already subscribed: \(name) (\(shown))" : "subscribed: \(name) (\(shown))")
             } catch {
@@ -160,6 +216,7 @@ final class LiveSubscriptions: Sendable {
                 return ControlSocket.Response(ok: false, lines: lines + ["\(error)"])
             }
             let removal = refresher.unsubscribe(url: url)
+            tell(.remove, url)
             var line = "unsubscribed: \(removal?.name ?? FeedURL.redacted(url, for: .display))"
             if purge, let show = removal?.show {
                 let (purged, open) = reader.purge(keys: (show.episodes + show.extras).map(\.key))
@@ -172,6 +229,10 @@ final class LiveSubscriptions: Sendable {
         saveShowList()
         changed()
         return ControlSocket.Response(ok: true, lines: lines)
+    }
+
+    private func tell(_ intent: PendingChanges.Intent, _ url: String) {
+        localChange.withLock { $0 }?(intent, url)
     }
 
     private func catalogName(_ url: String) -> String? {
@@ -198,7 +259,11 @@ final class LiveSubscriptions: Sendable {
         guard !removed.isEmpty || !added.isEmpty else { return }
         logger.info(
             "the subscription list changed", metadata: ["feeds.added": "\(added.count)", "feeds.removed": "\(removed.count)"])
-        for url in removed { refresher.unsubscribe(url: url) }
+        for url in removed {
+            refresher.unsubscribe(url: url)
+            tell(.remove, url)
+        }
+        for url in added { tell(.add, url) }
         refresher.add(urls: added)
         saveShowList()
         changed()

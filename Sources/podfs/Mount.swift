@@ -44,11 +44,16 @@ struct Mount: ParsableCommand {
         name: .short,
         help: ArgumentHelp(
             "Mount options, comma separated: cache_dir=DIR, cache_size=SIZE, max_feed_size=SIZE, refresh=INTERVAL, "
-                + "keep_latest=N, allow_private, proxy=URL, user_agent=TEXT, allow_other, allow_root, auto_unmount, " + DaemonOptions.summary + ".",
+                + "keep_latest=N, allow_private, proxy=URL, user_agent=TEXT, sync=URL, sync_password_file=FILE, "
+                + "sync_device=NAME, allow_other, allow_root, auto_unmount, " + DaemonOptions.summary + ".",
             discussion: "Each is the -o twin of the long option of the same name (a long option wins); "
                 + "a value may hold a comma written as \\, and a backslash as \\\\. "
                 + "proxy=URL sends every request through that proxy (http, https or socks); without it, "
                 + "proxy variables in the environment are ignored. "
+                + "sync=URL syncs the subscriptions with a gpodder.net-API or Nextcloud GPodderSync server "
+                + "(the user in the URL: https://alice@gpodder.net); the password comes from "
+                + "sync_password_file=FILE (which others must not be able to read) or ~/.netrc; "
+                + "sync_device=NAME names this device on the server (default: the host name). "
                 + "fstab-only options (auto, noauto, user, users, _netdev, nofail, x-systemd.*) are ignored."))
     var o: [String] = []
 
@@ -184,7 +189,12 @@ struct Mount: ParsableCommand {
                 cacheSize: try (cacheSize ?? options.cacheSize).map { try CacheSize($0) }, logLevel: level, readiness: daemonChild ? .pipe : .none,
                 logToSyslog: daemonChild && toSyslog, readAheadKiB: daemonOptions.readAheadKiB ?? 128,
                 proxy: options.proxy, userAgent: options.userAgent ?? PodfsVersion.userAgent,
-                keepLatest: keepLatest ?? options.keepLatest ?? 0)
+                keepLatest: keepLatest ?? options.keepLatest ?? 0,
+                sync: options.sync.map {
+                    MountService.Sync(
+                        url: $0, passwordFile: options.syncPasswordFile.map(absolutePath),
+                        device: options.syncDevice ?? SyncEndpoint.deviceID(hostName: ProcessInfo.processInfo.hostName))
+                })
             throw ExitCode(service.run())
         }
         try Daemon.start(

@@ -23,6 +23,12 @@ struct MountOptions {
     var userAgent: String?
     /// `-o keep_latest=N`: the newest N episodes of each show kept complete.
     var keepLatest: Int?
+    /// `sync=URL`: the gpodder-API server the subscriptions sync with.
+    var sync: String?
+    /// `sync_password_file=FILE`: its password (else `~/.netrc`).
+    var syncPasswordFile: String?
+    /// `sync_device=NAME`: this mount's device id (default: the host name).
+    var syncDevice: String?
     /// The rest of the CLI's options (`log_file=`, `log_level=`, `syslog`,
     /// `commit_interval=`, `revalidate_after=`, `debug`, `nonempty`).
     var daemon = DaemonOptions()
@@ -88,6 +94,15 @@ struct MountOptions {
                                 + "e.g. -o user_agent='MyPlayer/2.0' (write a comma as \\,)")
                     }
                     userAgent = value
+                case "sync", "sync_password_file", "sync_device":
+                    guard let value, !value.isEmpty else {
+                        throw ValidationError(
+                            "-o \(name) needs a value, e.g. -o sync=https://alice@gpodder.net,"
+                                + "sync_password_file=~/.config/podfs/sync-password,sync_device=laptop")
+                    }
+                    if name == "sync" { sync = value }
+                    if name == "sync_password_file" { syncPasswordFile = value }
+                    if name == "sync_device" { syncDevice = value }
                 case "allow_other", "allow_root", "auto_unmount":
                     fuseOptions.append(name)
                 case _ where Self.ignored.contains(name) || name.hasPrefix("x-systemd.") || name.hasPrefix("comment="):
@@ -96,7 +111,7 @@ struct MountOptions {
                     if try daemon.parse(name: name, value: value) { continue }
                     throw ValidationError(
                         "unknown mount option '\(option)'. podfs takes -o cache_dir=DIR, cache_size=SIZE, max_feed_size=SIZE, "
-                            + "refresh=INTERVAL, allow_private, proxy=URL, user_agent=TEXT, allow_other, allow_root, auto_unmount, " + DaemonOptions.summary + " "
+                            + "refresh=INTERVAL, allow_private, proxy=URL, user_agent=TEXT, sync=URL, sync_password_file=FILE, sync_device=NAME, allow_other, allow_root, auto_unmount, " + DaemonOptions.summary + " "
                             + "(and ignores fstab's auto, noauto, user, _netdev, nofail, x-systemd.*).")
                 }
             }

@@ -26,6 +26,8 @@ extension MountService {
         let feedURLs: [String]
         /// Where the subscriptions live (`SubscriptionList`).
         let list: SubscriptionList
+        /// The sync server (`-o sync=`), if any.
+        let syncServer: SyncClient?
         /// Registers a show's files with the address zones and the reader.
         let adopt: @Sendable ([Catalog.Show]) -> Void
         /// Whether a feed answered in this mount (the episodes read last
@@ -107,7 +109,11 @@ extension MountService {
         let loopStatus = session.serve(termGrace: 10)
         let status = [SIGINT, SIGTERM, SIGHUP].contains(loopStatus) ? 0 : loopStatus
         subscriptions.server?.stop()
+        subscriptions.sync?.requestStop()
+        // A change under way ends with its fetches: cut them short.
+        parts.client.shutdown()
         subscriptions.live.stop()
+        subscriptions.sync?.waitUntilStopped()
         tearDown(session, parts, listed, feeds, logger: logger)
         logger.info("stopped", metadata: ["exit.status": "\(status == 0 ? 0 : 1)"])
         return status == 0 ? 0 : 1
@@ -149,7 +155,7 @@ extension MountService {
         return Parts(
             index: index, client: client, source: source, loader: loader,
             feedStatus: FeedStatusStore(directory: cacheDirectory), catalog: catalog, reader: reader,
-            feedURLs: feedURLs, list: list,
+            feedURLs: feedURLs, list: list, syncServer: try makeSyncClient(client: client, logger: logger),
             adopt: { shows in
                 for show in shows {
                     zones.adopt(urls: (show.episodes + show.extras).map(\.url), feedURL: show.feedURL)

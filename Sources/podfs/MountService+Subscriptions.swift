@@ -1,4 +1,7 @@
+import FUSEBridge
+import Feeds
 import Foundation
+import HTTPClient
 import Logging
 import PodFS
 
@@ -11,7 +14,7 @@ extension MountService {
     /// the log: the list file's watch still sees edits.
     func startSubscriptions(
         _ parts: Parts, _ feeds: Feeds, logger: Logger
-    ) -> (live: LiveSubscriptions, server: ControlServer?) {
+    ) -> (live: LiveSubscriptions, server: ControlServer?, sync: SyncLoop?) {
         let (catalog, cacheDirectory) = (parts.catalog, cacheDirectory)
         let live = LiveSubscriptions(
             list: parts.list, refresher: feeds.refresher, loader: parts.loader, source: parts.source,
@@ -19,15 +22,38 @@ extension MountService {
             saveShowList: { ShowList.write(catalog.placeholdersToSave, directory: cacheDirectory, logger: logger) },
             changed: { [keeper = parts.keeper] in keeper.poke() })
         live.startWatching()
+        let syncLoop = parts.syncServer.map { server in
+            SyncLoop(
+                server: server, serverZone: { server.serverZone }, live: live, cacheDirectory: cacheDirectory,
+                account: "\(FeedURL.redacted(sync?.url ?? "", for: .log)) \(sync?.device ?? "")",
+                shownServer: FeedURL.redacted(sync?.url ?? "", for: .display), device: sync?.device ?? "",
+                interval: refreshInterval, logger: logger)
+        }
+        if let syncLoop {
+            live.observeLocalChanges { syncLoop.changedLocally($0, $1) }
+            syncLoop.start()
+        }
         do {
             let server = try ControlServer(cacheDirectory: cacheDirectory, logger: logger) { live.handle($0) }
             server.start()
-            return (live, server)
+            return (live, server, syncLoop)
         } catch {
             logger.error(
                 "podfs subscribe and unsubscribe cannot reach this mount; edit the list instead",
                 metadata: ["error": "\(error)", "list": "\(parts.list.path)"])
-            return (live, nil)
+            return (live, nil, syncLoop)
+        }
+    }
+
+    /// The sync server's client, made before the mount (a password file
+    /// others can read, a URL with no user: the mount fails and says so).
+    func makeSyncClient(client: HTTPClient, logger: Logger) throws -> SyncClient? {
+        guard let sync else { return nil }
+        do {
+            return try SyncClient(
+                url: sync.url, device: sync.device, passwordFile: sync.passwordFile, client: client, logger: logger)
+        } catch {
+            throw MountError("-o sync: \(error.message)")
         }
     }
 }

@@ -52,6 +52,16 @@ struct MountService {
     var userAgent = PodfsVersion.userAgent
     /// The newest N episodes of each show kept complete (`-o keep_latest`).
     var keepLatest = 0
+    /// `-o sync=`: the server the subscriptions sync with.
+    var sync: Sync?
+
+    /// Where and as whom the subscriptions sync.
+    struct Sync {
+        var url: String
+        /// Absolute; `nil`: `~/.netrc`.
+        var passwordFile: String?
+        var device: String
+    }
 
     /// Mounts and serves until unmounted; returns the exit status.
     func run() -> Int32 {

@@ -39,6 +39,7 @@ struct Status: ParsableCommand {
             print(try report.json(encoder))
         } else {
             print(report.text(), terminator: "")
+            if let sync = SyncLoop.lastReport(directory: directory) { print(SyncLoop.describe(sync)) }
         }
     }
 }

@@ -192,6 +192,7 @@ struct Subscriptions: ParsableCommand {
         }
         let records = FeedStatusStore(directory: directory).records
         print("\(urls.count) subscription\(urls.count == 1 ? "" : "s") in \(list.path)")
+        if let sync = SyncLoop.lastReport(directory: directory) { print(SyncLoop.describe(sync)) }
         for url in urls {
             let title = TerminalText.clean(names[url] ?? "(not loaded yet)")
             print("\(title)\n  \(TerminalText.clean(FeedURL.redacted(url, for: .display)))\n  \(Self.state(records[url]))")

@@ -1,0 +1,254 @@
+import Foundation
+import HTTPClient
+import Locking
+import Logging
+import PodFS
+import RangeCache
+
+/// Syncs a mount's subscriptions with a gpodder-API server, beside the feed
+/// refresh (docs/DESIGN.md, "Subscriptions"): a round at mount, one every
+/// refresh interval, and one soon after a local change, so `podfs
+/// subscribe` reaches the phone within seconds.
+///
+/// The rules are `SubscriptionSync`'s; this carries them out. What it must
+/// not lose (the server's timestamp, changes not yet pushed, the list as
+/// last synced) is saved in `<cache-dir>/sync-state.json` after every
+/// event, so a crash or an unmount loses nothing, and a change made with no
+/// mount running (an edit of the list) is pushed by the next one. A server
+/// that refuses or is down changes nothing locally; `sync-status.json` (for
+/// `podfs status`) and the log say why, without the password.
+final class SyncLoop: Sendable {
+    // MARK: - Nested types
+
+    /// What is saved between mounts.
+    struct Saved: Codable, Equatable {
+        /// The server and device it belongs to (another one starts afresh).
+        var account: String
+        var timestamp: Int64?
+        var pendingAdds: [String] = []
+        var pendingRemoves: [String] = []
+        /// The list when it last matched the server's.
+        var listAtLastSync: [String]?
+        /// Feeds the server listed, and the zone it answered from then
+        /// (`AddressZone`'s raw value): fetched under it on every mount.
+        var listedByServer: [String: String]?
+    }
+
+    /// The last round's outcome, for `podfs status`.
+    struct Report: Codable, Equatable {
+        var server: String
+        var device: String
+        var ok: Bool
+        var detail: String
+        var checkedAt: Int64
+    }
+
+    // MARK: - Properties
+
+    static let stateFile = "sync-state.json"
+    static let statusFile = "sync-status.json"
+
+    private let server: any SyncServer
+    /// The zone of the server's address (`SyncClient.serverZone`): the
+    /// feeds it lists are fetched under it.
+    private let serverZone: @Sendable () -> AddressZone?
+    private let live: LiveSubscriptions
+    private let directory: String
+    private let account: String
+    private let shownServer: String
+    private let device: String
+    private let interval: Double?
+    private let logger: Logger
+    /// The rules' state. Taken under `LiveSubscriptions.changing` when an
+    /// answer is applied (that lock first).
+    private let state: Locked<SubscriptionSync>
+    /// Feeds the server listed, by the zone it answered from.
+    private let listedByServer: Locked<[String: AddressZone]>
+    private let stopping = Locked(false)
+    private let wake = DispatchSemaphore(value: 0)
+    private let ended = DispatchSemaphore(value: 0)
+
+    // MARK: - Init
+
+    /// Restores what the last mount saved for this account; changes made to
+    /// the list since then become local changes to push.
+    init(
+        server: any SyncServer, serverZone: @escaping @Sendable () -> AddressZone?, live: LiveSubscriptions,
+        cacheDirectory: String, account: String, shownServer: String, device: String, interval: Double?,
+        logger: Logger
+    ) {
+        self.server = server
+        self.serverZone = serverZone
+        self.live = live
+        directory = cacheDirectory
+        self.account = account
+        self.shownServer = shownServer
+        self.device = device
+        self.interval = interval
+        self.logger = logger
+        let saved = Self.load(directory: cacheDirectory).flatMap { $0.account == account ? $0 : nil }
+        var sync = SubscriptionSync(
+            timestamp: saved?.timestamp,
+            pending: PendingChanges(adds: saved?.pendingAdds ?? [], removes: saved?.pendingRemoves ?? []))
+        if let before = saved?.listAtLastSync {
+            let now = live.subscribedURLs
+            for url in now where !before.contains(url) { sync.changedLocally(.add, url) }
+            for url in before where !now.contains(url) { sync.changedLocally(.remove, url) }
+        }
+        state = Locked(sync)
+        let listed = (saved?.listedByServer ?? [:]).compactMapValues { AddressZone(rawValue: $0) }
+        listedByServer = Locked(listed)
+        live.remember(listedByServer: listed)
+    }
+
+    // MARK: - Methods
+
+    /// A local change (a command, an edit of the list): pushed soon.
+    /// Called under `LiveSubscriptions.changing`.
+    func changedLocally(_ intent: PendingChanges.Intent, _ url: String) {
+        state.withLock { $0.changedLocally(intent, url) }
+        save()
+        wake.signal()
+    }
+
+    func start() {
+        let thread = Thread { [self] in
+            FeedRound.blockTerminationSignals()
+            while !stopping.withLock({ $0 }) {
+                round()
+                // A local change wakes it early; a burst of them is pushed
+                // together, a second later.
+                let woke = wake.wait(timeout: .now() + (interval ?? 365 * 86_400)) == .success
+                if woke { usleep(1_000_000) }
+                while wake.wait(timeout: .now()) == .success {}
+            }
+            ended.signal()
+        }
+        thread.name = "podfs-sync"
+        thread.start()
+        logger.info("syncing subscriptions", metadata: ["sync.server": "\(shownServer)", "sync.device": "\(device)"])
+    }
+
+    /// Ends the loop; a request under way ends when its transfer does (shut
+    /// the HTTP client down to cut it short).
+    func requestStop() {
+        stopping.withLock { $0 = true }
+        wake.signal()
+    }
+
+    func waitUntilStopped() {
+        ended.wait()
+    }
+
+    // MARK: - Private methods
+
+    /// One round: a pull, its changes applied, then pushes until nothing is
+    /// pending.
+    private func round() {
+        var next = state.withLock { $0.roundStarted() }
+        var applied = (added: 0, removed: 0, pushed: 0)
+        while let action = next, !stopping.withLock({ $0 }) {
+            do {
+                let outcome: SubscriptionSync.Outcome
+                switch action {
+                case .pull(let since):
+                    let changes = try server.pull(since: since)
+                    outcome = live.applyFromServer(zone: serverZone()) { local in
+                        state.withLock { $0.pulled(changes, local: local) }
+                    }
+                case .push(let batch):
+                    let receipt = try server.push(batch)
+                    applied.pushed += batch.add.count + batch.remove.count
+                    outcome = live.applyFromServer(zone: serverZone()) { local in
+                        state.withLock { $0.pushed(receipt, local: local) }
+                    }
+                }
+                if case .tooManySubscriptions(let count) = outcome.refusal {
+                    throw SyncError(
+                        .badAnswer,
+                        "the sync server's list would leave \(count) subscriptions, more than podfs takes "
+                            + "(\(SyncLimits().maxSubscriptions)); nothing was changed")
+                }
+                let zone = serverZone() ?? .global
+                listedByServer.withLock { listed in
+                    for url in outcome.local.add + outcome.local.renames.map(\.to) { listed[url] = zone }
+                }
+                applied.added += outcome.local.add.count + outcome.local.renames.count
+                applied.removed += outcome.local.remove.count + outcome.local.renames.count
+                next = outcome.next
+                save(listed: next == nil)
+            } catch {
+                state.withLock { $0.failed() }
+                save()
+                let message = (error as? SyncError)?.message ?? "\(error)"
+                logger.warning(
+                    "subscription sync failed; the subscriptions stay as they are",
+                    metadata: ["sync.server": "\(shownServer)", "reason": "\(message)"])
+                report(ok: false, detail: message)
+                return
+            }
+        }
+        if applied != (0, 0, 0) {
+            logger.info(
+                "subscriptions synced",
+                metadata: [
+                    "feeds.added": "\(applied.added)", "feeds.removed": "\(applied.removed)",
+                    "changes.pushed": "\(applied.pushed)",
+                ])
+        }
+        report(
+            ok: true,
+            detail: "in sync (this round: \(applied.added) added, \(applied.removed) removed, "
+                + "\(applied.pushed) change(s) sent)")
+    }
+
+    /// Saves the rules' state; with `listed`, also the list as synced.
+    private func save(listed: Bool = false) {
+        let sync = state.withLock { $0 }
+        let before = Self.load(directory: directory).flatMap { $0.account == account ? $0 : nil }
+        let saved = Saved(
+            account: account, timestamp: sync.timestamp, pendingAdds: sync.pending.adds,
+            pendingRemoves: sync.pending.removes,
+            listAtLastSync: listed ? live.subscribedURLs : before?.listAtLastSync,
+            listedByServer: listedByServer.withLock { $0 }.mapValues(\.rawValue))
+        guard let data = try? JSONEncoder().encode(saved) else { return }
+        Self.write(data, to: directory + "/" + Self.stateFile, logger: logger)
+    }
+
+    private func report(ok: Bool, detail: String) {
+        let report = Report(
+            server: shownServer, device: device, ok: ok, detail: detail,
+            checkedAt: Int64(Date().timeIntervalSince1970))
+        guard let data = try? JSONEncoder().encode(report) else { return }
+        Self.write(data, to: directory + "/" + Self.statusFile, logger: logger)
+    }
+
+    private static func load(directory: String) -> Saved? {
+        FileManager.default.contents(atPath: directory + "/" + stateFile)
+            .flatMap { try? JSONDecoder().decode(Saved.self, from: $0) }
+    }
+
+    /// Written aside, then renamed: a reader sees one version or the next.
+    private static func write(_ data: Data, to path: String, logger: Logger) {
+        let aside = path + ".tmp"
+        guard CachePrivacy.writeFile(aside, Array(data)) == 0, rename(aside, path) == 0 else {
+            logger.warning("could not save the sync state", metadata: ["path": "\(path)"])
+            return
+        }
+    }
+
+    /// `Sync: ...`, one line for a person.
+    static func describe(_ report: Report) -> String {
+        let when = Date(timeIntervalSince1970: Double(report.checkedAt)).formatted(.iso8601)
+        let state = report.ok ? "ok" : "failed"
+        return TerminalText.clean(
+            "Sync: \(state) with \(report.server) as device \(report.device) (\(when)): \(report.detail)")
+    }
+
+    /// The last round's report, for `podfs status` and `podfs
+    /// subscriptions`; `nil` when this cache never synced.
+    static func lastReport(directory: String) -> Report? {
+        FileManager.default.contents(atPath: directory + "/" + statusFile)
+            .flatMap { try? JSONDecoder().decode(Report.self, from: $0) }
+    }
+}
