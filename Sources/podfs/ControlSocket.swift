@@ -71,17 +71,25 @@ enum ControlSocket {
 
     // MARK: - Shared helpers
 
-    /// Calls `body` with `path` as a `sockaddr_un`; -1 with `ENAMETOOLONG`
-    /// when it does not fit.
+    /// Calls `body` with `path` as a `sockaddr_un`. A path longer than one
+    /// holds (108 bytes; a deep cache directory) is reached through its
+    /// folder's descriptor, `/proc/self/fd/N/control.sock`.
     static func withAddress(_ path: String, _ body: (UnsafePointer<sockaddr>, socklen_t) -> Int32) -> Int32 {
         var address = sockaddr_un()
+        let capacity = MemoryLayout.size(ofValue: address.sun_path)
+        guard path.utf8.count < capacity else {
+            let folder = open((path as NSString).deletingLastPathComponent, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+            guard folder >= 0 else { return -1 }
+            defer { close(folder) }
+            let short = "/proc/self/fd/\(folder)/" + (path as NSString).lastPathComponent
+            guard short.utf8.count < capacity else {
+                errno = ENAMETOOLONG
+                return -1
+            }
+            return withAddress(short, body)
+        }
         address.sun_family = sa_family_t(AF_UNIX)
         let bytes = Array(path.utf8)
-        let capacity = MemoryLayout.size(ofValue: address.sun_path)
-        guard bytes.count < capacity else {
-            errno = ENAMETOOLONG
-            return -1
-        }
         withUnsafeMutableBytes(of: &address.sun_path) { raw in
             raw.copyBytes(from: bytes)
             raw[bytes.count] = 0
@@ -133,6 +141,12 @@ final class ControlServer: Sendable {
     /// Signalled when the accepting thread has ended.
     private let ended = DispatchSemaphore(value: 0)
     private let stopping = Locked(false)
+    /// Connections being answered; at most `busyLimit`.
+    private let answering = Locked(0)
+    /// More connections than this at once are told to try again.
+    static let busyLimit = 8
+    /// Seconds a connection may take to send its request.
+    static let requestTimeout = 10
 
     // MARK: - Init
 
@@ -148,9 +162,8 @@ final class ControlServer: Sendable {
         self.logger = logger
         unlink(path)
         listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        let previous = umask(0o177)
+        // The cache directory is 0700; the socket is made 0600 at once.
         let bound = listener >= 0 ? ControlSocket.withAddress(path) { bind(listener, $0, $1) } : -1
-        umask(previous)
         guard bound == 0, chmod(path, 0o600) == 0, listen(listener, 16) == 0 else {
             let reason = String(cString: strerror(errno))
             if listener >= 0 { close(listener) }
@@ -187,13 +200,32 @@ final class ControlServer: Sendable {
             let connection = accept(listener, nil, nil)
             if connection < 0 {
                 if errno == EINTR || errno == ECONNABORTED { continue }
-                break
+                if stopping.withLock({ $0 }) { break }
+                // Out of descriptors or memory: say so, wait, go on.
+                logger.warning(
+                    "the control socket could not take a connection; trying again",
+                    metadata: ["error": "\(String(cString: strerror(errno)))"])
+                usleep(200_000)
+                continue
             }
             _ = fcntl(connection, F_SETFD, FD_CLOEXEC)
+            var timeout = timeval(tv_sec: Self.requestTimeout, tv_usec: 0)
+            setsockopt(connection, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+            let admitted = answering.withLock { count -> Bool in
+                guard count < Self.busyLimit else { return false }
+                count += 1
+                return true
+            }
+            guard admitted else {
+                reply(connection, .init(ok: false, lines: ["the mount is busy with other changes; try again"]))
+                close(connection)
+                continue
+            }
             let thread = Thread { [self] in
                 FeedRound.blockTerminationSignals()
                 serve(connection)
                 close(connection)
+                answering.withLock { $0 -= 1 }
             }
             thread.name = "podfs-control-request"
             thread.start()
@@ -205,16 +237,18 @@ final class ControlServer: Sendable {
         // bring without _GNU_SOURCE.
         var credentials: (pid: Int32, uid: UInt32, gid: UInt32) = (0, UInt32.max, UInt32.max)
         var length = socklen_t(MemoryLayout.size(ofValue: credentials))
-        let line = ControlSocket.readLine(connection)
         guard getsockopt(connection, SOL_SOCKET, SO_PEERCRED, &credentials, &length) == 0,
             credentials.uid == getuid() || credentials.uid == 0
         else {
+            // Checked before anything it sent is read. (A Unix socket keeps
+            // the answer readable for the peer even when its request is
+            // left unread.)
             logger.warning(
                 "refused a control request from another user", metadata: ["peer.uid": "\(credentials.uid)"])
             reply(connection, .init(ok: false, lines: ["only the user who mounted podfs (uid \(getuid())) may change it"]))
             return
         }
-        guard let line, let request = try? JSONDecoder().decode(ControlSocket.Request.self, from: Data(line))
+        guard let line = ControlSocket.readLine(connection), let request = try? JSONDecoder().decode(ControlSocket.Request.self, from: Data(line))
         else {
             reply(connection, .init(ok: false, lines: ["the request did not decode; is this podfs the same version as the mount?"]))
             return

@@ -63,9 +63,10 @@ final class FeedZones: Sendable {
         state.withLock { $0.redirected[effectiveURL] = issuer }
     }
 
-    /// The feed at `url` came from a sync server in `zone`: it is fetched
-    /// under that zone, as an enclosure is under its feed's.
-    func feedListed(url: String, byServerIn zone: AddressZone) {
+    /// The feed at `url` was named by a server in `zone` (a page's link, a
+    /// sync server's list; `FeedIssuers`): it is fetched under that zone, as
+    /// an enclosure is under its feed's. `nil`: the user named it.
+    func feedListed(url: String, byServerIn zone: AddressZone?) {
         state.withLock { $0.listedByServer[url] = zone }
     }
 

@@ -4,6 +4,7 @@ import HTTPClient
 import Locking
 import Logging
 import PodFS
+import RangeCache
 
 /// A running mount's subscriptions: `podfs subscribe` and `unsubscribe`
 /// through the control socket, and edits of the list file by hand or by
@@ -17,8 +18,9 @@ import PodFS
 final class LiveSubscriptions: Sendable {
     // MARK: - Properties
 
-    /// How often the list file is looked at for edits, in seconds.
-    static let watchInterval = 0.5
+    /// How often the list file is looked at for edits, in seconds: an edit
+    /// is applied at the second look that finds it unchanged.
+    static let watchInterval = 0.4
 
     private let list: SubscriptionList
     private let refresher: FeedRefresher
@@ -26,6 +28,9 @@ final class LiveSubscriptions: Sendable {
     private let source: CurlSource
     private let catalog: Catalog
     private let reader: EpisodeReader
+    private let index: CacheIndex
+    /// The cache directory (`FeedIssuers`).
+    private let directory: String
     private let logger: Logger
     /// Saves what the next mount lists at once (`ShowList`).
     private let saveShowList: @Sendable () -> Void
@@ -37,6 +42,9 @@ final class LiveSubscriptions: Sendable {
     /// .signature`). Guarded by `changing`'s lock in practice; its own
     /// lock keeps the compiler's promise.
     private let seen: Locked<[Int]>
+    /// The signature at the last look: an edit is applied once it has held
+    /// still for one look (a file being written is not read half-way).
+    private let lastLook = Locked<[Int]?>(nil)
     /// Told each change the listener made (the sync pushes it).
     private let localChange = Locked<(@Sendable (PendingChanges.Intent, String) -> Void)?>(nil)
     private let stopping = Locked(false)
@@ -46,7 +54,7 @@ final class LiveSubscriptions: Sendable {
 
     init(
         list: SubscriptionList, refresher: FeedRefresher, loader: FeedLoader, source: CurlSource, catalog: Catalog,
-        reader: EpisodeReader, logger: Logger, saveShowList: @escaping @Sendable () -> Void,
+        reader: EpisodeReader, index: CacheIndex, directory: String, logger: Logger, saveShowList: @escaping @Sendable () -> Void,
         changed: @escaping @Sendable () -> Void
     ) {
         self.changed = changed
@@ -56,9 +64,13 @@ final class LiveSubscriptions: Sendable {
         self.source = source
         self.catalog = catalog
         self.reader = reader
+        self.index = index
+        self.directory = directory
         self.logger = logger
         self.saveShowList = saveShowList
-        seen = Locked(list.signature())
+        // Nothing seen yet: the first look compares the list with what the
+        // mount subscribed, so an edit made while it started is applied.
+        seen = Locked([])
     }
 
     // MARK: - Methods
@@ -87,12 +99,6 @@ final class LiveSubscriptions: Sendable {
         localChange.withLock { $0 = observer }
     }
 
-    /// Feeds a sync server listed in an earlier mount, fetched under its
-    /// zone in this one too.
-    func remember(listedByServer feeds: [String: AddressZone]) {
-        for (url, zone) in feeds { source.zones.feedListed(url: url, byServerIn: zone) }
-    }
-
     /// Applies what a sync server's answer leads to: `decide` is given the
     /// list as it is now and returns the rules' outcome, under this type's
     /// lock, so no command or edit comes in between. Feeds the server adds
@@ -115,6 +121,7 @@ final class LiveSubscriptions: Sendable {
                 }
                 refresher.unsubscribe(url: url)
             }
+            FeedIssuers.record(Dictionary(added.map { ($0, zone ?? .global) }, uniquingKeysWith: { _, last in last }), directory: directory)
             for url in added {
                 source.zones.feedListed(url: url, byServerIn: zone ?? .global)
                 do {
@@ -171,6 +178,11 @@ final class LiveSubscriptions: Sendable {
             }
         }
         var lines: [String] = []
+        // A feed a page linked is fetched under that page's zone, in this
+        // mount and the next ones; one the user named again is the user's.
+        for entry in found { source.zones.feedListed(url: entry.url, byServerIn: entry.pageZone) }
+        FeedIssuers.record(
+            Dictionary(found.map { ($0.url, $0.pageZone) }, uniquingKeysWith: { _, last in last }), directory: directory)
         for entry in found {
             let shown = FeedURL.redacted(entry.url, for: .display)
             do {
@@ -218,8 +230,12 @@ final class LiveSubscriptions: Sendable {
             let removal = refresher.unsubscribe(url: url)
             tell(.remove, url)
             var line = "unsubscribed: \(removal?.name ?? FeedURL.redacted(url, for: .display))"
-            if purge, let show = removal?.show {
-                let (purged, open) = reader.purge(keys: (show.episodes + show.extras).map(\.key))
+            if purge {
+                // From the index, not the folder: a show only listed from
+                // the last mount, or one that never loaded, has no files
+                // built, and its bytes are still there.
+                let keys = ((try? index.snapshot()) ?? []).filter { $0.url == url }.flatMap { $0.episodes.map(\.key) }
+                let (purged, open) = reader.purge(keys: keys)
                 line += "; deleted the cached bytes of \(purged) file(s)"
                 if open > 0 { line += ", \(open) open or downloading kept until closed (ordinary cache)" }
             }
@@ -244,7 +260,11 @@ final class LiveSubscriptions: Sendable {
     /// at mount), feeds removed leave the root.
     private func followEdits() {
         let signature = list.signature()
-        guard signature != seen.withLock({ $0 }) else { return }
+        let previous = lastLook.withLock { look in
+            defer { look = signature }
+            return look
+        }
+        guard signature != seen.withLock({ $0 }), signature == previous else { return }
         seen.withLock { $0 = signature }
         let wanted: [String]
         do {

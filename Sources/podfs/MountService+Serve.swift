@@ -135,6 +135,10 @@ extension MountService {
         } catch {
             throw MountError(error.description)
         }
+        // Feeds a page linked or a sync server listed: under its zone.
+        for (url, zone) in FeedIssuers.read(directory: cacheDirectory) {
+            source.zones.feedListed(url: url, byServerIn: zone)
+        }
         let loader = FeedLoader(
             source: source, index: index, moves: FeedMoves(directory: cacheDirectory), logger: logger)
         // Kept copies serve at once (docs/DESIGN.md, "Feeds"): the mount

@@ -18,7 +18,7 @@ extension MountService {
         let (catalog, cacheDirectory) = (parts.catalog, cacheDirectory)
         let live = LiveSubscriptions(
             list: parts.list, refresher: feeds.refresher, loader: parts.loader, source: parts.source,
-            catalog: catalog, reader: parts.reader, logger: logger,
+            catalog: catalog, reader: parts.reader, index: parts.index, directory: cacheDirectory, logger: logger,
             saveShowList: { ShowList.write(catalog.placeholdersToSave, directory: cacheDirectory, logger: logger) },
             changed: { [keeper = parts.keeper] in keeper.poke() })
         live.startWatching()

@@ -24,6 +24,11 @@ struct Subscribe: ParsableCommand {
     @Option(name: .long, help: "The cache of the mount to change (default: $XDG_CACHE_HOME/podfs, else ~/.cache/podfs).")
     var cacheDir: String?
 
+    @Flag(
+        name: .long,
+        help: "With no mount running: let a page's feed link lead to any address, as a mount with --allow-private does.")
+    var allowPrivate = false
+
     @Argument(help: "Feed URLs, show web pages, OPML files or URL list files.")
     var sources: [String]
 
@@ -45,7 +50,7 @@ struct Subscribe: ParsableCommand {
         if try SubscriptionCommand.sendToMount(request, cacheDirectory: directory) { return }
         // No mount: fetched here, written to the list the next mount reads.
         guard urls.count <= SubscriptionResolver.mostAtOnce else { SubscriptionCommand.fail(SubscriptionCommand.tooMany(urls.count)) }
-        let found = SubscriptionCommand.withClient { source in
+        let found = SubscriptionCommand.withClient(allowPrivate: allowPrivate) { source in
             let resolver = SubscriptionResolver(load: { SubscriptionCommand.load($0, source: source) }) {
                 SubscriptionCommand.fetch($0, issuer: $1, source: source)
             }
@@ -59,6 +64,8 @@ struct Subscribe: ParsableCommand {
             }
         }
         let list = SubscriptionList.current(cacheDirectory: directory)
+        FeedIssuers.record(
+            Dictionary(feeds.map { ($0.url, $0.pageZone) }, uniquingKeysWith: { _, last in last }), directory: directory)
         for feed in feeds {
             let title = TerminalText.clean(feed.feed.title ?? feed.url)
             let shown = FeedURL.redacted(feed.url, for: .display)
@@ -202,8 +209,9 @@ struct Subscriptions: ParsableCommand {
     private static func state(_ record: FeedStatusStore.Record?) -> String {
         guard let record else { return "not fetched yet" }
         let when = Date(timeIntervalSince1970: Double(record.checkedAt)).formatted(.iso8601)
-        if record.pending == true { return "loading (last check \(when): \(record.ok ? "ok" : record.detail))" }
-        return record.ok ? "ok: \(record.detail) (\(when))" : "failed: \(TerminalText.clean(record.detail)) (\(when))"
+        let detail = TerminalText.clean(record.detail)
+        if record.pending == true { return "loading (last check \(when): \(record.ok ? "ok" : detail))" }
+        return record.ok ? "ok: \(detail) (\(when))" : "failed: \(detail) (\(when))"
     }
 }
 
@@ -221,13 +229,13 @@ enum SubscriptionCommand {
         }
         guard let response else { return false }
         for line in response.lines where response.ok { print(TerminalText.clean(line)) }
-        guard response.ok else { fail(response.lines.map { TerminalText.clean($0) }.joined(separator: "\n")) }
+        guard response.ok else { fail(response.lines.joined(separator: "\n")) }
         return true
     }
 
     /// Runs `body` with a feed fetcher of the command's own.
-    static func withClient<Result>(_ body: (CurlSource) -> Result) -> Result {
-        let policy = AddressPolicy(allowPrivate: false)
+    static func withClient<Result>(allowPrivate: Bool, _ body: (CurlSource) -> Result) -> Result {
+        let policy = AddressPolicy(allowPrivate: allowPrivate)
         var logger = Logger(label: "podfs")
         logger.logLevel = .error
         let client = HTTPClient(logger: logger, userAgent: PodfsVersion.userAgent, policy: policy, proxy: nil)
@@ -264,7 +272,9 @@ enum SubscriptionCommand {
     }
 
     static func fail(_ message: String) -> Never {
-        FileHandle.standardError.write(Data("podfs: \(message)\n".utf8))
+        let clean = message.split(separator: "\n", omittingEmptySubsequences: false)
+            .map { TerminalText.clean(String($0)) }.joined(separator: "\n")
+        FileHandle.standardError.write(Data("podfs: \(clean)\n".utf8))
         Foundation.exit(1)
     }
 }

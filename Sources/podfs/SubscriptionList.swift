@@ -109,31 +109,51 @@ struct SubscriptionList: Sendable {
 
     /// Adds `url` at the end of the list; false when it is listed already.
     func add(url: String, title: String?) throws(Failure) -> Bool {
+        try exclusively { () throws(Failure) -> Bool in try adding(url: url, title: title) }
+    }
+
+    /// Takes `url` out of the list; false when it was not listed.
+    func remove(url: String) throws(Failure) -> Bool {
+        try exclusively { () throws(Failure) -> Bool in try removing(url: url) }
+    }
+
+    // MARK: - Private methods
+
+    private func adding(url: String, title: String?) throws(Failure) -> Bool {
         var file = try file()
         guard file.add(url: url, title: title) else {
             if file.urls.contains(url) { return false }
             throw Failure(
                 description: "podfs cannot add a feed to \(path) (an OPML file needs a <body>, and the file must "
-                    + "be UTF-8); add \(url) to it by hand")
+                    + "be UTF-8); add \(FeedURL.redacted(url, for: .display)) to it by hand")
         }
         try write(file.bytes)
         return true
     }
 
-    /// Takes `url` out of the list; false when it was not listed.
-    func remove(url: String) throws(Failure) -> Bool {
+    private func removing(url: String) throws(Failure) -> Bool {
         var file = try file()
         guard file.remove(url: url) else {
             guard file.urls.contains(url) else { return false }
             throw Failure(
-                description: "podfs cannot take \(url) out of \(path) (an OPML outline that holds other "
+                description: "podfs cannot take \(FeedURL.redacted(url, for: .display)) out of \(path) (an OPML outline that holds other "
                     + "outlines, or a file that is not UTF-8); remove it by hand")
         }
         try write(file.bytes)
         return true
     }
 
-    // MARK: - Private methods
+    /// Runs one read-modify-write of the list under the cache's list lock,
+    /// so two commands (or a command and a starting mount) never lose each
+    /// other's edit.
+    private func exclusively<Result>(_ body: () throws(Failure) -> Result) throws(Failure) -> Result {
+        // A cache not used yet: the list is its first file.
+        _ = CachePrivacy.makeDirectory(cacheDirectory)
+        let lock = open(cacheDirectory + "/subscriptions.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        if lock >= 0 { flock(lock, LOCK_EX) }
+        defer { if lock >= 0 { close(lock) } }
+        return try body()
+    }
 
     private func file() throws(Failure) -> SubscriptionFile {
         guard let data = FileManager.default.contents(atPath: path) else {
@@ -149,11 +169,17 @@ struct SubscriptionList: Sendable {
         }
     }
 
-    /// Replaces the file in one step, keeping its permissions.
+    /// Replaces the file in one step, keeping its permissions; a symbolic
+    /// link (a list kept in a dotfiles repository) stays one, and its
+    /// target is replaced.
     private func write(_ bytes: [UInt8]) throws(Failure) {
+        let path = realpath(self.path, nil).map { resolved in
+            defer { free(resolved) }
+            return String(cString: resolved)
+        } ?? self.path
         var info = stat()
         let mode = stat(path, &info) == 0 ? info.st_mode & 0o7777 : 0o600
-        let aside = path + ".podfs-new"
+        let aside = path + ".podfs-new-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         let fd = open(aside, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode)
         guard fd >= 0 else {
             throw Failure(description: "could not write the subscription list next to \(path): \(String(cString: strerror(errno)))")

@@ -34,8 +34,10 @@ struct SubscriptionResolver: Sendable {
     struct Found {
         var url: String
         var feed: ParsedFeed
-        /// The page it was found on, if any.
+        /// The page it was found on, if any, and the zone that page came
+        /// from: the feed is fetched under it from then on.
         var page: String?
+        var pageZone: AddressZone?
     }
 
     /// Why a SOURCE gives no feed, as a sentence that names it.
@@ -64,7 +66,7 @@ struct SubscriptionResolver: Sendable {
         let shown = FeedURL.redacted(url, for: .log)
         let notAFeed: String
         switch load(url) {
-        case .feed(let feed): return .success(Found(url: url, feed: feed, page: nil))
+        case .feed(let feed): return .success(Found(url: url, feed: feed, page: nil, pageZone: nil))
         case .failed(let reason): return .failure(Failure(description: "\(shown): \(reason)"))
         case .notAFeed(let reason): notAFeed = reason
         }
@@ -81,7 +83,8 @@ struct SubscriptionResolver: Sendable {
         var reasons: [String] = []
         for link in links.prefix(Self.linksTried) {
             switch follow(link, from: zone) {
-            case .success(let feed): return .success(Found(url: link, feed: feed, page: url))
+            case .success(let feed):
+                return .success(Found(url: link, feed: feed, page: url, pageZone: zone ?? .global))
             case .failure(let failure): reasons.append("\(FeedURL.redacted(link, for: .log)): \(failure.reason)")
             }
         }

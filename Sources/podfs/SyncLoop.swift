@@ -29,9 +29,6 @@ final class SyncLoop: Sendable {
         var pendingRemoves: [String] = []
         /// The list when it last matched the server's.
         var listAtLastSync: [String]?
-        /// Feeds the server listed, and the zone it answered from then
-        /// (`AddressZone`'s raw value): fetched under it on every mount.
-        var listedByServer: [String: String]?
     }
 
     /// The last round's outcome, for `podfs status`.
@@ -62,8 +59,6 @@ final class SyncLoop: Sendable {
     /// The rules' state. Taken under `LiveSubscriptions.changing` when an
     /// answer is applied (that lock first).
     private let state: Locked<SubscriptionSync>
-    /// Feeds the server listed, by the zone it answered from.
-    private let listedByServer: Locked<[String: AddressZone]>
     private let stopping = Locked(false)
     private let wake = DispatchSemaphore(value: 0)
     private let ended = DispatchSemaphore(value: 0)
@@ -96,9 +91,6 @@ final class SyncLoop: Sendable {
             for url in before where !now.contains(url) { sync.changedLocally(.remove, url) }
         }
         state = Locked(sync)
-        let listed = (saved?.listedByServer ?? [:]).compactMapValues { AddressZone(rawValue: $0) }
-        listedByServer = Locked(listed)
-        live.remember(listedByServer: listed)
     }
 
     // MARK: - Methods
@@ -169,10 +161,6 @@ final class SyncLoop: Sendable {
                         "the sync server's list would leave \(count) subscriptions, more than podfs takes "
                             + "(\(SyncLimits().maxSubscriptions)); nothing was changed")
                 }
-                let zone = serverZone() ?? .global
-                listedByServer.withLock { listed in
-                    for url in outcome.local.add + outcome.local.renames.map(\.to) { listed[url] = zone }
-                }
                 applied.added += outcome.local.add.count + outcome.local.renames.count
                 applied.removed += outcome.local.remove.count + outcome.local.renames.count
                 next = outcome.next
@@ -209,8 +197,7 @@ final class SyncLoop: Sendable {
         let saved = Saved(
             account: account, timestamp: sync.timestamp, pendingAdds: sync.pending.adds,
             pendingRemoves: sync.pending.removes,
-            listAtLastSync: listed ? live.subscribedURLs : before?.listAtLastSync,
-            listedByServer: listedByServer.withLock { $0 }.mapValues(\.rawValue))
+            listAtLastSync: listed ? live.subscribedURLs : before?.listAtLastSync)
         guard let data = try? JSONEncoder().encode(saved) else { return }
         Self.write(data, to: directory + "/" + Self.stateFile, logger: logger)
     }

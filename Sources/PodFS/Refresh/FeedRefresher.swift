@@ -178,14 +178,16 @@ public final class FeedRefresher: Sendable {
             list.append(url)
             return true
         }
+        // Subscribed already: its rounds keep it current.
+        guard added else { return nil }
         do {
             let change = try install(url: url, feed: feed)
             note(url: url, ok: true, detail: "loaded")
             note(statusStore.flush())
             answer(url)
-            return added ? change : nil
+            return change
         } catch {
-            if added { subscribed.withLock { $0.removeAll { $0 == url } } }
+            subscribed.withLock { $0.removeAll { $0 == url } }
             throw error
         }
     }
@@ -204,7 +206,8 @@ public final class FeedRefresher: Sendable {
         // At most a host's share at once: the new feeds may all be on one host.
         let workers = max(1, min(limits.perHost, added.count))
         DispatchQueue.concurrentPerform(iterations: workers) { worker in
-            for position in stride(from: worker, to: added.count, by: workers) {
+            for position in stride(from: worker, to: added.count, by: workers)
+            where lifecycle.withLock({ $0 == .running || $0 == .idle }) {
                 _ = refresh(url: added[position])
                 answer(added[position])
             }
@@ -218,6 +221,7 @@ public final class FeedRefresher: Sendable {
     @discardableResult
     public func unsubscribe(url: String) -> Catalog.Removal? {
         subscribed.withLock { $0.removeAll { $0 == url } }
+        note(statusStore.forget(urls: [url]))
         guard let removal = catalog.remove(url: url) else { return nil }
         invalidate(removal)
         logger.info("unsubscribed", metadata: ["feed.url": .url(url), "show": "\(removal.name)"])
@@ -241,6 +245,8 @@ public final class FeedRefresher: Sendable {
 
     /// One attempt at one feed; says whether to try again soon.
     private func refresh(url: String) -> FeedRound.Ended {
+        // Unsubscribed since the round began: not asked again.
+        guard isSubscribed(url) else { return .settled }
         // A feed the mount does not show yet is asked for in full: its kept
         // copy, if any, did not parse.
         let shown = catalog.feedURLs.contains(url) || catalog.placeholderURLs.contains(url)

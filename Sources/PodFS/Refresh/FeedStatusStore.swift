@@ -96,6 +96,15 @@ public final class FeedStatusStore: Sendable {
         }
     }
 
+    /// Forgets the records of feeds no longer subscribed; writes the file.
+    @discardableResult
+    public func forget(urls: [String]) -> String? {
+        state.withLock { state -> String? in
+            for url in urls { state.records[url] = nil }
+            return write(&state)
+        }
+    }
+
     /// Writes what `record` left unwritten, if anything.
     @discardableResult
     public func flush() -> String? {

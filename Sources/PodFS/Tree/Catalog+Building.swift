@@ -25,7 +25,7 @@ extension Catalog {
     public func add(_ feeds: [(url: String, feed: ParsedFeed)]) throws -> [Show] {
         try updating.withLock { _ in
             let (present, existing) = tree.withLock { tree in
-                (Set(tree.shows.map(\.feedURL)), Set(tree.shows.map { Array($0.name.utf8) }))
+                (Set(tree.shows.map(\.feedURL)).union(tree.removed), Set(tree.shows.map { Array($0.name.utf8) }))
             }
             var seen = present
             let feeds = feeds.filter { seen.insert($0.url).inserted }
@@ -109,7 +109,9 @@ extension Catalog {
                 var taken = taken
                 name = Naming.uniqueName(stem: Naming.sanitize(feed.title), suffix: "", taken: &taken)
             }
-            if name != (before?.name ?? provisional) || previous?.inode != before?.inode {
+            // Another update of the feed may have landed meanwhile (a
+            // subscription while a round refreshes it): its names count.
+            if name != (before?.name ?? provisional) || previous !== before {
                 layout = ShowLayout(
                     scope: previous?.scope ?? scope, feed: feed, directoryName: name,
                     previousNames: previous?.names ?? [:], logger: logger)
@@ -124,6 +126,7 @@ extension Catalog {
             let latestChanged = tree.withLock { tree in
                 let latest = tree.latest
                 if previous == nil, placeholder == nil { tree.rootChangedAt = Self.wallClock() }
+                tree.removed.remove(url)
                 Self.install(show, replacing: previous, into: &tree)
                 return tree.latest !== latest
             }

@@ -24,6 +24,11 @@ extension Catalog {
     public func remove(url: String) -> Removal? {
         updating.withLock { _ in
             tree.withLock { tree -> Removal? in
+                tree.removed.insert(url)
+                // The root's time first: the playlist of the newest, made
+                // again when `shows` changes, takes it when it is empty.
+                let previousTime = tree.rootChangedAt
+                tree.rootChangedAt = max(Catalog.wallClock(), tree.rootChangedAt.saturatingAdding(1))
                 var removal: Removal?
                 if let position = tree.shows.firstIndex(where: { $0.feedURL == url }) {
                     let show = tree.shows.remove(at: position)
@@ -35,12 +40,14 @@ extension Catalog {
                     tree.placeholdersByInode[placeholder.inode] = nil
                     removal = removal ?? Removal(name: placeholder.name, show: nil)
                 }
-                guard let removal else { return nil }
+                guard let removal else {
+                    tree.rootChangedAt = previousTime
+                    return nil
+                }
                 tree.rootOrder.removeAll { $0 == url }
                 // Its podcast:guid may be claimed again by a later
                 // subscription.
                 tree.guidClaims = tree.guidClaims.filter { $0.value != url }
-                tree.rootChangedAt = max(Catalog.wallClock(), tree.rootChangedAt.saturatingAdding(1))
                 return removal
             }
         }

@@ -127,6 +127,10 @@ public final class Catalog: Sendable {
         /// When a show last came into the root or left it in this mount
         /// (seconds since the epoch): the root's time is at least this.
         var rootChangedAt: Int64 = 0
+        /// Feeds unsubscribed in this mount: `add` (kept copies, the
+        /// placeholders' builds) never brings one back; only `update` (a
+        /// subscription again, or a refresh, which checks the list) does.
+        var removed: Set<String> = []
 
         /// The root folder's time: its newest show's, listed or built, and
         /// at least `rootChangedAt`.
