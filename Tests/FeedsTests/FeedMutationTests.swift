@@ -6,21 +6,6 @@ import Testing
 /// cuts, repeated slices) to small real feeds: the parser never crashes, and
 /// whatever it returns holds podfs's promises about URLs.
 @Suite(.needsCorpus) struct FeedMutationTests {
-    // MARK: - Nested types
-
-    /// SplitMix64: small, fast, and the same sequence on every machine.
-    private struct SeededGenerator: RandomNumberGenerator {
-        var state: UInt64
-
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     // MARK: - Tests
 
     /// Each feed with the fewest of its 400 mutations that must parse and
