@@ -4,7 +4,7 @@ import TestSupport
 import Testing
 
 /// The parser against 58 real and hand-written feeds and the expectations
-/// other parsers' authors wrote for them (see `../shared/feeds/README.md`).
+/// other parsers' authors wrote for them (see `Tests/Corpus/feeds/README.md`).
 @Suite(.needsCorpus) struct CorpusTests {
     // MARK: - Every feed
 

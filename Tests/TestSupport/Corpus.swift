@@ -1,16 +1,16 @@
 public import Foundation
 public import Testing
 
-/// The shared feed corpus and its TSV tables of upstream expectations:
-/// `$PODFS_FEED_CORPUS`, else `../shared/feeds` next to the repository.
+/// The feed corpus and its TSV tables of upstream expectations:
+/// `$PODFS_FEED_CORPUS`, else the repository's copy (`Tests/Corpus/feeds`).
 /// Suites that read it skip, saying so, when neither holds it (and fail
 /// when `PODFS_CI=1`, `Requirement`).
 public enum Corpus {
     // MARK: - Properties
 
     /// Where the corpus is looked for, in order: `$PODFS_FEED_CORPUS`, then
-    /// `../shared/feeds` relative to the repository root (found from this
-    /// file's path).
+    /// the repository's copy, `Tests/Corpus/feeds` (found from this file's
+    /// path), so a clone alone runs every corpus suite.
     public static let candidates: [URL] = {
         var candidates: [URL] = []
         if let path = ProcessInfo.processInfo.environment["PODFS_FEED_CORPUS"], !path.isEmpty {
@@ -20,9 +20,7 @@ public enum Corpus {
             URL(fileURLWithPath: #filePath)
                 .deletingLastPathComponent()  // TestSupport
                 .deletingLastPathComponent()  // Tests
-                .deletingLastPathComponent()  // repository root
-                .deletingLastPathComponent()
-                .appendingPathComponent("shared/feeds")
+                .appendingPathComponent("Corpus/feeds")
                 .standardizedFileURL)
         return candidates
     }()
