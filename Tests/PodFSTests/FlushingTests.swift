@@ -36,8 +36,19 @@ import Testing
         thread.stop()
         let done = passes.withLock { $0 }
         #expect(done >= 3 && done < 100)
-        Thread.sleep(forTimeInterval: 0.05)
+        // stop() returned once the thread ended: no pass can follow.
         #expect(passes.withLock { $0 } == done, "no pass after stop() returned")
         thread.stop()
+    }
+
+    @Test func aLongIntervalDoesNotHoldTheStop() {
+        let thread = FlushThread()
+        let passes = Locked(0)
+        thread.start(interval: 3600, prepare: {}) { passes.withLock { $0 += 1 } }
+        let stopped = DispatchSemaphore(value: 0)
+        Thread { thread.stop(); stopped.signal() }.start()
+        // An unmount must not wait out commit_interval (up to an hour).
+        #expect(stopped.wait(timeout: .now() + 30) == .success, "stop() waited for the interval")
+        #expect(passes.withLock { $0 } == 0, "stopping runs no pass: the caller commits what is left")
     }
 }

@@ -37,6 +37,9 @@ final class FlushThread: Sendable {
     }
 
     private let state = Locked(State.idle)
+    /// Signalled by `stop`: the thread wakes from its wait at once, so an
+    /// unmount never waits out a long interval.
+    private let wake = DispatchSemaphore(value: 0)
 
     /// Runs `prepare`, then starts the thread, which runs `pass` every
     /// `interval` seconds (1 if not positive). Nothing if it was started
@@ -53,7 +56,8 @@ final class FlushThread: Sendable {
         let thread = Thread { [self] in
             FeedRound.blockTerminationSignals()
             while state.withLock({ $0 == .running }) {
-                Thread.sleep(forTimeInterval: tick)
+                // Woken early: stopping, and the caller commits what is left.
+                guard wake.wait(timeout: .now() + tick) == .timedOut, state.withLock({ $0 == .running }) else { break }
                 pass()
             }
             state.withLock { $0 = .stopped }
@@ -71,6 +75,7 @@ final class FlushThread: Sendable {
             return true
         }
         guard wait else { return }
+        wake.signal()
         while !state.withLock({ $0 == .stopped }) { Thread.sleep(forTimeInterval: 0.01) }
     }
 }
