@@ -28,9 +28,15 @@ import Testing
         #expect(Catalog.currentInode(ofSaved: Catalog.inode(.show, id: 7)) == Catalog.inode(.show, id: 7))
     }
 
-    @Test func aDamagedIndexIdNeverTraps() {
-        _ = Catalog.inode(.episode, id: -1)
-        _ = Catalog.inode(.episode, id: .max)
-        _ = Catalog.inode(.episode, id: .min)
+    @Test func aDamagedIndexIdNeverTrapsAndKeepsItsKind() {
+        // Wrong numbers, never a trap; the kind stays in the two low bits,
+        // so a damaged id cannot make an episode look like the root or a
+        // show.
+        for id: Int64 in [-1, .max, .min] {
+            let inode = Catalog.inode(.episode, id: id)
+            #expect(inode & 3 == Catalog.InodeKind.episode.rawValue)
+            #expect(inode != Catalog.rootInode)
+        }
+        #expect(Catalog.inode(.episode, id: -1) == UInt64.max & ~1, "-1's bits shifted, the kind set")
     }
 }
