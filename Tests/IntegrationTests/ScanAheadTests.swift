@@ -77,8 +77,14 @@ struct ScanAheadTests {
         let opens = try Self.scan(fixture, head: 300 * 1024)
         try fixture.origin.clearFaults()
         #expect(opens.count == count, "the scanner read every file: \(opens.map(\.name))")
-        // Fetches ahead end with their files; the traffic settles.
-        Thread.sleep(forTimeInterval: 1)
+        // Fetches ahead end with their files: wait until every request the
+        // origin took has finished.
+        let settled = Harness.eventually(30) {
+            (1...count).allSatisfy { n in
+                ((try? fixture.origin.finished("ep\(n).mp3").count) ?? -1) == ((try? fixture.origin.requests("ep\(n).mp3")) ?? -2)
+            }
+        }
+        #expect(settled, "the origin's requests settle")
         var fetchedAhead: [String] = []
         var tailsAhead: [String] = []
         for (place, open) in opens.enumerated() {
