@@ -34,11 +34,26 @@ import Testing
 
     @Test func laterPullsApplyAddsAndRemoves() {
         var sync = synced()
-        #expect(sync.roundStarted() == .pull(since: 100))
+        // Since a second before the last stamp (100): `roundStarted`.
+        #expect(sync.roundStarted() == .pull(since: 99))
         #expect(sync.roundStarted() == nil)
         let outcome = sync.pulled(ServerChanges(add: [c, a], remove: [b], timestamp: 120), local: [a, b])
         #expect(outcome.local == SubscriptionSync.LocalEdit(remove: [b], add: [c]))
         #expect(outcome.next == nil && sync.phase == .idle && sync.timestamp == 120)
+    }
+
+    @Test func aChangeInTheSecondOfThePullIsAskedForAgainAndAppliedOnce() {
+        var sync = synced()
+        _ = sync.roundStarted()
+        _ = sync.pulled(ServerChanges(add: [], remove: [], timestamp: 120), local: [a, b])
+        // Another device adds c within second 120, after that pull.
+        #expect(sync.roundStarted() == .pull(since: 119), "second 120 is asked again")
+        let first = sync.pulled(ServerChanges(add: [c], remove: [], timestamp: 121), local: [a, b])
+        #expect(first.local.add == [c])
+        // The next pull hands c back once more: nothing to do.
+        _ = sync.roundStarted()
+        let again = sync.pulled(ServerChanges(add: [c], remove: [], timestamp: 121), local: [a, b, c])
+        #expect(again.local.isEmpty)
     }
 
     @Test func aLocalChangeMadeDuringThePullWinsAndIsPushed() {

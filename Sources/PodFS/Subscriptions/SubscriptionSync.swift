@@ -121,9 +121,15 @@ public struct SubscriptionSync: Sendable, Equatable {
     }
 
     /// Time for a round; `nil` when one is already in flight.
+    ///
+    /// A pull asks for the changes since one second before the last
+    /// timestamp: servers stamp changes in whole seconds and answer those
+    /// stamped after `since`, so a change another device made in the same
+    /// second as the last pull has that pull's stamp and would be missed.
+    /// The second's changes come again; applying one twice changes nothing.
     public mutating func roundStarted() -> Action? {
         guard case .idle = phase else { return nil }
-        let since = timestamp ?? 0
+        let since = timestamp.map { max(0, $0 - 1) } ?? 0
         phase = .pulling(since: since)
         return .pull(since: since)
     }
