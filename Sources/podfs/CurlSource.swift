@@ -152,8 +152,9 @@ extension FetchError {
 
 extension CurlSource {
     /// A whole document (a show's web page, a feed it links) fetched under
-    /// the zone of whoever wrote its URL, and the zone it came from.
-    func fetchDocument(url: String, issuer: URLIssuer) throws(FetchError) -> (body: [UInt8], zone: AddressZone?) {
+    /// the zone of whoever wrote its URL, with the zone it came from; what
+    /// `SubscriptionResolver` fetches, in a mount and in a command alike.
+    func page(url: String, issuer: URLIssuer) -> SubscriptionResolver.Page {
         let response: HTTPResponse
         do {
             response = try client.fetchAll(
@@ -162,12 +163,13 @@ extension CurlSource {
                     totalTimeout: Self.feedTotalTimeout),
                 limit: feedLimit)
         } catch {
-            throw FetchError(error)
+            return .failed(reason: FetchError(error).message)
         }
         guard (200..<300).contains(response.head.status) else {
-            throw OriginAnswer(status: response.head.status, retryAfter: nil, now: Date().timeIntervalSince1970)
+            let failure = OriginAnswer(status: response.head.status, retryAfter: nil, now: Date().timeIntervalSince1970)
                 .failure(status: response.head.status, url: url)
+            return .failed(reason: failure.message)
         }
-        return (response.body, response.head.connectedZone)
+        return .body(response.body, zone: response.head.connectedZone)
     }
 }

@@ -22,14 +22,14 @@ enum FeedIssuers {
     }
 
     /// Records that servers in these zones named these feeds; `nil`
-    /// forgets a feed (the user named it after all).
-    static func record(_ feeds: [String: AddressZone?], directory: String) {
-        guard !feeds.isEmpty else { return }
+    /// forgets a feed (the user named it after all). Returns why the file
+    /// could not be written, for the caller to say.
+    @discardableResult
+    static func record(_ feeds: [String: AddressZone?], directory: String) -> String? {
+        guard !feeds.isEmpty else { return nil }
         var all = read(directory: directory)
         for (url, zone) in feeds { all[url] = zone }
-        guard let data = try? JSONEncoder().encode(all.mapValues(\.rawValue)) else { return }
-        let path = directory + "/" + fileName
-        let aside = path + ".tmp-\(getpid())"
-        if CachePrivacy.writeFile(aside, Array(data)) == 0 { rename(aside, path) } else { unlink(aside) }
+        guard let data = try? JSONEncoder().encode(all.mapValues(\.rawValue)) else { return nil }
+        return CachePrivacy.replaceFile(directory + "/" + fileName, Array(data))
     }
 }

@@ -123,7 +123,7 @@ final class LiveSubscriptions: Sendable {
                 }
                 refresher.unsubscribe(url: url)
             }
-            FeedIssuers.record(Dictionary(added.map { ($0, zone ?? .global) }, uniquingKeysWith: { _, last in last }), directory: directory)
+            noteIssuers(Dictionary(added.map { ($0, zone ?? .global) }, uniquingKeysWith: { _, last in last }))
             for url in added {
                 source.zones.feedListed(url: url, byServerIn: zone ?? .global)
                 do {
@@ -170,7 +170,7 @@ final class LiveSubscriptions: Sendable {
         guard sources.count <= SubscriptionResolver.mostAtOnce else {
             return ControlSocket.Response(ok: false, lines: [SubscriptionCommand.tooMany(sources.count)])
         }
-        let resolver = SubscriptionResolver(load: { [self] in load($0) }, fetch: { [self] in fetch($0, issuer: $1) })
+        let resolver = SubscriptionResolver(load: { [self] in load($0) }, fetch: { [source] in source.page(url: $0, issuer: $1) })
         var found: [SubscriptionResolver.Found] = []
         // Nothing is added unless every SOURCE gives a feed.
         for result in resolver.resolveAll(sources) {
@@ -183,8 +183,7 @@ final class LiveSubscriptions: Sendable {
         // A feed a page linked is fetched under that page's zone, in this
         // mount and the next ones; one the user named again is the user's.
         for entry in found { source.zones.feedListed(url: entry.url, byServerIn: entry.pageZone) }
-        FeedIssuers.record(
-            Dictionary(found.map { ($0.url, $0.pageZone) }, uniquingKeysWith: { _, last in last }), directory: directory)
+        noteIssuers(Dictionary(found.map { ($0.url, $0.pageZone) }, uniquingKeysWith: { _, last in last }))
         for entry in found {
             let shown = FeedURL.redacted(entry.url, for: .display)
             do {
@@ -249,6 +248,15 @@ final class LiveSubscriptions: Sendable {
         return ControlSocket.Response(ok: true, lines: lines)
     }
 
+    /// Remembers who named these feeds for the next mounts (`FeedIssuers`).
+    private func noteIssuers(_ feeds: [String: AddressZone?]) {
+        if let problem = FeedIssuers.record(feeds, directory: directory) {
+            logger.warning(
+                "could not remember which server named a feed; the next mount fetches it as yours",
+                metadata: ["error": "\(problem)"])
+        }
+    }
+
     private func tell(_ intent: PendingChanges.Intent, _ url: String) {
         localChange.withLock { $0 }?(intent, url)
     }
@@ -298,15 +306,6 @@ final class LiveSubscriptions: Sendable {
         case .notModified: return loader.kept(url: url).map { .feed($0) } ?? .failed(reason: "the feed gave nothing new")
         case .failed(let reason, _, _):
             return reason.hasPrefix(FeedLoader.doesNotParse) ? .notAFeed(reason: reason) : .failed(reason: reason)
-        }
-    }
-
-    private func fetch(_ url: String, issuer: URLIssuer) -> SubscriptionResolver.Page {
-        do {
-            let (body, zone) = try source.fetchDocument(url: url, issuer: issuer)
-            return .body(body, zone: zone)
-        } catch {
-            return .failed(reason: error.message)
         }
     }
 }

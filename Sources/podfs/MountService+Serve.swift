@@ -110,7 +110,9 @@ extension MountService {
         let status = [SIGINT, SIGTERM, SIGHUP].contains(loopStatus) ? 0 : loopStatus
         subscriptions.server?.stop()
         subscriptions.sync?.requestStop()
-        // A change under way ends with its fetches: cut them short.
+        // A change under way ends with its fetches: cut them short, the
+        // refresher told first, so a fetch cut short records nothing.
+        feeds.refresher.requestStop()
         parts.client.shutdown()
         subscriptions.live.stop()
         subscriptions.sync?.waitUntilStopped()

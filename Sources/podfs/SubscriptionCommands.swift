@@ -52,7 +52,7 @@ struct Subscribe: ParsableCommand {
         guard urls.count <= SubscriptionResolver.mostAtOnce else { SubscriptionCommand.fail(SubscriptionCommand.tooMany(urls.count)) }
         let found = SubscriptionCommand.withClient(allowPrivate: allowPrivate) { source in
             let resolver = SubscriptionResolver(load: { SubscriptionCommand.load($0, source: source) }) {
-                SubscriptionCommand.fetch($0, issuer: $1, source: source)
+                source.page(url: $0, issuer: $1)
             }
             return resolver.resolveAll(urls)
         }
@@ -64,8 +64,10 @@ struct Subscribe: ParsableCommand {
             }
         }
         let list = SubscriptionList.current(cacheDirectory: directory)
-        FeedIssuers.record(
-            Dictionary(feeds.map { ($0.url, $0.pageZone) }, uniquingKeysWith: { _, last in last }), directory: directory)
+        let issuers = Dictionary(feeds.map { ($0.url, $0.pageZone) }, uniquingKeysWith: { _, last in last })
+        if let problem = FeedIssuers.record(issuers, directory: directory) {
+            SubscriptionCommand.fail("\(problem); nothing was added")
+        }
         for feed in feeds {
             let title = TerminalText.clean(feed.feed.title ?? feed.url)
             let shown = FeedURL.redacted(feed.url, for: .display)
@@ -254,15 +256,6 @@ enum SubscriptionCommand {
             return .feed(try FeedParser.parse(body, baseURL: url))
         } catch {
             return .notAFeed(reason: "\(FeedLoader.doesNotParse): \(error.message)")
-        }
-    }
-
-    static func fetch(_ url: String, issuer: URLIssuer, source: CurlSource) -> SubscriptionResolver.Page {
-        do {
-            let (body, zone) = try source.fetchDocument(url: url, issuer: issuer)
-            return .body(body, zone: zone)
-        } catch {
-            return .failed(reason: error.message)
         }
     }
 

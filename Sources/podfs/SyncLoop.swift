@@ -59,6 +59,10 @@ final class SyncLoop: Sendable {
     /// The rules' state. Taken under `LiveSubscriptions.changing` when an
     /// answer is applied (that lock first).
     private let state: Locked<SubscriptionSync>
+    /// The list when it last matched the server's (`Saved.listAtLastSync`);
+    /// its lock also serialises writing the state file, and is taken before
+    /// `state`'s.
+    private let synced: Locked<[String]?>
     private let stopping = Locked(false)
     private let wake = DispatchSemaphore(value: 0)
     private let ended = DispatchSemaphore(value: 0)
@@ -91,6 +95,7 @@ final class SyncLoop: Sendable {
             for url in before where !now.contains(url) { sync.changedLocally(.remove, url) }
         }
         state = Locked(sync)
+        synced = Locked(saved?.listAtLastSync)
     }
 
     // MARK: - Methods
@@ -191,15 +196,18 @@ final class SyncLoop: Sendable {
     }
 
     /// Saves the rules' state; with `listed`, also the list as synced.
+    /// Under `synced`'s lock: a command's change and a round never write the
+    /// file at once.
     private func save(listed: Bool = false) {
-        let sync = state.withLock { $0 }
-        let before = Self.load(directory: directory).flatMap { $0.account == account ? $0 : nil }
-        let saved = Saved(
-            account: account, timestamp: sync.timestamp, pendingAdds: sync.pending.adds,
-            pendingRemoves: sync.pending.removes,
-            listAtLastSync: listed ? live.subscribedURLs : before?.listAtLastSync)
-        guard let data = try? JSONEncoder().encode(saved) else { return }
-        Self.write(data, to: directory + "/" + Self.stateFile, logger: logger)
+        synced.withLock { list in
+            if listed { list = live.subscribedURLs }
+            let sync = state.withLock { $0 }
+            let saved = Saved(
+                account: account, timestamp: sync.timestamp, pendingAdds: sync.pending.adds,
+                pendingRemoves: sync.pending.removes, listAtLastSync: list)
+            guard let data = try? JSONEncoder().encode(saved) else { return }
+            Self.write(data, to: directory + "/" + Self.stateFile, logger: logger)
+        }
     }
 
     private func report(ok: Bool, detail: String) {
@@ -217,10 +225,8 @@ final class SyncLoop: Sendable {
 
     /// Written aside, then renamed: a reader sees one version or the next.
     private static func write(_ data: Data, to path: String, logger: Logger) {
-        let aside = path + ".tmp"
-        guard CachePrivacy.writeFile(aside, Array(data)) == 0, rename(aside, path) == 0 else {
-            logger.warning("could not save the sync state", metadata: ["path": "\(path)"])
-            return
+        if let problem = CachePrivacy.replaceFile(path, Array(data)) {
+            logger.warning("could not save the sync state", metadata: ["error": "\(problem)"])
         }
     }
 

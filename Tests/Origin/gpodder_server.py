@@ -332,12 +332,10 @@ class Handler(BaseHTTPRequestHandler):
                 add, remove = store.changes(user, device, since)
                 return self.reply(200, {"add": add, "remove": remove, "timestamp": store.now()})
         if self.command == "POST":
-            try:
-                change = json.loads(body)
-                add, remove = change.get("add", []), change.get("remove", [])
-                assert all(isinstance(u, str) for u in add + remove)
-            except Exception:
+            change = self.change(body)
+            if change is None:
                 return self.reply(400, {"message": "expected {\"add\": [...], \"remove\": [...]}"})
+            add, remove = change
             if set(add) & set(remove):
                 return self.reply(400, {"message": "a URL is both in add and in remove"})
             updates = []
@@ -359,6 +357,17 @@ class Handler(BaseHTTPRequestHandler):
             return self.reply(200, {"timestamp": ts, "update_urls": updates})
         self.reply(405, {"message": "method not allowed"})
 
+    @staticmethod
+    def change(body):
+        """An uploaded {"add": [...], "remove": [...]} as (add, remove); None when it is not one."""
+        try:
+            change = json.loads(body)
+            add, remove = change.get("add", []), change.get("remove", [])
+            assert all(isinstance(u, str) for u in add + remove)
+            return add, remove
+        except Exception:
+            return None
+
     def nextcloud(self, path, query, body):
         store = self.server.store
         user = self.authenticated_user()
@@ -375,14 +384,11 @@ class Handler(BaseHTTPRequestHandler):
                 add, remove = store.changes(user, NEXTCLOUD_DEVICE, since)
                 return self.reply(200, {"add": add, "remove": remove, "timestamp": store.now()})
         if tail == "subscription_change/create" and self.command == "POST":
-            try:
-                change = json.loads(body)
-                add, remove = change.get("add", []), change.get("remove", [])
-                assert all(isinstance(u, str) for u in add + remove)
-            except Exception:
+            change = self.change(body)
+            if change is None:
                 return self.reply(400, {"message": "expected {\"add\": [...], \"remove\": [...]}"})
             with store.lock:
-                ts = store.record(user, NEXTCLOUD_DEVICE, add, remove)
+                ts = store.record(user, NEXTCLOUD_DEVICE, *change)
             return self.reply(200, {"timestamp": ts})
         self.reply(404, {"message": "no such path"})
 
