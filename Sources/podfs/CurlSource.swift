@@ -117,7 +117,10 @@ private final class SinkAdapter: HTTPTransferDelegate {
         let fetchHead = FetchHead(
             status: head.status, rangeFirst: range.flatMap { $0.first >= 0 ? $0.first : nil },
             rangeLast: range.flatMap { $0.last >= 0 ? $0.last : nil }, total: range?.total,
-            contentLength: head.contentLength, etag: head.etag, lastModified: head.lastModified,
+            contentLength: head.contentLength, etag: head.etag,
+            lastModified: OriginVersion.validating(
+                lastModified: head.lastModified, etag: head.etag, date: head.header("date"),
+                receivedAt: Date().timeIntervalSince1970),
             effectiveURL: head.effectiveURL, retryAfter: head.header("retry-after"),
             issuer: Self.zoneName(zones.issuer(of: head.effectiveURL)))
         return sink.receive(head: fetchHead)

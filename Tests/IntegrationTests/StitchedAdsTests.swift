@@ -50,13 +50,17 @@ struct StitchedAdsTests {
 
     /// `etag`: the origin's validators, as origin.py's `etag` says them
     /// (`none`: no ETag and no Last-Modified).
-    private func run(_ name: String, sameLength: Bool, direct: Bool, etag: String = "none") throws -> Outcome {
+    /// `pace`: the origin's bytes per second (nil: loopback's own speed).
+    private func run(
+        _ name: String, sameLength: Bool, direct: Bool, etag: String = "none", pace: Int? = nil
+    ) throws -> Outcome {
         let fixture = try Fixture()
         defer { fixture.cleanup() }
         try fixture.publish(Fixture.episodes(sizes: [Self.size]))
         try fixture.origin.configure(
             "{\"stitch\": {\"/ep1.mp3\": {\"mode\": \"same_url\", \"etag\": \"\(etag)\", \"ads\": \"midroll\", "
-                + "\"ad_bytes\": \(Self.adBytes), \"same_length\": \(sameLength)}}}")
+                + "\"ad_bytes\": \(Self.adBytes), \"same_length\": \(sameLength)}}"
+                + (pace.map { ", \"pace\": {\"/ep1.mp3\": \($0)}" } ?? "") + "}")
         try fixture.origin.reset()
         try fixture.mount()
         let path = fixture.path(0)
@@ -150,6 +154,22 @@ struct StitchedAdsTests {
     @Test(arguments: [false, true])
     func aNewLengthPerResponseWithoutValidatorsNeverFails(direct: Bool) throws {
         let outcome = try run("new-length mid-roll ads, no validator", sameLength: false, direct: direct)
+        expectOneVariantPerOpenWithinBudget(outcome)
+    }
+
+    /// Issue 39: the ads are the same length in every variant and every
+    /// response carries one fixed weak ETag (`W/"episode"`) and a fresh
+    /// Last-Modified, on a paced link, so the player's two jumps ahead and
+    /// its way back come while the first response still runs. A weak
+    /// validator proves nothing (RFC 9110, 8.8.1 and 13.1.5) and an
+    /// overlap check cannot tell variants that differ only in their ads:
+    /// the episode is treated as one with no validator, and every whole
+    /// read is exactly one variant.
+    @Test(arguments: [false, true])
+    func sameLengthAdsBehindOneFixedWeakETagNeverMix(direct: Bool) throws {
+        let outcome = try run(
+            "same-length mid-roll ads, one fixed weak ETag, paced", sameLength: true, direct: direct,
+            etag: "weak_fixed", pace: 2_000_000)
         expectOneVariantPerOpenWithinBudget(outcome)
     }
 

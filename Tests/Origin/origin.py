@@ -67,8 +67,10 @@ Fault config keys:
                                 (kept across reset, so numbers are never reused).
                                 "mode": "same_url" stitches at the URL itself: each request
                                 gets variant n's bytes there, with "etag": "per_request" (a
-                                strong ETag per variant, the default), "weak" (W/"n") or
-                                "none" (no ETag, no Last-Modified); "same_length": true
+                                strong ETag per variant, the default), "weak" (W/"n"),
+                                "weak_fixed" (W/"episode" for every variant, with the
+                                variant's fresh Last-Modified: a host whose validator says
+                                nothing) or "none" (no ETag, no Last-Modified); "same_length": true
                                 gives every byte XOR that value instead (new bytes
                                 everywhere, every variant as long as the file)
                                 "ads": "midroll" (either mode) stitches as real hosts do:
@@ -842,7 +844,8 @@ class Handler(BaseHTTPRequestHandler):
             name, n = o.new_variant(path, self._fs_path(path), int(stitch.get("ad_bytes", 65536)),
                                     bool(stitch.get("same_length")), stitch.get("ads"))
             kind = stitch.get("etag", "per_request")
-            etag = {"none": None, "weak": 'W/"variant-%d"' % n}.get(kind, '"variant-%d"' % n)
+            etag = {"none": None, "weak": 'W/"variant-%d"' % n, "weak_fixed": 'W/"episode"'}.get(
+                kind, '"variant-%d"' % n)
             vfs = self._fs_path(name)
             fd = os.open(vfs, os.O_RDONLY)
             try:

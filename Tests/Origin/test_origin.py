@@ -420,6 +420,12 @@ class OriginTest(unittest.TestCase):
         self.control("/_origin/config", {"stitch": {"/ep.mp3": {"mode": "same_url", "etag": "weak"}}})
         r, _ = self.request("GET", "/ep.mp3", {"Range": "bytes=0-9"})
         self.assertTrue(r.getheader("ETag").startswith('W/"variant-'))
+        self.control("/_origin/config", {"stitch": {"/ep.mp3": {"mode": "same_url", "etag": "weak_fixed"}}})
+        r1, one = self.request("GET", "/ep.mp3", {"Range": "bytes=0-9"})
+        r2, two = self.request("GET", "/ep.mp3", {"Range": "bytes=0-9"})
+        self.assertEqual((r1.getheader("ETag"), r2.getheader("ETag")), ('W/"episode"', 'W/"episode"'))
+        self.assertIsNotNone(r2.getheader("Last-Modified"))
+        self.assertNotEqual(one, two)
 
     def test_midroll_ads_change_only_the_ads(self):
         """"ads": "midroll": a pre-roll and mid-rolls at 40 % and 70 %, the

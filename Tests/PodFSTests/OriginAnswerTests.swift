@@ -68,7 +68,37 @@ import Testing
 
     @Test func ifRangeSendsAStrongETagElseTheDate() {
         #expect(OriginVersion(length: 1, etag: "\"a\"", lastModified: "D").ifRange == "\"a\"")
-        #expect(OriginVersion(length: 1, etag: "W/\"a\"", lastModified: "D").ifRange == "D")
+        // Never a weak ETag, nor a date beside one (RFC 9110, 13.1.5).
+        #expect(OriginVersion(length: 1, etag: "W/\"a\"", lastModified: "D").ifRange == nil)
+        #expect(OriginVersion(length: 1, etag: nil, lastModified: "D").ifRange == "D")
         #expect(OriginVersion(length: 1, etag: nil, lastModified: nil).ifRange == nil)
+    }
+
+    /// RFC 9110, 8.8.2.2: a Last-Modified proves bytes only when it is a
+    /// minute or more older than the response's Date, and never beside a
+    /// weak ETag.
+    @Test func aLastModifiedValidatesOnlyWhenStrong() {
+        let date = "Fri, 27 Nov 2026 12:00:00 GMT"
+        let old = "Fri, 27 Nov 2026 11:59:00 GMT"
+        let fresh = "Fri, 27 Nov 2026 11:59:30 GMT"
+        let now = 1_795_780_800.0  // 2026-11-27 12:00:00 UTC
+        #expect(OriginVersion.validating(lastModified: old, etag: nil, date: date, receivedAt: 0) == old)
+        #expect(OriginVersion.validating(lastModified: fresh, etag: nil, date: date, receivedAt: now) == nil)
+        // A date in the future names no version either.
+        #expect(OriginVersion.validating(lastModified: date, etag: nil, date: old, receivedAt: now) == nil)
+        // Without a Date, the time the head came is the measure.
+        #expect(OriginVersion.validating(lastModified: old, etag: nil, date: nil, receivedAt: now) == old)
+        #expect(OriginVersion.validating(lastModified: fresh, etag: nil, date: "garbage", receivedAt: now) == nil)
+        // Beside a weak ETag nothing; beside a strong one, as sent.
+        #expect(OriginVersion.validating(lastModified: old, etag: "W/\"e\"", date: date, receivedAt: now) == nil)
+        #expect(OriginVersion.validating(lastModified: fresh, etag: "\"e\"", date: date, receivedAt: now) == fresh)
+        #expect(OriginVersion.validating(lastModified: "not a date", etag: nil, date: date, receivedAt: now) == nil)
+    }
+
+    @Test func onlyAStrongETagOrALastModifiedAloneProvesAVersion() {
+        #expect(OriginVersion(length: 1, etag: "\"a\"", lastModified: nil).isProvable)
+        #expect(OriginVersion(length: 1, etag: nil, lastModified: "D").isProvable)
+        #expect(!OriginVersion(length: 1, etag: "W/\"a\"", lastModified: "D").isProvable)
+        #expect(!OriginVersion(length: 1, etag: nil, lastModified: nil).isProvable)
     }
 }

@@ -12,16 +12,15 @@ import Testing
     @Test func anUnstableEpisodeIsFetchedAsOneStreamFromItsCachedPrefix() throws {
         var bench = ReadBench(length: 10 * mib, present: [0..<mib], handles: [1, 2])
         bench.state.variant.markStitched(.lengthChanged(before: nil, after: nil))
-        let planned = bench.read(1, at: 5 * mib)
+        let effects = bench.read(1, at: 5 * mib)
         var state = bench.state
-        let effects = state.streamingWhole(planned)
         #expect(ReadBench.fetched(effects) == [mib..<(10 * mib)], "one stream, from the cached prefix to the end")
         #expect(state.fetches.count == 1)
         // A seek further ahead waits for the stream: no second request.
         let later = state.read(
             handle: 2, offset: 8 * mib, size: 4096, reply: Episode.ReadToken.fake(),
             context: .init(now: bench.now, wallClock: 0, link: bench.link, tuning: bench.tuning))
-        #expect(ReadBench.fetched(state.streamingWhole(later)).isEmpty)
+        #expect(ReadBench.fetched(later).isEmpty)
         #expect(state.fetches.count == 1)
         #expect(state.waiters.count == 2, "both reads wait for the stream")
     }
@@ -34,13 +33,13 @@ import Testing
         bench.link = LinkEstimate()
         bench.link.observe(latency: 0.05)
         bench.link.observe(bytes: 1_000_000, in: 1)
+        _ = bench.read(1, at: mib)
         var state = bench.state
-        _ = state.streamingWhole(bench.read(1, at: mib))
         let stream = try #require(state.streamID)
         let far = state.read(
             handle: 2, offset: 40 * mib, size: 4096, reply: Episode.ReadToken.fake(),
             context: .init(now: bench.now, wallClock: 0, link: bench.link, tuning: bench.tuning))
-        let effects = state.streamingWhole(far)
+        let effects = far
         #expect(ReadBench.fetched(effects).isEmpty, "no ranged request of its own: it would be another variant")
         #expect(!effects.contains { if case .stop = $0 { true } else { false } }, "the stream is not stopped")
         #expect(state.fetches[stream]?.upper == 64 * mib, "the stream still runs to the end")
@@ -56,11 +55,11 @@ import Testing
         bench.link = LinkEstimate()
         bench.link.observe(latency: 0.05)
         bench.link.observe(bytes: 1_000_000, in: 1)
-        _ = bench.state.streamingWhole(bench.read(1, at: 2 * mib))
+        _ = bench.read(1, at: 2 * mib)
         let stream = try #require(bench.state.streamID)
         bench.state.fetches[stream]?.lastArrival = bench.now
         bench.state.fetches[stream]?.firstArrival = (bench.now - 2, 0)
-        _ = bench.state.streamingWhole(bench.read(2, at: 4 * mib, size: 4096))
+        _ = bench.read(2, at: 4 * mib, size: 4096)
         #expect(bench.state.recheckArmed, "judged again while it waits")
         return (bench, stream)
     }
@@ -122,23 +121,21 @@ import Testing
 
     @Test func aStableEpisodeKeepsItsPlan() throws {
         var bench = ReadBench(length: 10 * mib, present: [0..<mib])
-        let planned = bench.read(at: 5 * mib)
-        var state = bench.state
-        #expect(ReadBench.fetched(state.streamingWhole(planned)) == ReadBench.fetched(planned))
+        #expect(ReadBench.fetched(bench.read(at: 5 * mib)).first?.lowerBound == 5 * mib, "a jump's own fetch, no stream")
+        #expect(bench.state.streamID == nil)
     }
 
     @Test func aStreamThatEndedIsStartedAgainFromTheNewPrefix() throws {
         var bench = ReadBench(length: 10 * mib, present: [0..<mib])
         bench.state.variant.markStitched(.overlapMismatch)
-        let planned = bench.read(at: 5 * mib)
+        _ = bench.read(at: 5 * mib)
         var state = bench.state
-        _ = state.streamingWhole(planned)
         let first = try #require(state.streamID)
         state.fetches[first] = nil
         _ = state.current.wrote(mib..<(3 * mib))
         let again = state.read(
             handle: 1, offset: 6 * mib, size: 4096, reply: Episode.ReadToken.fake(),
             context: .init(now: bench.now, wallClock: 0, link: bench.link, tuning: bench.tuning))
-        #expect(ReadBench.fetched(state.streamingWhole(again)) == [(3 * mib)..<(10 * mib)])
+        #expect(ReadBench.fetched(again) == [(3 * mib)..<(10 * mib)])
     }
 }

@@ -135,16 +135,45 @@ import Testing
     @Test func withoutAValidatorTheStreamStartsAtByteZeroNotAtTheCachedPrefix() throws {
         var bench = ReadBench(length: length, etag: nil, present: [0..<mib])
         bench.state.variant.markStitched(Episode.State.noValidator)
-        var state = bench.state
-        let effects = state.streamingWhole(bench.read(at: 2 * mib))
+        let effects = bench.read(at: 2 * mib)
         #expect(ReadBench.fetched(effects) == [0..<EpisodeRecord.positions.upperBound], "one response for every byte")
-        let stream = try #require(state.streamID)
-        #expect(state.restartsStream(id: stream), "its head drops the cached part")
+        let stream = try #require(bench.state.streamID)
+        #expect(bench.state.restartsStream(id: stream), "its head drops the cached part")
         // With a strong ETag, If-Range vouches for the continuation.
         var proven = ReadBench(length: length, present: [0..<mib])
         proven.state.variant.markStitched(.lengthChanged(before: nil, after: nil))
-        var provenState = proven.state
-        #expect(ReadBench.fetched(provenState.streamingWhole(proven.read(at: 2 * mib))) == [mib..<length])
+        #expect(ReadBench.fetched(proven.read(at: 2 * mib)) == [mib..<length])
+    }
+
+    /// A stream with no validator that stops part-way is asked again from
+    /// byte 0, not from where it stopped: a response from there on could
+    /// be another variant, and nothing in it would show that. Its head then
+    /// replaces the part it brought (`restartsStream`). With a strong ETag
+    /// the retry resumes where it stopped, under `If-Range`.
+    @Test(arguments: [nil, "\"strong\""] as [String?])
+    func aStreamWithoutAValidatorIsResumedFromByteZero(etag: String?) throws {
+        var bench = ReadBench(length: length, etag: etag, present: [])
+        bench.state.variant.markStitched(etag == nil ? Episode.State.noValidator : .overlapMismatch)
+        _ = bench.read(at: 0)
+        let stream = try #require(bench.state.streamID)
+        bench.state.fetches[stream]?.cursor = 3 * mib
+        bench.state.fetches[stream]?.received = 3 * mib
+        _ = bench.state.current.wrote(0..<(3 * mib))
+        let dropped = FetchError(isTransient: true, isUnreachable: false, message: "the connection dropped")
+        let (end, _) = bench.state.fetchEnded(id: stream, error: dropped, attempt: 1, tuning: bench.tuning)
+        guard case .retry(let range, let validator, _, _, _) = end else {
+            Issue.record("a dropped stream is tried again: \(end)")
+            return
+        }
+        let due = bench.state.retryDue(id: stream)
+        if etag == nil {
+            #expect(range.lowerBound == 0 && validator == nil)
+            #expect(due == .launch(range: 0..<EpisodeRecord.positions.upperBound, validator: nil, url: nil))
+            #expect(bench.state.restartsStream(id: stream), "its head drops the 3 MiB of the first response")
+        } else {
+            #expect(range == (3 * mib)..<length && validator == etag)
+            #expect(due == .launch(range: (3 * mib)..<length, validator: etag, url: nil))
+        }
     }
 
     /// A cache an earlier podfs filled from responses without a validator,

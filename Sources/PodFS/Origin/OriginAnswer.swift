@@ -72,11 +72,52 @@ public struct OriginVersion: Sendable, Equatable {
         self.lastModified = lastModified
     }
 
-    /// The validator a range request sends in `If-Range`: a strong ETag,
-    /// else Last-Modified (a weak ETag may not be used there).
-    public var ifRange: String? {
-        if let etag, !etag.hasPrefix("W/") { return etag }
+    /// How much older than the response's `Date` a `Last-Modified` must be
+    /// to be a strong validator (RFC 9110, 8.8.2.2): a file changed within
+    /// the same second could have been changed twice.
+    public static let strongDateMargin: Int64 = 60
+
+    /// Whether `etag` is strong: a weak one (`W/"…"`) says two
+    /// representations are equivalent, not that their bytes are the same.
+    public static func isStrong(etag: String) -> Bool {
+        !etag.hasPrefix("W/")
+    }
+
+    /// The `Last-Modified` of a response as a validator that can tell its
+    /// bytes, or `nil` (RFC 9110, 8.8.2.2 and 13.1.5):
+    /// - beside a strong ETag, as sent (the ETag is the validator);
+    /// - beside a weak ETag, never: the origin says its bytes may differ,
+    ///   and a client with an ETag may not send a date in `If-Range`;
+    /// - alone, when it is at least `strongDateMargin` older than the
+    ///   response's `Date`, or, without a readable `Date`, than `receivedAt`
+    ///   (seconds since the epoch, when the head came): a date closer than
+    ///   that, or in the future, may name two versions.
+    public static func validating(
+        lastModified: String?, etag: String?, date: String?, receivedAt: Double
+    ) -> String? {
+        guard let lastModified else { return nil }
+        if let etag { return isStrong(etag: etag) ? lastModified : nil }
+        guard let modified = FeedDate.parse(lastModified) else { return nil }
+        let stamped = date.flatMap(FeedDate.parse) ?? (receivedAt.isFinite ? Int64(receivedAt) : nil)
+        guard let stamped, modified <= stamped - strongDateMargin else { return nil }
         return lastModified
+    }
+
+    /// The validator a range request sends in `If-Range`: a strong ETag,
+    /// else, with no ETag at all, Last-Modified (a weak ETag may not be
+    /// used there, nor a date by a client that has an ETag).
+    public var ifRange: String? {
+        if let etag { return Self.isStrong(etag: etag) ? etag : nil }
+        return lastModified
+    }
+
+    /// Whether this version can be proven: a later response with the same
+    /// validator is the same bytes. A strong ETag proves it, or, with no
+    /// ETag, a Last-Modified (kept only when strong, `validating`). A weak
+    /// ETag proves nothing, whatever comes with it.
+    public var isProvable: Bool {
+        if let etag { return Self.isStrong(etag: etag) }
+        return lastModified != nil
     }
 
     /// Whether `answer` shows different bytes than this version: a changed

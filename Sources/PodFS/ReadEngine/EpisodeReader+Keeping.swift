@@ -50,10 +50,9 @@ extension EpisodeReader {
     @discardableResult
     func fillNext(_ episode: Episode, handle: UInt64, within: [Range<Int64>]? = nil) -> [UInt64] {
         let (effects, target) = episode.state.withLock { state in
-            let planned =
+            let effects =
                 within.map { state.fill(handle: handle, within: $0, tuning: tuning) }
-                ?? state.fill(handle: handle, tuning: tuning).map { [$0] } ?? []
-            let effects = state.checkingContinuity(state.streamingWhole(planned))
+                ?? state.fill(handle: handle, tuning: tuning)
             return (effects, self.target(state, of: episode))
         }
         carryOut(

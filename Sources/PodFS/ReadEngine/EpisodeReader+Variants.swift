@@ -16,8 +16,9 @@ extension EpisodeReader {
         if reason == Episode.State.noValidator {
             logger.notice(
                 """
-                the origin sends no validator (no ETag, no Last-Modified), so nothing shows two of its responses \
-                are one variant: the episode is downloaded whole from its start in one response
+                the origin sends no validator that proves a version (no strong ETag, no Last-Modified at least a \
+                minute old), so nothing shows two of its responses are one variant: the episode is downloaded \
+                whole from its start in one response
                 """,
                 metadata: names)
         } else {

@@ -197,8 +197,7 @@ public final class EpisodeReader: Sendable {
     private func read(_ episode: Episode, handle: UInt64, offset: Int64, size: Int, reply: Episode.ReadToken) {
         let context = readContext()
         let (effects, target, generation) = episode.state.withLock { state in
-            let effects = state.checkingContinuity(state.streamingWhole(
-                state.read(handle: handle, offset: offset, size: size, reply: reply, context: context)))
+            let effects = state.read(handle: handle, offset: offset, size: size, reply: reply, context: context)
             return (effects, self.target(state, of: episode), state.generation)
         }
         carryOut(effects, of: episode, EffectContext(target: target, generation: generation, read: (offset, size)))
@@ -344,7 +343,7 @@ public final class EpisodeReader: Sendable {
             defer { pendingRetries.withLock { $0 -= 1 } }
             let context = readContext()
             let (effects, target, unstable, generation) = episode.state.withLock { state in
-                let effects = state.checkingContinuity(state.recheckDue(context: context))
+                let effects = state.recheckDue(context: context)
                 return (effects, self.target(state, of: episode), state.unstable != nil, state.generation)
             }
             if effects.contains(where: { if case .fetch = $0 { true } else { false } }) {

@@ -10,6 +10,9 @@ public struct FetchHead: Sendable {
     public var total: Int64?
     public var contentLength: Int64?
     public var etag: String?
+    /// `Last-Modified` when it is a validator (`OriginVersion.validating`):
+    /// `nil` beside a weak ETag, or when it is too close to the response's
+    /// `Date` to be strong.
     public var lastModified: String?
     /// The URL that answered, after redirects.
     public var effectiveURL: String

@@ -68,8 +68,9 @@ extension Episode.State {
         {
             // A growing backoff, or as long as the origin asked.
             let delay = max(0.1 * Double(1 << min(attempt, 5)), failure.retryAfter ?? 0)
+            let from = resumePoint(of: id, progress: progress)
             let effect = FetchEndEffect.retry(
-                range: progress.cursor..<progress.upper, validator: version.ifRange, url: effectiveURL,
+                range: from..<progress.upper, validator: version.ifRange, url: effectiveURL,
                 attempt: attempt, delay: delay)
             return (effect, failure)
         }
@@ -152,8 +153,9 @@ extension Episode.State {
             return !served
         }
         // The link is this episode's again: the bytes a fetch gave up to a
-        // jump come now, after the new place's own fetches.
-        let fill = fillFetch().map { [Effect.fetch(id: $0.id, range: $0.range)] } ?? []
+        // jump come now, after the new place's own fetches, kept apart
+        // from other variants as every planned fetch is.
+        let fill = guardingVariants(fillFetch().map { [Effect.fetch(id: $0.id, range: $0.range)] } ?? [])
         return opens + failed + probe + [.resume(reads: early.reads, sized: early.sized), .answerAtEnd] + fill
     }
 
@@ -172,5 +174,21 @@ extension Episode.State {
             return nil
         }
         return ready
+    }
+
+    // MARK: - Private methods
+
+    /// Where fetch `id`, stopped at `progress.cursor`, is asked again. The
+    /// stream of an unstable episode with no validator for `If-Range` (none
+    /// that proves a version: no strong ETag, no strong Last-Modified)
+    /// starts again from byte 0: a response from its cursor on could be
+    /// another variant, and nothing would show it. Its head then replaces
+    /// the part it brought (`restartsStream`), as a second stream's does.
+    private mutating func resumePoint(of id: UInt64, progress: Episode.FetchProgress) -> Int64 {
+        guard id == streamID, unstable != nil, version.ifRange == nil, progress.cursor > 0 else {
+            return progress.cursor
+        }
+        fetches[id] = Episode.FetchProgress(cursor: 0, upper: progress.upper, generation: progress.generation)
+        return 0
     }
 }

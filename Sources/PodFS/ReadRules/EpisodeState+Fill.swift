@@ -33,15 +33,17 @@ extension Episode.State {
     /// The next fill for the keeper's open file `handle`: `nil` while a
     /// fetch of this version is on its way (it fills one gap at a time, so
     /// it never shares the link with itself), when every byte is here or on
-    /// its way, or when the file reads a replaced version.
-    mutating func fill(handle: UInt64, tuning: EpisodeReader.Tuning) -> Effect? {
+    /// its way, or when the file reads a replaced version. Its fetch keeps
+    /// variants apart (`guardingVariants`): an unstable episode's is its
+    /// stream.
+    mutating func fill(handle: UInt64, tuning: EpisodeReader.Tuning) -> [Effect] {
         guard let reader = handles[handle], !reader.provisional, reader.generation == generation, let length
-        else { return nil }
+        else { return [] }
         guard !fetches.values.contains(where: { $0.generation == generation && $0.cursor < $0.upper }) else {
-            return nil
+            return []
         }
-        guard let gap = uncoveredGaps(in: 0..<length).first else { return nil }
-        return planFetch(from: gap, window: Int64(gap.count), length: length, tuning: tuning)
+        guard let gap = uncoveredGaps(in: 0..<length).first else { return [] }
+        return guardingVariants([planFetch(from: gap, window: Int64(gap.count), length: length, tuning: tuning)])
     }
 
     /// The fills that bring `ranges` (clamped to the episode) for the open
@@ -64,7 +66,7 @@ extension Episode.State {
                 effects.append(planFetch(from: gap, window: Int64(gap.count), length: clamped.upperBound, tuning: tuning))
             }
         }
-        return effects
+        return guardingVariants(effects)
     }
 
     /// The keeper gives way to a reader of another episode: its fills

@@ -28,8 +28,24 @@ extension Episode.State {
 
     /// A read of `size` bytes at `offset` by open file `handle`. Registers
     /// the fetches it needs and, if its bytes are not all here, the reply
-    /// as a waiter; answered with fewer bytes only at the end.
+    /// as a waiter; answered with fewer bytes only at the end. Its fetches
+    /// keep variants apart (`guardingVariants`).
     mutating func read(
+        handle: UInt64, offset: Int64, size: Int, reply: Episode.ReadToken, context: ReadContext
+    ) -> [Effect] {
+        guardingVariants(planRead(handle: handle, offset: offset, size: size, reply: reply, context: context))
+    }
+
+    /// The delay of a `.recheck` passed (`rechecking`), its fetches
+    /// keeping variants apart (`guardingVariants`).
+    mutating func recheckDue(context: ReadContext) -> [Effect] {
+        guardingVariants(rechecking(context: context))
+    }
+
+    // MARK: - Private methods
+
+    /// What `read` plans, before `guardingVariants`.
+    private mutating func planRead(
         handle: UInt64, offset: Int64, size: Int, reply: Episode.ReadToken, context: ReadContext
     ) -> [Effect] {
         guard let reader = handles[handle] else { return [.fail(reply)] }
@@ -94,7 +110,7 @@ extension Episode.State {
     /// and the read gets a fetch of its own. Armed again while such reads
     /// wait. On an unstable origin, its one stream is its variant: only a
     /// second whole stream can be sooner (`secondStreamIfSooner`).
-    mutating func recheckDue(context: ReadContext) -> [Effect] {
+    private mutating func rechecking(context: ReadContext) -> [Effect] {
         recheckArmed = false
         if unstable != nil { return secondStreamIfSooner(context: context) }
         guard let length else { return [] }
@@ -120,8 +136,6 @@ extension Episode.State {
         }
         return effects
     }
-
-    // MARK: - Private methods
 
     /// A read whose bytes are not all here waits for them: a fetch that
     /// would bring them later than a request of their own yields first,

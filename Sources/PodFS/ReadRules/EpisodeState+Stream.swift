@@ -6,36 +6,19 @@ import RangeCache
 /// construction. Reads are answered as the bytes arrive; a read ahead of
 /// the stream waits for it.
 extension Episode.State {
-    // MARK: - Events
+    // MARK: - Methods
 
-    /// For an episode marked unstable, replaces the fetches `effects` plan
-    /// by one stream: from the end of the cached bytes that start at byte 0
-    /// to the end of the episode, started once; reads wait for it. Other
-    /// episodes' effects pass unchanged. Without a validator for
-    /// `If-Range` nothing shows that a stream continues the cached bytes'
-    /// version: it starts at byte 0 and asks to the end whatever the
-    /// length (its head drops a cached part, `restartsStream`).
-    mutating func streamingWhole(_ effects: [Effect]) -> [Effect] {
-        guard unstable != nil, let length else { return effects }
-        var kept: [Effect] = []
-        var wanted = false
-        for effect in effects {
-            if case .fetch(let id, _) = effect {
-                fetches[id] = nil
-                wanted = true
-            } else {
-                kept.append(effect)
-            }
-        }
-        guard wanted, !streamOnItsWay else { return kept }
-        let start = version.ifRange != nil ? present.coveredPrefix(from: 0) : 0
-        guard start < length, !holdsEveryByte else { return kept }
-        let upper = streamEnd(length: length)
-        let id = takeFetchID()
-        fetches[id] = Episode.FetchProgress(cursor: start, upper: upper, generation: generation)
-        variant.streamStarted(id)
-        return [.fetch(id: id, range: start..<upper)] + kept
+    /// What every event that plans fetches applies to them before they
+    /// leave the rules, so no path can forget it (a read, a recheck, the
+    /// keeper's and a scan's fills, the fill after a jump): an episode
+    /// marked unstable is streamed whole (`streamingWhole`), and a fetch
+    /// that continues bytes of a version no strong ETag vouches for starts
+    /// a little before them, to compare (`checkingContinuity`).
+    mutating func guardingVariants(_ effects: [Effect]) -> [Effect] {
+        checkingContinuity(streamingWhole(effects))
     }
+
+    // MARK: - Events
 
     /// Opens an episode marked unstable, or a final one (`isComplete`). A
     /// complete one is served as it is: no request is sent, which for an
@@ -123,6 +106,59 @@ extension Episode.State {
         return true
     }
 
+    // MARK: - Private methods
+
+    /// For an episode marked unstable, replaces the fetches `effects` plan
+    /// by one stream: from the end of the cached bytes that start at byte 0
+    /// to the end of the episode, started once; reads wait for it. Other
+    /// episodes' effects pass unchanged. Without a validator for
+    /// `If-Range` nothing shows that a stream continues the cached bytes'
+    /// version: it starts at byte 0 and asks to the end whatever the
+    /// length (its head drops a cached part, `restartsStream`).
+    /// The stream itself (a second one, `secondStreamIfSooner`) passes.
+    private mutating func streamingWhole(_ effects: [Effect]) -> [Effect] {
+        guard unstable != nil, let length else { return effects }
+        var kept: [Effect] = []
+        var wanted = false
+        for effect in effects {
+            if case .fetch(let id, _) = effect, id != streamID {
+                fetches[id] = nil
+                wanted = true
+            } else {
+                kept.append(effect)
+            }
+        }
+        guard wanted, !streamOnItsWay else { return kept }
+        let start = version.ifRange != nil ? present.coveredPrefix(from: 0) : 0
+        guard start < length, !holdsEveryByte else { return kept }
+        let upper = streamEnd(length: length)
+        let id = takeFetchID()
+        fetches[id] = Episode.FetchProgress(cursor: start, upper: upper, generation: generation)
+        variant.streamStarted(id)
+        return [.fetch(id: id, range: start..<upper)] + kept
+    }
+
+    /// Widens each fetch in `effects` that continues bytes cached or on
+    /// their way to start up to `overlapBytes` before them, for an episode
+    /// without a strong ETag. Those bytes are held as they arrive and
+    /// compared with the ones on disk (`hold`, `takeComparableOverlaps`).
+    /// A strong ETag sent in `If-Range` vouches for the bytes instead (an
+    /// origin that answered the range with it serves the same variant), so
+    /// an honest origin is never asked for a byte twice (guarantee 2).
+    private mutating func checkingContinuity(_ effects: [Effect]) -> [Effect] {
+        effects.map { effect in
+            guard case .fetch(let id, let range) = effect, range.lowerBound > 0, var progress = fetches[id],
+                progress.cursor == range.lowerBound, let floor = continuedFrom(range.lowerBound, excluding: id)
+            else { return effect }
+            let start = max(floor, range.lowerBound - Self.overlapBytes)
+            progress.cursor = start
+            progress.received = start
+            progress.checkUpTo = range.lowerBound
+            fetches[id] = progress
+            return .fetch(id: id, range: start..<range.upperBound)
+        }
+    }
+
     // MARK: - Private properties
 
     /// Where a whole stream asks to end: at `length` when `If-Range`
@@ -136,5 +172,17 @@ extension Episode.State {
     private var streamOnItsWay: Bool {
         guard let streamID, let progress = fetches[streamID] else { return false }
         return progress.generation == generation && progress.cursor < progress.upper
+    }
+
+    /// Where the bytes just before `offset` begin, when a fetch at `offset`
+    /// continues them (cached bytes, or a fetch of this version on its way
+    /// that ends there) and the episode has no strong ETag.
+    private func continuedFrom(_ offset: Int64, excluding id: UInt64) -> Int64? {
+        if let etag, !etag.hasPrefix("W/") { return nil }
+        if let run = present.ranges.first(where: { $0.upperBound == offset }) { return run.lowerBound }
+        for (other, progress) in fetches where other != id && progress.generation == generation {
+            if progress.cursor < offset && progress.upper == offset { return progress.cursor }
+        }
+        return nil
     }
 }

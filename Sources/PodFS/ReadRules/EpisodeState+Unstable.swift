@@ -48,11 +48,13 @@ extension Episode.State {
     static let noValidator = StitchReason.noValidator
 
     /// Whether an answer carries nothing that could prove two responses
-    /// are one version: no ETag and no Last-Modified. Its bytes may only
-    /// be cached as one response from byte 0 (docs/DESIGN.md, "A version
-    /// that cannot be proven").
+    /// are one version (`OriginVersion.isProvable`): no validator, a weak
+    /// ETag, or a Last-Modified too close to its `Date` to be strong (the
+    /// HTTP layer keeps only a strong one, `OriginVersion.validating`). Its
+    /// bytes may only be cached as one response from byte 0
+    /// (docs/DESIGN.md, "A version that cannot be proven").
     static func unproven(_ answer: OriginVersion) -> Bool {
-        answer.etag == nil && answer.lastModified == nil
+        !answer.isProvable
     }
 
     /// Every byte of the episode is cached (final, or about to be): one
@@ -70,27 +72,6 @@ extension Episode.State {
     }
 
     // MARK: - Events
-
-    /// Widens each fetch in `effects` that continues bytes cached or on
-    /// their way to start up to `overlapBytes` before them, for an episode
-    /// without a strong ETag. Those bytes are held as they arrive and
-    /// compared with the ones on disk (`hold`, `takeComparableOverlaps`).
-    /// A strong ETag sent in `If-Range` vouches for the bytes instead (an
-    /// origin that answered the range with it serves the same variant), so
-    /// an honest origin is never asked for a byte twice (guarantee 2).
-    mutating func checkingContinuity(_ effects: [Effect]) -> [Effect] {
-        effects.map { effect in
-            guard case .fetch(let id, let range) = effect, range.lowerBound > 0, var progress = fetches[id],
-                progress.cursor == range.lowerBound, let floor = continuedFrom(range.lowerBound, excluding: id)
-            else { return effect }
-            let start = max(floor, range.lowerBound - Self.overlapBytes)
-            progress.cursor = start
-            progress.received = start
-            progress.checkUpTo = range.lowerBound
-            fetches[id] = progress
-            return .fetch(id: id, range: start..<range.upperBound)
-        }
-    }
 
     /// Overlap bytes `bytes` of fetch `id` arrived for `range` (below its
     /// `checkUpTo`): kept to compare, never written. `false`: stale.
@@ -156,20 +137,6 @@ extension Episode.State {
         then += answerOpens(dropAttributes: true)
         if !dropped.again.isEmpty { then.append(.resume(reads: dropped.again, sized: [])) }
         return Transition(durable: durable, then: then)
-    }
-
-    // MARK: - Private methods
-
-    /// Where the bytes just before `offset` begin, when a fetch at `offset`
-    /// continues them (cached bytes, or a fetch of this version on its way
-    /// that ends there) and the episode has no strong ETag.
-    private func continuedFrom(_ offset: Int64, excluding id: UInt64) -> Int64? {
-        if let etag, !etag.hasPrefix("W/") { return nil }
-        if let run = present.ranges.first(where: { $0.upperBound == offset }) { return run.lowerBound }
-        for (other, progress) in fetches where other != id && progress.generation == generation {
-            if progress.cursor < offset && progress.upper == offset { return progress.cursor }
-        }
-        return nil
     }
 }
 

@@ -15,8 +15,9 @@ enum StitchReason: Equatable, Sendable, CustomStringConvertible {
     case wholeBodyForRange
     /// Bytes fetched again did not match the cached ones.
     case overlapMismatch
-    /// The origin sends no ETag and no Last-Modified: nothing proves two
-    /// of its responses are one version.
+    /// The origin sends no validator that proves a version (no strong
+    /// ETag, no strong Last-Modified): nothing proves two of its responses
+    /// are one version.
     case noValidator
     /// Another episode of its show is marked (no evidence of its own).
     case showStitches
@@ -66,7 +67,7 @@ enum StitchReason: Equatable, Sendable, CustomStringConvertible {
         case .etagVanished: "the ETag vanished between requests"
         case .wholeBodyForRange: "a range was asked and the whole body came (HTTP 200)"
         case .overlapMismatch: "bytes fetched again did not match the cached ones"
-        case .noValidator: "the origin sends no validator (no ETag, no Last-Modified)"
+        case .noValidator: "the origin sends no validator that proves a version (no strong ETag or Last-Modified)"
         case .showStitches: "as another episode of its show"
         case .other(let code): "marked by another podfs (\(code))"
         }
