@@ -26,8 +26,8 @@ import Testing
     /// A player that read the first 2 MiB of a cold episode while one fetch
     /// streams the rest (as after the open's probe); the stream has brought
     /// 2 MiB.
-    private func streaming(handles: [UInt64] = [1]) -> (ReadBench, UInt64) {
-        var bench = ReadBench(length: episode, present: [0..<2 * mib], handles: handles)
+    private func streaming(handles: [UInt64] = [1], etag: String? = "\"v1\"") -> (ReadBench, UInt64) {
+        var bench = ReadBench(length: episode, etag: etag, present: [0..<2 * mib], handles: handles)
         bench.link = homeLine
         bench.state.handles[1] = Episode.HandleState(generation: 0, nextOffset: 2 * mib, streak: 5)
         let id = bench.state.takeFetchID()
@@ -493,6 +493,25 @@ import Testing
             total += Int64(range.count)
         }
         #expect(all.ranges == [0..<episode] && total == episode)
+    }
+
+    /// The fill of a gap a jump left is planned by the rules like any
+    /// fetch (`guardingVariants`): for a version no strong ETag vouches
+    /// for, it starts a little before the cached bytes it continues, to
+    /// compare them (issue 39: this path once skipped the check).
+    @Test func theFillAfterAJumpChecksContinuityLikeARead() {
+        var (bench, stream) = streaming(etag: nil)
+        let jump = ReadBench.fetched(bench.read(at: 20 * mib, size: 64 * 1024))
+        let kept = bench.state.fetches[stream]!
+        _ = bench.state.bodyArrived(id: stream, count: 512 * 1024)
+        _ = bench.state.current.wrote(kept.cursor..<kept.upper)
+        bench.state.fetches[stream]?.cursor = kept.upper
+        let aborted = FetchError(isTransient: true, isUnreachable: false, message: "aborted")
+        _ = bench.state.fetchEnded(id: stream, error: aborted, attempt: 1, tuning: bench.tuning)
+        _ = bench.state.fetchSettled(id: stream, failure: nil, isBackground: false, minimumFetch: 256 * kib)
+        for range in jump { bench.land(range) }
+        let first = fills(bench.state.fetchSettled(id: 99, failure: nil, isBackground: false, minimumFetch: 256 * kib))
+        #expect(first == [kept.upper - Episode.State.overlapBytes..<20 * mib], "\(first)")
     }
 
     @Test func aFetchThatYieldedBeforeItsHeadStaysEmpty() {
