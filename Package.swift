@@ -55,6 +55,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings),
+        // The command: its folder is Sources/Command, so no two folders
+        // differ only by case (Sources/PodFS is the filesystem's core).
         .executableTarget(
             name: "podfs",
             dependencies: [
@@ -62,6 +64,7 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
+            path: "Sources/Command",
             swiftSettings: swiftSettings,
             plugins: ["BuildCommit"]),
         // Writes the commit podfs is built from for `podfs --version`.
@@ -86,7 +89,7 @@ let package = Package(
             ],
             swiftSettings: swiftSettings),
         .testTarget(
-            name: "podfsTests", dependencies: ["podfs", "HTTPClient", "PodFS", "RangeCache"],
+            name: "CommandTests", dependencies: ["podfs", "HTTPClient", "PodFS", "RangeCache"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "IntegrationTests", dependencies: ["TestSupport"], swiftSettings: swiftSettings),

@@ -131,7 +131,7 @@ import Testing
         #expect(then.filter { if case .fail = $0 { true } else { false } }.count == 1)
         #expect(then.contains { if case .invalidateKernel(pages: true) = $0 { true } else { false } })
         // The handle opened on the old version reads EIO for the bytes that
-        // version never had (what it had: KeptVersionTests).
+        // version never had (what it had: RetiredVersionTests).
         let late = state.read(
             handle: 2, offset: 2 * mib, size: 10, reply: Episode.ReadToken.fake(),
             context: .init(now: 0, wallClock: 0, link: LinkEstimate(), tuning: EpisodeReader.Tuning()))
@@ -153,7 +153,7 @@ import Testing
         #expect(verdict == .accepted && state.present.isEmpty)
         #expect(then.contains { if case .logVariantGone(dropped: mib) = $0 { true } else { false } }, "\(then)")
         #expect(!then.contains { if case .logChanged = $0 { true } else { false } })
-        #expect(!state.pinnedLinkGone, "said once")
+        #expect(!state.pinnedRouteGone, "said once")
     }
 
     @Test func aChangedLengthIsANewVersionToo() {

@@ -16,7 +16,7 @@ import Testing
         #expect(final.final == Episode.Variant.Final(url: "http://cdn/v1") && final.stitched == nil)
         let stitched = Episode.Variant(
             restoring: EpisodeVariant(unstable: StitchReason.etagVanished.code), unprovenBytes: false)
-        #expect(stitched.link == .enclosure && stitched.stitched == .etagVanished && !stitched.unproven)
+        #expect(stitched.route == .enclosure && stitched.stitched == .etagVanished && !stitched.unproven)
     }
 
     @Test func unprovenBytesAreAStitchingOriginsAndNeverFinal() {
@@ -41,20 +41,20 @@ import Testing
     @Test func aForgottenLinkIsGoneOnlyWhenPartBytesOfItsVariantAreCached() {
         var partial = Episode.Variant()
         partial.pin("http://cdn/v1?sig=a", issuer: "public")
-        partial.forgetLink(final: false, cached: true)
-        #expect(partial.link == .gone && partial.issuer == nil)
-        partial.linkAnswered()
-        #expect(partial.link == .enclosure)
+        partial.forgetRoute(final: false, cached: true)
+        #expect(partial.route == .gone && partial.issuer == nil)
+        partial.routeAnswered()
+        #expect(partial.route == .enclosure)
         var empty = Episode.Variant()
         empty.pin("http://cdn/v1?sig=a", issuer: nil)
-        empty.forgetLink(final: false, cached: false)
-        #expect(empty.link == .enclosure)
+        empty.forgetRoute(final: false, cached: false)
+        #expect(empty.route == .enclosure)
         // A final episode keeps its link and its issuer for the index.
         var final = Episode.Variant()
         final.pin("http://cdn/v1?sig=a", issuer: "public")
         final.becameFinal()
-        final.forgetLink(final: true, cached: true)
-        #expect(final.link == .enclosure && final.issuer == "public" && final.final?.url == "http://cdn/v1?sig=a")
+        final.forgetRoute(final: true, cached: true)
+        #expect(final.route == .enclosure && final.issuer == "public" && final.final?.url == "http://cdn/v1?sig=a")
     }
 
     @Test func aMissingScratchFileForgetsItsRangesAndAReplacedVersionChangesNothing() {

@@ -293,7 +293,7 @@ public final class EpisodeReader: Sendable {
             ($0.scratch, $0.length, !$0.present.isEmpty, $0.replacingScratch, $0.generation)
         }
         let wanted = wanted ?? current
-        if wanted != current { return episode.state.withLock { $0.kept[wanted]?.scratch }?.file }
+        if wanted != current { return episode.state.withLock { $0.retired[wanted]?.scratch }?.file }
         if let open { return open.file }
         // The path still names a replaced version's file for a moment.
         guard let length, !replacing else { return nil }

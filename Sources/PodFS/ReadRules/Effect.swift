@@ -42,7 +42,7 @@ extension Episode.State {
         /// Answer a read with `range`, from the scratch file and `spilled`.
         case serve(Episode.ReadToken, Range<Int64>, spilled: [SpillBuffer.Piece])
         /// Answer a read with `range` of a replaced version, from its own
-        /// file and `spilled` (`readKept`).
+        /// file and `spilled` (`readRetired`).
         case serveKept(Episode.ReadToken, Range<Int64>, from: Episode.FileToken?, spilled: [SpillBuffer.Piece])
         /// Answer a read with no bytes: it starts at or past the end.
         case answerEmpty(Episode.ReadToken)

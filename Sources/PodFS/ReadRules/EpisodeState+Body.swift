@@ -47,7 +47,7 @@ extension Episode.State {
         _ made: Episode.FileToken?, generation wanted: UInt64, fileMissing: Bool
     ) -> (scratch: Episode.FileToken?, forgot: Bool) {
         guard generation == wanted, !replacingScratch else {
-            return (generation == wanted ? scratch : kept[wanted]?.scratch, false)
+            return (generation == wanted ? scratch : retired[wanted]?.scratch, false)
         }
         if fileMissing {
             current.forgetBytes()

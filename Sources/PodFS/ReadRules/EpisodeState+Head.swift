@@ -82,7 +82,7 @@ extension Episode.State {
         // A final episode keeps its link and who sent podfs there in the
         // index (`takeCommitSnapshot`): the next mount must know it too.
         let complete = isComplete
-        variant.forgetLink(final: complete, cached: !present.isEmpty)
+        variant.forgetRoute(final: complete, cached: !present.isEmpty)
         return !complete
     }
 
@@ -166,7 +166,7 @@ extension Episode.State {
             durable.append(.dropIndexRanges)
             if let free = freeingOldBytes(old: length, new: total) { durable.append(free) }
             durable.append(.saveVersion(answer, pinnedURL: head.effectiveURL, pinnedIssuer: head.issuer))
-            if pinnedLinkGone {
+            if pinnedRouteGone {
                 then.append(.logVariantGone(dropped: cachedBefore))
             } else if unstable == Self.noValidator, restarting {
                 then.append(.logUnproven(dropped: cachedBefore))
@@ -181,7 +181,7 @@ extension Episode.State {
             then.append(.saveVersionLater)
         }
         // The enclosure led to a link that answers: said once, if at all.
-        variant.linkAnswered()
+        variant.routeAnswered()
         // The kernel has seen the size `stat` showed so far; only a
         // different one needs its caches dropped.
         if length != total, (length ?? context.feedLength ?? 0) != total { invalidate = true }
@@ -225,14 +225,14 @@ extension Episode.State {
 
     /// A new version: the old one's bytes, waiters and fetches go (all but
     /// fetch `id`). Files open on the old version keep reading its cached
-    /// bytes (`keepForOpenFiles`), EIO for the rest; if no byte of it was
+    /// bytes (`retireForOpenFiles`), EIO for the rest; if no byte of it was
     /// ever here, nothing could have been read of it, and they read the
     /// new version instead (an open answered just before the head that
     /// showed a stitching origin, say).
     mutating func dropVersion(keeping id: UInt64, existing: Episode.FileToken?) -> DroppedVersion {
         kernelPagesStale = true
         if case .notOpen = storage, let existing { storage = .open(existing) }
-        keepForOpenFiles()
+        retireForOpenFiles()
         let unread = !current.hadBytes && present.isEmpty && spill.isEmpty
         let old = generation
         current.replaced()

@@ -86,7 +86,7 @@ extension Episode.State {
     /// Forgets open file `handle` at `now`: a sequential reader's place is
     /// kept a while for a reopen that reads on. Returns the replaced
     /// versions no open file reads now, to be closed outside the lock.
-    mutating func release(handle: UInt64, now: Double) -> [Episode.KeptVersion] {
+    mutating func release(handle: UInt64, now: Double) -> [Episode.RetiredVersion] {
         if let closing = handles.removeValue(forKey: handle), ReadPlan.readsOn(streak: closing.streak),
             closing.generation == generation
         {
@@ -203,7 +203,7 @@ extension Episode.State {
     /// `If-Range`); every byte served meanwhile is of the cached version,
     /// a read of bytes not cached asks with `If-Range` too, and if the
     /// episode changed, the file reads what was cached and gets EIO past
-    /// it (`KeptVersion`), as an open file does. A listener's partly
+    /// it (`RetiredVersion`), as an open file does. A listener's partly
     /// cached episode (its tail not cached) waits as before, so a variant
     /// whose signed link expired is replaced before it reads a byte.
     /// `nil`: the head or the tail is not cached, or the length is not known.

@@ -56,7 +56,7 @@ extension Episode.State {
         }
         // The origin changed since this file was opened: serving the rest
         // from the new version would mix two versions.
-        if reader.generation != generation { return readKept(reader, offset: offset, size: size, reply: reply) }
+        if reader.generation != generation { return readRetired(reader, offset: offset, size: size, reply: reply) }
         guard let length else { return [.fail(reply)] }
         let end = ReadPlan.end(offset: offset, size: size, length: length)
         lastRead = context.wallClock

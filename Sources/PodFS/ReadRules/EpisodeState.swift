@@ -168,8 +168,8 @@ extension Episode {
         /// claim is shown with a timeout of 0 (`sizeShown`).
         var opened = false
         /// The cached bytes of replaced versions, by generation, while files
-        /// opened on them are open (`EpisodeState+Kept.swift`).
-        var kept: [UInt64: Episode.KeptVersion] = [:]
+        /// opened on them are open (`EpisodeState+Retired.swift`).
+        var retired: [UInt64: Episode.RetiredVersion] = [:]
         /// What the index has not heard of yet (`Unsaved`).
         var unsaved: Episode.Unsaved = []
         var fetches: [UInt64: FetchProgress] = [:]

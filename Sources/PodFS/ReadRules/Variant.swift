@@ -14,8 +14,9 @@ extension Episode {
     struct Variant: Equatable, Sendable {
         // MARK: - Nested types
 
-        /// Where requests go.
-        enum Link: Equatable, Sendable {
+        /// Where requests go (its *route*; the network between podfs and
+        /// the origin is the *link*, `LinkEstimate`).
+        enum Route: Equatable, Sendable {
             /// The enclosure URL, through its redirects.
             case enclosure
             /// The end of the redirect chain the cached variant came from,
@@ -52,7 +53,7 @@ extension Episode {
 
         // MARK: - Properties
 
-        private(set) var link = Link.enclosure
+        private(set) var route = Route.enclosure
         /// Who sent podfs to the pinned link (`FetchHead.issuer`); a final
         /// episode keeps it with its link when the link is forgotten.
         private(set) var issuer: String?
@@ -61,7 +62,7 @@ extension Episode {
 
         /// The pinned link, if requests go to one.
         var pinnedURL: String? {
-            if case .pinned(let url) = link { return url }
+            if case .pinned(let url) = route { return url }
             return nil
         }
 
@@ -93,7 +94,7 @@ extension Episode {
         /// version, so the episode is taken for a stitching one without a
         /// validator and is not final.
         init(restoring record: EpisodeVariant, unprovenBytes: Bool) {
-            link = record.pinnedURL.map(Link.pinned) ?? .enclosure
+            route = record.pinnedURL.map(Route.pinned) ?? .enclosure
             issuer = record.pinnedIssuer
             if unprovenBytes {
                 serving = .stitched(.noValidator, stream: nil, unproven: true)
@@ -108,7 +109,7 @@ extension Episode {
         /// A response came from `url`, sent there by `issuer`: requests go
         /// there from now on.
         mutating func pin(_ url: String, issuer: String?) {
-            link = .pinned(url)
+            route = .pinned(url)
             self.issuer = issuer
         }
 
@@ -116,14 +117,14 @@ extension Episode {
         /// follow the enclosure again. A final episode keeps who sent podfs
         /// to its link (the index keeps both, `takeCommitSnapshot`);
         /// another with bytes cached marks the link gone.
-        mutating func forgetLink(final complete: Bool, cached: Bool) {
-            link = complete || !cached ? .enclosure : .gone
+        mutating func forgetRoute(final complete: Bool, cached: Bool) {
+            route = complete || !cached ? .enclosure : .gone
             if !complete { issuer = nil }
         }
 
         /// A link answered again after one was gone: said once, if at all.
-        mutating func linkAnswered() {
-            if link == .gone { link = .enclosure }
+        mutating func routeAnswered() {
+            if route == .gone { route = .enclosure }
         }
 
         /// The origin was found to serve different bytes per request, for
@@ -181,7 +182,7 @@ extension Episode.State {
     /// Who sent podfs to the pinned link.
     var pinnedIssuer: String? { variant.issuer }
     /// The pinned link of a partly cached variant stopped working.
-    var pinnedLinkGone: Bool { variant.link == .gone }
+    var pinnedRouteGone: Bool { variant.route == .gone }
     /// Why the origin serves different bytes per request; `nil` while it
     /// looks stable.
     var unstable: StitchReason? { variant.stitched }

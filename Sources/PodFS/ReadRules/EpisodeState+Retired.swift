@@ -5,7 +5,7 @@ extension Episode {
     /// that were cached when it was replaced, in its own file, which no
     /// longer has a path (docs/DESIGN.md, "Files open on a replaced
     /// version").
-    struct KeptVersion {
+    struct RetiredVersion {
         var length: Int64
         var present: RangeSet
         var spill: SpillBuffer
@@ -29,10 +29,10 @@ extension Episode.State {
     /// from what that version had, or EIO. Not once a file of a newer
     /// version is open: the kernel's page cache is the episode's, and old
     /// bytes read into it could be seen by the newer file.
-    mutating func readKept(
+    mutating func readRetired(
         _ reader: Episode.HandleState, offset: Int64, size: Int, reply: Episode.ReadToken
     ) -> [Effect] {
-        guard let old = kept[reader.generation], !newerFileOpen(than: reader.generation) else { return [.fail(reply)] }
+        guard let old = retired[reader.generation], !newerFileOpen(than: reader.generation) else { return [.fail(reply)] }
         let end = ReadPlan.end(offset: offset, size: size, length: old.length)
         if offset >= end { return [.answerEmpty(reply)] }
         let wanted = offset..<end
@@ -52,14 +52,14 @@ extension Episode.State {
     }
 
     /// The driver could not detach `old` from its path: the new version
-    /// uses it after all, and the old version's bytes in it are not kept.
+    /// uses it after all, and the old version's bytes in it are not kept for it.
     /// Returns their extent, to be punched.
     mutating func keptInPlace(_ old: Episode.FileToken) -> Int64 {
         if scratch == nil { storage = .open(old) }
         var extent: Int64 = 0
-        for (generation, version) in kept where version.scratch == old {
+        for (generation, version) in retired where version.scratch == old {
             extent = max(extent, version.length)
-            kept[generation] = nil
+            retired[generation] = nil
         }
         return extent
     }
@@ -67,11 +67,11 @@ extension Episode.State {
     /// Forgets the replaced versions no open file reads any more. Returns
     /// them, so their files are closed outside the lock (closing a file
     /// with no path frees its blocks).
-    mutating func forgetUnreadVersions() -> [Episode.KeptVersion] {
-        guard !kept.isEmpty else { return [] }
+    mutating func forgetUnreadVersions() -> [Episode.RetiredVersion] {
+        guard !retired.isEmpty else { return [] }
         let reading = Set(handles.values.map(\.generation))
-        let unread = kept.keys.filter { !reading.contains($0) }
-        return unread.compactMap { kept.removeValue(forKey: $0) }
+        let unread = retired.keys.filter { !reading.contains($0) }
+        return unread.compactMap { retired.removeValue(forKey: $0) }
     }
 
     // MARK: - Internal methods
@@ -79,18 +79,18 @@ extension Episode.State {
     /// Before the version is replaced: keeps its cached bytes for the files
     /// opened on it, if any is open and any byte is cached. The scratch
     /// file goes with them, so the new version gets a new one.
-    mutating func keepForOpenFiles() {
+    mutating func retireForOpenFiles() {
         let opened = handles.values.contains { $0.generation == generation && !$0.provisional }
         guard opened, let length, !present.isEmpty || !spill.isEmpty else { return }
-        kept[generation] = Episode.KeptVersion(length: length, present: present, spill: spill, scratch: scratch)
+        retired[generation] = Episode.RetiredVersion(length: length, present: present, spill: spill, scratch: scratch)
         if scratch != nil { storage = .replacing }
     }
 
     /// What frees the old version's bytes on disk once the index forgot
-    /// them: a new file if they are kept for open files, else a punched
+    /// them: a new file if they are retired for open files (`retired`), else a punched
     /// and resized one. Call after `dropVersion`.
     func freeingOldBytes(old: Int64?, new: Int64) -> Effect? {
-        if replacingScratch, let file = kept[generation &- 1]?.scratch { return .replace(old: file, length: new) }
+        if replacingScratch, let file = retired[generation &- 1]?.scratch { return .replace(old: file, length: new) }
         guard let scratch, let old else { return nil }
         return .reshape(scratch, old: old, new: new)
     }

@@ -7,7 +7,7 @@ import Testing
 /// Files open on a replaced version (docs/DESIGN.md, "Files open on a
 /// replaced version"): they read what was cached of the version they
 /// opened, EIO only for bytes it never had, and never a byte of the new one.
-@Suite struct KeptVersionTests {
+@Suite struct RetiredVersionTests {
     private let mib = ReadBench.mib
 
     /// 1 MiB of a 10 MiB episode cached in its scratch file; file 1 is
@@ -28,7 +28,7 @@ import Testing
         return (bench, scratch, outcome.1.durable)
     }
 
-    private static func kept(_ effects: [Episode.State.Effect]) -> [(Range<Int64>, Episode.FileToken?)] {
+    private static func retired(_ effects: [Episode.State.Effect]) -> [(Range<Int64>, Episode.FileToken?)] {
         effects.compactMap { effect in
             if case .serveKept(_, let range, let file, _) = effect { return (range, file) }
             return nil
@@ -49,7 +49,7 @@ import Testing
         #expect(!durable.contains { if case .reshape = $0 { true } else { false } }, "no byte it reads is punched")
         #expect(bench.state.scratch == nil && bench.state.replacingScratch)
 
-        let had = Self.kept(bench.read(1, at: 64 * 1024))
+        let had = Self.retired(bench.read(1, at: 64 * 1024))
         #expect(had.count == 1 && had[0].0 == 64 * 1024..<192 * 1024 && had[0].1 == scratch)
         #expect(bench.state.kernelPagesStale, "the next open of the new version drops the old pages")
         #expect(ReadBench.failed(bench.read(1, at: 5 * mib)) == 1, "bytes it never had")
@@ -71,18 +71,18 @@ import Testing
     @Test func aFileThatCouldNotBeSetAsideIsNotKept() throws {
         var (bench, scratch, _) = try replacedWhileOpen()
         #expect(bench.state.keptInPlace(scratch) == 10 * mib, "its old bytes are punched")
-        #expect(bench.state.scratch == scratch && !bench.state.replacingScratch && bench.state.kept.isEmpty)
+        #expect(bench.state.scratch == scratch && !bench.state.replacingScratch && bench.state.retired.isEmpty)
         #expect(ReadBench.failed(bench.read(1, at: 0)) == 1, "the old file reads EIO, as before")
     }
 
     @Test func aFileOfTheNewVersionEndsTheOldOnesReads() throws {
         var (bench, _, _) = try replacedWhileOpen(handles: [1, 2])
-        #expect(Self.kept(bench.read(2, at: 0)).count == 1)
+        #expect(Self.retired(bench.read(2, at: 0)).count == 1)
         // The page cache is the episode's: old bytes read into it now could
         // be seen through the newer file.
         bench.state.handles[3] = Episode.HandleState(generation: 1)
         #expect(ReadBench.failed(bench.read(2, at: 0)) == 1)
-        #expect(Self.kept(bench.read(2, at: 0)).isEmpty)
+        #expect(Self.retired(bench.read(2, at: 0)).isEmpty)
     }
 
     @Test func theLastFileOfAReplacedVersionClosingFreesIt() throws {
@@ -90,7 +90,7 @@ import Testing
         #expect(bench.state.release(handle: 1, now: 0).isEmpty, "file 2 still reads it")
         let freed = bench.state.release(handle: 2, now: 0)
         #expect(freed.count == 1 && freed[0].scratch == scratch)
-        #expect(bench.state.kept.isEmpty)
+        #expect(bench.state.retired.isEmpty)
     }
 
     @Test func withNoFileOpenTheOldBytesArePunchedAsBefore() throws {
@@ -100,7 +100,7 @@ import Testing
         _ = state.scratchOpened(scratch, generation: 0, fileMissing: false)
         state.fetches[1] = Episode.FetchProgress(cursor: 5 * mib, upper: 6 * mib, generation: 0)
         _ = state.dropVersion(keeping: 1, existing: nil)
-        #expect(state.kept.isEmpty && !state.replacingScratch && state.scratch == scratch)
+        #expect(state.retired.isEmpty && !state.replacingScratch && state.scratch == scratch)
         guard case .reshape(let file, let old, let new) = state.freeingOldBytes(old: 10 * mib, new: 9 * mib) else {
             Issue.record("punched and resized")
             return
@@ -116,6 +116,6 @@ import Testing
         let broken = bench.state.continuityBroken(id: 9)
         let outcome = try #require(broken)
         #expect(outcome.durable.contains { if case .replace(let old, _) = $0 { old == scratch } else { false } })
-        #expect(Self.kept(bench.read(1, at: 0)).count == 1, "the file keeps reading the variant it opened")
+        #expect(Self.retired(bench.read(1, at: 0)).count == 1, "the file keeps reading the variant it opened")
     }
 }
