@@ -15,6 +15,7 @@ extension EpisodeReader {
     public func startFlushing(interval: Double = 1.0) {
         flusher.start(interval: interval, prepare: { disk.makeReserve(logger: logger) }) { [self] in
             recoverSpace()
+            retryUnfinishedSteps()
             flush()
             evictIfOverLimit()
         }
@@ -25,6 +26,7 @@ extension EpisodeReader {
     public func stopFlushing() {
         drainWriters()
         flusher.stop()
+        retryUnfinishedSteps()
         flush()
     }
 

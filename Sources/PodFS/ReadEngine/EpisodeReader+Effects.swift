@@ -33,29 +33,40 @@ extension EpisodeReader {
 
     /// Carries out `effects` of `episode`, in their order, outside its
     /// lock. Returns whether the transfer whose head they follow goes on.
-    /// The durable ones (the index, the scratch file) stop at the first
-    /// failure: bytes the index may still list are never freed
-    /// (guarantee 1).
+    /// A version change's durable steps go through `carryOutDurable`
+    /// instead, which stops at the first failure.
     @discardableResult
     func carryOut(_ effects: [Episode.State.Effect], of episode: Episode, _ context: EffectContext = .init()) -> Bool {
         var goesOn = true
-        do {
-            for effect in effects {
+        for effect in effects {
+            do {
                 if try !carryOut(effect, of: episode, context) { goesOn = false }
-            }
-        } catch {
-            logger.error("could not update the cache index", metadata: ["error": "\(error)"])
-            // A replacement that never ran: the index may still list the old
-            // bytes, so their file stays at its path, untouched, and is the
-            // new version's too (as before files were kept): not kept for
-            // open files, which then read EIO.
-            for case .replace(let old, _) in effects {
-                episode.state.withLock { state in
-                    if state.replacingScratch { _ = state.keptInPlace(old) }
-                }
+            } catch {
+                logger.error("could not update the cache index", metadata: ["error": "\(error)"])
             }
         }
         return goesOn
+    }
+
+    /// Carries out a version change's durable steps (the index, the
+    /// scratch file) in their order, under the index lock the caller holds.
+    /// Returns the steps not done: the one that failed (logged) and those
+    /// after it, none when all were done. The caller then stops the episode
+    /// (`stop(_:unfinished:then:fetch:)`): bytes the index may still list
+    /// are never freed, and no byte of the new version comes before the
+    /// index forgot the old one's.
+    func carryOutDurable(_ steps: [Episode.State.Effect], of episode: Episode) -> [Episode.State.Effect] {
+        for (position, step) in steps.enumerated() {
+            do {
+                _ = try carryOut(step, of: episode, EffectContext())
+            } catch {
+                logger.error(
+                    "could not record a change of an episode's version in the cache",
+                    metadata: ["episode.key": "\(episode.key)", "error": "\(error)"])
+                return Array(steps[position...])
+            }
+        }
+        return []
     }
 
     // MARK: - Private methods
@@ -119,7 +130,7 @@ extension EpisodeReader {
         case .reshape(let scratch, let old, let new):
             // Still on the network thread, before any byte of the new
             // version is written.
-            reshape(scratch.file, old: old, new: new)
+            try reshape(scratch.file, old: old, new: new)
         case .replace(let old, let length):
             replace(old.file, length: length, of: episode)
         case .saveVersion(let version, let pinnedURL, let pinnedIssuer):

@@ -46,20 +46,24 @@ extension EpisodeReader {
             now: monotonicSeconds(), feedLength: episode.feedLength, isBackground: fetch.isBackground,
             holdingIndexLock: false)
         var outcome = episode.state.withLock { $0.head(id: fetch.id, head, start: start, last: last, total: total, context: context) }
+        var unfinished: [Episode.State.Effect] = []
         if outcome.verdict == .needsIndexLock {
-            outcome = indexLock.withLock { _ in
+            (outcome, unfinished) = indexLock.withLock { _ in
                 context.holdingIndexLock = true
                 context.existingScratch = existingScratch(of: episode).map(Episode.FileToken.init)
                 let outcome = episode.state.withLock {
                     $0.head(id: fetch.id, head, start: start, last: last, total: total, context: context)
                 }
-                carryOut(outcome.transition.durable, of: episode)
-                return outcome
+                return (outcome, carryOutDurable(outcome.transition.durable, of: episode))
             }
         } else {
-            carryOut(outcome.transition.durable, of: episode)
+            unfinished = carryOutDurable(outcome.transition.durable, of: episode)
         }
         guard outcome.verdict == .accepted else { return false }
+        guard unfinished.isEmpty else {
+            stop(episode, unfinished: unfinished, then: outcome.transition.then, fetch: fetch)
+            return false
+        }
         return carryOut(outcome.transition.then, of: episode, EffectContext(fetch: fetch))
     }
 
@@ -87,7 +91,15 @@ extension EpisodeReader {
                 "could not set a replaced version's cache file aside; files open on it read EIO",
                 metadata: ["episode.key": "\(episode.key)", "error": "\(error)"])
             let size = episode.state.withLock { $0.keptInPlace(Episode.FileToken(old)) }
-            reshape(old, old: size, new: length)
+            // The index forgot the old bytes: left on disk, they are only
+            // space, never read.
+            do {
+                try reshape(old, old: size, new: length)
+            } catch {
+                logger.warning(
+                    "could not free a replaced version's bytes in its cache file",
+                    metadata: ["episode.key": "\(episode.key)", "error": "\(error)"])
+            }
         }
     }
 
@@ -128,9 +140,9 @@ extension EpisodeReader {
 
     /// Frees the `old` bytes of a version in `scratch` and gives it the
     /// `new` length (`Effect.reshape`).
-    func reshape(_ scratch: ScratchFile, old: Int64, new: Int64) {
-        if old > 0 { try? scratch.punchHole(0..<old) }
-        if old != new { try? scratch.resize(to: new) }
+    func reshape(_ scratch: ScratchFile, old: Int64, new: Int64) throws {
+        if old > 0 { try scratch.punchHole(0..<old) }
+        if old != new { try scratch.resize(to: new) }
     }
 
     // MARK: - Body

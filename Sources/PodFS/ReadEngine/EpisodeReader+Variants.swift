@@ -65,12 +65,15 @@ extension EpisodeReader {
     /// the index lock, as a version change, the cached bytes are forgotten
     /// durably before they are freed; then readers of them fail.
     func continuityBroken(_ episode: Episode, fetchID: UInt64) {
-        let outcome = indexLock.withLock { _ -> Episode.State.Transition? in
+        let result = indexLock.withLock { _ -> (Episode.State.Transition, [Episode.State.Effect])? in
             guard let outcome = episode.state.withLock({ $0.continuityBroken(id: fetchID) }) else { return nil }
-            carryOut(outcome.durable, of: episode)
-            return outcome
+            return (outcome, carryOutDurable(outcome.durable, of: episode))
         }
-        guard let outcome else { return }
+        guard let (outcome, unfinished) = result else { return }
+        guard unfinished.isEmpty else {
+            stop(episode, unfinished: unfinished, then: outcome.then, fetch: nil)
+            return
+        }
         carryOut(outcome.then, of: episode)
     }
 }

@@ -39,6 +39,9 @@ public final class EpisodeReader: Sendable {
     let indexLock = Locked<Int>(0)
     /// Episodes whose `present` changed since the last commit.
     let dirtyEpisodes = DirtyEpisodes()
+    /// Episodes stopped until a version change's durable steps are done
+    /// (`EpisodeReader+Unfinished.swift`).
+    let stoppedEpisodes = DirtyEpisodes()
     private let nextID = Atomic<UInt64>(1)
     /// The flush thread (`startFlushing`).
     let flusher = FlushThread()

@@ -99,7 +99,8 @@ extension Episode.State {
 
     /// What an event that may change the version does: `durable` first,
     /// under the index lock, stopping at the first failure (bytes the index
-    /// may still list are never freed, guarantee 1), then `then`.
+    /// may still list are never freed, guarantee 1; the episode then stops,
+    /// `stepsFailed`), then `then`.
     struct Transition {
         var durable: [Effect] = []
         var then: [Effect] = []

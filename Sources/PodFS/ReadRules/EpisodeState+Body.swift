@@ -108,7 +108,8 @@ extension Episode.State {
     mutating func writeTarget(
         id: UInt64, generation: UInt64, range: Range<Int64>, step: Int64
     ) -> (scratch: Episode.FileToken?, allocation: Range<Int64>?, check: Range<Int64>?)? {
-        guard self.generation == generation, var progress = fetches[id], progress.generation == generation
+        guard self.generation == generation, var progress = fetches[id], progress.generation == generation,
+            !stepsUnfinished
         else { return nil }
         var allocation: Range<Int64>?
         if scratch != nil, range.upperBound > progress.allocated, progress.upper - range.lowerBound >= step / 8 {

@@ -92,6 +92,11 @@ extension Episode.State {
         id: UInt64, _ head: FetchHead, start: Int64, last: Int64?, total: Int64, context: HeadContext
     ) -> (verdict: HeadVerdict, transition: Transition) {
         guard var progress = fetches[id], progress.generation == generation else { return (.stale, Transition()) }
+        // Stopped until a version change is durable: no byte of it comes.
+        guard !stepsUnfinished else {
+            fetches[id] = nil
+            return (.stale, Transition())
+        }
         let answer = OriginVersion(length: total, etag: head.etag, lastModified: head.lastModified)
         let versionKnown = length != nil
         let restarting = restartsStream(id: id)

@@ -33,6 +33,8 @@ extension Episode.State {
         seenByKernel: Bool = true
     ) -> [Effect] {
         let dropAttributes = markOpened(now: now)
+        // Stopped until a version change is durable (`stepsFailed`).
+        if stepsUnfinished { return [.answerOpen(reply, nil)] }
         if unstable != nil || finalLinkGone {
             return openStreamed(handle: handle, reply: reply, dropAttributes: dropAttributes, seenByKernel: seenByKernel)
         }

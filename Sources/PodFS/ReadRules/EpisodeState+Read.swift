@@ -33,7 +33,8 @@ extension Episode.State {
     mutating func read(
         handle: UInt64, offset: Int64, size: Int, reply: Episode.ReadToken, context: ReadContext
     ) -> [Effect] {
-        guardingVariants(planRead(handle: handle, offset: offset, size: size, reply: reply, context: context))
+        if readStopped(handle: handle) { return [.fail(reply)] }
+        return guardingVariants(planRead(handle: handle, offset: offset, size: size, reply: reply, context: context))
     }
 
     /// The delay of a `.recheck` passed (`rechecking`), its fetches

@@ -13,9 +13,11 @@ extension Episode.State {
     /// keeper's and a scan's fills, the fill after a jump): an episode
     /// marked unstable is streamed whole (`streamingWhole`), and a fetch
     /// that continues bytes of a version no strong ETag vouches for starts
-    /// a little before them, to compare (`checkingContinuity`).
+    /// a little before them, to compare (`checkingContinuity`). While a
+    /// version change's durable steps are unfinished, nothing is fetched
+    /// (`holdingFetchesForSteps`).
     mutating func guardingVariants(_ effects: [Effect]) -> [Effect] {
-        checkingContinuity(streamingWhole(effects))
+        checkingContinuity(streamingWhole(holdingFetchesForSteps(effects)))
     }
 
     // MARK: - Events

@@ -172,6 +172,9 @@ extension Episode {
         var retired: [UInt64: Episode.RetiredVersion] = [:]
         /// What the index has not heard of yet (`Unsaved`).
         var unsaved: Episode.Unsaved = []
+        /// Durable steps of a version change that failed, still to be done:
+        /// until then the episode is stopped (`EpisodeState+Unfinished.swift`).
+        var unfinishedSteps: [Effect] = []
         var fetches: [UInt64: FetchProgress] = [:]
         var waiters: [Waiter] = []
         var openWaiters: [OpenWaiter] = []
