@@ -48,10 +48,17 @@ let package = Package(
             name: "FUSEBridge",
             dependencies: ["CFuse3", "Locking", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings),
+        // The read rules of an episode, pure: a module of their own, so the
+        // driver (PodFS) can call their events and read their state but
+        // never write a field or call a helper.
+        .target(
+            name: "ReadRules",
+            dependencies: ["Feeds", "RangeCache", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: swiftSettings),
         .target(
             name: "PodFS",
             dependencies: [
-                "Feeds", "RangeCache", "FUSEBridge", "Locking",
+                "Feeds", "RangeCache", "ReadRules", "FUSEBridge", "Locking",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings),
@@ -60,7 +67,7 @@ let package = Package(
         .executableTarget(
             name: "podfs",
             dependencies: [
-                "PodFS", "HTTPClient", "FUSEBridge", "Feeds", "RangeCache", "Locking",
+                "PodFS", "ReadRules", "HTTPClient", "FUSEBridge", "Feeds", "RangeCache", "Locking",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -84,12 +91,12 @@ let package = Package(
         .testTarget(
             name: "PodFSTests",
             dependencies: [
-                "PodFS", "Feeds", "RangeCache", "FUSEBridge", "Locking", "TestSupport",
+                "PodFS", "ReadRules", "Feeds", "RangeCache", "FUSEBridge", "Locking", "TestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings),
         .testTarget(
-            name: "CommandTests", dependencies: ["podfs", "HTTPClient", "PodFS", "RangeCache"],
+            name: "CommandTests", dependencies: ["podfs", "HTTPClient", "PodFS", "ReadRules", "RangeCache"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "IntegrationTests", dependencies: ["TestSupport"], swiftSettings: swiftSettings),

@@ -2,6 +2,7 @@ import Feeds
 import Foundation
 import HTTPClient
 import PodFS
+import ReadRules
 
 /// Wires the HTTP client into the reader's and the catalogue's small
 /// network protocols.

@@ -15,6 +15,7 @@
 import HTTPClient
 import PodFS
 import RangeCache
+import ReadRules
 
 /// What is wrong with one input, or `nil`. The target's entry file crashes
 /// on a finding (for libFuzzer).

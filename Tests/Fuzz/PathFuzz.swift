@@ -13,6 +13,7 @@ import Feeds
 import Glibc
 import Logging
 @testable import PodFS
+@testable import ReadRules
 import RangeCache
 
 /// The two feed URLs every input is mounted under: the same feed twice, so

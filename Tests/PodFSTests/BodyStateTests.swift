@@ -3,6 +3,7 @@ import RangeCache
 import Testing
 
 @testable import PodFS
+@testable import ReadRules
 
 /// The body and commit events: bytes are `present` only once written, the
 /// flush syncs before it commits (guarantee 1 of docs/DESIGN.md), and a

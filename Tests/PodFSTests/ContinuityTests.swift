@@ -2,6 +2,7 @@ import RangeCache
 import Testing
 
 @testable import PodFS
+@testable import ReadRules
 
 /// The overlap check (docs/DESIGN.md, "Episodes and their variants"): a
 /// fetch that continues cached bytes starts a little before them, the

@@ -2,6 +2,7 @@ import RangeCache
 import Testing
 
 @testable import PodFS
+@testable import ReadRules
 
 /// `Episode.StateCell` (docs/DESIGN.md, "Threads and the lock order"): a
 /// listed file's read state is made when an event first needs it; `stat`

@@ -5,6 +5,7 @@ import RangeCache
 import Testing
 
 @testable import PodFS
+@testable import ReadRules
 
 /// The cache's cap, kept by `Eviction` against a real index in a temporary
 /// directory: least recently read first, kept episodes never, the index

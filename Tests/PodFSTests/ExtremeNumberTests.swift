@@ -3,6 +3,7 @@ import Feeds
 import Foundation
 import Logging
 @testable import PodFS
+@testable import ReadRules
 import RangeCache
 import Testing
 

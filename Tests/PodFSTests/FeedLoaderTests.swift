@@ -5,6 +5,7 @@ import Logging
 import PodFS
 import RangeCache
 import Testing
+import ReadRules
 
 /// Conditional GETs and the last good copy, with an in-memory feed source.
 @Suite struct FeedLoaderTests {

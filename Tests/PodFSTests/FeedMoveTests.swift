@@ -5,6 +5,7 @@ import Logging
 import PodFS
 import RangeCache
 import Testing
+import ReadRules
 
 /// Feeds that move: a permanent redirect or an `itunes:new-feed-url` that
 /// leads to a feed is remembered; the feed keeps its own URL for its kept

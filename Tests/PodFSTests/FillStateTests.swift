@@ -2,6 +2,7 @@ import RangeCache
 import Testing
 
 @testable import PodFS
+@testable import ReadRules
 
 /// The keeper's fills (docs/DESIGN.md, "Offline by policy"): one fetch at a
 /// time, each from the first byte neither here nor on its way to the next

@@ -2,6 +2,7 @@ import RangeCache
 import Testing
 
 @testable import PodFS
+@testable import ReadRules
 
 /// A complete episode is kept (docs/DESIGN.md, "Episodes and their
 /// variants"): final once every byte is cached, opened without asking the

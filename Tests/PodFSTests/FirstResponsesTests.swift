@@ -2,6 +2,7 @@ import RangeCache
 import Testing
 
 @testable import PodFS
+@testable import ReadRules
 
 /// The first responses of an episode (docs/DESIGN.md, "Episodes and their
 /// variants", "Until two responses agree"): until a second response showed

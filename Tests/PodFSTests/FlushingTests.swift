@@ -3,6 +3,7 @@ import Locking
 import Testing
 
 @testable import PodFS
+@testable import ReadRules
 
 /// The flush's parts (`ReadEngine/Flushing.swift`): the episodes with
 /// something to commit, and the thread that commits them.

@@ -1,6 +1,7 @@
 import Testing
 
 @testable import PodFS
+@testable import ReadRules
 
 /// A folder's time changes whenever its listing changes (docs/DESIGN.md,
 /// "What a mount shows"): scanners skip folders whose time stayed.

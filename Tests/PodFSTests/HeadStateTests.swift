@@ -3,6 +3,7 @@ import RangeCache
 import Testing
 
 @testable import PodFS
+@testable import ReadRules
 
 /// The response-head event: bad answers, real sizes, no mixed versions
 /// (guarantees 3, 4 and 6 of docs/DESIGN.md), the open's probe.

@@ -1,6 +1,7 @@
 import Testing
 
 @testable import PodFS
+@testable import ReadRules
 
 /// Inode numbers any program can keep (docs/DESIGN.md, "What a mount
 /// shows"): unique in their low 32 bits, the same across mounts.

@@ -3,6 +3,7 @@ import RangeCache
 import Testing
 
 @testable import PodFS
+@testable import ReadRules
 
 /// Join or jump, and the listener first (docs/DESIGN.md, "Join or jump"): a
 /// read joins a fetch on its way only when that fetch brings its bytes

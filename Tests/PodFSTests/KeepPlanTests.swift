@@ -2,6 +2,7 @@ import RangeCache
 import Testing
 
 @testable import PodFS
+@testable import ReadRules
 
 /// Which episodes a mount keeps offline (docs/DESIGN.md, "Offline by
 /// policy"): the newest N per show, the show's own N, pins, and the cap.

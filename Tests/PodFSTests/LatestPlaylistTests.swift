@@ -5,6 +5,7 @@ import RangeCache
 import Testing
 
 @testable import PodFS
+@testable import ReadRules
 
 /// The root's `Latest.m3u` (docs/DESIGN.md, "What a mount shows"): the
 /// pure builder, then the catalogue that holds it.

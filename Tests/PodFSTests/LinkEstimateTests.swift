@@ -1,4 +1,5 @@
 @testable import PodFS
+@testable import ReadRules
 import Testing
 
 /// The read-ahead a sequential reader gets from what the link showed.

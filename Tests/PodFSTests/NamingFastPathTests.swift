@@ -1,4 +1,5 @@
 @testable import PodFS
+@testable import ReadRules
 import Testing
 
 /// The ASCII fast path of `Naming.sanitize` names every title exactly as

@@ -2,6 +2,7 @@ import RangeCache
 import Testing
 
 @testable import PodFS
+@testable import ReadRules
 
 /// The open, release and settle events: the open's probe, offline opens
 /// from the cache (guarantee 5 of docs/DESIGN.md), and who is answered when

@@ -1,5 +1,6 @@
 import PodFS
 import Testing
+import ReadRules
 
 /// One rule for what an origin's answer means, for episodes and feeds.
 @Suite struct OriginAnswerTests {

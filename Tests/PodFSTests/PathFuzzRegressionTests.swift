@@ -1,4 +1,5 @@
 import Testing
+import ReadRules
 
 /// Feeds `scripts/fuzz path` found trapping, each reduced to the one
 /// enclosure that does it and run through the fuzz target's checks

@@ -2,6 +2,7 @@ import RangeCache
 import Testing
 
 @testable import PodFS
+@testable import ReadRules
 
 /// One variant per episode, pinned (docs/DESIGN.md, "Episodes and their
 /// variants"): the link a response came from and its validator are kept,

@@ -4,6 +4,7 @@ import RangeCache
 import Testing
 
 @testable import PodFS
+@testable import ReadRules
 
 extension Episode.Token {
     /// A request no kernel sent, for the rules' tests: the state carries

@@ -4,6 +4,7 @@ import RangeCache
 import Testing
 
 @testable import PodFS
+@testable import ReadRules
 
 /// Ranges an index lists with no length (no podfs writes them; an index
 /// edited by hand) are not served, and the first flush of the mount that

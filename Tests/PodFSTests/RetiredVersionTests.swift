@@ -3,6 +3,7 @@ import RangeCache
 import Testing
 
 @testable import PodFS
+@testable import ReadRules
 
 /// Files open on a replaced version (docs/DESIGN.md, "Files open on a
 /// replaced version"): they read what was cached of the version they

@@ -1,5 +1,6 @@
 import PodFS
 import Testing
+import ReadRules
 
 /// `Retry-After` read as the origin meant it: seconds, or an HTTP date.
 @Suite struct RetryAfterTests {

@@ -1,6 +1,7 @@
 import Testing
 
 @testable import PodFS
+@testable import ReadRules
 
 /// A scan is told from other readers by how a folder's files are opened,
 /// read and closed (docs/DESIGN.md, "Who reads"), and only a scan fetches

@@ -2,6 +2,7 @@ import RangeCache
 import Testing
 
 @testable import PodFS
+@testable import ReadRules
 
 /// Who reads (docs/DESIGN.md, "Who reads"): a scanner reads a file's head
 /// and tail and closes it, a listener moves on through the body. A reader

@@ -2,6 +2,7 @@ import RangeCache
 import Testing
 
 @testable import PodFS
+@testable import ReadRules
 
 /// A show that stitches (docs/DESIGN.md, "A show that stitches"): an
 /// episode that holds nothing (no byte, nothing open or on its way) takes

@@ -1,4 +1,5 @@
 @testable import PodFS
+@testable import ReadRules
 import RangeCache
 import Testing
 

@@ -4,6 +4,7 @@ import RangeCache
 import Testing
 
 @testable import PodFS
+@testable import ReadRules
 
 /// `StitchingShows`: the shows whose new episodes take the mark of a
 /// stitching host before their first byte (docs/DESIGN.md, "A show that

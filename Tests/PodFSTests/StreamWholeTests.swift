@@ -2,6 +2,7 @@ import RangeCache
 import Testing
 
 @testable import PodFS
+@testable import ReadRules
 
 /// Unstable origins are streamed whole (docs/DESIGN.md, "Episodes and
 /// their variants"): one sequential response from the end of the cached

@@ -1,6 +1,7 @@
 import Testing
 
 @testable import PodFS
+@testable import ReadRules
 
 /// The sync rules, driven event by event with no server.
 @Suite struct SubscriptionSyncTests {

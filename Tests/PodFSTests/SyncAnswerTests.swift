@@ -1,6 +1,7 @@
 import Testing
 
 @testable import PodFS
+@testable import ReadRules
 
 /// A sync server's answers, hostile ones first: refused whole or cleaned,
 /// never half-read.

@@ -2,6 +2,7 @@ import RangeCache
 import Testing
 
 @testable import PodFS
+@testable import ReadRules
 
 /// A version change whose durable steps failed (docs/DESIGN.md, "A durable
 /// step that fails"): the episode is stopped, nothing of it is fetched,

@@ -2,6 +2,7 @@ import RangeCache
 import Testing
 
 @testable import PodFS
+@testable import ReadRules
 
 /// A version that cannot be proven is never spliced (docs/DESIGN.md, "A
 /// version that cannot be proven"): an origin that sends no validator is

@@ -2,6 +2,7 @@ import RangeCache
 import Testing
 
 @testable import PodFS
+@testable import ReadRules
 
 /// Continuity is checked, not assumed (docs/DESIGN.md, "Episodes and their
 /// variants"): a response that shows an origin serving different bytes per

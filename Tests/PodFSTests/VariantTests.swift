@@ -2,6 +2,7 @@ import RangeCache
 import Testing
 
 @testable import PodFS
+@testable import ReadRules
 
 /// What an episode's state knows of its variant (`Episode.Variant`): where
 /// requests go, how the origin serves and whether the episode is final,

@@ -2,6 +2,7 @@ import RangeCache
 import Testing
 
 @testable import PodFS
+@testable import ReadRules
 
 /// The cached version's transitions (`Episode.Version`): what a write, a
 /// replacement and a restore leave, and what the index hears of.

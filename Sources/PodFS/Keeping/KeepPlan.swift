@@ -1,4 +1,5 @@
 public import RangeCache
+import ReadRules
 
 /// Which episodes a mount keeps complete offline, and why (docs/DESIGN.md,
 /// "Offline by policy"): the newest N of each show (the mount's N, or the

@@ -3,6 +3,7 @@ public import FUSEBridge
 import Locking
 public import Logging
 public import RangeCache
+import ReadRules
 
 /// Keeps the newest N episodes of each show, and the pinned ones, complete
 /// offline (docs/DESIGN.md, "Offline by policy"), on a thread of its own.

@@ -2,6 +2,7 @@ import Foundation
 import FUSEBridge
 import Logging
 import RangeCache
+import ReadRules
 
 /// The one place that answers reads: from the scratch file (spliced
 /// straight from its page cache when it can), from memory where the disk

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import RangeCache
+import ReadRules
 
 /// A full disk (ENOSPC, EDQUOT) or another failed cache write (EFBIG, EIO)
 /// never fails a read: the fetched bytes are served from memory

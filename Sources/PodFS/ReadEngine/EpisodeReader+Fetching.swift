@@ -4,6 +4,7 @@ import Foundation
 import FUSEBridge
 import Logging
 import RangeCache
+import ReadRules
 
 /// The network side of the reader: response heads, body chunks and the end
 /// of each fetch, all on the network thread.

@@ -1,5 +1,6 @@
 import Logging
 import RangeCache
+import ReadRules
 
 /// The driver's side of an episode's variant (docs/DESIGN.md, "Episodes
 /// and their variants"): marks the state machine decided on, kept in the

@@ -5,6 +5,7 @@ public import Logging
 public import RangeCache
 import Locking
 import Synchronization
+public import ReadRules
 
 /// Serves reads of episodes from the scratch files and fetches what is
 /// missing, one fetch per byte however many readers ask.

@@ -1,6 +1,7 @@
 import Locking
 import Logging
 import RangeCache
+import ReadRules
 
 /// Keeps the cache under its size cap and makes room on a full disk:
 /// whole episodes go, least recently read first, never one that is open,

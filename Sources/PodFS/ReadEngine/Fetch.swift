@@ -1,4 +1,5 @@
 import Locking
+import ReadRules
 
 /// One streaming range fetch of an episode, fed by the network thread.
 ///

@@ -1,3 +1,4 @@
+public import ReadRules
 /// Receives a streaming fetch; called on the network thread, in order.
 public protocol FetchSink: AnyObject, Sendable {
     func receive(head: FetchHead) -> Bool

@@ -1,3 +1,4 @@
+public import ReadRules
 /// What a conditional GET of a feed sends: the validators of the copy kept.
 public struct FeedValidators: Sendable, Equatable {
     /// Sent as `If-None-Match`.

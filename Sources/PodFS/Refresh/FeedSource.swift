@@ -1,3 +1,4 @@
+public import ReadRules
 /// Fetches whole feed documents (the HTTP client implements it).
 public protocol FeedSource: Sendable {
     /// The feed body; throws when it cannot be had now.

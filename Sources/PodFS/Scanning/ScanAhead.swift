@@ -1,6 +1,7 @@
 import Foundation
 import Locking
 public import Logging
+import ReadRules
 
 /// Fetches ahead of a library scan (docs/DESIGN.md, "Who reads"): the mount
 /// tells it every open and close of an episode file (with where the file

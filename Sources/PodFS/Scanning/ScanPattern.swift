@@ -1,3 +1,4 @@
+import ReadRules
 /// Tells a library scan from other readers, by how files of one folder are
 /// opened, read and closed (docs/DESIGN.md, "Who reads"), and says which
 /// files to fetch ahead of it. Pure: the driver (`ScanAhead`) feeds it the

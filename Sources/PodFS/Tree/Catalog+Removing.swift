@@ -1,5 +1,6 @@
 import FUSEBridge
 import Foundation
+import ReadRules
 
 /// Shows taken out of the tree: an unsubscribed feed's folder leaves the
 /// root at once, but every node it served stays in `nodes`, so a file open

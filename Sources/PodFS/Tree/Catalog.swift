@@ -4,6 +4,7 @@ public import Feeds
 public import Logging
 public import RangeCache
 import Locking
+import ReadRules
 
 /// The tree a mount shows: the root, one directory per feed, in it one
 /// read-only file per episode, the show's cover, the episodes' transcripts

@@ -1,3 +1,4 @@
+import ReadRules
 /// The mount root's `Latest.m3u`: the newest episodes of every show, newest
 /// first, each a path relative to the root (docs/DESIGN.md, "What a mount
 /// shows").

@@ -5,6 +5,7 @@ public import Logging
 import RangeCache
 import Synchronization
 import Glibc
+import ReadRules
 
 /// The `FileSystem` a mount serves: the catalogue's tree, episodes (and
 /// covers, transcripts, chapters) read through the `EpisodeReader`,

@@ -1,9 +1,9 @@
 /// Why an episode's origin is taken to serve different bytes per request
 /// (docs/DESIGN.md, "Episodes and their variants"): the episode's mark
-/// (`Episode.State.unstable`). The index keeps `code`, which never changes
+/// (`EpisodeRules.State.unstable`). The index keeps `code`, which never changes
 /// with the wording; `description` is what logs and `user.podfs.variant`
 /// say.
-enum StitchReason: Equatable, Sendable, CustomStringConvertible {
+public enum StitchReason: Equatable, Sendable, CustomStringConvertible {
     /// The length changed from the one a response in this mount confirmed.
     case lengthChanged(before: Int64?, after: Int64?)
     /// The validator changed from the one a response in this mount confirmed.
@@ -45,7 +45,7 @@ enum StitchReason: Equatable, Sendable, CustomStringConvertible {
 
     /// The index's code: stable across versions (schema 4 moved the
     /// sentences earlier versions kept to these, `IndexSchema.steps`).
-    var code: String {
+    public var code: String {
         switch self {
         case .lengthChanged: "length-changed"
         case .validatorChanged: "validator-changed"
@@ -58,7 +58,7 @@ enum StitchReason: Equatable, Sendable, CustomStringConvertible {
         }
     }
 
-    var description: String {
+    public var description: String {
         switch self {
         case .lengthChanged(let before?, let after?):
             "the length changed between requests (\(before) then \(after) bytes)"
@@ -74,7 +74,7 @@ enum StitchReason: Equatable, Sendable, CustomStringConvertible {
     }
 
     /// Equal by kind: the lengths of `lengthChanged` are for the log.
-    static func == (lhs: StitchReason, rhs: StitchReason) -> Bool {
+    public static func == (lhs: StitchReason, rhs: StitchReason) -> Bool {
         lhs.code == rhs.code
     }
 }

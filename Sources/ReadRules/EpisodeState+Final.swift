@@ -6,11 +6,11 @@
 /// at all (`openStreamed`). The feed changing the episode replaces it
 /// (`CacheIndex.register`), and so does a new version at the very link the
 /// final one came from (a publisher who replaced the file).
-extension Episode.State {
+extension EpisodeRules.State {
     // MARK: - Properties
 
     /// Whether the episode is final and still has all of its bytes.
-    var isComplete: Bool {
+    public var isComplete: Bool {
         guard isFinal, let length else { return false }
         return present.contains(0..<length)
     }

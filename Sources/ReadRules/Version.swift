@@ -1,7 +1,7 @@
 import Logging
-import RangeCache
+public import RangeCache
 
-extension Episode {
+extension EpisodeRules {
     /// The version of the origin's bytes the cache holds now: its
     /// generation, its length and validators as the origin told them, the
     /// bytes of it on disk, and what is known of it. Bytes are on disk only
@@ -9,7 +9,7 @@ extension Episode {
     /// body), so a version with bytes and no length cannot be written: a
     /// write before the length stops a debug build, and is logged and
     /// ignored in a release one, as `Variant`'s transitions are.
-    struct Version: Equatable, Sendable {
+    public struct Version: Equatable, Sendable {
         // MARK: - Properties
 
         /// Bumped when the origin's bytes changed (`replaced`): older
@@ -23,7 +23,7 @@ extension Episode {
         private(set) var present = RangeSet()
         /// Whether any byte of this generation was ever cached (on disk or
         /// in memory): if none was, no file can have read any of it
-        /// (`Episode.State.dropVersion`).
+        /// (`EpisodeRules.State.dropVersion`).
         private(set) var hadBytes = false
         /// Two responses agreed on this version (the second one's head
         /// found the length and validators the first told, or the index
@@ -103,7 +103,7 @@ extension Episode {
         /// A transition met a version that cannot be: a bug in the read
         /// rules.
         private func impossible(_ what: String) {
-            assertionFailure("Episode.Version: \(what): \(self)")
+            assertionFailure("EpisodeRules.Version: \(what): \(self)")
             Logger(label: "podfs").error(
                 "a bug in the read rules: \(what); the episode's cached bytes are left as they were",
                 metadata: ["version": "\(self)"])
@@ -111,8 +111,12 @@ extension Episode {
     }
 
     /// What the index has not heard of yet: saved by the next flush.
-    struct Unsaved: OptionSet, Sendable {
-        let rawValue: UInt8
+    public struct Unsaved: OptionSet, Sendable {
+        public let rawValue: UInt8
+
+        public init(rawValue: UInt8) {
+            self.rawValue = rawValue
+        }
 
         /// The version's `present` ranges changed.
         static let ranges = Unsaved(rawValue: 1)
@@ -122,17 +126,17 @@ extension Episode {
     }
 }
 
-extension Episode.State {
+extension EpisodeRules.State {
     // MARK: - The version, read
 
     /// The origin's length, once a response or the index told it.
-    var length: Int64? { current.length }
+    public var length: Int64? { current.length }
     var etag: String? { current.etag }
     var lastModified: String? { current.lastModified }
     /// Bytes written to the scratch file for this generation.
-    var present: RangeSet { current.present }
+    public var present: RangeSet { current.present }
     /// The current version's generation.
-    var generation: UInt64 { current.generation }
+    public var generation: UInt64 { current.generation }
     /// The version cached now, as the origin told it.
-    var version: OriginVersion { current.told }
+    public var version: OriginVersion { current.told }
 }

@@ -5,22 +5,24 @@
 ///
 /// Pure value; `EpisodeReader` keeps one per mount behind a lock and feeds
 /// it from the network thread.
-struct LinkEstimate: Sendable {
+public struct LinkEstimate: Sendable {
+    public init() {}
+
     // MARK: - Properties
 
     /// Seconds from sending a request to its response head (smoothed).
-    private(set) var latency: Double?
+    public private(set) var latency: Double?
     /// The shortest of those seen: the round trip itself, without the
     /// waits a busy daemon or origin add (under a cold read the smoothed
     /// figure can be many times the shortest).
-    private(set) var shortestLatency: Double?
+    public private(set) var shortestLatency: Double?
     /// Body bytes per second of a response (smoothed).
-    private(set) var throughput: Double?
+    public private(set) var throughput: Double?
 
     // MARK: - Methods
 
     /// A response head arrived `seconds` after its request went out.
-    mutating func observe(latency seconds: Double) {
+    public mutating func observe(latency seconds: Double) {
         guard seconds.isFinite, seconds >= 0 else { return }
         latency = Self.smooth(latency, seconds)
         shortestLatency = min(shortestLatency ?? seconds, seconds)
@@ -28,7 +30,7 @@ struct LinkEstimate: Sendable {
 
     /// `bytes` of body arrived in `seconds` after the head. Bodies too short
     /// to tell a rate (one packet train) are ignored.
-    mutating func observe(bytes: Int64, in seconds: Double) {
+    public mutating func observe(bytes: Int64, in seconds: Double) {
         guard bytes >= Self.shortestBody, seconds.isFinite, seconds > 0 else { return }
         throughput = Self.smooth(throughput, Double(bytes) / seconds)
     }

@@ -1,4 +1,4 @@
-import RangeCache
+public import RangeCache
 
 /// Fetched bytes that could not be written to the cache (a full disk, a
 /// file size limit, a failing disk), kept in memory so the readers waiting
@@ -8,11 +8,11 @@ import RangeCache
 /// lists bytes on disk. Bounded: past `limit` the oldest pieces go (except
 /// those a waiting reader needs) and are fetched again if read again.
 /// Emptied when the episode's last file is closed or its version changes.
-struct SpillBuffer {
+public struct SpillBuffer: Sendable {
     // MARK: - Nested types
 
     /// Consecutive bytes from `offset`.
-    struct Piece {
+    public struct Piece: Sendable {
         let offset: Int64
         var bytes: [UInt8]
 
@@ -75,7 +75,7 @@ struct SpillBuffer {
     }
 
     /// Whether `pieces` together hold every byte of `range`.
-    static func covers(_ pieces: [Piece], _ range: Range<Int64>) -> Bool {
+    public static func covers(_ pieces: [Piece], _ range: Range<Int64>) -> Bool {
         var held = RangeSet()
         for piece in pieces { held.insert(piece.range) }
         return held.contains(range)
@@ -83,7 +83,7 @@ struct SpillBuffer {
 
     /// Copies the bytes of `range` that the pieces hold into `buffer`, which
     /// holds `range` from its start.
-    static func copy(_ pieces: [Piece], of range: Range<Int64>, into buffer: UnsafeMutableRawBufferPointer) {
+    public static func copy(_ pieces: [Piece], of range: Range<Int64>, into buffer: UnsafeMutableRawBufferPointer) {
         for piece in pieces {
             let lower = max(piece.offset, range.lowerBound)
             let upper = min(piece.range.upperBound, range.upperBound)

@@ -1,11 +1,11 @@
-import RangeCache
+public import RangeCache
 
 /// Unstable origins are streamed whole (docs/DESIGN.md, "Episodes and their
 /// variants"): an episode whose origin serves different bytes per request
 /// is fetched as one sequential response, so its bytes are one variant by
 /// construction. Reads are answered as the bytes arrive; a read ahead of
 /// the stream waits for it.
-extension Episode.State {
+extension EpisodeRules.State {
     // MARK: - Methods
 
     /// What every event that plans fetches applies to them before they
@@ -31,13 +31,13 @@ extension Episode.State {
     /// as a version change) and answers the open on the new one, so the
     /// file never reads a byte of another variant and never gets EIO.
     mutating func openStreamed(
-        handle: UInt64, reply: Episode.OpenToken, dropAttributes: Bool, seenByKernel: Bool = true
+        handle: UInt64, reply: EpisodeRules.OpenToken, dropAttributes: Bool, seenByKernel: Bool = true
     ) -> [Effect] {
         if let length, (present.contains(0..<length) && !unprovenBytes) || (streamOnItsWay && probeID == nil) {
             return [openNow(handle: handle, reply: reply, dropAttributes: dropAttributes, seenByKernel: seenByKernel)]
         }
         openWaiters.append(
-            Episode.OpenWaiter(reply: reply, handle: handle, dropAttributes: dropAttributes, seenByKernel: seenByKernel))
+            EpisodeRules.OpenWaiter(reply: reply, handle: handle, dropAttributes: dropAttributes, seenByKernel: seenByKernel))
         if streamOnItsWay { return [] }
         let probe = startProbe(range: 0..<EpisodeRecord.positions.upperBound, minimumFetch: 0)
         variant.streamStarted(probe.id)
@@ -85,7 +85,7 @@ extension Episode.State {
         fetches[streamID] = nil
         let id = takeFetchID()
         let upper = streamEnd(length: length)
-        fetches[id] = Episode.FetchProgress(cursor: 0, upper: upper, generation: generation)
+        fetches[id] = EpisodeRules.FetchProgress(cursor: 0, upper: upper, generation: generation)
         variant.streamStarted(id)
         return [.stop(id: streamID), .fetch(id: id, range: 0..<upper)]
     }
@@ -98,7 +98,7 @@ extension Episode.State {
     /// bytes of a variant no stream continues: it stops at its head, and
     /// the next read streams the episode from byte 0. Returns whether the
     /// body is wanted.
-    mutating func revealsAStream(id: UInt64, start: Int64, progress: inout Episode.FetchProgress, total: Int64) -> Bool {
+    mutating func revealsAStream(id: UInt64, start: Int64, progress: inout EpisodeRules.FetchProgress, total: Int64) -> Bool {
         guard start == 0, progress.upper >= total else {
             progress.upper = start
             return false
@@ -135,7 +135,7 @@ extension Episode.State {
         guard start < length, !holdsEveryByte else { return kept }
         let upper = streamEnd(length: length)
         let id = takeFetchID()
-        fetches[id] = Episode.FetchProgress(cursor: start, upper: upper, generation: generation)
+        fetches[id] = EpisodeRules.FetchProgress(cursor: start, upper: upper, generation: generation)
         variant.streamStarted(id)
         return [.fetch(id: id, range: start..<upper)] + kept
     }

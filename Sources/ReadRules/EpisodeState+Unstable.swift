@@ -4,7 +4,7 @@
 /// response. Continuity is checked, not assumed: a response that shows the
 /// origin is such a host marks the episode unstable, and the mark is kept
 /// in the index.
-extension Episode.State {
+extension EpisodeRules.State {
     // MARK: - Static methods
 
     /// Why a response head shows an origin that serves different bytes per
@@ -32,7 +32,7 @@ extension Episode.State {
 /// The overlap check: a fetch that continues cached bytes starts a little
 /// before them and compares (docs/DESIGN.md, "Episodes and their variants").
 /// An origin with no validator that stitches at one URL is caught here.
-extension Episode.State {
+extension EpisodeRules.State {
     // MARK: - Static properties
 
     /// How many cached bytes a continuing fetch asks again, to compare.
@@ -45,7 +45,7 @@ extension Episode.State {
     /// first response: nothing shows that two of its responses are one
     /// version, and an overlap check only catches ads that straddle a
     /// boundary (`unproven`).
-    static let noValidator = StitchReason.noValidator
+    public static let noValidator = StitchReason.noValidator
 
     /// Whether an answer carries nothing that could prove two responses
     /// are one version (`OriginVersion.isProvable`): no validator, a weak
@@ -75,7 +75,7 @@ extension Episode.State {
 
     /// Overlap bytes `bytes` of fetch `id` arrived for `range` (below its
     /// `checkUpTo`): kept to compare, never written. `false`: stale.
-    mutating func hold(id: UInt64, generation: UInt64, range: Range<Int64>, bytes: [UInt8]) -> Bool {
+    public mutating func hold(id: UInt64, generation: UInt64, range: Range<Int64>, bytes: [UInt8]) -> Bool {
         guard self.generation == generation, var progress = fetches[id], progress.generation == generation
         else { return false }
         var held = progress.held ?? (offset: range.lowerBound, bytes: [])
@@ -91,7 +91,7 @@ extension Episode.State {
     /// Held overlaps whose bytes are all on disk (in `present`, or in
     /// `written`, which the writer just wrote and has not marked yet), taken
     /// to be compared by the writer outside the lock, each with its fetch.
-    mutating func takeComparableOverlaps(written: Range<Int64>? = nil) -> [(id: UInt64, offset: Int64, bytes: [UInt8])] {
+    public mutating func takeComparableOverlaps(written: Range<Int64>? = nil) -> [(id: UInt64, offset: Int64, bytes: [UInt8])] {
         var onDisk = present
         if let written { onDisk.insert(written) }
         var ready: [(id: UInt64, offset: Int64, bytes: [UInt8])] = []
@@ -108,7 +108,7 @@ extension Episode.State {
     /// Overlaps of `generation` matched the cached bytes: a second
     /// response served the same bytes, so the version is agreed. Returns
     /// the opens that waited for that proof (`open`), answered now.
-    mutating func overlapMatched(generation: UInt64) -> [Effect] {
+    public mutating func overlapMatched(generation: UInt64) -> [Effect] {
         guard self.generation == generation else { return [] }
         current.agree()
         // Not opens waiting for a probe of their own (`validated` is then
@@ -121,7 +121,7 @@ extension Episode.State {
     /// cached byte goes (they may be of another variant than what comes
     /// next) and this response stops; the mark is kept. Apply under the
     /// index lock, like a version change. `nil`: the fetch is stale.
-    mutating func continuityBroken(id: UInt64) -> Transition? {
+    public mutating func continuityBroken(id: UInt64) -> Transition? {
         guard let progress = fetches[id], progress.generation == generation else { return nil }
         let dropped = dropVersion(keeping: id, existing: nil)
         fetches[id] = nil
@@ -146,11 +146,11 @@ extension Episode.State {
 /// the first variant's head; no other may follow it). So an episode of a
 /// show with an episode marked unstable starts marked itself, before its
 /// first byte, and is streamed whole from its first open.
-extension Episode.State {
+extension EpisodeRules.State {
     // MARK: - Static properties
 
     /// Why an episode is marked for its show.
-    static let showStitches = StitchReason.showStitches
+    public static let showStitches = StitchReason.showStitches
 
     // MARK: - Events
 
@@ -158,14 +158,14 @@ extension Episode.State {
     /// no byte (never fetched, or evicted), nothing open or on its way,
     /// and no mark of its own. Only such an episode takes its show's mark
     /// (`inheritStitching`).
-    var holdsNothing: Bool {
+    public var holdsNothing: Bool {
         unstable == nil && present.isEmpty && spill.isEmpty && fetches.isEmpty && handles.isEmpty
             && openWaiters.isEmpty
     }
 
     /// Marks the episode unstable for its show (another of its episodes is
     /// marked), if it `holdsNothing`. Returns the mark, for the index.
-    mutating func inheritStitching() -> StitchReason? {
+    public mutating func inheritStitching() -> StitchReason? {
         guard holdsNothing else { return nil }
         variant.markStitched(Self.showStitches)
         return unstable

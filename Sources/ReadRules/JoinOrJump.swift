@@ -8,7 +8,7 @@
 /// read's own bytes. The read joins unless its own request wins by
 /// `worthwhileGain` (a jump wastes what the fetch has in flight); a player
 /// that seeks twenty minutes ahead of a running stream jumps, and the
-/// stream yields (`Episode.State.yield`). A reader that reads on (its read
+/// stream yields (`EpisodeRules.State.yield`). A reader that reads on (its read
 /// lands within `ReadPlan.nearby` of where it stopped) always stays with
 /// its stream: the kernel's read-ahead sends reads ahead of the bytes, and
 /// a daemon slowed down (a busy machine) would otherwise cut its own stream
@@ -22,11 +22,11 @@
 /// `worthwhileGain`). Its average rate alone would still look
 /// fast right after a fast start, and a read that joined it would wait for
 /// as long as the hold lasts; a read that joined before the silence began
-/// is judged again while it waits (`Episode.State.recheckDue`).
+/// is judged again while it waits (`EpisodeRules.State.recheckDue`).
 ///
 /// Pure function of its arguments; the rate and the round trip come from
 /// `LinkEstimate`.
-enum JoinOrJump {
+public enum JoinOrJump: Sendable {
     /// `true`: the read at `position` waits for the fetch whose body has
     /// come to `received`; `false`: it starts its own fetch now.
     ///
@@ -81,7 +81,7 @@ enum JoinOrJump {
     }
 
     /// How long a read that jumped and waits for a fetch not its own waits
-    /// before it is judged again (`Episode.State.recheckDue`): twice what a
+    /// before it is judged again (`EpisodeRules.State.recheckDue`): twice what a
     /// request of its own would take, within 0.1-1 s (0.25 s until the link
     /// was measured). By then a flowing fetch has brought it; a fetch
     /// silent as long is judged again until it loses to a request of its

@@ -1,4 +1,4 @@
-import RangeCache
+public import RangeCache
 
 /// The body events: bytes of a fetch arrived from the network, and the
 /// writer stored them (or could not). Bytes become `present` only once
@@ -6,30 +6,30 @@ import RangeCache
 /// lists a byte that is not on disk (guarantee 1 of docs/DESIGN.md). Bytes
 /// that could not be written (a full disk) are kept in memory for the open
 /// files' readers and never become `present`.
-extension Episode.State {
+extension EpisodeRules.State {
     // MARK: - Nested types
 
     /// Where arrived bytes go, and the readers they answer at once.
-    struct Arrival {
-        var offset: Int64
+    public struct Arrival: Sendable {
+        public internal(set) var offset: Int64
         /// How many of the bytes belong to the fetch; the rest is more than
         /// the origin announced.
-        var count: Int
-        var generation: UInt64
+        public internal(set) var count: Int
+        public internal(set) var generation: UInt64
         /// Readers of a short fetch (a jump, the open's probe) whose bytes
         /// are all here with these: they are answered from memory now.
-        var early: [Episode.Waiter]
+        public internal(set) var early: [EpisodeRules.Waiter]
         /// The fetch yielded to a reader's jump: bytes past its end are not
         /// wanted, and the transfer stops without a warning.
-        var yielded = false
+        public internal(set) var yielded = false
     }
 
     /// A reader whose bytes are all here: answered from the chunk just
     /// written and the scratch file, or with `spilled` bytes from memory.
-    struct ReadyRead {
-        var waiter: Episode.Waiter
-        var scratch: Episode.FileToken?
-        var spilled: [SpillBuffer.Piece]
+    public struct ReadyRead: Sendable {
+        public internal(set) var waiter: EpisodeRules.Waiter
+        public internal(set) var scratch: EpisodeRules.FileToken?
+        public internal(set) var spilled: [SpillBuffer.Piece]
     }
 
     // MARK: - Events
@@ -43,9 +43,9 @@ extension Episode.State {
     /// kept file) and whether the cached ranges were forgotten. Replaced
     /// meanwhile, the path may name the new version's file, and what was
     /// seen of it proves nothing: nothing changes.
-    mutating func scratchOpened(
-        _ made: Episode.FileToken?, generation wanted: UInt64, fileMissing: Bool
-    ) -> (scratch: Episode.FileToken?, forgot: Bool) {
+    public mutating func scratchOpened(
+        _ made: EpisodeRules.FileToken?, generation wanted: UInt64, fileMissing: Bool
+    ) -> (scratch: EpisodeRules.FileToken?, forgot: Bool) {
         guard generation == wanted, !replacingScratch else {
             return (generation == wanted ? scratch : retired[wanted]?.scratch, false)
         }
@@ -58,14 +58,14 @@ extension Episode.State {
     }
 
     /// Whether `warning` is news for this episode (each is logged once).
-    mutating func warnOnce(_ warning: Episode.Warning) -> Bool {
+    public mutating func warnOnce(_ warning: EpisodeRules.Warning) -> Bool {
         warned.insert(warning).inserted
     }
 
     /// `count` bytes of fetch `id`'s body arrived on the network thread,
     /// at `now` (monotonic seconds), if told. `nil`: the fetch is stale
     /// (another version) and stops.
-    mutating func bodyArrived(id: UInt64, count chunk: Int, now: Double? = nil) -> Arrival? {
+    public mutating func bodyArrived(id: UInt64, count chunk: Int, now: Double? = nil) -> Arrival? {
         guard var progress = fetches[id], progress.generation == generation, scratch != nil || length != nil
         else { return nil }
         let room = progress.upper - progress.received
@@ -80,7 +80,7 @@ extension Episode.State {
         // Bytes of this version may be answered from memory before they are
         // written: a file that reads them has read this version.
         if count > 0 { current.cached() }
-        var early: [Episode.Waiter] = []
+        var early: [EpisodeRules.Waiter] = []
         if progress.answersOnArrival, count > 0 {
             // A reader that opened or jumped here waits for these bytes: it
             // is answered from memory (and the disk for what was there
@@ -105,9 +105,9 @@ extension Episode.State {
     /// range that overlaps bytes cached or on their way when the fetch
     /// began: it is held and compared, not written (`checkingContinuity`).
     /// `nil`: stale.
-    mutating func writeTarget(
+    public mutating func writeTarget(
         id: UInt64, generation: UInt64, range: Range<Int64>, step: Int64
-    ) -> (scratch: Episode.FileToken?, allocation: Range<Int64>?, check: Range<Int64>?)? {
+    ) -> (scratch: EpisodeRules.FileToken?, allocation: Range<Int64>?, check: Range<Int64>?)? {
         guard self.generation == generation, var progress = fetches[id], progress.generation == generation,
             !stepsUnfinished
         else { return nil }
@@ -129,7 +129,7 @@ extension Episode.State {
     /// are then kept in memory while a file is open, up to `spillLimit`.
     /// Returns the readers now answered; `nil` when the bytes are stale
     /// (and were not marked).
-    mutating func bodyWritten(
+    public mutating func bodyWritten(
         id: UInt64, range: Range<Int64>, generation: UInt64, written: Bool, bytes: UnsafeRawBufferPointer,
         spillLimit: Int
     ) -> [ReadyRead]? {

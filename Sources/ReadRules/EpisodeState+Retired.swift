@@ -1,17 +1,17 @@
-import RangeCache
+public import RangeCache
 
-extension Episode {
+extension EpisodeRules {
     /// What a replaced version left for the files opened on it: the bytes
     /// that were cached when it was replaced, in its own file, which no
     /// longer has a path (docs/DESIGN.md, "Files open on a replaced
     /// version").
-    struct RetiredVersion {
+    public struct RetiredVersion: Sendable {
         var length: Int64
         var present: RangeSet
         var spill: SpillBuffer
         /// Detached from its path by `Effect.replace`; closed when the
         /// last file opened on the version is released.
-        var scratch: Episode.FileToken?
+        public internal(set) var scratch: EpisodeRules.FileToken?
     }
 }
 
@@ -22,7 +22,7 @@ extension Episode {
 /// opened, and gets EIO only for bytes that version never had. Serving
 /// the new version's bytes to it would mix two versions; failing reads of
 /// bytes that are still on disk would stop a player for nothing.
-extension Episode.State {
+extension EpisodeRules.State {
     // MARK: - Events
 
     /// A read by a file opened on the replaced version `reader`: served
@@ -30,7 +30,7 @@ extension Episode.State {
     /// version is open: the kernel's page cache is the episode's, and old
     /// bytes read into it could be seen by the newer file.
     mutating func readRetired(
-        _ reader: Episode.HandleState, offset: Int64, size: Int, reply: Episode.ReadToken
+        _ reader: EpisodeRules.HandleState, offset: Int64, size: Int, reply: EpisodeRules.ReadToken
     ) -> [Effect] {
         guard let old = retired[reader.generation], !newerFileOpen(than: reader.generation) else { return [.fail(reply)] }
         let end = ReadPlan.end(offset: offset, size: size, length: old.length)
@@ -47,14 +47,14 @@ extension Episode.State {
 
     /// The driver made the new version's file (`Effect.replace`);
     /// `nil` when it could not: `scratchFile(of:)` then tries again.
-    mutating func replaced(with fresh: Episode.FileToken?) {
-        if scratch == nil { storage = fresh.map(Episode.Scratch.open) ?? .notOpen }
+    public mutating func replaced(with fresh: EpisodeRules.FileToken?) {
+        if scratch == nil { storage = fresh.map(EpisodeRules.Scratch.open) ?? .notOpen }
     }
 
     /// The driver could not detach `old` from its path: the new version
     /// uses it after all, and the old version's bytes in it are not kept for it.
     /// Returns their extent, to be punched.
-    mutating func keptInPlace(_ old: Episode.FileToken) -> Int64 {
+    public mutating func keptInPlace(_ old: EpisodeRules.FileToken) -> Int64 {
         if scratch == nil { storage = .open(old) }
         var extent: Int64 = 0
         for (generation, version) in retired where version.scratch == old {
@@ -67,7 +67,7 @@ extension Episode.State {
     /// Forgets the replaced versions no open file reads any more. Returns
     /// them, so their files are closed outside the lock (closing a file
     /// with no path frees its blocks).
-    mutating func forgetUnreadVersions() -> [Episode.RetiredVersion] {
+    mutating func forgetUnreadVersions() -> [EpisodeRules.RetiredVersion] {
         guard !retired.isEmpty else { return [] }
         let reading = Set(handles.values.map(\.generation))
         let unread = retired.keys.filter { !reading.contains($0) }
@@ -82,7 +82,7 @@ extension Episode.State {
     mutating func retireForOpenFiles() {
         let opened = handles.values.contains { $0.generation == generation && !$0.provisional }
         guard opened, let length, !present.isEmpty || !spill.isEmpty else { return }
-        retired[generation] = Episode.RetiredVersion(length: length, present: present, spill: spill, scratch: scratch)
+        retired[generation] = EpisodeRules.RetiredVersion(length: length, present: present, spill: spill, scratch: scratch)
         if scratch != nil { storage = .replacing }
     }
 

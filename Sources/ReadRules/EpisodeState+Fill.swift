@@ -1,4 +1,4 @@
-import RangeCache
+public import RangeCache
 
 /// The cache's own downloads (docs/DESIGN.md, "Offline by policy"): a kept
 /// or pinned episode is completed by fills, one fetch at a time, each from
@@ -6,26 +6,26 @@ import RangeCache
 /// fill is an ordinary fetch of the version the keeper's open file reads:
 /// readers join it, its bytes are written and committed as any other's,
 /// and the keeper stops it by closing its file (`stopUnreadStreams`).
-extension Episode.State {
+extension EpisodeRules.State {
     // MARK: - Nested types
 
     /// What the keeper sees of an episode it completes.
-    struct FillProgress: Equatable {
+    public struct FillProgress: Equatable, Sendable {
         /// Bytes of the current version on disk.
-        var present: Int64
+        public internal(set) var present: Int64
         /// The origin's length, once known.
-        var length: Int64?
+        public internal(set) var length: Int64?
         /// A fetch of the current version is still on its way.
-        var fetching: Bool
+        public internal(set) var fetching: Bool
         /// Every byte of the current version is on disk.
-        var holdsAll: Bool
+        public internal(set) var holdsAll: Bool
         /// Its host stitches per request or proves nothing: its one stream
         /// is its variant, and a stream stopped for a reader would start
         /// again from byte 0 (`streamingWhole`), so it is not stopped.
-        var streamsWhole: Bool
+        public internal(set) var streamsWhole: Bool
         /// Files the kernel has open on it (a reader's; not the cache's own,
         /// the keeper's and a scan's fetch ahead).
-        var openFiles: Int = 0
+        public internal(set) var openFiles: Int = 0
     }
 
     // MARK: - Events
@@ -36,7 +36,7 @@ extension Episode.State {
     /// its way, or when the file reads a replaced version. Its fetch keeps
     /// variants apart (`guardingVariants`): an unstable episode's is its
     /// stream.
-    mutating func fill(handle: UInt64, tuning: EpisodeReader.Tuning) -> [Effect] {
+    public mutating func fill(handle: UInt64, tuning: ReadTuning) -> [Effect] {
         guard let reader = handles[handle], !reader.provisional, reader.generation == generation, let length
         else { return [] }
         guard !fetches.values.contains(where: { $0.generation == generation && $0.cursor < $0.upper }) else {
@@ -54,7 +54,7 @@ extension Episode.State {
     /// nothing: its one stream from byte 0 is the episode's variant
     /// (`streamingWhole`), and a head and a tail of their own would be a
     /// stream of the whole file.
-    mutating func fill(handle: UInt64, within ranges: [Range<Int64>], tuning: EpisodeReader.Tuning) -> [Effect] {
+    public mutating func fill(handle: UInt64, within ranges: [Range<Int64>], tuning: ReadTuning) -> [Effect] {
         guard let reader = handles[handle], !reader.provisional, reader.generation == generation, let length,
             unstable == nil
         else { return [] }
@@ -74,7 +74,7 @@ extension Episode.State {
     /// (a player paused on it reads nothing now). Not while a read of this
     /// version waits: it may wait for those bytes, and it is a reader's
     /// fetch now. Returns the fills whose transfers stop.
-    mutating func stopFills(_ ids: Set<UInt64>) -> [UInt64] {
+    public mutating func stopFills(_ ids: Set<UInt64>) -> [UInt64] {
         guard openWaiters.isEmpty, earlyReads.isEmpty, !waiters.contains(where: { $0.generation == generation })
         else { return [] }
         var stopped: [UInt64] = []
@@ -91,12 +91,12 @@ extension Episode.State {
 
     /// Whether the open file `handle` reads the current version (a head
     /// may have replaced it since: the keeper opens it again).
-    func readsCurrentVersion(_ handle: UInt64) -> Bool {
+    public func readsCurrentVersion(_ handle: UInt64) -> Bool {
         handles[handle].map { !$0.provisional && $0.generation == generation } ?? false
     }
 
     /// How far the current version is.
-    var fillProgress: FillProgress {
+    public var fillProgress: FillProgress {
         let fetching = fetches.values.contains { $0.generation == generation && $0.cursor < $0.upper }
         return FillProgress(
             present: present.count, length: length, fetching: fetching,

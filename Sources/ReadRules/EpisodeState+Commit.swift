@@ -1,29 +1,29 @@
-import RangeCache
+public import RangeCache
 
 /// The commit events: what of an episode the index hears of next, and the
 /// order in which the flush makes it durable. The index never lists a byte
 /// that is not durably on disk (guarantee 1 of docs/DESIGN.md): the ranges
 /// are taken first, the scratch file is `fdatasync`ed, and only then are
 /// the ranges committed, so the sync covers every byte of the snapshot.
-extension Episode.State {
+extension EpisodeRules.State {
     // MARK: - Nested types
 
     /// What one episode brings to a commit.
-    struct CommitSnapshot {
-        var key: String
+    public struct CommitSnapshot: Sendable {
+        public internal(set) var key: String
         /// The ranges to commit; `nil` when they did not change.
-        var ranges: [Range<Int64>]?
+        public internal(set) var ranges: [Range<Int64>]?
         /// The length and validators to save, when they changed.
-        var validator: EpisodeValidator?
+        public internal(set) var validator: EpisodeValidator?
         /// The file the ranges are in; `nil` when none was created.
-        var scratch: Episode.FileToken?
+        public internal(set) var scratch: EpisodeRules.FileToken?
         /// When it was last read (seconds since the epoch); 0: not in this
         /// mount (a check, a probe), so the index keeps its own.
-        var lastRead: Int64
+        public internal(set) var lastRead: Int64
     }
 
     /// One step of a flush, in the order the flush takes them.
-    enum CommitEffect: Equatable {
+    public enum CommitEffect: Equatable, Sendable {
         /// `fdatasync` the scratch file of snapshot `index`; a failure
         /// leaves its ranges out of the commit.
         case sync(index: Int)
@@ -40,7 +40,7 @@ extension Episode.State {
     /// that lists what it made durable. Ranges need their file synced; a
     /// snapshot that forgets every range needs no file (its sync is
     /// nothing), so the index forgets bytes whose file is gone.
-    static func commitPlan(_ snapshots: [CommitSnapshot]) -> [CommitEffect] {
+    public static func commitPlan(_ snapshots: [CommitSnapshot]) -> [CommitEffect] {
         let synced = snapshots.indices.filter { index in
             guard let ranges = snapshots[index].ranges else { return false }
             return snapshots[index].scratch != nil || ranges.isEmpty
@@ -53,7 +53,7 @@ extension Episode.State {
 
     /// Takes what the next commit saves of this episode and marks it heard
     /// of; `commitFailed` undoes that.
-    mutating func takeCommitSnapshot(key: String) -> CommitSnapshot {
+    public mutating func takeCommitSnapshot(key: String) -> CommitSnapshot {
         noteIfFinal()
         var validator: EpisodeValidator?
         if unsaved.contains(.validators), let length {
@@ -73,7 +73,7 @@ extension Episode.State {
 
     /// The commit (or the sync of this episode) failed: the next flush
     /// tries again.
-    mutating func commitFailed(validatorIncluded: Bool) {
+    public mutating func commitFailed(validatorIncluded: Bool) {
         unsaved.insert(.ranges)
         if validatorIncluded { unsaved.insert(.validators) }
     }

@@ -1,15 +1,15 @@
-import RangeCache
+public import RangeCache
 
 /// The response-head event: a response's status, length and validators
 /// against what is cached. A changed validator or length drops the cached
 /// ranges before any new byte is used (guarantee 3 of docs/DESIGN.md); the
 /// size `stat` shows becomes the origin's, from `Content-Range`'s total,
 /// never a 206's `Content-Length` (guarantee 4).
-extension Episode.State {
+extension EpisodeRules.State {
     // MARK: - Nested types
 
     /// What a response head says of the body, before the cache is asked.
-    enum HeadReading: Equatable {
+    public enum HeadReading: Equatable, Sendable {
         /// The body's first byte is `start` of an episode of `total` bytes;
         /// `last` is the last byte a 206 announced.
         case body(start: Int64, last: Int64?, total: Int64)
@@ -20,7 +20,7 @@ extension Episode.State {
     }
 
     /// How the head was taken.
-    enum HeadVerdict: Equatable {
+    public enum HeadVerdict: Equatable, Sendable {
         case accepted
         /// Stale (another version, or a fetch dropped meanwhile): stop it.
         case stale
@@ -30,25 +30,36 @@ extension Episode.State {
     }
 
     /// What a head needs to know of the world besides the state.
-    struct HeadContext {
+    public struct HeadContext: Sendable {
         /// Monotonic seconds (`monotonicSeconds()`).
-        var now: Double
+        public var now: Double
         /// The enclosure length the feed claimed.
-        var feedLength: Int64?
+        public var feedLength: Int64?
         /// Whether the fetch is a mount's check nobody waits for.
-        var isBackground: Bool
+        public var isBackground: Bool
         /// Whether the driver holds the index lock.
-        var holdingIndexLock: Bool
+        public var holdingIndexLock: Bool
         /// The scratch file of a cached version not opened in this mount,
         /// opened by the driver when it holds the index lock: a change frees
         /// its bytes too.
-        var existingScratch: Episode.FileToken?
+        public var existingScratch: EpisodeRules.FileToken?
+
+        public init(
+            now: Double, feedLength: Int64?, isBackground: Bool, holdingIndexLock: Bool,
+            existingScratch: EpisodeRules.FileToken? = nil
+        ) {
+            self.now = now
+            self.feedLength = feedLength
+            self.isBackground = isBackground
+            self.holdingIndexLock = holdingIndexLock
+            self.existingScratch = existingScratch
+        }
     }
 
     // MARK: - Static methods
 
     /// Reads the body's place and the episode's length from `head`.
-    static func reading(_ head: FetchHead) -> HeadReading {
+    public static func reading(_ head: FetchHead) -> HeadReading {
         let missingLength =
             "the origin did not tell the episode's length (no Content-Range total or Content-Length)"
         switch head.status {
@@ -77,7 +88,7 @@ extension Episode.State {
     /// did: the fetch is then worth one more attempt. Not for a final
     /// episode: the enclosure would only lead to another variant, and its
     /// opens are answered from the cache as when offline (`keepsFinal`).
-    mutating func forgetRedirect(enclosureURL: String) -> Bool {
+    public mutating func forgetRedirect(enclosureURL: String) -> Bool {
         guard let pinned = effectiveURL, pinned != enclosureURL else { return false }
         // A final episode keeps its link and who sent podfs there in the
         // index (`takeCommitSnapshot`): the next mount must know it too.
@@ -88,7 +99,7 @@ extension Episode.State {
 
     /// Fetch `id`'s response head arrived, with a body at `start` of an
     /// episode of `total` bytes.
-    mutating func head(
+    public mutating func head(
         id: UInt64, _ head: FetchHead, start: Int64, last: Int64?, total: Int64, context: HeadContext
     ) -> (verdict: HeadVerdict, transition: Transition) {
         guard var progress = fetches[id], progress.generation == generation else { return (.stale, Transition()) }
@@ -220,12 +231,12 @@ extension Episode.State {
     }
 
     /// What a dropped version leaves to answer.
-    struct DroppedVersion {
+    public struct DroppedVersion: Sendable {
         /// Reads of the old version that no byte will answer now.
-        var failed: [Episode.ReadToken] = []
+        var failed: [EpisodeRules.ReadToken] = []
         /// Reads of files that never had a byte of the old version to read:
         /// they read the new one, made again as new reads.
-        var again: [Episode.EarlyRead] = []
+        var again: [EpisodeRules.EarlyRead] = []
     }
 
     /// A new version: the old one's bytes, waiters and fetches go (all but
@@ -234,7 +245,7 @@ extension Episode.State {
     /// ever here, nothing could have been read of it, and they read the
     /// new version instead (an open answered just before the head that
     /// showed a stitching origin, say).
-    mutating func dropVersion(keeping id: UInt64, existing: Episode.FileToken?) -> DroppedVersion {
+    mutating func dropVersion(keeping id: UInt64, existing: EpisodeRules.FileToken?) -> DroppedVersion {
         kernelPagesStale = true
         if case .notOpen = storage, let existing { storage = .open(existing) }
         retireForOpenFiles()
@@ -253,7 +264,7 @@ extension Episode.State {
                     dropped.failed.append(waiter.reply)
                     continue
                 }
-                dropped.again.append(Episode.EarlyRead(
+                dropped.again.append(EpisodeRules.EarlyRead(
                     handle: handle, offset: waiter.range.lowerBound, size: waiter.range.count, reply: waiter.reply))
             }
         } else {
@@ -273,8 +284,8 @@ extension Episode.State {
     /// attributes it showed are dropped before it returns.
     mutating func answerOpens(dropAttributes: Bool) -> [Effect] {
         let opens = openWaiters.map { waiter in
-            handles[waiter.handle] = Episode.HandleState(generation: generation, seenByKernel: waiter.seenByKernel)
-            let answer = Episode.OpenAnswer(
+            handles[waiter.handle] = EpisodeRules.HandleState(generation: generation, seenByKernel: waiter.seenByKernel)
+            let answer = EpisodeRules.OpenAnswer(
                 handle: waiter.handle, keepCache: !kernelPagesStale,
                 dropAttributes: waiter.dropAttributes || dropAttributes)
             return Effect.answerOpen(waiter.reply, answer)
@@ -301,9 +312,9 @@ extension Episode.State {
     /// The first response arrived (or the probe ended without one):
     /// provisional handles read the current version from now on. Returns
     /// the reads and `stat`s that waited for it.
-    mutating func settleProvisionalHandles() -> (reads: [Episode.EarlyRead], sized: [Episode.SizeToken]) {
+    mutating func settleProvisionalHandles() -> (reads: [EpisodeRules.EarlyRead], sized: [EpisodeRules.SizeToken]) {
         for (handle, reader) in handles where reader.provisional {
-            handles[handle] = Episode.HandleState(generation: generation, seenByKernel: reader.seenByKernel)
+            handles[handle] = EpisodeRules.HandleState(generation: generation, seenByKernel: reader.seenByKernel)
         }
         defer {
             earlyReads.removeAll()
@@ -313,7 +324,7 @@ extension Episode.State {
     }
 }
 
-extension Episode.FetchProgress {
+extension EpisodeRules.FetchProgress {
     /// A head with a body at `start` of `total` bytes came: the fetch now
     /// runs from `start` to where the body ends, or stops after its head
     /// (a 416, a body not wanted). A fetch that yielded before its head

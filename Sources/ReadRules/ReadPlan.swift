@@ -1,4 +1,4 @@
-/// The arithmetic of the fetches a read plans (`Episode.State.read`): where
+/// The arithmetic of the fetches a read plans (`EpisodeRules.State.read`): where
 /// a read ends, how large a sequential reader's window is, how far a fetch
 /// from a gap and a read-ahead window reach.
 ///
@@ -7,7 +7,7 @@
 /// file size and any read, as a feed and an origin may make them. Sizes are
 /// bounded where they enter (1 TiB), but every sum here also holds at
 /// `Int64.max` rather than trapping.
-enum ReadPlan {
+public enum ReadPlan: Sendable {
     // MARK: - Constants
 
     /// How far from the end of the last read the next one may land and
@@ -16,7 +16,7 @@ enum ReadPlan {
 
     /// Whether a reader with `streak` reads in order reads on: it gets
     /// read-ahead windows, and its place is kept for a reopen. The one
-    /// place this is decided (`window`, `Episode.State.read`, `release`).
+    /// place this is decided (`window`, `EpisodeRules.State.read`, `release`).
     static func readsOn(streak: Int) -> Bool {
         streak >= 2
     }
@@ -27,8 +27,8 @@ enum ReadPlan {
     // MARK: - Methods
 
     /// Where a reader is after a read (`follow`).
-    struct Followed {
-        var reader: Episode.HandleState
+    public struct Followed: Sendable {
+        var reader: EpisodeRules.HandleState
         /// It took over `lastStream` (a reopen that reads on).
         var resumed: Bool
         /// The read lands near where the reader stopped, or near where it
@@ -37,7 +37,7 @@ enum ReadPlan {
         /// The reader is at a new place now: a jump beyond its window's
         /// reach, or a read on from where it seeked back to. What it was
         /// reading ahead at its old place is left behind
-        /// (`Episode.State.yieldLeftBehind`).
+        /// (`EpisodeRules.State.yieldLeftBehind`).
         var moved: Bool
     }
 
@@ -56,7 +56,7 @@ enum ReadPlan {
     /// (`rewound`); the next read tells which, as it reads on from one or
     /// the other.
     static func follow(
-        _ reader: Episode.HandleState, offset: Int64, end: Int64,
+        _ reader: EpisodeRules.HandleState, offset: Int64, end: Int64,
         lastStream: (end: Int64, streak: Int, closedAt: Double)?, now: Double, window: (Int) -> Int64
     ) -> Followed {
         var reader = reader
@@ -120,7 +120,7 @@ enum ReadPlan {
     /// trip, up to `maximumLinkWindow` by the shortest. A read that jumped
     /// (streak 0) from a near origin fetches `jumpFetch`, the next one
     /// `minimumFetch`.
-    static func window(streak: Int, link: LinkEstimate, tuning: EpisodeReader.Tuning) -> Int64 {
+    static func window(streak: Int, link: LinkEstimate, tuning: ReadTuning) -> Int64 {
         guard readsOn(streak: streak) else {
             return streak == 0 && link.isNear ? tuning.jumpFetch : tuning.minimumFetch
         }
@@ -159,7 +159,7 @@ enum ReadPlan {
     /// that the next window's round trip is paid while the current one's
     /// last bytes arrive; above it the two would share the link, and the
     /// one the reader reads from would arrive at half the rate.
-    static func readAheadOverlap(link: LinkEstimate, tuning: EpisodeReader.Tuning) -> Int64 {
+    static func readAheadOverlap(link: LinkEstimate, tuning: ReadTuning) -> Int64 {
         let bounds = tuning.minimumFetch...max(tuning.minimumFetch, tuning.maximumLinkWindow)
         return link.readAhead(within: bounds) ?? tuning.minimumFetch
     }

@@ -5,7 +5,7 @@
 /// version may be fetched, written or served: the episode stops, its
 /// readers get EIO, and the driver tries the steps again. It never goes on
 /// half-changed, which would leave a file of two versions after a crash.
-extension Episode.State {
+extension EpisodeRules.State {
     // MARK: - Properties
 
     /// Whether a version change's durable steps are still to be done.
@@ -14,7 +14,7 @@ extension Episode.State {
     /// The steps still to be done, in their order: the driver tries them
     /// again under the index lock, the episode stopped until `stepsDone`
     /// (what fails comes back through `stepsFailed`).
-    var stepsDue: [Effect] { unfinishedSteps }
+    public var stepsDue: [Effect] { unfinishedSteps }
 
     // MARK: - Events
 
@@ -24,7 +24,7 @@ extension Episode.State {
     /// Every fetch of the current version stops and the reads waiting for
     /// it fail; the opens it answers read nothing but EIO until the steps
     /// are done (`stepsDone`).
-    mutating func stepsFailed(_ steps: [Effect], then: [Effect]) -> [Effect] {
+    public mutating func stepsFailed(_ steps: [Effect], then: [Effect]) -> [Effect] {
         unfinishedSteps = steps
         var effects: [Effect] = []
         for (id, progress) in fetches where progress.generation == generation {
@@ -49,7 +49,7 @@ extension Episode.State {
     }
 
     /// The unfinished steps were done: the episode reads again.
-    mutating func stepsDone() {
+    public mutating func stepsDone() {
         unfinishedSteps = []
     }
 

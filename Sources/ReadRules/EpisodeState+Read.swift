@@ -1,4 +1,4 @@
-import RangeCache
+public import RangeCache
 
 /// The read event: which bytes a read is answered with, which fetches it
 /// starts, and where it waits. Each byte is asked of the origin by at most
@@ -6,17 +6,24 @@ import RangeCache
 /// docs/DESIGN.md): a read joins the fetches already on their way that
 /// bring its bytes sooner than a request of its own (`JoinOrJump`), and
 /// fetches only the gaps between them.
-extension Episode.State {
+extension EpisodeRules.State {
     // MARK: - Nested types
 
     /// What a read needs to know of the world besides the state.
-    struct ReadContext {
+    public struct ReadContext: Sendable {
         /// Monotonic seconds (`monotonicSeconds()`).
-        var now: Double
+        public var now: Double
         /// Seconds since the epoch, for `lastRead`.
-        var wallClock: Int64
-        var link: LinkEstimate
-        var tuning: EpisodeReader.Tuning
+        public var wallClock: Int64
+        public var link: LinkEstimate
+        public var tuning: ReadTuning
+
+        public init(now: Double, wallClock: Int64, link: LinkEstimate, tuning: ReadTuning) {
+            self.now = now
+            self.wallClock = wallClock
+            self.link = link
+            self.tuning = tuning
+        }
 
         /// The read-ahead window of a reader `streak` reads in order.
         func window(streak: Int) -> Int64 {
@@ -30,8 +37,8 @@ extension Episode.State {
     /// the fetches it needs and, if its bytes are not all here, the reply
     /// as a waiter; answered with fewer bytes only at the end. Its fetches
     /// keep variants apart (`guardingVariants`).
-    mutating func read(
-        handle: UInt64, offset: Int64, size: Int, reply: Episode.ReadToken, context: ReadContext
+    public mutating func read(
+        handle: UInt64, offset: Int64, size: Int, reply: EpisodeRules.ReadToken, context: ReadContext
     ) -> [Effect] {
         if readStopped(handle: handle) { return [.fail(reply)] }
         return guardingVariants(planRead(handle: handle, offset: offset, size: size, reply: reply, context: context))
@@ -39,7 +46,7 @@ extension Episode.State {
 
     /// The delay of a `.recheck` passed (`rechecking`), its fetches
     /// keeping variants apart (`guardingVariants`).
-    mutating func recheckDue(context: ReadContext) -> [Effect] {
+    public mutating func recheckDue(context: ReadContext) -> [Effect] {
         guardingVariants(rechecking(context: context))
     }
 
@@ -47,12 +54,12 @@ extension Episode.State {
 
     /// What `read` plans, before `guardingVariants`.
     private mutating func planRead(
-        handle: UInt64, offset: Int64, size: Int, reply: Episode.ReadToken, context: ReadContext
+        handle: UInt64, offset: Int64, size: Int, reply: EpisodeRules.ReadToken, context: ReadContext
     ) -> [Effect] {
         guard let reader = handles[handle] else { return [.fail(reply)] }
         if reader.provisional {
             // Opened before the first response: wait for it.
-            earlyReads.append(Episode.EarlyRead(handle: handle, offset: offset, size: size, reply: reply))
+            earlyReads.append(EpisodeRules.EarlyRead(handle: handle, offset: offset, size: size, reply: reply))
             return []
         }
         // The origin changed since this file was opened: serving the rest
@@ -143,7 +150,7 @@ extension Episode.State {
     /// the gaps no fetch brings are fetched, and a read that joined a
     /// stream is judged again if that stalls.
     private mutating func wait(
-        for wanted: Range<Int64>, reply: Episode.ReadToken, handle: UInt64, readsOn: Bool, window: Int64,
+        for wanted: Range<Int64>, reply: EpisodeRules.ReadToken, handle: UInt64, readsOn: Bool, window: Int64,
         reach: Int64, length: Int64, context: ReadContext
     ) -> [Effect] {
         var effects: [Effect] = []
@@ -164,7 +171,7 @@ extension Episode.State {
             effects.append(planFetch(from: gap, window: window, length: reach, tuning: context.tuning))
         }
         waiters.append(
-            Episode.Waiter(
+            EpisodeRules.Waiter(
                 range: wanted, reply: reply, generation: generation, handle: handle, following: readsOn,
                 since: context.now))
         if deferred != deferredBefore {
@@ -195,7 +202,7 @@ extension Episode.State {
     /// Fetches for the bytes waiting reads need that neither are here nor
     /// are on their way any more (a fetch that yielded was cut before them).
     private mutating func fetchesForOrphanedWaiters(
-        window: Int64, length: Int64, tuning: EpisodeReader.Tuning
+        window: Int64, length: Int64, tuning: ReadTuning
     ) -> [Effect] {
         var effects: [Effect] = []
         for waiter in waiters where waiter.generation == generation {
@@ -216,7 +223,7 @@ extension Episode.State {
     /// Registers a fetch starting at `gap`'s start, widened to `window` but
     /// never over bytes already here or already on their way.
     mutating func planFetch(
-        from gap: Range<Int64>, window: Int64, length: Int64, tuning: EpisodeReader.Tuning
+        from gap: Range<Int64>, window: Int64, length: Int64, tuning: ReadTuning
     ) -> Effect {
         var upper = ReadPlan.widenedEnd(of: gap, window: window, length: length)
         if let next = available.ranges.first(where: { $0.lowerBound > gap.lowerBound }) {
@@ -227,7 +234,7 @@ extension Episode.State {
         }
         upper = max(upper, gap.upperBound)
         let id = takeFetchID()
-        fetches[id] = Episode.FetchProgress(
+        fetches[id] = EpisodeRules.FetchProgress(
             cursor: gap.lowerBound, upper: upper, generation: generation,
             answersOnArrival: upper - gap.lowerBound <= tuning.minimumFetch)
         return .fetch(id: id, range: gap.lowerBound..<upper)

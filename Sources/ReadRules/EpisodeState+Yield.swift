@@ -1,4 +1,4 @@
-import RangeCache
+public import RangeCache
 
 /// The listener comes first (docs/DESIGN.md, "Join or jump"): a read whose
 /// bytes a running fetch would bring later than a request of its own
@@ -6,7 +6,7 @@ import RangeCache
 /// readers that need it stop (what it brought stays cached); the bytes it
 /// gave up are `deferred` and fetched once the episode has no fetch on its
 /// way, each byte once (guarantee 2).
-extension Episode.State {
+extension EpisodeRules.State {
     // MARK: - Internal methods
 
     /// Lets the fetches that would bring the first byte of each gap of
@@ -65,7 +65,7 @@ extension Episode.State {
     /// The fetches of this version still to bring `position` that could
     /// yield (not a short fetch a reader waits on).
     /// Lazy: no allocation on the read path.
-    private func streams(bringing position: Int64) -> LazyFilterSequence<[UInt64: Episode.FetchProgress]> {
+    private func streams(bringing position: Int64) -> LazyFilterSequence<[UInt64: EpisodeRules.FetchProgress]> {
         let generation = generation
         return fetches.lazy.filter { _, progress in
             progress.generation == generation && !progress.answersOnArrival
@@ -122,7 +122,7 @@ extension Episode.State {
             if let gap = available.firstGap(in: stretch.lowerBound..<upper) {
                 deferred.remove(0..<gap.upperBound)
                 let id = takeFetchID()
-                fetches[id] = Episode.FetchProgress(cursor: gap.lowerBound, upper: gap.upperBound, generation: generation)
+                fetches[id] = EpisodeRules.FetchProgress(cursor: gap.lowerBound, upper: gap.upperBound, generation: generation)
                 return (id, gap)
             }
         }
@@ -131,7 +131,7 @@ extension Episode.State {
     }
 }
 
-extension Episode.FetchProgress {
+extension EpisodeRules.FetchProgress {
     /// The rate this fetch brings its bytes at: the link's, or the fetch's
     /// own since its first bytes when that is slower (a stream the origin
     /// or a shared link holds back is not waited for as if it flowed).

@@ -1,15 +1,15 @@
-import RangeCache
+public import RangeCache
 
 /// The fetch-ended events: whether a fetch that stopped is tried again from
 /// where it stopped, or ends; then who of those that waited for it is
 /// answered, and how. Offline, a cached episode opens from the cache and
 /// its cached bytes are served; only uncached bytes fail (guarantee 5 of
 /// docs/DESIGN.md).
-extension Episode.State {
+extension EpisodeRules.State {
     // MARK: - Nested types
 
     /// What the driver does when a fetch stopped.
-    enum FetchEndEffect {
+    public enum FetchEndEffect: Sendable {
         /// Send the fetch again for `range` after `delay` seconds; `url` is
         /// the remembered end of the redirect chain, if any.
         case retry(range: Range<Int64>, validator: String?, url: String?, attempt: Int, delay: Double)
@@ -19,7 +19,7 @@ extension Episode.State {
     }
 
     /// What the driver does when a retry's delay has passed (`retryDue`).
-    enum RetryDueEffect: Equatable {
+    public enum RetryDueEffect: Equatable, Sendable {
         /// Send the fetch again for `range`, from where it stopped as the
         /// state says now; `url` is the remembered end of the redirect
         /// chain, if any.
@@ -37,8 +37,8 @@ extension Episode.State {
     /// effect and the failure to report, if any: a response that ended
     /// short is a failure too, and a `Retry-After` longer than a read may
     /// wait makes a failure final.
-    mutating func fetchEnded(
-        id: UInt64, error: FetchError?, attempt: Int, tuning: EpisodeReader.Tuning
+    public mutating func fetchEnded(
+        id: UInt64, error: FetchError?, attempt: Int, tuning: ReadTuning
     ) -> (FetchEndEffect, FetchError?) {
         var failure = error
         // A fetch the state forgot (stopped, or of a version replaced): its
@@ -83,7 +83,7 @@ extension Episode.State {
     /// fetch may have yielded to a jump, or the version may have changed,
     /// while it waited. The validator and the link are today's too (a
     /// pinned link forgotten meanwhile is not asked again).
-    mutating func retryDue(id: UInt64) -> RetryDueEffect {
+    public mutating func retryDue(id: UInt64) -> RetryDueEffect {
         guard let progress = fetches[id] else { return .settle }
         guard progress.generation == generation, progress.cursor < progress.upper else {
             fetches[id] = nil
@@ -96,12 +96,12 @@ extension Episode.State {
     /// waiting for the probe are answered if it ended without a usable head
     /// or every fetch ended: offline from the cache when it has a length,
     /// else EIO. Reads whose missing bytes no fetch will bring fail.
-    mutating func fetchSettled(
+    public mutating func fetchSettled(
         id: UInt64, failure: FetchError?, isBackground: Bool, minimumFetch: Int64
     ) -> [Effect] {
         var opens: [Effect] = []
         var probe: [Effect] = []
-        var early: (reads: [Episode.EarlyRead], sized: [Episode.SizeToken]) = ([], [])
+        var early: (reads: [EpisodeRules.EarlyRead], sized: [EpisodeRules.SizeToken]) = ([], [])
         if let after = readsAfterProbe, after.fetchID == id {
             early.reads = after.reads
             readsAfterProbe = nil
@@ -162,7 +162,7 @@ extension Episode.State {
     /// Reads that ask for bytes at or past the (now known) end, cut to it,
     /// and whose bytes are all here: they are answered now (an empty range
     /// with no bytes).
-    mutating func readsAtEnd() -> [ReadyRead] {
+    public mutating func readsAtEnd() -> [ReadyRead] {
         guard let length else { return [] }
         let available = available
         var ready: [ReadyRead] = []
@@ -184,11 +184,11 @@ extension Episode.State {
     /// starts again from byte 0: a response from its cursor on could be
     /// another variant, and nothing would show it. Its head then replaces
     /// the part it brought (`restartsStream`), as a second stream's does.
-    private mutating func resumePoint(of id: UInt64, progress: Episode.FetchProgress) -> Int64 {
+    private mutating func resumePoint(of id: UInt64, progress: EpisodeRules.FetchProgress) -> Int64 {
         guard id == streamID, unstable != nil, version.ifRange == nil, progress.cursor > 0 else {
             return progress.cursor
         }
-        fetches[id] = Episode.FetchProgress(cursor: 0, upper: progress.upper, generation: progress.generation)
+        fetches[id] = EpisodeRules.FetchProgress(cursor: 0, upper: progress.upper, generation: progress.generation)
         return 0
     }
 }

@@ -1,4 +1,4 @@
-extension Episode {
+extension EpisodeRules {
     /// A request the driver answers once the rules say how: a read, an
     /// open, a `stat` waiting for the origin's size; or a scratch file
     /// the driver opened, which only it reads, writes and syncs. The state keeps it
@@ -11,40 +11,40 @@ extension Episode {
     /// request the rules drop without an answer is failed with EIO when
     /// its last token goes (the reply's `deinit`), instead of waiting in a
     /// table until the unmount.
-    struct Token<Kind>: Hashable, Sendable {
+    public struct Token<Kind>: Hashable, Sendable {
         /// The request: a reply object, or a box around an answer.
-        let request: any AnyObject & Sendable
+        public let request: any AnyObject & Sendable
 
-        init(wrapping request: any AnyObject & Sendable) {
+        public init(wrapping request: any AnyObject & Sendable) {
             self.request = request
         }
 
-        static func == (lhs: Self, rhs: Self) -> Bool {
+        public static func == (lhs: Self, rhs: Self) -> Bool {
             lhs.request === rhs.request
         }
 
-        func hash(into hasher: inout Hasher) {
+        public func hash(into hasher: inout Hasher) {
             hasher.combine(ObjectIdentifier(request))
         }
     }
 
-    enum ReadRequest {}
-    enum OpenRequest {}
-    enum SizeRequest {}
-    enum ScratchRequest {}
+    public enum ReadRequest {}
+    public enum OpenRequest {}
+    public enum SizeRequest {}
+    public enum ScratchRequest {}
 
     /// A read's reply.
-    typealias ReadToken = Token<ReadRequest>
+    public typealias ReadToken = Token<ReadRequest>
     /// An open's reply.
-    typealias OpenToken = Token<OpenRequest>
+    public typealias OpenToken = Token<OpenRequest>
     /// An attribute request waiting for the first response's size.
-    typealias SizeToken = Token<SizeRequest>
+    public typealias SizeToken = Token<SizeRequest>
     /// A version's scratch file, open: the rules say which file a read is
     /// served from, written to, synced or reshaped; the driver does it.
-    typealias FileToken = Token<ScratchRequest>
+    public typealias FileToken = Token<ScratchRequest>
 
     /// The current version's scratch file, as the state knows it.
-    enum Scratch: Equatable, Sendable {
+    public enum Scratch: Equatable, Sendable {
         /// None open: the driver opens (or creates) it at the episode's
         /// path when a byte is to be written or read (`scratchFile(of:)`),
         /// and tells `scratchOpened`.
@@ -61,20 +61,20 @@ extension Episode {
     /// its page cache from earlier opens (the bytes did not change) and
     /// whether it drops the attributes it holds first (a size it was told
     /// before the true one was known).
-    struct OpenAnswer: Equatable, Sendable {
-        var handle: UInt64
-        var keepCache: Bool
-        var dropAttributes: Bool
+    public struct OpenAnswer: Equatable, Sendable {
+        public internal(set) var handle: UInt64
+        public internal(set) var keepCache: Bool
+        public internal(set) var dropAttributes: Bool
     }
 }
 
-extension Episode.State {
+extension EpisodeRules.State {
     /// The current version's open scratch file, if one is.
-    var scratch: Episode.FileToken? {
+    public var scratch: EpisodeRules.FileToken? {
         if case .open(let file) = storage { return file }
         return nil
     }
 
-    /// The scratch file is being replaced (`Episode.Scratch.replacing`).
-    var replacingScratch: Bool { storage == .replacing }
+    /// The scratch file is being replaced (`EpisodeRules.Scratch.replacing`).
+    public var replacingScratch: Bool { storage == .replacing }
 }

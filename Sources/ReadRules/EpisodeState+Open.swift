@@ -1,21 +1,21 @@
-import RangeCache
+public import RangeCache
 
 /// The open, release and probe events. The first open of an episode in a
 /// mount, and the first after `revalidateAfter`, asks the origin (with
 /// `If-Range`) so the size is real and a changed episode is noticed
 /// (guarantees 3 and 4 of docs/DESIGN.md); the answer comes with the
 /// response head, or at once when the episode was confirmed recently.
-extension Episode.State {
+extension EpisodeRules.State {
     // MARK: - Nested types
 
     /// A probe to send: fetch `id` of `range`, registered in `fetches`.
-    struct ProbeStart {
-        var id: UInt64
-        var range: Range<Int64>
+    public struct ProbeStart: Sendable {
+        public internal(set) var id: UInt64
+        public internal(set) var range: Range<Int64>
         /// The validator for `If-Range`.
-        var validator: String?
+        public internal(set) var validator: String?
         /// The remembered end of the redirect chain, if any.
-        var url: String?
+        public internal(set) var url: String?
     }
 
     // MARK: - Events
@@ -28,8 +28,8 @@ extension Episode.State {
     ///
     /// `seenByKernel` false: an open of the cache's own (the keeper's, a
     /// scan's fetch ahead), whose `keep_cache` the kernel never sees.
-    mutating func open(
-        handle: UInt64, reply: Episode.OpenToken, now: Double, feedLength: Int64?, tuning: EpisodeReader.Tuning,
+    public mutating func open(
+        handle: UInt64, reply: EpisodeRules.OpenToken, now: Double, feedLength: Int64?, tuning: ReadTuning,
         seenByKernel: Bool = true
     ) -> [Effect] {
         let dropAttributes = markOpened(now: now)
@@ -45,7 +45,7 @@ extension Episode.State {
                 // stitches per request, this file opens on what comes next,
                 // not on a variant about to go.
                 openWaiters.append(
-                    Episode.OpenWaiter(
+                    EpisodeRules.OpenWaiter(
                         reply: reply, handle: handle, dropAttributes: dropAttributes, seenByKernel: seenByKernel))
                 return []
             }
@@ -66,15 +66,15 @@ extension Episode.State {
             // Nothing cached: open now (keep_cache off all the same). Only
             // with a size from the feed: a file the kernel thinks empty
             // would read as empty, not fail, if the probe failed.
-            handles[handle] = Episode.HandleState(
+            handles[handle] = EpisodeRules.HandleState(
                 generation: generation, provisional: true, seenByKernel: seenByKernel)
             let answer = Effect.answerOpen(
-                reply, Episode.OpenAnswer(handle: handle, keepCache: false, dropAttributes: dropAttributes))
+                reply, EpisodeRules.OpenAnswer(handle: handle, keepCache: false, dropAttributes: dropAttributes))
             if probeID != nil { return [answer] }
             return [answer, .probe(startProbe(minimumFetch: tuning.minimumFetch))]
         }
         openWaiters.append(
-            Episode.OpenWaiter(reply: reply, handle: handle, dropAttributes: dropAttributes, seenByKernel: seenByKernel))
+            EpisodeRules.OpenWaiter(reply: reply, handle: handle, dropAttributes: dropAttributes, seenByKernel: seenByKernel))
         if probeID != nil || (!revalidating && !fetches.isEmpty) {
             // A probe is already on its way; its head answers this open.
             // (Opens waiting for a second response's proof are no sign of
@@ -88,7 +88,7 @@ extension Episode.State {
     /// Forgets open file `handle` at `now`: a sequential reader's place is
     /// kept a while for a reopen that reads on. Returns the replaced
     /// versions no open file reads now, to be closed outside the lock.
-    mutating func release(handle: UInt64, now: Double) -> [Episode.RetiredVersion] {
+    public mutating func release(handle: UInt64, now: Double) -> [EpisodeRules.RetiredVersion] {
         if let closing = handles.removeValue(forKey: handle), ReadPlan.readsOn(streak: closing.streak),
             closing.generation == generation
         {
@@ -105,7 +105,7 @@ extension Episode.State {
     /// A `stat` of the episode: `true` when it must wait for the first
     /// response (a provisional file is open; `answer` is then kept and
     /// answered when the response comes), `false` to answer now.
-    mutating func statWaits(_ answer: @autoclosure () -> Episode.SizeToken) -> Bool {
+    public mutating func statWaits(_ answer: @autoclosure () -> EpisodeRules.SizeToken) -> Bool {
         guard handles.values.contains(where: \.provisional) else { return false }
         sizeWaiters.append(answer())
         return true
@@ -117,7 +117,7 @@ extension Episode.State {
     mutating func startProbe(range: Range<Int64>? = nil, minimumFetch: Int64) -> ProbeStart {
         let range = range ?? probeRange(minimumFetch: minimumFetch)
         let id = takeFetchID()
-        fetches[id] = Episode.FetchProgress(
+        fetches[id] = EpisodeRules.FetchProgress(
             cursor: range.lowerBound, upper: range.upperBound, generation: generation, answersOnArrival: true)
         validation = .asking(probe: id, lastConfirmed: validatedAt)
         return ProbeStart(id: id, range: range, validator: version.ifRange, url: effectiveURL)
@@ -125,7 +125,7 @@ extension Episode.State {
 
     /// A mount's check of a recently read episode (one byte, `If-Range`):
     /// `nil` when the episode is confirmed, checked, busy or not cached.
-    mutating func startMountCheck() -> ProbeStart? {
+    public mutating func startMountCheck() -> ProbeStart? {
         // An unstable origin's answer would be another variant: nothing to
         // check against (`openStreamed`).
         // Nor a final episode whose link stopped working: the enclosure
@@ -145,7 +145,7 @@ extension Episode.State {
     /// origin's size for `timeout`; the feed's claim for `timeout` too
     /// until the episode is opened (nothing can contradict it before), then
     /// for 0 s, so every read past it and every `stat` asks again.
-    mutating func sizeShown(feedLength: Int64?, timeout: Double, now: Double) -> (size: Int64, timeout: Double) {
+    public mutating func sizeShown(feedLength: Int64?, timeout: Double, now: Double) -> (size: Int64, timeout: Double) {
         if let length { return (length, timeout) }
         if opened { return (feedLength ?? 0, 0) }
         // A second more: the kernel starts its clock when the answer
@@ -159,13 +159,13 @@ extension Episode.State {
     /// drops the index's ranges and deletes the file with the state still
     /// locked (so no open can start writing to the file in between), then
     /// tells `evicted()` if that succeeded.
-    var mayEvict: Bool {
+    public var mayEvict: Bool {
         handles.isEmpty && openWaiters.isEmpty && fetches.isEmpty
     }
 
     /// The index forgot the episode's ranges and its file is gone: the
     /// state forgets its bytes.
-    mutating func evicted() {
+    public mutating func evicted() {
         current.forgetBytes()
         spill.removeAll()
         unsaved.remove(.ranges)
@@ -189,11 +189,11 @@ extension Episode.State {
     /// Opens `handle` on the current version at once: the answer, keeping
     /// the kernel's pages unless a replaced version may have left some
     /// there; an open the kernel sees (`seenByKernel`) clears that.
-    mutating func openNow(handle: UInt64, reply: Episode.OpenToken, dropAttributes: Bool, seenByKernel: Bool) -> Effect {
-        handles[handle] = Episode.HandleState(generation: generation, seenByKernel: seenByKernel)
+    mutating func openNow(handle: UInt64, reply: EpisodeRules.OpenToken, dropAttributes: Bool, seenByKernel: Bool) -> Effect {
+        handles[handle] = EpisodeRules.HandleState(generation: generation, seenByKernel: seenByKernel)
         defer { if seenByKernel { kernelPagesStale = false } }
         return .answerOpen(
-            reply, Episode.OpenAnswer(handle: handle, keepCache: !kernelPagesStale, dropAttributes: dropAttributes))
+            reply, EpisodeRules.OpenAnswer(handle: handle, keepCache: !kernelPagesStale, dropAttributes: dropAttributes))
     }
 
     // MARK: - Private methods
@@ -210,7 +210,7 @@ extension Episode.State {
     /// whose signed link expired is replaced before it reads a byte.
     /// `nil`: the head or the tail is not cached, or the length is not known.
     private mutating func openFromTheCache(
-        handle: UInt64, reply: Episode.OpenToken, dropAttributes: Bool, seenByKernel: Bool
+        handle: UInt64, reply: EpisodeRules.OpenToken, dropAttributes: Bool, seenByKernel: Bool
     ) -> [Effect]? {
         guard let length, length > 0, present.contains(0..<1), present.contains(length - 1..<length),
             openWaiters.isEmpty, !replacingScratch

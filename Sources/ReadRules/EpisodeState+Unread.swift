@@ -1,4 +1,4 @@
-import RangeCache
+public import RangeCache
 
 /// Streams nobody reads (docs/DESIGN.md, "Who reads"): a scanner opens a
 /// file, reads its tags and closes it; a listener keeps it open while it
@@ -6,13 +6,13 @@ import RangeCache
 /// `Tuning.closeGrace` later, unless a file opened again meanwhile (a
 /// player that closes and reopens): what they brought stays cached, and
 /// nothing they gave up is fetched later.
-extension Episode.State {
+extension EpisodeRules.State {
     // MARK: - Events
 
     /// Whether fetches of this version are still on their way and no file
     /// is open or opening: the driver asks `stopUnreadStreams` after the
     /// grace.
-    var streamsUnread: Bool {
+    public var streamsUnread: Bool {
         handles.isEmpty && openWaiters.isEmpty && fetches.contains { isUnreadStream($0.key, $0.value) }
     }
 
@@ -20,7 +20,7 @@ extension Episode.State {
     /// if still no file is open, every fetch of this version but a probe
     /// ends where its bytes have come (`cutShort`), and what earlier jumps
     /// deferred is forgotten. Returns the fetches whose transfers stop now.
-    mutating func stopUnreadStreams(now: Double, grace: Double) -> [UInt64] {
+    public mutating func stopUnreadStreams(now: Double, grace: Double) -> [UInt64] {
         guard handles.isEmpty, openWaiters.isEmpty, earlyReads.isEmpty,
             !waiters.contains(where: { $0.generation == generation }), let closed = allClosedAt,
             now - closed >= grace * 0.99
@@ -39,7 +39,7 @@ extension Episode.State {
     // MARK: - Private methods
 
     /// A fetch of this version, not a probe, with bytes still to come.
-    private func isUnreadStream(_ id: UInt64, _ progress: Episode.FetchProgress) -> Bool {
+    private func isUnreadStream(_ id: UInt64, _ progress: EpisodeRules.FetchProgress) -> Bool {
         id != probeID && progress.generation == generation && progress.received < progress.upper
     }
 }

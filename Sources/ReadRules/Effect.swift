@@ -1,6 +1,6 @@
-import RangeCache
+public import RangeCache
 
-extension Episode.State {
+extension EpisodeRules.State {
     /// What the driver does after an event, outside the episode's lock, in
     /// the order given: the one vocabulary of every event (open, read,
     /// recheck, head, body, fetch settled, overlap compared), carried out
@@ -13,7 +13,7 @@ extension Episode.State {
     /// driver instead (`FetchEndEffect`, `RetryDueEffect`: try again or
     /// not), and a flush has its own plan over many episodes
     /// (`CommitEffect`).
-    enum Effect {
+    public enum Effect: Sendable {
         // MARK: Fetches
 
         /// Start fetch `id` (registered in `fetches`) for `range`, to the
@@ -38,21 +38,21 @@ extension Episode.State {
         // MARK: Answers
 
         /// Answer an open: with `answer`, or EIO when `nil`.
-        case answerOpen(Episode.OpenToken, Episode.OpenAnswer?)
+        case answerOpen(EpisodeRules.OpenToken, EpisodeRules.OpenAnswer?)
         /// Answer a read with `range`, from the scratch file and `spilled`.
-        case serve(Episode.ReadToken, Range<Int64>, spilled: [SpillBuffer.Piece])
+        case serve(EpisodeRules.ReadToken, Range<Int64>, spilled: [SpillBuffer.Piece])
         /// Answer a read with `range` of a replaced version, from its own
         /// file and `spilled` (`readRetired`).
-        case serveKept(Episode.ReadToken, Range<Int64>, from: Episode.FileToken?, spilled: [SpillBuffer.Piece])
+        case serveKept(EpisodeRules.ReadToken, Range<Int64>, from: EpisodeRules.FileToken?, spilled: [SpillBuffer.Piece])
         /// Answer a read with no bytes: it starts at or past the end.
-        case answerEmpty(Episode.ReadToken)
+        case answerEmpty(EpisodeRules.ReadToken)
         /// Answer a read with EIO: its handle is unknown, it reads bytes a
         /// version the origin replaced never had (guarantee 3), no fetch
         /// will bring its bytes now, or the length is unknown.
-        case fail(Episode.ReadToken)
+        case fail(EpisodeRules.ReadToken)
         /// Reads and `stat`s that waited for the first response, made again
         /// and answered.
-        case resume(reads: [Episode.EarlyRead], sized: [Episode.SizeToken])
+        case resume(reads: [EpisodeRules.EarlyRead], sized: [EpisodeRules.SizeToken])
         /// Answer the reads at or past the (now known) end (`readsAtEnd`).
         case answerAtEnd
 
@@ -64,19 +64,19 @@ extension Episode.State {
         /// Free the old version's bytes in `scratch` (`old` bytes long) and
         /// give it the new length: only after the index forgot them (it
         /// must never list a punched byte).
-        case reshape(Episode.FileToken, old: Int64, new: Int64)
+        case reshape(EpisodeRules.FileToken, old: Int64, new: Int64)
         /// Files opened on the old version are still open and read its
         /// bytes from `old` (`kept`): detach it from its path and make a
         /// new, empty file of `length` bytes there for the new version
         /// (`replaced(with:)`). Only after the index forgot the ranges.
-        case replace(old: Episode.FileToken, length: Int64)
+        case replace(old: EpisodeRules.FileToken, length: Int64)
         /// Save the new length and validators with the drop, and the link
         /// they came from (pinned, with who sent podfs there).
         case saveVersion(OriginVersion, pinnedURL: String?, pinnedIssuer: String?)
         /// Save them with the next commit of ranges.
         case saveVersionLater
         /// The origin serves different bytes per request: keep the mark in
-        /// the index and say so once (`Episode.State.unstableReason`).
+        /// the index and say so once (`EpisodeRules.State.unstableReason`).
         case markUnstable(StitchReason)
         /// Drop the kernel's pages of the episode (a new version), or only
         /// its attributes (a size learned for the same bytes).
@@ -89,10 +89,10 @@ extension Episode.State {
         /// to another variant: `dropped` cached bytes of the old one went.
         case logVariantGone(dropped: Int64)
         /// A stream from byte 0 replaced `dropped` cached bytes that no
-        /// validator showed to be one version (`Episode.State.noValidator`).
+        /// validator showed to be one version (`EpisodeRules.State.noValidator`).
         case logUnproven(dropped: Int64)
         /// A final episode was kept though its host now serves another
-        /// variant (`Episode.State.keepFinal`).
+        /// variant (`EpisodeRules.State.keepFinal`).
         case logKeptFinal
         case logIgnoresRange
     }
@@ -101,8 +101,8 @@ extension Episode.State {
     /// under the index lock, stopping at the first failure (bytes the index
     /// may still list are never freed, guarantee 1; the episode then stops,
     /// `stepsFailed`), then `then`.
-    struct Transition {
-        var durable: [Effect] = []
-        var then: [Effect] = []
+    public struct Transition: Sendable {
+        public internal(set) var durable: [Effect] = []
+        public internal(set) var then: [Effect] = []
     }
 }

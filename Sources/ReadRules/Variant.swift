@@ -1,7 +1,7 @@
 import Logging
-import RangeCache
+public import RangeCache
 
-extension Episode {
+extension EpisodeRules {
     /// Which of the origin's variants an episode's cached bytes are, and
     /// where the next request for it goes (docs/DESIGN.md, "Episodes and
     /// their variants"). Its parts are enums and optionals where flags
@@ -11,12 +11,12 @@ extension Episode {
     /// transitions below; one that meets what cannot happen stops a debug
     /// build, and is logged and changes nothing in a release one
     /// (`impossible`).
-    struct Variant: Equatable, Sendable {
+    public struct Variant: Equatable, Sendable {
         // MARK: - Nested types
 
         /// Where requests go (its *route*; the network between podfs and
         /// the origin is the *link*, `LinkEstimate`).
-        enum Route: Equatable, Sendable {
+        public enum Route: Equatable, Sendable {
             /// The enclosure URL, through its redirects.
             case enclosure
             /// The end of the redirect chain the cached variant came from,
@@ -25,17 +25,17 @@ extension Episode {
             /// The pinned link of a partly cached variant stopped working
             /// (403, 404, 410): requests follow the enclosure again, and if
             /// it leads to another variant, the cached bytes go and the log
-            /// says why (`Episode.State.forgetRedirect`).
+            /// says why (`EpisodeRules.State.forgetRedirect`).
             case gone
         }
 
         /// How the origin serves the episode.
-        enum Serving: Equatable, Sendable {
+        public enum Serving: Equatable, Sendable {
             /// The same bytes to every request, as far as anything shows.
             case stable
             /// Different bytes per request, found for `reason` and kept in
             /// the index: the episode is streamed whole, `stream` being the
-            /// last such fetch started (`Episode.State.streamingWhole`).
+            /// last such fetch started (`EpisodeRules.State.streamingWhole`).
             /// `unproven`: the cached bytes were restored from an index an
             /// earlier podfs wrote from responses without a validator,
             /// which nothing shows to be one variant; the next stream from
@@ -44,8 +44,8 @@ extension Episode {
         }
 
         /// Every byte of one variant is cached: kept as it is, whatever the
-        /// origin serves now (`Episode.State.noteIfFinal`).
-        struct Final: Equatable, Sendable {
+        /// origin serves now (`EpisodeRules.State.noteIfFinal`).
+        public struct Final: Equatable, Sendable {
             /// The link it came from (`keepsFinal`); `nil` when it came
             /// through the enclosure URL unpinned.
             var url: String?
@@ -166,7 +166,7 @@ extension Episode {
         /// rules. A debug build stops; a release one says so in the log and
         /// leaves the variant as it was.
         private func impossible(_ what: String) {
-            assertionFailure("Episode.Variant: \(what): \(self)")
+            assertionFailure("EpisodeRules.Variant: \(what): \(self)")
             Logger(label: "podfs").error(
                 "a bug in the read rules: \(what); the episode's variant is left as it was",
                 metadata: ["variant": "\(self)"])
@@ -174,18 +174,18 @@ extension Episode {
     }
 }
 
-extension Episode.State {
+extension EpisodeRules.State {
     // MARK: - The variant, read
 
     /// The pinned link requests go to; `nil`: the enclosure URL.
-    var effectiveURL: String? { variant.pinnedURL }
+    public var effectiveURL: String? { variant.pinnedURL }
     /// Who sent podfs to the pinned link.
     var pinnedIssuer: String? { variant.issuer }
     /// The pinned link of a partly cached variant stopped working.
     var pinnedRouteGone: Bool { variant.route == .gone }
     /// Why the origin serves different bytes per request; `nil` while it
     /// looks stable.
-    var unstable: StitchReason? { variant.stitched }
+    public var unstable: StitchReason? { variant.stitched }
     /// The last fetch started to stream the episode whole.
     var streamID: UInt64? { variant.stream }
     /// Every byte of one variant is cached, and kept.

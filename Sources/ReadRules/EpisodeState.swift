@@ -1,10 +1,10 @@
-import RangeCache
+public import RangeCache
 
 /// One episode's read state: what is cached, what is on its way, who
 /// waits, and the open files with their streaks. A plain value, changed
 /// only by its events (`EpisodeState+*.swift`: open, read, head, body,
 /// fetch ended, commit, release, and the size a `stat` shows) under
-/// `Episode.state`'s lock. The events take no lock, do no I/O and see no
+/// `EpisodeRules.state`'s lock. The events take no lock, do no I/O and see no
 /// FUSE request or transfer: they return the effects for `EpisodeReader`,
 /// the driver, to carry out after the lock is released. Tests drive them
 /// directly.
@@ -15,14 +15,14 @@ import RangeCache
 /// Invariant: `present` lists only bytes that were written to the scratch
 /// file for the current `generation`; the durable index hears of them
 /// later, after `fdatasync` (guarantee 1 of docs/DESIGN.md).
-extension Episode {
+extension EpisodeRules {
     /// A read waiting for bytes to arrive.
-    struct Waiter {
-        var range: Range<Int64>
-        var reply: Episode.ReadToken
+    public struct Waiter: Sendable {
+        public internal(set) var range: Range<Int64>
+        public internal(set) var reply: EpisodeRules.ReadToken
         var generation: UInt64
         /// The open file that reads, if known (a fetch that yields keeps
-        /// the other readers' windows, `Episode.State.yield`).
+        /// the other readers' windows, `EpisodeRules.State.yield`).
         var handle: UInt64?
         /// The read landed near where its reader stopped: it stays with
         /// its stream (`JoinOrJump`) and is never judged again. `false`: it
@@ -36,10 +36,10 @@ extension Episode {
 
     /// An open waiting for the first response of this mount (validation
     /// and the true length).
-    struct OpenWaiter {
-        var reply: Episode.OpenToken
+    public struct OpenWaiter: Sendable {
+        var reply: EpisodeRules.OpenToken
         var handle: UInt64
-        /// The kernel keeps a claimed size to drop (`Episode.State.open`).
+        /// The kernel keeps a claimed size to drop (`EpisodeRules.State.open`).
         var dropAttributes: Bool
         /// The kernel hears this answer: not an open of the cache's own
         /// (the keeper's, a scan's fetch ahead), whose `keep_cache` nobody
@@ -50,9 +50,9 @@ extension Episode {
     /// How far an in-flight fetch has come: bytes `[cursor, upper)` are
     /// not on disk yet; `[cursor, received)` arrived and wait for the
     /// episode's writer.
-    struct FetchProgress {
-        var cursor: Int64
-        var upper: Int64
+    public struct FetchProgress: Sendable {
+        public internal(set) var cursor: Int64
+        public internal(set) var upper: Int64
         var generation: UInt64
         /// Where the next body byte from the network goes.
         var received: Int64
@@ -61,8 +61,8 @@ extension Episode {
         /// Bytes below this were cached, or on their way, when the fetch
         /// began: the fetch starts a little before them, and those bytes
         /// are kept in `held` and compared with the cached ones, never
-        /// written (`Episode.State.checkingContinuity`).
-        var checkUpTo: Int64 = 0
+        /// written (`EpisodeRules.State.checkingContinuity`).
+        public internal(set) var checkUpTo: Int64 = 0
         /// Overlap bytes that arrived, waiting to be compared with the
         /// bytes on disk at `offset` once those are there.
         var held: (offset: Int64, bytes: [UInt8])?
@@ -70,7 +70,7 @@ extension Episode {
         /// readers are answered from memory on the network thread as the
         /// bytes arrive, without waiting for the writer's hop.
         let answersOnArrival: Bool
-        /// Cut short by a read that jumped ahead of it (`Episode.State.yield`):
+        /// Cut short by a read that jumped ahead of it (`EpisodeRules.State.yield`):
         /// bytes past `upper` are not wanted, and the transfer stops quietly
         /// when they come.
         var cutShort = false
@@ -93,7 +93,7 @@ extension Episode {
     }
 
     /// Per open file: the version it reads and its sequential streak.
-    struct HandleState {
+    public struct HandleState: Sendable {
         var generation: UInt64
         var nextOffset: Int64 = 0
         var streak: Int = 0
@@ -110,21 +110,21 @@ extension Episode {
         /// a scan's fetch ahead).
         var seenByKernel = true
         /// Where it read (for `ScanPattern`, at its close).
-        var extent = ReadExtent()
+        public internal(set) var extent = ReadExtent()
     }
 
     /// A read of a provisional handle, made again once the first response
     /// told the episode's length and version.
-    struct EarlyRead {
-        var handle: UInt64
-        var offset: Int64
-        var size: Int
-        var reply: Episode.ReadToken
+    public struct EarlyRead: Sendable {
+        public internal(set) var handle: UInt64
+        public internal(set) var offset: Int64
+        public internal(set) var size: Int
+        public internal(set) var reply: EpisodeRules.ReadToken
     }
 
     /// Whether the origin confirmed an episode's cached version in this
     /// mount. Times are monotonic seconds (`monotonicSeconds()`).
-    enum Validation: Equatable {
+    public enum Validation: Equatable, Sendable {
         /// Not confirmed now; `lastConfirmed` is when it last was in this
         /// mount, if ever (an open then asks again with a probe of its own).
         case unconfirmed(lastConfirmed: Double?)
@@ -136,18 +136,18 @@ extension Episode {
     }
 
     /// A warning about an episode that is logged once, not per request.
-    enum Warning: Hashable {
+    public enum Warning: Hashable, Sendable {
         /// The origin answered a range with the whole body.
         case ignoresRange
         /// A write to the episode's cache file failed (not for lack of room).
         case writeFailure
     }
 
-    /// Everything mutable about an episode. Guarded by `Episode.state`.
-    struct State {
+    /// Everything mutable about an episode. Guarded by `EpisodeRules.state`.
+    public struct State: Sendable {
         /// The version cached now: its generation, length, validators and
         /// bytes on disk (`Version`, changed only through its transitions).
-        var current = Episode.Version()
+        var current = EpisodeRules.Version()
         /// Which variant the cached bytes are and where requests go: a
         /// pinned link, a stitching origin's stream, a final episode
         /// (`Variant`, changed only through its transitions).
@@ -161,7 +161,7 @@ extension Episode {
         /// Until when (monotonic seconds) the kernel may keep the feed's
         /// claimed size it was given (`ls -l` of a big show then costs no
         /// round trip per file). Every open before then drops it before it
-        /// answers (`Episode.OpenAnswer.dropAttributes`): not only the first, since
+        /// answers (`EpisodeRules.OpenAnswer.dropAttributes`): not only the first, since
         /// a second open may be answered before the first one's drop is sent.
         var claimKeptUntil: Double = 0
         /// Opened in this mount: until the origin's size is known, the
@@ -169,16 +169,16 @@ extension Episode {
         var opened = false
         /// The cached bytes of replaced versions, by generation, while files
         /// opened on them are open (`EpisodeState+Retired.swift`).
-        var retired: [UInt64: Episode.RetiredVersion] = [:]
+        public internal(set) var retired: [UInt64: EpisodeRules.RetiredVersion] = [:]
         /// What the index has not heard of yet (`Unsaved`).
-        var unsaved: Episode.Unsaved = []
+        public internal(set) var unsaved: EpisodeRules.Unsaved = []
         /// Durable steps of a version change that failed, still to be done:
         /// until then the episode is stopped (`EpisodeState+Unfinished.swift`).
         var unfinishedSteps: [Effect] = []
-        var fetches: [UInt64: FetchProgress] = [:]
+        public internal(set) var fetches: [UInt64: FetchProgress] = [:]
         var waiters: [Waiter] = []
         var openWaiters: [OpenWaiter] = []
-        var handles: [UInt64: HandleState] = [:]
+        public internal(set) var handles: [UInt64: HandleState] = [:]
         /// Reads of provisional handles, waiting for the first response.
         var earlyReads: [EarlyRead] = []
         /// Early reads that need more than the first response brings, made
@@ -187,13 +187,13 @@ extension Episode {
         /// Attribute requests waiting for the first response while
         /// provisional handles are open (`stat` of an open file shows the
         /// origin's size, not the feed's claim).
-        var sizeWaiters: [Episode.SizeToken] = []
+        var sizeWaiters: [EpisodeRules.SizeToken] = []
         /// The current version's scratch file: not open, open, or being
-        /// replaced (`Episode.Scratch`).
-        var storage = Episode.Scratch.notOpen
+        /// replaced (`EpisodeRules.Scratch`).
+        var storage = EpisodeRules.Scratch.notOpen
         var lastRead: Int64 = 0
         /// The warnings about this episode already logged: each is said once.
-        var warned: Set<Episode.Warning> = []
+        var warned: Set<EpisodeRules.Warning> = []
         /// When the last open file was closed (monotonic seconds): fetches
         /// nobody reads stop a grace later (`stopUnreadStreams`).
         var allClosedAt: Double?
@@ -223,14 +223,14 @@ extension Episode {
 
         /// A state made after `stat`s showed the feed's claimed size, which
         /// the kernel may keep until `claimKeptUntil`.
-        init(claimKeptUntil: Double) {
+        public init(claimKeptUntil: Double) {
             self.claimKeptUntil = claimKeptUntil
         }
 
         /// The state an earlier mount left in the index: its ranges, its
         /// validator and the link it is pinned to.
-        init(restoring record: EpisodeRecord) {
-            current = Episode.Version(restoring: record)
+        public init(restoring record: EpisodeRecord) {
+            current = EpisodeRules.Version(restoring: record)
             // Ranges the version could not take (no length) are forgotten
             // by the next commit (the reader queues it when it adopts the
             // episode).
