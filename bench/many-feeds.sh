@@ -7,6 +7,8 @@
 #
 #   bench/many-feeds.sh [--feeds N] [--hosts H] [--delay-ms MS] [--seed S]
 #       defaults: 1000 feeds (20-400 items each), 10 hosts, 50 ms
+#   PODFS_BENCH_PERF=FILE bench/many-feeds.sh   also records where the daemon's
+#       time goes until every show is listed (perf record -g; perf report -i FILE)
 #
 # The feeds are spread over H hosts (H delaying proxies on their own
 # ports, one origin behind them), as an OPML's feeds are spread over
@@ -111,11 +113,18 @@ t=$(now)
 out=$("$podfs" mount --cache-dir "$cache" --refresh off "$list" "$mnt" 2>"$work/mount.err")
 cold=$(since "$t")
 pid=$(sed -n 's/.*pid \([0-9]*\).*/\1/p' <<<"$out" | head -1)
+perf_pid=""
+if [ -n "${PODFS_BENCH_PERF:-}" ]; then
+  # Where the daemon's time goes until every show is listed (perf report -i FILE).
+  perf record -F 499 -g -p "$pid" -o "$PODFS_BENCH_PERF" >/dev/null 2>&1 &
+  perf_pid=$!
+fi
 for _ in $(seq 6000); do
   [ "$(ls "$mnt" | wc -l)" -ge "$feeds" ] && break
   sleep 0.02
 done
 listed=$(since "$t")
+if [ -n "$perf_pid" ]; then kill -INT "$perf_pid"; wait "$perf_pid" 2>/dev/null || true; fi
 cpu=$(awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f", ($14 + $15) / hz}' "/proc/$pid/stat")
 files=$(find "$mnt" -mindepth 2 -type f | wc -l)
 peak_kib=$(awk '/VmHWM/ {print $2}' "/proc/$pid/status")

@@ -55,15 +55,12 @@ extension CacheIndex {
 
     // MARK: - Internal methods
 
-    /// When the feed now gives the episode `key` an enclosure at another
-    /// path than the one cached, forgets its ranges, validator and variant:
-    /// even a final episode is replaced when the feed changes it. A new
-    /// query alone (`?updated=`) or a new host (a show that moved to another
-    /// CDN) is the same file.
-    static func forgetIfMoved(_ db: SQLiteConnection, key: String, url: String) throws(IndexError) {
-        let query = try db.prepare("SELECT url FROM episodes WHERE key = ?")
-        try query.bind(1, key)
-        guard try query.step(), let old = query.text(0), enclosurePath(old) != enclosurePath(url) else { return }
+    /// Forgets the ranges, validator and variant of the episode `key`: the
+    /// feed now gives it an enclosure at another path than the one cached
+    /// (`register`), and even a final episode is replaced when the feed
+    /// changes it. A new query alone (`?updated=`) or a new host (a show that
+    /// moved to another CDN) is the same file, and is not forgotten.
+    static func forgetVariant(_ db: SQLiteConnection, key: String) throws(IndexError) {
         let ranges = try db.prepare("DELETE FROM ranges WHERE episode_id = (SELECT id FROM episodes WHERE key = ?)")
         try ranges.bind(1, key)
         try ranges.run()
@@ -72,6 +69,26 @@ extension CacheIndex {
                 + "pinned_issuer = NULL, unstable = NULL, final = 0 WHERE key = ?")
         try reset.bind(1, key)
         try reset.run()
+    }
+
+    /// Whether registering `feeds` would forget an episode's variant: one
+    /// of them has a row whose enclosure is at another path (`register`
+    /// then syncs its commit). SQLite will not change a commit's sync
+    /// inside its transaction, so this is asked before it begins.
+    static func anyEnclosureMoved(
+        _ db: SQLiteConnection, feeds: [(feedURL: String, episodes: [(key: String, url: String)])]
+    ) throws(IndexError) -> Bool {
+        let query = try db.prepare("SELECT url FROM episodes WHERE key = ?")
+        for feed in feeds {
+            for episode in feed.episodes {
+                try query.reset()
+                try query.bind(1, episode.key)
+                if try query.step(), let old = query.text(0), enclosurePath(old) != enclosurePath(episode.url) {
+                    return true
+                }
+            }
+        }
+        return false
     }
 
     /// A URL's path: without its scheme, host, query and fragment.

@@ -69,8 +69,21 @@ final class SQLiteConnection {
 
     /// Runs `body` inside `BEGIN IMMEDIATE` … `COMMIT`, rolling back if it
     /// throws. Immediate, so a second process waits (busy timeout) at the start
-    /// rather than failing at the commit.
-    func transaction<Result>(_ body: () throws(IndexError) -> Result) throws(IndexError) -> Result {
+    /// rather than failing at the commit. `syncs` false: the commit is not
+    /// synced on its own (`CacheIndex.register` says when that is safe);
+    /// `body` may ask for the sync after all (`PRAGMA synchronous = FULL`).
+    /// Every transaction says which it is, so a lazy one never leaves the
+    /// connection lazy for the next.
+    func transaction<Result>(
+        syncs: Bool = true, _ body: () throws(IndexError) -> Result
+    ) throws(IndexError) -> Result {
+        try execute(syncs ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL")
+        defer {
+            // Statements outside a transaction (a validator saved alone) sync
+            // too; a failure here is the connection's, and its next statement
+            // fails as well.
+            if !syncs { _ = sqlite3_exec(handle, "PRAGMA synchronous = FULL", nil, nil, nil) }
+        }
         try execute("BEGIN IMMEDIATE")
         do {
             let result = try body()

@@ -232,10 +232,13 @@ public final class Keeper: Sendable {
     private func run() {
         let done = DispatchSemaphore(value: 0)
         var running = 0
+        var planCost = 0.0
         while !isStopping {
+            let started = monotonicSeconds()
             let shows = catalog.shows
             let plan = makePlan(shows)
             publish(plan, shows: shows)
+            planCost = monotonicSeconds() - started
             let active = Set(progress.withLock { $0.downloads.keys })
             if running < workers, let next = nextEpisode(plan, shows: shows, excluding: active) {
                 running += 1
@@ -254,6 +257,7 @@ public final class Keeper: Sendable {
             }
             let heldBack = writing.withLock { $0.heldBack }
             _ = wake.wait(timeout: .now() + (heldBack ? 1 : 30))
+            settle(after: started, planCost: planCost)
             while done.wait(timeout: .now()) == .success { running -= 1 }
         }
         while running > 0 {
@@ -261,6 +265,28 @@ public final class Keeper: Sendable {
             running -= 1
         }
     }
+
+    /// Waits, after a wake, until `planShare` of the time since the last
+    /// plan `started` went to planning (at most `longestSettle`): a mount
+    /// that builds a thousand shows pokes the keeper at each, and a plan
+    /// of every episode at every poke took a core from the builds (53 % of
+    /// the daemon's CPU until every show was listed, bench/many-feeds.sh).
+    /// The pokes meanwhile are one plan. A plan of a small library takes
+    /// milliseconds, and so does this wait.
+    private func settle(after started: Double, planCost: Double) {
+        let deadline = started + min(planCost / Self.planShare, Self.longestSettle)
+        while !isStopping {
+            let left = deadline - monotonicSeconds()
+            guard left > 0 else { return }
+            _ = wake.wait(timeout: .now() + left)
+        }
+    }
+
+    /// The share of its time the keeper's planning may take while feeds
+    /// keep changing.
+    static let planShare = 0.2
+    /// The longest a wake waits for the next plan.
+    static let longestSettle = 2.0
 
     /// The plan for the shows as they are now.
     private func makePlan(_ shows: [Catalog.Show]) -> KeepPlan {
