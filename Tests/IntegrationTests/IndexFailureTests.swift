@@ -16,6 +16,20 @@ struct IndexFailureTests {
     /// EIO. Returns the fixture, the old bytes' file and the lock holder.
     private func changeBehindALockedIndex() throws -> (Fixture, String, pid_t) {
         let fixture = try Fixture()
+        var holder: pid_t?
+        do {
+            let (old, locker) = try lockAndChange(fixture, holder: &holder)
+            return (fixture, old, locker)
+        } catch {
+            // Nothing is left behind when a step fails: the lock's holder
+            // stops, the mount goes.
+            if let holder { release(holder) }
+            fixture.cleanup()
+            throw error
+        }
+    }
+
+    private func lockAndChange(_ fixture: Fixture, holder: inout pid_t?) throws -> (String, pid_t) {
         try fixture.publish(Fixture.episodes(sizes: [Self.size]))
         try fixture.mount(extra: ["--commit-interval", "1", "--revalidate-after", "1"])
         // Its first MiB: a complete episode is kept as it is until the feed
@@ -33,9 +47,10 @@ struct IndexFailureTests {
             + "c.execute('BEGIN EXCLUSIVE'); open(sys.argv[2], 'w').write('locked'); time.sleep(120)"
         let devNull = open("/dev/null", O_WRONLY)
         defer { close(devNull) }
-        let holder = try Harness.spawn(
+        let locker = try Harness.spawn(
             "/usr/bin/python3", ["-c", script, fixture.cacheDirectory + "/index.sqlite", said],
             stdout: devNull, stderr: devNull)
+        holder = locker
         #expect(Harness.eventually(10) { FileManager.default.fileExists(atPath: said) }, "the index is locked")
         // Past the revalidation time: the next open asks the origin, whose
         // head shows the new version.
@@ -45,10 +60,12 @@ struct IndexFailureTests {
         print("a read while the index is locked: dd exit \(read.status): \(read.stderr.suffix(120))")
         #expect(read.status != 0, "the new version is not served before the index forgot the old one")
         #expect(fixture.log().contains("could not forget its old bytes yet"), "the log says why")
-        return (fixture, old, holder)
+        return (old, locker)
     }
 
+    /// Stops the lock's holder (again: a second call finds it reaped).
     private func release(_ holder: pid_t) {
+        guard kill(holder, 0) == 0 else { return }
         kill(holder, SIGKILL)
         var status: Int32 = 0
         _ = waitpid(holder, &status, 0)
@@ -59,7 +76,10 @@ struct IndexFailureTests {
     /// version's. Remounted, the episode reads as the new version whole.
     @Test func aKillWhileTheIndexCannotTakeAChangeLeavesOneVersion() throws {
         let (fixture, old, holder) = try changeBehindALockedIndex()
-        defer { fixture.cleanup() }
+        defer {
+            release(holder)
+            fixture.cleanup()
+        }
         let pid = try #require(fixture.daemonPID)
         kill(pid, SIGKILL)
         release(holder)
@@ -79,7 +99,10 @@ struct IndexFailureTests {
     /// and the episode reads again: the new version, whole.
     @Test func theEpisodeReadsAgainOnceTheIndexTakesTheChange() throws {
         let (fixture, _, holder) = try changeBehindALockedIndex()
-        defer { fixture.cleanup() }
+        defer {
+            release(holder)
+            fixture.cleanup()
+        }
         release(holder)
         #expect(Harness.eventually(30) { fixture.log().contains("it reads again") }, "the steps were done")
         let copy = fixture.directory + "/copy"
