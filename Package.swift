@@ -31,6 +31,9 @@ let package = Package(
         .systemLibrary(
             name: "CSQLite", path: "Modules/CSQLite", pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(
+            name: "CZlib", path: "Modules/CZlib", pkgConfig: "zlib",
+            providers: [.apt(["zlib1g-dev"])]),
         // Linux file calls Glibc's module map hides (fallocate, SEEK_DATA).
         .systemLibrary(name: "CLinuxFile", path: "Modules/CLinuxFile"),
 
@@ -38,7 +41,7 @@ let package = Package(
         .target(name: "Feeds", dependencies: ["CXML2"], swiftSettings: swiftSettings),
         .target(
             name: "RangeCache",
-            dependencies: ["CSQLite", "CLinuxFile", "Locking", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["CSQLite", "CZlib", "CLinuxFile", "Locking", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings),
         .target(
             name: "HTTPClient",

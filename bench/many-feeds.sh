@@ -7,6 +7,7 @@
 #
 #   bench/many-feeds.sh [--feeds N] [--hosts H] [--delay-ms MS] [--seed S]
 #       defaults: 1000 feeds (20-400 items each), 10 hosts, 50 ms
+#   PODFS_BENCH_BIN=PATH  runs that podfs instead of building this tree (before/after runs)
 #   PODFS_BENCH_PERF=FILE bench/many-feeds.sh   also records where the daemon's
 #       time goes until every show is listed (perf record -g; perf report -i FILE)
 #
@@ -41,8 +42,12 @@ cleanup() {
 }
 trap cleanup EXIT
 cd "$repo"
-swift build -c release --product podfs >/dev/null
-podfs="$(swift build -c release --show-bin-path)/podfs"
+if [ -n "${PODFS_BENCH_BIN:-}" ]; then
+  podfs="$PODFS_BENCH_BIN"   # another build, for before/after runs
+else
+  swift build -c release --product podfs >/dev/null
+  podfs="$(swift build -c release --show-bin-path)/podfs"
+fi
 
 # N feeds of 20-400 items, with show notes (text no file shows).
 python3 - "$www/f" "$feeds" "$seed" <<'PY'

@@ -147,6 +147,10 @@ public final class DataReply: Sendable {
     public func fail(_ error: FileSystemError) { pending.fail(error) }
 }
 
+/// The daemon's user and group, which own every node: asked once, not
+/// twice per entry of a listing (two system calls each).
+private let owner = (uid: getuid(), gid: getgid())
+
 /// Builds the `struct stat` the kernel sees for a node.
 func makeStat(_ attributes: Attributes) -> stat {
     var st = stat()
@@ -159,8 +163,8 @@ func makeStat(_ attributes: Attributes) -> stat {
     st.st_size = Int(attributes.size)
     st.st_blksize = 4096
     st.st_blocks = Int(attributes.blockCount)
-    st.st_uid = getuid()
-    st.st_gid = getgid()
+    st.st_uid = owner.uid
+    st.st_gid = owner.gid
     let time = timespec(tv_sec: Int(attributes.modificationTime), tv_nsec: 0)
     st.st_mtim = time
     st.st_ctim = time

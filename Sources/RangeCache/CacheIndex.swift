@@ -374,7 +374,7 @@ public final class CacheIndex: Sendable {
                     records.append(record)
                 }
                 result.append(FeedSnapshot(
-                    url: feeds.text(1) ?? "", body: feeds.blob(2), fetchedAt: feeds.optionalInt64(3),
+                    url: feeds.text(1) ?? "", body: feeds.blob(2).map(FeedBodyCoding.decode), fetchedAt: feeds.optionalInt64(3),
                     episodes: records))
             }
             return result

@@ -304,19 +304,22 @@ public final class Keeper: Sendable {
     /// eviction, says once which do not fit, and writes the report.
     private func publish(_ plan: KeepPlan, shows: [Catalog.Show]) {
         var keys = Set(plan.kept.keys)
-        var planned = Set<String>()
         for show in shows {
-            for episode in show.episodes {
-                planned.insert(episode.key)
-                if plan.kept[episode.key] != nil { keys.formUnion(Self.companions(of: episode, in: show).map(\.key)) }
+            for episode in show.episodes where plan.kept[episode.key] != nil {
+                keys.formUnion(Self.companions(of: episode, in: show).map(\.key))
             }
-            for extra in show.extras { planned.insert(extra.key) }
         }
         // What the last mount kept of shows not built yet stays kept: their
         // plan comes when they are. Once every listed show is built, the
         // plan alone decides (a key of an episode that left its feed, or
         // of a feed no longer mounted, is ordinary cache again).
-        if !catalog.placeholderURLs.isEmpty { keys.formUnion(seed.subtracting(planned)) }
+        if !catalog.placeholderURLs.isEmpty {
+            var planned = Set<String>()
+            for show in shows {
+                for file in show.episodes + show.extras { planned.insert(file.key) }
+            }
+            keys.formUnion(seed.subtracting(planned))
+        }
         reader.keep(keys)
         let newlyUnfit = progress.withLock { progress in
             progress.plan = plan

@@ -188,10 +188,15 @@ public final class Catalog: Sendable {
     }
 
     public func node(_ inode: UInt64) -> Node? {
-        if let node = tree.withLock({ $0.nodes[inode] }) { return node }
+        if let node = builtNode(inode) { return node }
         guard let url = tree.withLock({ $0.placeholdersByInode[inode]?.url }) else { return nil }
         build(url: url)
         return tree.withLock { $0.nodes[inode] }
+    }
+
+    /// The node of `inode` if it is built; never builds a placeholder's show.
+    func builtNode(_ inode: UInt64) -> Node? {
+        tree.withLock { $0.nodes[inode] }
     }
 
     public func lookup(parent: UInt64, name: String) -> Node? {

@@ -100,9 +100,10 @@ public final class PodFileSystem: FileSystem {
 
     public func listedAttributes(inode: UInt64) -> (Attributes, Double)? {
         if let control, control.owns(inode) { return nil }
-        if let listed = placeholderAttributes(inode) { return listed }
-        guard let node = catalog.node(inode) else { return nil }
-        return attributes(of: node)
+        // A built node first (one lookup for each file of a show); a
+        // listing never builds a show (`placeholderAttributes`).
+        if let node = catalog.builtNode(inode) { return attributes(of: node) }
+        return placeholderAttributes(inode)
     }
 
     public func open(inode: UInt64, flags: Int32, reply: OpenReply) {
