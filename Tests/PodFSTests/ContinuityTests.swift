@@ -17,7 +17,7 @@ import Testing
     }
 
     @Test func aFetchRightAfterCachedBytesStartsAFewKiBBeforeThem() throws {
-        var bench = ReadBench(length: 10 * mib, etag: nil, present: [0..<mib])
+        var bench = ReadBench(length: 10 * mib, etag: nil, lastModified: ReadBench.lastModified, present: [0..<mib])
         // The read event widens its own fetch (`guardingVariants`).
         let widened = bench.read(at: mib)
         var state = bench.state
@@ -34,18 +34,20 @@ import Testing
     }
 
     @Test func theOverlapNeverReachesBeforeTheCachedRun() throws {
-        var bench = ReadBench(length: 10 * mib, etag: nil, present: [mib..<(mib + kib)])
+        var bench = ReadBench(
+            length: 10 * mib, etag: nil, lastModified: ReadBench.lastModified, present: [0..<kib, mib..<(mib + kib)])
         let widened = bench.read(at: mib + kib)
         #expect(fetches(widened).first?.lowerBound == mib)
     }
 
     @Test func aFetchAfterAHoleIsNotWidened() throws {
-        var bench = ReadBench(length: 10 * mib, etag: nil, present: [0..<mib])
+        var bench = ReadBench(length: 10 * mib, etag: nil, lastModified: ReadBench.lastModified, present: [0..<mib])
         #expect(fetches(bench.read(at: 5 * mib)).first?.lowerBound == 5 * mib)
     }
 
     @Test func withoutAStrongValidatorAWindowAfterOneOnItsWayOverlapsItToo() throws {
-        var bench = ReadBench(length: 10 * mib, etag: "W/\"weak\"", present: [0..<(256 * kib)])
+        var bench = ReadBench(
+            length: 10 * mib, etag: nil, lastModified: ReadBench.lastModified, present: [0..<(256 * kib)])
         let first = bench.read(at: 256 * kib)
         var state = bench.state
         let window = try #require(fetches(first).first)

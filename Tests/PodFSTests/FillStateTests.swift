@@ -87,13 +87,14 @@ import Testing
             Issue.record("no fill")
             return
         }
-        bench.state.fetches[id]?.received = 3 * mib
+        let asked = bench.state.fetches[id]!
+        bench.head(id, asked.cursor..<asked.upper)
+        bench.arrive(id, count: Int(2 * mib))
         // A player holds the file open (handle 2) but waits for nothing.
         #expect(bench.state.stopFills([id]) == [id])
         #expect(bench.state.fetches[id]?.upper == 3 * mib && bench.state.fetches[id]?.cutShort == true)
         // Once its bytes are on disk, the next fill starts where it ended.
         bench.land(mib..<3 * mib)
-        bench.state.fetches[id] = nil
         let next = bench.state.fill(handle: 1, tuning: tuning)
         #expect(ReadBench.fetched(next) == [3 * mib..<10 * mib])
     }

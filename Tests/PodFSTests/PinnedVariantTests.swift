@@ -30,7 +30,7 @@ import Testing
     }
 
     @Test func theLinkARedirectLedToIsPinnedWithItsValidator() throws {
-        var bench = ReadBench(length: 10 * mib, etag: nil)
+        var bench = ReadBench(length: 10 * mib, etag: nil, confirmed: false)
         _ = bench.read(at: 0)
         var state = bench.state
         let id = try #require(state.fetches.keys.min())

@@ -111,7 +111,7 @@ import Testing
 
     @Test func anOverlapThatDidNotMatchKeepsTheOldBytesForOpenFilesToo() throws {
         let scratch = Episode.FileToken.fake()
-        var bench = ReadBench(length: 10 * mib, etag: nil, present: [0..<mib])
+        var bench = ReadBench(length: 10 * mib, etag: nil, lastModified: ReadBench.lastModified, present: [0..<mib])
         _ = bench.state.scratchOpened(scratch, generation: 0, fileMissing: false)
         bench.state.fetches[9] = Episode.FetchProgress(cursor: mib - 4096, upper: 2 * mib, generation: 0)
         let broken = bench.state.continuityBroken(id: 9)

@@ -114,30 +114,34 @@ import Testing
     }
 
     @Test func aCompleteEpisodeWithoutAValidatorIsKeptAsItIs() throws {
-        var bench = ReadBench(length: length, etag: nil, present: [0..<length])
-        bench.state.validation = .unconfirmed(lastConfirmed: nil)
-        let id = bench.state.startProbe(range: 0..<1, minimumFetch: 1).id
-        let (_, _, then) = apply(&bench.state, head(last: 0, total: length), id: id)
-        #expect(bench.state.unstable == nil && marks(then).isEmpty, "every byte of one variant is here")
-        #expect(bench.state.present.contains(0..<length))
+        // Cached whole from this podfs's one stream (marked when its first
+        // response came): no request could bring anything but another variant.
+        var state = Episode.State(restoring: EpisodeRecord(
+            id: 1, key: "k", url: "http://o/a.mp3", length: length, etag: nil, lastModified: nil,
+            ranges: [0..<length], variant: EpisodeVariant(unstable: Episode.State.noValidator.code)))
+        #expect(state.startMountCheck() == nil)
+        let opened = state.open(handle: 1, reply: Episode.OpenToken.fake(), now: 1000, feedLength: length, tuning: tuning)
+        #expect(opened.count == 1 && probes(opened).isEmpty, "every byte of one variant is here")
+        #expect(state.present.contains(0..<length) && !state.unprovenBytes)
     }
 
     @Test func aMountsCheckNobodyWaitsForOnlyMarksTheEpisode() throws {
-        var bench = ReadBench(length: length, etag: nil, present: [0..<mib], handles: [])
-        bench.state.validation = .unconfirmed(lastConfirmed: nil)
+        // The index knows the length, nothing cached.
+        var bench = ReadBench(length: length, etag: nil, handles: [], confirmed: false)
         let started = bench.state.startMountCheck()
         let check = try #require(started)
-        let (_, _, then) = apply(&bench.state, head(first: mib, last: mib, total: length), id: check.id, isBackground: true)
+        let (_, _, then) = apply(&bench.state, head(first: 0, last: 0, total: length), id: check.id, isBackground: true)
         #expect(marks(then) == [Episode.State.noValidator])
         #expect(probes(then).isEmpty, "no stream for nobody")
         #expect(bench.state.fetches.isEmpty && bench.state.probeID == nil)
     }
 
     @Test func withoutAValidatorTheStreamStartsAtByteZeroNotAtTheCachedPrefix() throws {
-        var bench = ReadBench(length: length, etag: nil, present: [0..<mib])
-        bench.state.variant.markStitched(Episode.State.noValidator)
-        let effects = bench.read(at: 2 * mib)
-        #expect(ReadBench.fetched(effects) == [0..<EpisodeRecord.positions.upperBound], "one response for every byte")
+        // Cached by an earlier podfs without a validator: marked when restored.
+        var bench = ReadBench(length: length, etag: nil, present: [0..<mib], handles: [], confirmed: false)
+        #expect(bench.state.unstable == Episode.State.noValidator)
+        let effects = bench.open(1)
+        #expect(ReadBench.probes(effects).map(\.range) == [0..<EpisodeRecord.positions.upperBound], "one response for every byte")
         let stream = try #require(bench.state.streamID)
         #expect(bench.state.restartsStream(id: stream), "its head drops the cached part")
         // With a strong ETag, If-Range vouches for the continuation.
@@ -169,11 +173,11 @@ import Testing
         let due = bench.state.retryDue(id: stream)
         if etag == nil {
             #expect(range.lowerBound == 0 && validator == nil)
-            #expect(due == .launch(range: 0..<EpisodeRecord.positions.upperBound, validator: nil, url: nil))
+            #expect(due == .launch(range: 0..<EpisodeRecord.positions.upperBound, validator: nil, url: ReadBench.url))
             #expect(bench.state.restartsStream(id: stream), "its head drops the 3 MiB of the first response")
         } else {
             #expect(range == (3 * mib)..<length && validator == etag)
-            #expect(due == .launch(range: (3 * mib)..<length, validator: etag, url: nil))
+            #expect(due == .launch(range: (3 * mib)..<length, validator: etag, url: ReadBench.url))
         }
     }
 
