@@ -37,6 +37,7 @@ final class KeptCopyPass: Sendable {
     func start() {
         let thread = Thread { [self] in
             FeedRound.blockTerminationSignals()
+            BackgroundPriority.lowerCallingThread()
             run()
             ended.signal()
         }

@@ -108,6 +108,9 @@ public final class Keeper: Sendable {
             // SIGINT, SIGTERM and SIGHUP are the FUSE loop's to take (a
             // SIGTERM taken here would skip the open files' grace).
             FeedRound.blockTerminationSignals()
+            // The plans, and the downloads it starts (they inherit it): a
+            // listener's reads come first.
+            BackgroundPriority.lowerCallingThread()
             run()
             ended.signal()
         }

@@ -68,6 +68,7 @@ public final class FeedRound: @unchecked Sendable {
         for number in 0..<count {
             let thread = Thread { [self] in
                 Self.blockTerminationSignals()
+                BackgroundPriority.lowerCallingThread()
                 runWorker()
             }
             thread.name = "podfs-feed-\(number)"
