@@ -54,7 +54,7 @@ extension Catalog {
                 let (show, _) = try Self.makeShow(
                     url: entry.url, feed: entry.feed, layout: layouts[position], name: names[position],
                     previous: nil, shownBefore: placeholder.map { (time: $0.modificationTime, listing: $0.listing) },
-                    known: { _ in nil }, register: { _, _ in registered[position] })
+                    known: { _ in [:] }, register: { _, _ in registered[position] })
                 shows.append(show)
             }
             tree.withLock { tree in
@@ -92,13 +92,8 @@ extension Catalog {
         return try updating.withLock { _ in
             // No copy of the tree is held while it is changed: a copy would
             // make every update of a large mount copy every node.
-            let (previous, taken, placeholder) = tree.withLock { tree in
-                (
-                    tree.shows.first { $0.feedURL == url },
-                    Set(tree.shows.map { Array($0.name.utf8) } + tree.placeholders.values.map { Array($0.name.utf8) })
-                        .union(Self.reservedRootNames),
-                    tree.placeholders[url]
-                )
+            let (previous, placeholder) = tree.withLock { tree in
+                (tree.shows.first { $0.feedURL == url }, tree.placeholders[url])
             }
             let name: String
             if let previous {
@@ -106,8 +101,18 @@ extension Catalog {
             } else if let placeholder {
                 name = placeholder.name
             } else {
-                var taken = taken
-                name = Naming.uniqueName(stem: Naming.sanitize(feed.title), suffix: "", taken: &taken)
+                // A show new to the root: a name no show or placeholder has
+                // (the tree cannot change meanwhile: `updating` is held). The
+                // tree's indexes are asked, not a set of every name made
+                // again for each new show (a thousand shows: half a million
+                // names copied under the lock the listings take).
+                let stem = Naming.sanitize(feed.title)
+                name = tree.withLock { tree in
+                    Naming.uniqueName(stem: stem, suffix: "") { candidate in
+                        tree.showsByName[candidate] != nil || tree.placeholdersByName[candidate] != nil
+                            || Self.reservedRootNames.contains(Array(candidate.utf8))
+                    }
+                }
             }
             // Another update of the feed may have landed meanwhile (a
             // subscription while a round refreshes it): its names count.
@@ -121,7 +126,16 @@ extension Catalog {
                 ?? placeholder.map { (time: $0.modificationTime, listing: $0.listing) }
             let (show, newFiles) = try Self.makeShow(
                 url: url, feed: feed, layout: layout, name: name, previous: previous, shownBefore: shownBefore,
-                known: { key in self.tree.withLock { $0.filesByKey[key] } },
+                // Every file's lookup under one hold of the tree's lock: a
+                // hold per file met the listings' holds, and each handover
+                // put the registering thread behind the one it woke.
+                known: { keys in
+                    self.tree.withLock { tree in
+                        var found: [String: Episode] = [:]
+                        for key in keys { if let file = tree.filesByKey[key] { found[key] = file } }
+                        return found
+                    }
+                },
                 register: { [index] in try index.register(feedURL: url, episodes: $0, formerKeys: $1) })
             let latestChanged = tree.withLock { tree in
                 let latest = tree.latest
@@ -147,14 +161,13 @@ extension Catalog {
     /// the tree already has, registers the others.
     private static func makeShow(
         url: String, feed: ParsedFeed, layout: ShowLayout, name: String, previous: Show?,
-        shownBefore: (time: Int64, listing: UInt64?)?, known: (String) -> Episode?,
+        shownBefore: (time: Int64, listing: UInt64?)?, known: ([String]) -> [String: Episode],
         register: (_ episodes: [(key: String, url: String)], _ formerKeys: [String: String]) throws -> (
             feedID: Int64, records: [EpisodeRecord]
         )
     ) throws -> (Show, newFiles: [Episode]) {
         let files = layout.files
-        let reused = Dictionary(
-            files.compactMap { item in known(item.key).map { (item.key, $0) } }, uniquingKeysWith: { first, _ in first })
+        let reused = known(files.map(\.key))
         let missing = files.filter { reused[$0.key] == nil }
         let registered = try register(missing.map { (key: $0.key, url: $0.url) }, formerKeys(missing))
         let records = Dictionary(zip(missing.map(\.key), registered.records), uniquingKeysWith: { first, _ in first })

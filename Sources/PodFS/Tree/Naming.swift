@@ -208,13 +208,20 @@ public enum Naming {
     /// against `taken` with " (2)", " (3)", … before the suffix; the name is
     /// added to `taken`. For the files podfs adds next to episodes.
     public static func uniqueName(stem: String, suffix: String, taken: inout Set<[UInt8]>) -> String {
+        let name = uniqueName(stem: stem, suffix: suffix) { taken.contains(Array($0.utf8)) }
+        taken.insert(Array(name.utf8))
+        return name
+    }
+
+    /// The same, asking `isTaken` of each name tried (a tree's own
+    /// indexes, rather than a set of every name made for each new one).
+    static func uniqueName(stem: String, suffix: String, isTaken: (String) -> Bool) -> String {
         var name = cut(stem, keeping: suffix)
         var counter = 2
-        while taken.contains(Array(name.utf8)) {
+        while isTaken(name) {
             name = cut(stem, keeping: " (\(counter))" + suffix)
             counter += 1
         }
-        taken.insert(Array(name.utf8))
         return name
     }
 
