@@ -6,8 +6,8 @@ import Locking
 import Logging
 import RangeCache
 
-/// Shows built from parsed feeds and put in the tree: new ones (`add`) and
-/// refreshed ones (`update`).
+/// Shows built from parsed feeds and put in the tree: new ones (`add`; and
+/// refreshed ones, `Catalog+Updating`).
 ///
 /// A show is installed in one step, under `updating`: a file that stays
 /// keeps its name, its inode and its `Episode`, and every file new to the
@@ -67,99 +67,11 @@ extension Catalog {
         }
     }
 
-    // MARK: - Refresh
-
-    /// Replaces the listing of the feed at `url` with `feed` (or adds its
-    /// directory when it had none). Files still in the feed keep their
-    /// names, inodes and state; new ones are registered in the index.
-    /// Returns what changed, for the kernel's caches and the reader.
-    public func update(url: String, feed: ParsedFeed) throws -> Change {
-        // The layout (names for every file) is the costly part: it is made
-        // before taking `updating`, so feeds that land together lay out in
-        // parallel. Only one round fetches a feed at a time, so the show's
-        // previous names cannot change meanwhile; a new show's name can
-        // (another show may take it), and then the layout is made again.
-        let (before, provisional) = tree.withLock { tree in
-            (tree.shows.first { $0.feedURL == url }, Naming.sanitize(feed.title))
-        }
-        // A show keeps its scope for the mount: its files' keys are what the
-        // reader and open files use (a feed that gains a guid is moved to
-        // it by the next mount).
-        let scope = before?.scope ?? scope(url: url, feed: feed)
-        var layout = ShowLayout(
-            scope: scope, feed: feed, directoryName: before?.name ?? provisional,
-            previousNames: before?.names ?? [:], logger: logger)
-        return try updating.withLock { _ in
-            // No copy of the tree is held while it is changed: a copy would
-            // make every update of a large mount copy every node.
-            let (previous, placeholder) = tree.withLock { tree in
-                (tree.shows.first { $0.feedURL == url }, tree.placeholders[url])
-            }
-            let name: String
-            if let previous {
-                name = previous.name
-            } else if let placeholder {
-                name = placeholder.name
-            } else {
-                // A show new to the root: a name no show or placeholder has
-                // (the tree cannot change meanwhile: `updating` is held). The
-                // tree's indexes are asked, not a set of every name made
-                // again for each new show (a thousand shows: half a million
-                // names copied under the lock the listings take).
-                let stem = Naming.sanitize(feed.title)
-                name = tree.withLock { tree in
-                    Naming.uniqueName(stem: stem, suffix: "") { candidate in
-                        tree.showsByName[candidate] != nil || tree.placeholdersByName[candidate] != nil
-                            || Self.reservedRootNames.contains(Array(candidate.utf8))
-                    }
-                }
-            }
-            // Another update of the feed may have landed meanwhile (a
-            // subscription while a round refreshes it): its names count.
-            if name != (before?.name ?? provisional) || previous !== before {
-                layout = ShowLayout(
-                    scope: previous?.scope ?? scope, feed: feed, directoryName: name,
-                    previousNames: previous?.names ?? [:], logger: logger)
-            }
-            let shownBefore =
-                previous.map { (time: $0.modificationTime, listing: Optional($0.listing)) }
-                ?? placeholder.map { (time: $0.modificationTime, listing: $0.listing) }
-            let (show, newFiles) = try Self.makeShow(
-                url: url, feed: feed, layout: layout, name: name, previous: previous, shownBefore: shownBefore,
-                // Every file's lookup under one hold of the tree's lock: a
-                // hold per file met the listings' holds, and each handover
-                // put the registering thread behind the one it woke.
-                known: { keys in
-                    self.tree.withLock { tree in
-                        var found: [String: Episode] = [:]
-                        for key in keys { if let file = tree.filesByKey[key] { found[key] = file } }
-                        return found
-                    }
-                },
-                register: { [index] in try index.register(feedURL: url, episodes: $0, formerKeys: $1) })
-            let latestChanged = tree.withLock { tree in
-                let latest = tree.latest
-                if previous == nil, placeholder == nil { tree.rootChangedAt = Self.wallClock() }
-                tree.removed.remove(url)
-                Self.install(show, replacing: previous, into: &tree)
-                return tree.latest !== latest
-            }
-            let before = Set(previous?.byName.keys.map { $0 } ?? [])
-            let after = Set(show.byName.keys)
-            return Change(
-                showInode: show.inode, showName: show.name, isNewShow: previous == nil,
-                addedNames: after.subtracting(before).sorted(), removedNames: before.subtracting(after).sorted(),
-                playlistChanged: previous.map { $0.playlist !== show.playlist || $0.modificationTime != show.modificationTime }
-                    ?? true,
-                playlistInode: show.playlist.inode, newFiles: newFiles, latestChanged: latestChanged)
-        }
-    }
-
-    // MARK: - Private methods
+    // MARK: - Internal methods
 
     /// A show directory for `feed`: reuses the `Episode` of every file
     /// the tree already has, registers the others.
-    private static func makeShow(
+    static func makeShow(
         url: String, feed: ParsedFeed, layout: ShowLayout, name: String, previous: Show?,
         shownBefore: (time: Int64, listing: UInt64?)?, known: ([String]) -> [String: Episode],
         register: (_ episodes: [(key: String, url: String)], _ formerKeys: [String: String]) throws -> (
@@ -233,7 +145,7 @@ extension Catalog {
     /// unless another subscription holds it in this mount (a duplicate in
     /// the SOURCE), which would make two folders share cache files; then
     /// its feed URL, and the log says so once.
-    private func scope(url: String, feed: ParsedFeed) -> CacheScope {
+    func scope(url: String, feed: ParsedFeed) -> CacheScope {
         let wanted = CacheScope(feedURL: url, showGUID: feed.showGUID)
         guard let guid = wanted.guid else { return wanted }
         let (holder, firstRefusal) = tree.withLock { tree -> (String, Bool) in
@@ -252,7 +164,7 @@ extension Catalog {
 
     /// New key to former key of every file that has one (`ShowLayout.Item
     /// .formerKey`), for the index to take over.
-    private static func formerKeys(_ files: [ShowLayout.Item]) -> [String: String] {
+    static func formerKeys(_ files: [ShowLayout.Item]) -> [String: String] {
         var keys: [String: String] = [:]
         for file in files {
             if let former = file.formerKey { keys[file.key] = former }
@@ -278,7 +190,7 @@ extension Catalog {
     }
 
     /// Puts `show` in the tree in place of `previous` (or at the end).
-    private static func install(_ show: Show, replacing previous: Show?, into tree: inout Tree) {
+    static func install(_ show: Show, replacing previous: Show?, into tree: inout Tree) {
         if let placeholder = tree.placeholders.removeValue(forKey: show.feedURL) {
             tree.placeholdersByName[placeholder.name] = nil
             tree.placeholdersByInode[placeholder.inode] = nil

@@ -154,6 +154,8 @@ public final class Catalog: Sendable {
     /// Held by `update` from start to end: one refresh at a time may read,
     /// rebuild and swap the tree.
     let updating = Locked(0)
+    /// Updates that land together, carried out together (`Catalog+Updating`).
+    let updates = GroupCommit<Update, Change>()
 
     // MARK: - Init
 
