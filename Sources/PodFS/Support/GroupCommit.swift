@@ -39,6 +39,15 @@ final class GroupCommit<Request: Sendable, Answer: Sendable>: Sendable {
     // MARK: - Properties
 
     private let queue = Locked(Queue())
+    /// The most requests in one batch: what a batch holds at once (its
+    /// requests' work and answers) stays bounded.
+    private let limit: Int
+
+    // MARK: - Init
+
+    init(limit: Int = 16) {
+        self.limit = max(1, limit)
+    }
 
     // MARK: - Methods
 
@@ -78,7 +87,7 @@ final class GroupCommit<Request: Sendable, Answer: Sendable>: Sendable {
                 var taken: [Slot] = []
                 var left: [Slot] = []
                 for slot in queue.waiting {
-                    if keys.insert(slot.key).inserted { taken.append(slot) } else { left.append(slot) }
+                    if taken.count < limit, keys.insert(slot.key).inserted { taken.append(slot) } else { left.append(slot) }
                 }
                 queue.waiting = left
                 if taken.isEmpty { queue.leading = false } else { queue.batches += 1 }
