@@ -27,6 +27,8 @@ extension EpisodeReader {
         drainWriters()
         flusher.stop()
         retryUnfinishedSteps()
+        // The last try: no timer tries after the reader stopped.
+        stoppedEpisodes.close()
         flush()
     }
 

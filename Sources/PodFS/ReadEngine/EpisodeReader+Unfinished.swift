@@ -1,9 +1,11 @@
+import Dispatch
 import Logging
 
 /// The driver's side of a durable step that fails (docs/DESIGN.md, "A
 /// durable step that fails"): the episode stops, its readers get EIO, and
-/// each flush pass tries the steps again, under the index lock, until the
-/// index and the scratch file took the change.
+/// the steps are tried again, under the index lock, until the index and the
+/// scratch file took the change: by a timer (`StoppedEpisodes`: after 1 s,
+/// then twice as long each time, at most 30 s) and at each flush pass.
 extension EpisodeReader {
     // MARK: - Methods
 
@@ -20,10 +22,11 @@ extension EpisodeReader {
         logger.error(
             """
             the episode changed at the origin, and the cache could not forget its old bytes yet: it reads EIO \
-            until it can (tried again at each flush); see the error before this line
+            until it can (tried again in a second, then less and less often); see the error before this line
             """,
             metadata: ["episode.key": "\(episode.key)", "episode.name": "\(episode.name)"])
         carryOut(effects, of: episode, EffectContext(fetch: fetch))
+        setStepRetryTimer()
     }
 
     /// Tries again the unfinished steps of every stopped episode (the flush
@@ -43,6 +46,17 @@ extension EpisodeReader {
                 _ = episode.state.withLock { $0.stepsFailed(unfinished, then: []) }
                 stoppedEpisodes.mark(episode)
             }
+        }
+        stoppedEpisodes.allDone()
+        setStepRetryTimer()
+    }
+
+    /// Sets the timer of the next try, if one is due and none is set.
+    private func setStepRetryTimer() {
+        guard let delay = stoppedEpisodes.timerToSet() else { return }
+        DispatchQueue.global().asyncAfter(deadline: .now() + delay) { [weak self] in
+            guard let self, stoppedEpisodes.timerFired() else { return }
+            retryUnfinishedSteps()
         }
     }
 }

@@ -42,7 +42,7 @@ public final class EpisodeReader: Sendable {
     let dirtyEpisodes = DirtyEpisodes()
     /// Episodes stopped until a version change's durable steps are done
     /// (`EpisodeReader+Unfinished.swift`).
-    let stoppedEpisodes = DirtyEpisodes()
+    let stoppedEpisodes = StoppedEpisodes()
     private let nextID = Atomic<UInt64>(1)
     /// The flush thread (`startFlushing`).
     let flusher = FlushThread()
