@@ -294,10 +294,17 @@ public final class Keeper: Sendable {
     /// The plan for the shows as they are now.
     private func makePlan(_ shows: [Catalog.Show]) -> KeepPlan {
         let settings = settings.withLock { $0 }
+        // A show none of whose episodes can be kept (no latest, nothing
+        // pinned: the default) gives the plan no candidates; a thousand
+        // shows' 200,000 episodes were sorted at every plan for nothing.
         let candidates = shows.map { show in
-            KeepPlan.Show(
-                identity: show.scope.keyScope,
-                episodes: show.episodes.map { KeepPlan.Candidate(key: $0.key, date: $0.modificationTime, size: $0.size) })
+            let identity = show.scope.keyScope
+            let wanted = (settings.showLatest[identity] ?? mountLatest) > 0 || !settings.pinned.isEmpty
+            return KeepPlan.Show(
+                identity: identity,
+                episodes: wanted
+                    ? show.episodes.map { KeepPlan.Candidate(key: $0.key, date: $0.modificationTime, size: $0.size) }
+                    : [])
         }
         return KeepPlan(
             shows: candidates, mountLatest: mountLatest, settings: settings, cap: keepRoom)
@@ -307,7 +314,7 @@ public final class Keeper: Sendable {
     /// eviction, says once which do not fit, and writes the report.
     private func publish(_ plan: KeepPlan, shows: [Catalog.Show]) {
         var keys = Set(plan.kept.keys)
-        for show in shows {
+        for show in shows where !plan.kept.isEmpty {
             for episode in show.episodes where plan.kept[episode.key] != nil {
                 keys.formUnion(Self.companions(of: episode, in: show).map(\.key))
             }
