@@ -125,18 +125,14 @@ extension Catalog {
         // Names come from the layout: a file reused from before keeps the
         // name the layout kept for it.
         var byName: [String: Node] = Dictionary(minimumCapacity: files.count + 1)
-        var entries: [DirectoryEntry] = []
-        entries.reserveCapacity(files.count + 1)
         for (item, episode) in zip(files, episodes + extras) {
             byName[item.name] = .episode(episode)
-            entries.append(DirectoryEntry(name: item.name, inode: episode.inode, kind: .regularFile))
         }
         byName[playlist.name] = .playlist(playlist)
-        entries.append(DirectoryEntry(name: playlist.name, inode: playlist.inode, kind: .regularFile))
         let show = Show(
             inode: showInode, name: name, feedURL: url, scope: layout.scope, modificationTime: showTime,
             episodes: episodes, extras: extras, playlist: playlist,
-            latest: LatestPlaylist.entries(of: layout.episodes, now: Self.wallClock()), byName: byName, entries: entries,
+            latest: LatestPlaylist.entries(of: layout.episodes, now: Self.wallClock()), byName: byName,
             names: layout.names, listing: listing)
         return (show, newFiles)
     }

@@ -38,8 +38,6 @@ public final class Catalog: Sendable {
         let latest: [LatestPlaylist.Entry]
         /// Every entry of the directory by name.
         let byName: [String: Node]
-        /// The directory's entries in listing order.
-        let entries: [DirectoryEntry]
         /// Cache key to name, for the next refresh to keep.
         let names: [String: String]
         /// What its listing is (`Catalog.listingSignature`): a change moves
@@ -49,7 +47,7 @@ public final class Catalog: Sendable {
         init(
             inode: UInt64, name: String, feedURL: String, scope: CacheScope, modificationTime: Int64,
             episodes: [Episode], extras: [Episode], playlist: Playlist, latest: [LatestPlaylist.Entry],
-            byName: [String: Node], entries: [DirectoryEntry], names: [String: String], listing: UInt64
+            byName: [String: Node], names: [String: String], listing: UInt64
         ) {
             self.inode = inode
             self.name = name
@@ -61,9 +59,22 @@ public final class Catalog: Sendable {
             self.playlist = playlist
             self.latest = latest
             self.byName = byName
-            self.entries = entries
             self.names = names
             self.listing = listing
+        }
+
+        /// The directory's entries in listing order: its episodes, then
+        /// their transcripts, chapters and the cover, then the playlist.
+        /// Made when a listing is opened rather than kept for every show
+        /// (a hundred bytes a file: 20 MiB for a thousand shows).
+        var entries: [DirectoryEntry] {
+            var entries: [DirectoryEntry] = []
+            entries.reserveCapacity(episodes.count + extras.count + 1)
+            for file in episodes + extras {
+                entries.append(DirectoryEntry(name: names[file.key] ?? file.name, inode: file.inode, kind: .regularFile))
+            }
+            entries.append(DirectoryEntry(name: playlist.name, inode: playlist.inode, kind: .regularFile))
+            return entries
         }
     }
 
@@ -217,16 +228,15 @@ public final class Catalog: Sendable {
         if tree.withLock({ $0.nodes[inode] == nil }), let url = tree.withLock({ $0.placeholdersByInode[inode]?.url }) {
             build(url: url)
         }
-        return tree.withLock { tree in
+        let listed = tree.withLock { tree -> (root: [DirectoryEntry]?, show: Show?) in
             switch tree.nodes[inode] {
-            case .root:
-                return Self.rootEntries(tree) + [tree.latestEntry]
-            case .show(let show):
-                return show.entries
-            case .episode, .playlist, nil:
-                return nil
+            case .root: (Self.rootEntries(tree) + [tree.latestEntry], nil)
+            case .show(let show): (nil, show)
+            case .episode, .playlist, nil: (nil, nil)
             }
         }
+        // A show's entries are made outside the tree's lock.
+        return listed.root ?? listed.show?.entries
     }
 
     // MARK: - Layout for `podfs status`
