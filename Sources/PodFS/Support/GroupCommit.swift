@@ -32,6 +32,9 @@ final class GroupCommit<Request: Sendable, Answer: Sendable>: Sendable {
     private struct Queue {
         var waiting: [Slot] = []
         var leading = false
+        /// Requests submitted and not answered yet (waiting, or in the
+        /// batch under way).
+        var unanswered = 0
         /// Batches carried out, for tests and the bench.
         var batches = 0
     }
@@ -59,6 +62,7 @@ final class GroupCommit<Request: Sendable, Answer: Sendable>: Sendable {
         let slot = Slot(request: request, key: key)
         let leads = queue.withLock { queue in
             queue.waiting.append(slot)
+            queue.unanswered += 1
             defer { queue.leading = true }
             return !queue.leading
         }
@@ -72,9 +76,10 @@ final class GroupCommit<Request: Sendable, Answer: Sendable>: Sendable {
         queue.withLock { $0.batches }
     }
 
-    /// Requests waiting for a batch (tests force an overlap with it).
-    var waiting: Int {
-        queue.withLock { $0.waiting.count }
+    /// Requests submitted and not answered yet (tests force an overlap
+    /// with it: the batch under way may have taken more than its leader's).
+    var unanswered: Int {
+        queue.withLock { $0.unanswered }
     }
 
     // MARK: - Private methods
@@ -96,6 +101,7 @@ final class GroupCommit<Request: Sendable, Answer: Sendable>: Sendable {
             guard !slots.isEmpty else { return }
             let answers = batch(slots.map(\.request))
             precondition(answers.count == slots.count, "a batch answers each of its requests")
+            queue.withLock { $0.unanswered -= slots.count }
             for (slot, answer) in zip(slots, answers) {
                 slot.answer.withLock { $0 = answer }
                 slot.answered.signal()

@@ -51,10 +51,10 @@ extension Catalog {
             var shows: [Show] = []
             for (position, entry) in feeds.enumerated() {
                 let placeholder = placeholders[entry.url]
-                let (show, _) = try Self.makeShow(
+                let (show, _) = Self.makeShow(
                     url: entry.url, feed: entry.feed, layout: layouts[position], name: names[position],
                     previous: nil, shownBefore: placeholder.map { (time: $0.modificationTime, listing: $0.listing) },
-                    known: { _ in [:] }, register: { _, _ in registered[position] })
+                    reused: [:], registered: registered[position])
                 shows.append(show)
             }
             tree.withLock { tree in
@@ -69,19 +69,16 @@ extension Catalog {
 
     // MARK: - Internal methods
 
-    /// A show directory for `feed`: reuses the `Episode` of every file
-    /// the tree already has, registers the others.
+    /// A show directory for `feed`: reuses the `Episode` of every file in
+    /// `reused` (by key); the others were registered (`registered`, in
+    /// their order in the layout).
     static func makeShow(
         url: String, feed: ParsedFeed, layout: ShowLayout, name: String, previous: Show?,
-        shownBefore: (time: Int64, listing: UInt64?)?, known: ([String]) -> [String: Episode],
-        register: (_ episodes: [(key: String, url: String)], _ formerKeys: [String: String]) throws -> (
-            feedID: Int64, records: [EpisodeRecord]
-        )
-    ) throws -> (Show, newFiles: [Episode]) {
+        shownBefore: (time: Int64, listing: UInt64?)?, reused: [String: Episode],
+        registered: (feedID: Int64, records: [EpisodeRecord])
+    ) -> (Show, newFiles: [Episode]) {
         let files = layout.files
-        let reused = known(files.map(\.key))
         let missing = files.filter { reused[$0.key] == nil }
-        let registered = try register(missing.map { (key: $0.key, url: $0.url) }, formerKeys(missing))
         let records = Dictionary(zip(missing.map(\.key), registered.records), uniquingKeysWith: { first, _ in first })
         let showInode = Self.inode(.show, id: registered.feedID)
         let newest = feed.episodes.compactMap(\.published).max()

@@ -69,8 +69,8 @@ extension Catalog {
     /// Batches of updates carried out so far (tests).
     var updateBatches: Int { updates.batches }
 
-    /// Updates waiting for a batch (tests).
-    var updatesWaiting: Int { updates.waiting }
+    /// Updates submitted and not answered yet (tests).
+    var updatesUnanswered: Int { updates.unanswered }
 
     // MARK: - Private methods
 
@@ -99,7 +99,7 @@ extension Catalog {
                 }
             }
             let built = zip(prepared, registered).map { item, registration in
-                Result { try build(item, registration: registration.get()) }
+                registration.map { build(item, registration: $0) }
             }
             // Installed in one hold of the tree's lock, in batch order.
             return tree.withLock { tree in
@@ -167,14 +167,13 @@ extension Catalog {
     /// The show of a prepared update, its new files registered.
     private func build(
         _ item: Prepared, registration: (feedID: Int64, records: [EpisodeRecord])
-    ) throws -> (Show, newFiles: [Episode]) {
+    ) -> (Show, newFiles: [Episode]) {
         let shownBefore =
             item.previous.map { (time: $0.modificationTime, listing: Optional($0.listing)) }
             ?? item.placeholder.map { (time: $0.modificationTime, listing: $0.listing) }
-        return try Self.makeShow(
+        return Self.makeShow(
             url: item.update.url, feed: item.update.feed, layout: item.update.layout, name: item.name,
-            previous: item.previous, shownBefore: shownBefore, known: { _ in item.reused },
-            register: { _, _ in registration })
+            previous: item.previous, shownBefore: shownBefore, reused: item.reused, registered: registration)
     }
 
     /// Puts a built show in the tree and says what changed.
