@@ -314,9 +314,11 @@ public final class Keeper: Sendable {
     /// eviction, says once which do not fit, and writes the report.
     private func publish(_ plan: KeepPlan, shows: [Catalog.Show]) {
         var keys = Set(plan.kept.keys)
-        for show in shows where !plan.kept.isEmpty {
-            for episode in show.episodes where plan.kept[episode.key] != nil {
-                keys.formUnion(Self.companions(of: episode, in: show).map(\.key))
+        if !plan.kept.isEmpty {
+            for show in shows {
+                for episode in show.episodes where plan.kept[episode.key] != nil {
+                    keys.formUnion(Self.companions(of: episode, in: show).map(\.key))
+                }
             }
         }
         // What the last mount kept of shows not built yet stays kept: their

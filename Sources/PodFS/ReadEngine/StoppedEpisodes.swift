@@ -9,10 +9,10 @@ import Locking
 final class StoppedEpisodes: Sendable {
     // MARK: - Nested types
 
-    private struct State {
-        var episodes: [ObjectIdentifier: Episode] = [:]
+    /// When the next try comes.
+    private struct Timer {
         /// A timer is set and has not fired.
-        var timerSet = false
+        var set = false
         /// The next timer's delay.
         var delay = StoppedEpisodes.firstDelay
         /// The reader stopped: no timer is set from now on.
@@ -24,54 +24,53 @@ final class StoppedEpisodes: Sendable {
     static let firstDelay = 1.0
     static let longestDelay = 30.0
 
-    private let state = Locked(State())
+    /// The episodes waiting (a leaf lock, never held with `timer`'s).
+    private let episodes = DirtyEpisodes()
+    private let timer = Locked(Timer())
 
     // MARK: - Methods
 
     /// `episode` waits for its steps.
     func mark(_ episode: Episode) {
-        state.withLock { $0.episodes[ObjectIdentifier(episode)] = episode }
+        episodes.mark(episode)
     }
 
     /// Every episode waiting, forgotten here: the caller tries their steps
     /// and marks again those that fail.
     func takeAll() -> [Episode] {
-        state.withLock { state in
-            defer { state.episodes.removeAll() }
-            return Array(state.episodes.values)
-        }
+        episodes.takeAll()
     }
 
     /// The delay of a timer to set now, or `nil` when one is set already,
     /// nothing waits, or the reader stopped. Each timer set doubles the
     /// next one's delay, up to `longestDelay`.
     func timerToSet() -> Double? {
-        state.withLock { state in
-            guard !state.timerSet, !state.closed, !state.episodes.isEmpty else { return nil }
-            state.timerSet = true
-            defer { state.delay = min(state.delay * 2, Self.longestDelay) }
-            return state.delay
+        let waiting = !episodes.isEmpty
+        return timer.withLock { timer in
+            guard !timer.set, !timer.closed, waiting else { return nil }
+            timer.set = true
+            defer { timer.delay = min(timer.delay * 2, Self.longestDelay) }
+            return timer.delay
         }
     }
 
     /// The timer fired: whether to try the steps (not after the reader
     /// stopped).
     func timerFired() -> Bool {
-        state.withLock { state in
-            state.timerSet = false
-            return !state.closed
+        timer.withLock { timer in
+            timer.set = false
+            return !timer.closed
         }
     }
 
     /// Every step was done: the next failure waits `firstDelay` again.
     func allDone() {
-        state.withLock { state in
-            if state.episodes.isEmpty { state.delay = Self.firstDelay }
-        }
+        guard episodes.isEmpty else { return }
+        timer.withLock { $0.delay = Self.firstDelay }
     }
 
     /// The reader stopped (its last try done): no timer fires a try.
     func close() {
-        state.withLock { $0.closed = true }
+        timer.withLock { $0.closed = true }
     }
 }
