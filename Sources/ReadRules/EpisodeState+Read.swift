@@ -86,7 +86,8 @@ extension EpisodeRules.State {
         if offset >= end { return [.answerEmpty(reply)] }
         let wanted = offset..<end
         let window = windowOf(jumped ? 0 : followed.streak)
-        let reach = context.tuning.reach(ofReadEndingAt: end, length: length)
+        let reach = context.tuning.reach(
+            ofReadEndingAt: end, length: length, farAndFast: ReadPlan.isFarAndFast(link: context.link, tuning: context.tuning))
         var effects: [Effect] = []
         if follow.moved, !fresh, unstable == nil, handles.count == 1 {
             // The listener is at a new place: what its old place's
@@ -278,7 +279,7 @@ extension EpisodeRules.State {
         // flight, so a window further on never halves the rate of the one
         // the reader reads from (docs/DESIGN.md, "Read-ahead").
         var arriving = arrivingBytes(after: end)
-        let overlap = ReadPlan.readAheadOverlap(link: context.link, tuning: context.tuning)
+        let overlap = ReadPlan.readAheadOverlap(link: context.link, tuning: context.tuning, window: window)
         var effects: [Effect] = []
         while frontier < length, frontier - end < ahead, arriving <= overlap {
             // Up to the next bytes already here or on their way: a window

@@ -130,6 +130,13 @@ public enum ReadPlan: Sendable {
         let farBounds = tuning.minimumFetch...max(bounds.upperBound, tuning.maximumLinkWindow)
         let usual = link.readAhead(within: bounds)
         let far = link.readAheadAtShortestLatency(within: farBounds)
+        if let far, far >= tuning.farAndFast {
+            // Far and fast (`isFarAndFast`): its first estimates come from
+            // short bodies on connections still in slow start, which
+            // understate such a link several-fold, and each window too
+            // small costs a new connection's round trips.
+            return farBounds.upperBound
+        }
         return max(ramp, usual ?? ramp, far ?? ramp)
     }
 
@@ -159,9 +166,32 @@ public enum ReadPlan: Sendable {
     /// that the next window's round trip is paid while the current one's
     /// last bytes arrive; above it the two would share the link, and the
     /// one the reader reads from would arrive at half the rate.
-    static func readAheadOverlap(link: LinkEstimate, tuning: ReadTuning) -> Int64 {
+    /// On a far, fast link (`isFarAndFast`) the next window goes out while
+    /// a whole `window` is still to arrive: its estimates come from short
+    /// bodies on connections still in slow start, and a window held back
+    /// for them waits for a new connection's two round trips after the
+    /// reader caught up.
+    static func readAheadOverlap(link: LinkEstimate, tuning: ReadTuning, window: Int64 = 0) -> Int64 {
         let bounds = tuning.minimumFetch...max(tuning.minimumFetch, tuning.maximumLinkWindow)
-        return link.readAhead(within: bounds) ?? tuning.minimumFetch
+        let overlap = link.readAhead(within: bounds) ?? tuning.minimumFetch
+        return isFarAndFast(link: link, tuning: tuning) ? max(overlap, window) : overlap
+    }
+
+    /// Whether the link is far and fast: its read-ahead (`linkWindow`)
+    /// reaches `ReadTuning.farAndFast`, so a round trip costs more than
+    /// an episode's head. Loopback and a capped line of a few MB/s hold
+    /// far less.
+    static func isFarAndFast(link: LinkEstimate, tuning: ReadTuning) -> Bool {
+        guard let linkWindow = linkWindow(link: link, tuning: tuning) else { return false }
+        return linkWindow >= tuning.farAndFast
+    }
+
+    /// The window the link alone asks for: twice its bytes in flight at
+    /// its shortest round trip, at most `maximumLinkWindow`; `nil` until
+    /// measured.
+    static func linkWindow(link: LinkEstimate, tuning: ReadTuning) -> Int64? {
+        link.readAheadAtShortestLatency(
+            within: tuning.minimumFetch...max(tuning.minimumFetch, tuning.maximumLinkWindow))
     }
 
     /// Where the read-ahead window from `frontier` ends: a window on, the

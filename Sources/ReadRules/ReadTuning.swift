@@ -43,6 +43,13 @@ public struct ReadTuning: Sendable {
     /// response is also the second one, which shows a host that stitches
     /// per request (docs/DESIGN.md, "Until two responses agree").
     public var scanReach: Int64 = 1024 * 1024
+    /// The read-ahead a link asks for (twice its bytes in flight at its
+    /// shortest round trip) from which it is far and fast
+    /// (`ReadPlan.isFarAndFast`): a whole episode head (4 MiB) arrives
+    /// within a round trip. Loopback holds about 1 MiB, a capped line of
+    /// a few MB/s far less; an origin 20 ms away on a fast line tens of
+    /// MiB.
+    public var farAndFast: Int64 = 4 * 1024 * 1024
     /// Seconds after its last open file closed that an episode's
     /// fetches nobody reads stop: a player that closes and reopens
     /// keeps its stream, a scanner's open costs what it read.
@@ -70,9 +77,23 @@ public struct ReadTuning: Sendable {
     /// bytes reaches: in the head no further than `scanReach`, or once
     /// a read passed that, twice the read's end (at most the head's
     /// end): a scanner leaves there, a listener reads on into its
-    /// windows. Past the head, to the end (the windows cut it).
-    public func reach(ofReadEndingAt end: Int64, length: Int64) -> Int64 {
+    /// windows. Past the head, to the end (the windows cut it). A far,
+    /// fast link (`farAndFast`) gets its windows as soon as a read passed
+    /// `scanReach`: there each doubling would cost a round trip in which
+    /// more than the head could have come (a listener's first 4 MiB from
+    /// an origin 20 ms away took four round trips where `curl` takes
+    /// one), and a scanner's bigger cover costs what arrives in about one
+    /// round trip, the time it would have waited anyway.
+    public func reach(ofReadEndingAt end: Int64, length: Int64, farAndFast: Bool = false) -> Int64 {
         if end > head { return length }
-        return min(length, end > scanReach ? min(head, 2 * end) : scanReach)
+        guard end > scanReach else { return min(length, scanReach) }
+        if farAndFast { return length }
+        return min(length, min(head, 2 * end))
     }
+
+    /// The open's probe of an episode with nothing cached: as far as a
+    /// read from its start would fetch (`scanReach`), so that read needs
+    /// no request of its own and a listener's next one asks for its
+    /// windows: one round trip less before a far origin's first window.
+    var emptyProbe: Int64 { max(minimumFetch, scanReach) }
 }
