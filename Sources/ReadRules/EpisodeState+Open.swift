@@ -71,7 +71,7 @@ extension EpisodeRules.State {
             let answer = Effect.answerOpen(
                 reply, EpisodeRules.OpenAnswer(handle: handle, keepCache: false, dropAttributes: dropAttributes))
             if probeID != nil { return [answer] }
-            return [answer, .probe(startProbe(minimumFetch: tuning.emptyProbe))]
+            return [answer, .probe(startProbe(minimumFetch: tuning.minimumFetch))]
         }
         openWaiters.append(
             EpisodeRules.OpenWaiter(reply: reply, handle: handle, dropAttributes: dropAttributes, seenByKernel: seenByKernel))

@@ -130,7 +130,7 @@ public enum ReadPlan: Sendable {
         let farBounds = tuning.minimumFetch...max(bounds.upperBound, tuning.maximumLinkWindow)
         let usual = link.readAhead(within: bounds)
         let far = link.readAheadAtShortestLatency(within: farBounds)
-        if let far, far >= tuning.farAndFast {
+        if let far, far >= tuning.farAndFast, isFarAndFast(link: link, tuning: tuning) {
             // Far and fast (`isFarAndFast`): its first estimates come from
             // short bodies on connections still in slow start, which
             // understate such a link several-fold, and each window too
@@ -182,7 +182,9 @@ public enum ReadPlan: Sendable {
     /// an episode's head. Loopback and a capped line of a few MB/s hold
     /// far less.
     static func isFarAndFast(link: LinkEstimate, tuning: ReadTuning) -> Bool {
-        guard let linkWindow = linkWindow(link: link, tuning: tuning) else { return false }
+        guard let shortest = link.shortestLatency, shortest >= tuning.farLatency,
+            let linkWindow = linkWindow(link: link, tuning: tuning)
+        else { return false }
         return linkWindow >= tuning.farAndFast
     }
 

@@ -50,6 +50,11 @@ public struct ReadTuning: Sendable {
     /// a few MB/s far less; an origin 20 ms away on a fast line tens of
     /// MiB.
     public var farAndFast: Int64 = 4 * 1024 * 1024
+    /// The shortest round trip (seconds) from which a link may be far and
+    /// fast: a body that came in one burst on loopback can make a near
+    /// origin's rate look like tens of GB/s, and its bytes in flight as
+    /// large as a far one's.
+    public var farLatency: Double = 0.005
     /// Seconds after its last open file closed that an episode's
     /// fetches nobody reads stop: a player that closes and reopens
     /// keeps its stream, a scanner's open costs what it read.
@@ -90,10 +95,4 @@ public struct ReadTuning: Sendable {
         if farAndFast { return length }
         return min(length, min(head, 2 * end))
     }
-
-    /// The open's probe of an episode with nothing cached: as far as a
-    /// read from its start would fetch (`scanReach`), so that read needs
-    /// no request of its own and a listener's next one asks for its
-    /// windows: one round trip less before a far origin's first window.
-    var emptyProbe: Int64 { max(minimumFetch, scanReach) }
 }

@@ -116,9 +116,7 @@ import Testing
         var state = Episode.State()
         let effects = state.open(handle: 1, reply: Episode.OpenToken.fake(), now: 0, feedLength: 5 * mib, tuning: tuning)
         #expect(answers(effects).first?.keepCache == false)
-        // As far as a read from its start would fetch: that read needs no
-        // request of its own.
-        #expect(probes(effects).first?.range == 0..<tuning.scanReach)
+        #expect(probes(effects).first?.range == 0..<tuning.minimumFetch)
         #expect(state.handles[1]?.provisional == true)
         guard case .answerOpen = effects.first else {
             Issue.record("the open is answered before the probe goes out")

@@ -59,23 +59,15 @@ struct ReadBench {
     /// from the cache when their probes found no origin.
     /// `length` `nil`: nothing told the length, the open's probe found no
     /// episode (a 404), and the files stayed open on nothing.
-    /// `tuning` `nil`: the read-ahead rules apart from the head's
-    /// (`ScanReadTests` has those, with the default tuning): a reader
-    /// reading from byte 0 reads on at once, and the open's probe of an
-    /// episode nothing is cached of brings 256 KiB, not the scan's reach
-    /// (`ReadTuning.emptyProbe`).
     init(
         length: Int64?, etag: String? = "\"v1\"", lastModified: String? = nil, present: [Range<Int64>] = [],
-        handles: [UInt64] = [1], agreed: Bool = true, confirmed: Bool = true, tuning: ReadTuning? = nil
+        handles: [UInt64] = [1], agreed: Bool = true, confirmed: Bool = true
     ) {
         self.etag = etag
         self.lastModified = lastModified
-        if let tuning {
-            self.tuning = tuning
-        } else {
-            self.tuning.head = 0
-            self.tuning.scanReach = self.tuning.minimumFetch
-        }
+        // The read-ahead rules apart from the head's (`ScanReadTests` has
+        // those): a reader reading from byte 0 reads on at once.
+        tuning.head = 0
         guard let length else {
             unsized(handles: handles)
             return

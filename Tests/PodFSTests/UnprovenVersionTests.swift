@@ -54,7 +54,7 @@ import Testing
         var state = Episode.State()
         let effects = state.open(handle: 1, reply: Episode.OpenToken.fake(), now: 1000, feedLength: length, tuning: tuning)
         let probe = try #require(effects.compactMap { if case .probe(let p) = $0 { p } else { nil } }.first)
-        #expect(probe.range == 0..<tuning.emptyProbe, "the open's usual probe: whether the origin validates is not known")
+        #expect(probe.range == 0..<tuning.minimumFetch, "the open's usual probe: whether the origin validates is not known")
         let context = Episode.State.ReadContext(now: 1000, wallClock: 0, link: LinkEstimate(), tuning: tuning)
         _ = state.read(handle: 1, offset: 0, size: 65536, reply: Episode.ReadToken.fake(), context: context)
         #expect(state.earlyReads.count == 1)
