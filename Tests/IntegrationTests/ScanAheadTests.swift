@@ -124,13 +124,22 @@ struct ScanAheadTests {
         defer { fixture.cleanup() }
         let count = 8
         try fixture.publish(Fixture.episodes(sizes: Array(repeating: 4 * Self.mib, count: count)))
-        try fixture.mount()
+        try fixture.mount(extra: ["-o", "log_level=debug"])
         try fixture.origin.reset()
         let names = (0..<count).map { (fixture.path($0) as NSString).lastPathComponent }
         // One file, then files that are not next to each other.
         _ = try Self.scan(fixture, head: 300 * 1024, files: [names[2]])
         _ = try Self.scan(fixture, head: 300 * 1024, files: [names[5], names[0], names[7]])
-        Thread.sleep(forTimeInterval: 1)
+        // The kernel tells podfs of a close after `close` returned. Once
+        // the scan-ahead logged its decision on each of the four closes,
+        // it had its chance: a fetch ahead, decided at an open or a close,
+        // is queued and logged before that close's line.
+        func decisions() -> [Substring] {
+            fixture.log().split(separator: "\n").filter { $0.contains("scan-ahead noted a closed file") }
+        }
+        #expect(Harness.eventually(30) { decisions().count >= 4 }, "the four closes reached the scan-ahead")
+        #expect(decisions().count == 4 && decisions().allSatisfy { $0.contains("files.ahead=0") }, "\(decisions())")
+        #expect(!fixture.log().contains("a folder is being scanned"), "no fetch ahead was queued")
         let asked = try (1...count).filter { try fixture.origin.requests("ep\($0).mp3") > 0 }
         #expect(asked == [1, 3, 6, 8], "files the origin was asked for: \(asked)")
         try fixture.unmount()

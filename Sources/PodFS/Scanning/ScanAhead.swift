@@ -73,14 +73,17 @@ public final class ScanAhead: Sendable {
         enqueue(pattern.withLock { $0.opened(handle: handle, file: file, now: now) })
     }
 
-    /// File `handle` was closed, having read `extent`.
+    /// File `handle` was closed, having read `extent`. The debug log says
+    /// what the pattern made of it, also when that is nothing: the line
+    /// comes after any fetch ahead it started was queued (and logged).
     func released(handle: UInt64, extent: ReadExtent) {
         let now = monotonicSeconds()
-        enqueue(
-            pattern.withLock { pattern in
-                pattern.forgetEnded(now: now)
-                return pattern.released(handle: handle, extent: extent, now: now)
-            })
+        let ahead = pattern.withLock { pattern in
+            pattern.forgetEnded(now: now)
+            return pattern.released(handle: handle, extent: extent, now: now)
+        }
+        enqueue(ahead)
+        logger.debug("scan-ahead noted a closed file", metadata: ["files.ahead": "\(ahead.count)"])
     }
 
     /// Stops fetching ahead: queued files are dropped, files being fetched
