@@ -56,9 +56,10 @@ struct ReshapeFailureTests {
                 ((try? CacheStatus(fixture.cacheDirectory).cached[fixture.name(0)]) ?? 0) >= 1024 * 1024
             }, "part of the old version is cached and committed")
             let key = try #require(CacheStatus(fixture.cacheDirectory)[fixture.name(0)]?.key)
-            scratch = fixture.cacheDirectory + "/data/" + key
-            try changeWithTheFault(fixture, scratch: scratch!)
-            return (fixture, scratch!)
+            let path = fixture.cacheDirectory + "/data/" + key
+            scratch = path
+            try changeWithTheFault(fixture, scratch: path)
+            return (fixture, path)
         } catch {
             // Nothing is left behind when a step fails: the file can be
             // removed again, the mount goes.
