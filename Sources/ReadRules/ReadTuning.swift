@@ -54,7 +54,7 @@ public struct ReadTuning: Sendable {
     /// fast: a body that came in one burst on loopback can make a near
     /// origin's rate look like tens of GB/s, and its bytes in flight as
     /// large as a far one's.
-    public var farLatency: Double = 0.005
+    public var farLatency: Double = 0.01
     /// Seconds after its last open file closed that an episode's
     /// fetches nobody reads stop: a player that closes and reopens
     /// keeps its stream, a scanner's open costs what it read.
