@@ -268,6 +268,11 @@ extension EpisodeRules.State {
             window: window, maximumWindow: context.tuning.maximumWindow,
             outruns: context.link.outruns(window: window))
         guard frontier < length, frontier - end < refill else { return [] }
+        // In the head the reach (`length` here, below the file's end) grows
+        // with each read: its next step goes out once less than half of it
+        // is ahead, not a sliver per kernel read (a listener's first 4 MiB
+        // took eight requests of 256 KiB after the first MiB).
+        if let fileLength = self.length, length < fileLength, frontier - end >= (length - end) / 2 { return [] }
         // Until two responses agreed on the version, one request without
         // its head at a time: a host that stitches per request shows it
         // in the next head, and each request would be another variant.

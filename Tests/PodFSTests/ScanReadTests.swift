@@ -119,3 +119,37 @@ import Testing
         #expect(bench.state.fetches[check.id] != nil)
     }
 }
+
+/// A listener reading on through the head (docs/DESIGN.md, "Who reads"):
+/// its reach doubles with its reads, in a few requests, each out before
+/// the reader needs it.
+@Suite struct ListenerHeadTests {
+    private let mib = ReadBench.mib
+    private let kib: Int64 = 1024
+
+    @Test func aListenersFirstFourMebibytesTakeAFewRequestsEachAheadOfIt() {
+        var bench = ReadBench(length: 60 * mib, present: [0..<256 * kib])
+        bench.tuning = ReadTuning()
+        var fetched: [Range<Int64>] = []
+        var waited = 0
+        var offset: Int64 = 0
+        while offset < bench.tuning.head {
+            let effects = bench.read(at: offset)
+            fetched += ReadBench.fetched(effects)
+            if ReadBench.served(effects).isEmpty { waited += 1 }
+            // What was asked arrives before the next read.
+            for range in ReadBench.fetched(effects) { bench.land(range) }
+            offset += 128 * kib
+        }
+        let inHead = fetched.filter { $0.lowerBound < bench.tuning.head }
+        #expect(inHead.count <= 4, "requests in the head: \(fetched)")
+        #expect(inHead.allSatisfy { $0.count >= 256 * 1024 }, "\(fetched)")
+        // Each byte of the head asked once.
+        var asked = RangeSet()
+        for range in inHead {
+            #expect(asked.gaps(in: range) == [range], "\(range) asked twice: \(fetched)")
+            asked.insert(range)
+        }
+        #expect(waited <= 2, "reads that waited for a request of their own: \(waited)")
+    }
+}
