@@ -30,14 +30,7 @@ struct IndexFailureTests {
     }
 
     private func lockAndChange(_ fixture: Fixture, holder: inout pid_t?) throws -> (String, pid_t) {
-        try fixture.publish(Fixture.episodes(sizes: [Self.size]))
-        try fixture.mount(extra: ["--commit-interval", "1", "--revalidate-after", "1"])
-        // Its first MiB: a complete episode is kept as it is until the feed
-        // changes it, so only a partly cached one is asked again.
-        try Harness.sh("dd if='\(fixture.path(0))' of=/dev/null bs=64k count=16 2>/dev/null")
-        #expect(Harness.eventually(30) {
-            ((try? CacheStatus(fixture.cacheDirectory).cached[fixture.name(0)]) ?? 0) >= 1024 * 1024
-        }, "part of the old version is cached and committed")
+        try fixture.mountWithItsFirstMebibyteCommitted(size: Self.size)
         let old = fixture.directory + "/old.mp3"
         try fixture.episodes[0].data.write(to: URL(fileURLWithPath: old))
         try fixture.origin.replace("ep1.mp3", Harness.bytes(count: Self.size, seed: 39))

@@ -47,14 +47,7 @@ struct ReshapeFailureTests {
         let fixture = try Fixture()
         var scratch: String?
         do {
-            try fixture.publish(Fixture.episodes(sizes: [Self.size]))
-            try fixture.mount(extra: ["--commit-interval", "1", "--revalidate-after", "1"])
-            // Its first MiB: a complete episode is kept as it is until the
-            // feed changes it, so only a partly cached one is asked again.
-            try Harness.sh("dd if='\(fixture.path(0))' of=/dev/null bs=64k count=16 2>/dev/null")
-            #expect(Harness.eventually(30) {
-                ((try? CacheStatus(fixture.cacheDirectory).cached[fixture.name(0)]) ?? 0) >= 1024 * 1024
-            }, "part of the old version is cached and committed")
+            try fixture.mountWithItsFirstMebibyteCommitted(size: Self.size)
             let key = try #require(CacheStatus(fixture.cacheDirectory)[fixture.name(0)]?.key)
             let path = fixture.cacheDirectory + "/data/" + key
             scratch = path
