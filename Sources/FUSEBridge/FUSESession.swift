@@ -170,8 +170,14 @@ public final class FUSESession: KernelCacheInvalidator, Sendable {
             // libfuse leaves the mount alone when the kernel has aborted the
             // connection (a write to /sys/fs/fuse/connections/N/abort):
             // without this, a dead mount ("Transport endpoint is not
-            // connected") would stay behind.
-            if let device, Self.deviceNumber(atResolvedPath: resolvedMountpoint) == device {
+            // connected") would stay behind. Only a dead mount is ours: the
+            // kernel gives a new mount the device number of one just gone,
+            // so a podfs mounted here since `podfs unmount` returned has
+            // ours, and detaching it by path would unmount it (a remount
+            // right after an unmount read EIO, a player ENOENT).
+            if let device, Self.deviceNumber(atResolvedPath: resolvedMountpoint) == device,
+                Self.isDeadMount(resolvedMountpoint)
+            {
                 logger.notice("the FUSE connection was aborted while mounted; detaching the dead mount")
                 detachLazily()
             }
@@ -301,6 +307,15 @@ public final class FUSESession: KernelCacheInvalidator, Sendable {
         var status: Int32 = 0
         waitpid(pid, &status, 0)
         if status == 0 { detached.withLock { $0 = true } }
+    }
+
+    /// Whether the mount on `path` has lost its FUSE connection ("Transport
+    /// endpoint is not connected"). Called once this session's descriptor
+    /// is closed, so a `stat` of a mount of ours fails at once and cannot
+    /// wait for a loop that no longer runs; a live mount there is another's.
+    private static func isDeadMount(_ path: String) -> Bool {
+        var info = stat()
+        return stat(path, &info) != 0 && errno == ENOTCONN
     }
 
     /// `major:minor` of the file system mounted on `path` (symbolic links
