@@ -69,18 +69,28 @@ struct Unmount: ParsableCommand {
 
 /// Finds podfs daemons by their command line.
 enum MountTable {
-    /// PIDs of podfs processes serving `mountpoint` (its last argument).
+    /// PIDs of podfs processes serving `mountpoint` (its last argument):
+    /// a command named podfs, or this very program under another name (a
+    /// build copied aside for a benchmark), whose daemon `podfs unmount`
+    /// would otherwise not wait for.
     static func daemonPIDs(mountpoint: String) -> [pid_t] {
         let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        let me = executable(of: "self")
         return entries.compactMap { entry -> pid_t? in
             guard let pid = pid_t(entry), pid != getpid(),
                 let argv = ProcessCommandLine.arguments(pid: entry)?.filter({ !$0.isEmpty })
             else { return nil }
-            guard let first = argv.first, first.hasSuffix("podfs"), argv.contains("--daemon-child") || argv.contains("-f"),
-                argv.last == mountpoint
+            guard let first = argv.first, argv.contains("--daemon-child") || argv.contains("-f"),
+                argv.last == mountpoint,
+                first.hasSuffix("podfs") || (me != nil && executable(of: entry) == me)
             else { return nil }
             return pid
         }
+    }
+
+    /// The program process `entry` (a PID or "self") runs, from /proc.
+    private static func executable(of entry: String) -> String? {
+        try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(entry)/exe")
     }
 
     /// Whether `path` is a mount point now (per /proc/mounts, whose octal

@@ -340,6 +340,27 @@ struct DaemonModeTests {
         try fixture.unmount()
     }
 
+    /// `podfs unmount` waits for the daemon to save and exit also when the
+    /// program is not called podfs (a build copied aside for a benchmark):
+    /// before, it found no daemon by that name and returned at once.
+    @Test func unmountWaitsForTheDaemonOfARenamedProgram() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        try fixture.publish(Fixture.episodes(sizes: [1000]))
+        let renamed = fixture.directory + "/podfs-copy"
+        try FileManager.default.copyItem(atPath: Harness.podfs, toPath: renamed)
+        let mounted = try Harness.run(
+            renamed, ["mount", "--cache-dir", fixture.cacheDirectory, "\(fixture.origin.base)/feed.xml", fixture.mountpoint],
+            timeout: 60)
+        try #require(mounted.status == 0, "\(mounted.stderr)")
+        let range = try #require(mounted.text.range(of: "pid "))
+        let daemon = try #require(Int32(mounted.text[range.upperBound...].prefix { $0.isNumber }))
+        fixture.adopt(daemonPID: daemon)
+        let unmounted = try Harness.run(renamed, ["unmount", fixture.mountpoint], timeout: 60)
+        #expect(unmounted.status == 0, "\(unmounted.stderr)")
+        #expect(Self.exited(daemon), "the daemon had exited when podfs unmount returned")
+    }
+
     /// `podfs mount` of the fixture's feed with a cache of its own (`name`
     /// under the fixture's folder): the two caches' daemons do not wait for
     /// each other's lock. Returns the daemon's PID.
