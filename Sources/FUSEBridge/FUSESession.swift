@@ -172,9 +172,9 @@ public final class FUSESession: KernelCacheInvalidator, Sendable {
             // without this, a dead mount ("Transport endpoint is not
             // connected") would stay behind. Only a dead mount is ours: the
             // kernel gives a new mount the device number of one just gone,
-            // so a podfs mounted here since `podfs unmount` returned has
-            // ours, and detaching it by path would unmount it (a remount
-            // right after an unmount read EIO, a player ENOENT).
+            // so a podfs mounted here since `fusermount3 -u` returned has
+            // ours, and detaching it by path would unmount it (a player
+            // found no file in bench/keep).
             if let device, Self.deviceNumber(atResolvedPath: resolvedMountpoint) == device,
                 Self.isDeadMount(resolvedMountpoint)
             {

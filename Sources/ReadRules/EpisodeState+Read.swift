@@ -104,7 +104,7 @@ extension EpisodeRules.State {
                 length: length, context: context)
         }
         if ReadPlan.readsOn(streak: followed.streak), !jumped {
-            effects += readAhead(after: end, window: window, length: reach, context: context)
+            effects += readAhead(after: end, window: window, reach: reach, context: context)
         }
         if available.contains(wanted) {
             effects.append(.serve(reply, wanted, spilled: spill.pieces(overlapping: wanted)))
@@ -251,9 +251,10 @@ extension EpisodeRules.State {
         return total
     }
 
-    /// Keeps a sequential reader's next `window` bytes on their way.
+    /// Keeps a sequential reader's next `window` bytes on their way, none
+    /// past `reach` (`ReadTuning.reach`).
     private mutating func readAhead(
-        after end: Int64, window: Int64, length: Int64, context: ReadContext
+        after end: Int64, window: Int64, reach: Int64, context: ReadContext
     ) -> [Effect] {
         // The frontier: where bytes stop being here or on their way.
         var covered = available
@@ -267,12 +268,12 @@ extension EpisodeRules.State {
         let (ahead, refill) = ReadPlan.readAheadTarget(
             window: window, maximumWindow: context.tuning.maximumWindow,
             outruns: context.link.outruns(window: window))
-        guard frontier < length, frontier - end < refill else { return [] }
-        // In the head the reach (`length` here, below the file's end) grows
-        // with each read: its next step goes out once less than half of it
-        // is ahead, not a sliver per kernel read (a listener's first 4 MiB
-        // took eight requests of 256 KiB after the first MiB).
-        if let fileLength = self.length, length < fileLength, frontier - end >= (length - end) / 2 { return [] }
+        guard frontier < reach, frontier - end < refill else { return [] }
+        // In the head the reach (below the file's end) grows with each
+        // read: its next step goes out once less than half of it is ahead,
+        // not a sliver per kernel read (a listener's first 4 MiB took eight
+        // requests of 256 KiB after the first MiB).
+        if let length, reach < length, frontier - end >= (reach - end) / 2 { return [] }
         // Until two responses agreed on the version, one request without
         // its head at a time: a host that stitches per request shows it
         // in the next head, and each request would be another variant.
@@ -286,12 +287,12 @@ extension EpisodeRules.State {
         var arriving = arrivingBytes(after: end)
         let overlap = ReadPlan.readAheadOverlap(link: context.link, tuning: context.tuning, window: window)
         var effects: [Effect] = []
-        while frontier < length, frontier - end < ahead, arriving <= overlap {
+        while frontier < reach, frontier - end < ahead, arriving <= overlap {
             // Up to the next bytes already here or on their way: a window
             // never fetches again what is cached further on.
-            let nextCovered = covered.ranges.first { $0.lowerBound > frontier }?.lowerBound ?? length
-            let gapEnd = ReadPlan.readAheadEnd(from: frontier, window: window, length: length, nextCovered: nextCovered)
-            let effect = planFetch(from: frontier..<gapEnd, window: window, length: length, tuning: context.tuning)
+            let nextCovered = covered.ranges.first { $0.lowerBound > frontier }?.lowerBound ?? reach
+            let gapEnd = ReadPlan.readAheadEnd(from: frontier, window: window, length: reach, nextCovered: nextCovered)
+            let effect = planFetch(from: frontier..<gapEnd, window: window, length: reach, tuning: context.tuning)
             guard case .fetch(_, let range) = effect else { break }
             effects.append(effect)
             arriving = arriving.saturatingAdding(Int64(range.count))

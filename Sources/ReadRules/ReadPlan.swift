@@ -130,7 +130,7 @@ public enum ReadPlan: Sendable {
         let farBounds = tuning.minimumFetch...max(bounds.upperBound, tuning.maximumLinkWindow)
         let usual = link.readAhead(within: bounds)
         let far = link.readAheadAtShortestLatency(within: farBounds)
-        if let far, far >= tuning.farAndFast, isFarAndFast(link: link, tuning: tuning) {
+        if isFarAndFast(link: link, tuning: tuning) {
             // Far and fast (`isFarAndFast`): its first estimates come from
             // short bodies on connections still in slow start, which
             // understate such a link several-fold, and each window too
@@ -177,23 +177,17 @@ public enum ReadPlan: Sendable {
         return isFarAndFast(link: link, tuning: tuning) ? max(overlap, window) : overlap
     }
 
-    /// Whether the link is far and fast: its read-ahead (`linkWindow`)
-    /// reaches `ReadTuning.farAndFast`, so a round trip costs more than
-    /// an episode's head. Loopback and a capped line of a few MB/s hold
-    /// far less.
+    /// Whether the link is far and fast: at least `ReadTuning.farLatency`
+    /// away, and twice its bytes in flight at its shortest round trip
+    /// reach `ReadTuning.farAndFast`, so a round trip costs more than an
+    /// episode's head. Loopback and a capped line of a few MB/s hold far
+    /// less.
     static func isFarAndFast(link: LinkEstimate, tuning: ReadTuning) -> Bool {
         guard let shortest = link.shortestLatency, shortest >= tuning.farLatency,
-            let linkWindow = linkWindow(link: link, tuning: tuning)
+            let inFlight = link.readAheadAtShortestLatency(
+                within: tuning.minimumFetch...max(tuning.minimumFetch, tuning.maximumLinkWindow))
         else { return false }
-        return linkWindow >= tuning.farAndFast
-    }
-
-    /// The window the link alone asks for: twice its bytes in flight at
-    /// its shortest round trip, at most `maximumLinkWindow`; `nil` until
-    /// measured.
-    static func linkWindow(link: LinkEstimate, tuning: ReadTuning) -> Int64? {
-        link.readAheadAtShortestLatency(
-            within: tuning.minimumFetch...max(tuning.minimumFetch, tuning.maximumLinkWindow))
+        return inFlight >= tuning.farAndFast
     }
 
     /// Where the read-ahead window from `frontier` ends: a window on, the
