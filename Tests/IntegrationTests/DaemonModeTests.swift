@@ -89,7 +89,7 @@ struct DaemonModeTests {
         let again = try Self.mount(fixture, [], on: fixture.mountpoint)
         #expect(again.status == 0, "\(again.stderr)")
         #expect(again.stderr.contains("was a stale mount") && again.stderr.contains("cleared it"), "\(again.stderr)")
-        if let range = again.text.range(of: "pid "), let newPID = Int32(again.text[range.upperBound...].prefix { $0.isNumber }) {
+        if let newPID = Fixture.daemonPID(in: again.text) {
             defer { kill(newPID, SIGKILL) }
             #expect(try fixture.hashOfCopy() == fixture.originHash())
             try fixture.unmount()

@@ -86,9 +86,13 @@ final class Fixture {
         guard output.status == 0 else {
             throw HarnessError("podfs mount failed (\(output.status)): \(output.stderr)\nlog: \(log())")
         }
-        if let range = output.text.range(of: "pid "), let pid = Int32(output.text[range.upperBound...].prefix { $0.isNumber }) {
-            daemonPIDs.append(pid)
-        }
+        if let pid = Self.daemonPID(in: output.text) { daemonPIDs.append(pid) }
+    }
+
+    /// The daemon's PID in what `podfs mount` printed ("... (pid N, ...").
+    static func daemonPID(in text: String) -> pid_t? {
+        guard let range = text.range(of: "pid ") else { return nil }
+        return Int32(text[range.upperBound...].prefix { $0.isNumber })
     }
 
     var daemonPID: pid_t? { daemonPIDs.last }

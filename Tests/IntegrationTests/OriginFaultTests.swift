@@ -154,7 +154,7 @@ struct OriginFaultTests {
             Harness.podfs,
             ["mount", "--cache-dir", fixture.cacheDirectory, "\(fixture.origin.base)/feed.xml", fixture.mountpoint],
             timeout: 60)
-        if let range = output.text.range(of: "pid "), let pid = pid_t(output.text[range.upperBound...].prefix { $0.isNumber }) {
+        if let pid = Fixture.daemonPID(in: output.text) {
             fixture.adopt(daemonPID: pid)
         }
         #expect(output.status != 0, "a mount with no usable feed fails")

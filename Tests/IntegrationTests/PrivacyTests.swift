@@ -14,7 +14,7 @@ struct PrivacyTests {
         let quoted = arguments.map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }.joined(separator: " ")
         let output = try Harness.run(
             "/bin/sh", ["-c", "cd '\(directory)' && umask 022 && exec '\(Harness.podfs)' mount \(quoted)"], timeout: 60)
-        if let range = output.text.range(of: "pid "), let pid = Int32(output.text[range.upperBound...].prefix { $0.isNumber }) {
+        if let pid = Fixture.daemonPID(in: output.text) {
             fixture.adopt(daemonPID: pid)
         }
         guard output.status == 0 else {

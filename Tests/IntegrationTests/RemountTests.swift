@@ -39,29 +39,22 @@ struct RemountTests {
         try fixture.publish(Fixture.episodes(sizes: [1000]))
         let renamed = fixture.directory + "/podfs-copy"
         try FileManager.default.copyItem(atPath: Harness.podfs, toPath: renamed)
-        let mounted = try Harness.run(
-            renamed, ["mount", "--cache-dir", fixture.cacheDirectory, "\(fixture.origin.base)/feed.xml", fixture.mountpoint],
-            timeout: 60)
-        try #require(mounted.status == 0, "\(mounted.stderr)")
-        let range = try #require(mounted.text.range(of: "pid "))
-        let daemon = try #require(Int32(mounted.text[range.upperBound...].prefix { $0.isNumber }))
-        fixture.adopt(daemonPID: daemon)
+        let daemon = try Self.mount(fixture, cache: "a", program: renamed)
         let unmounted = try Harness.run(renamed, ["unmount", fixture.mountpoint], timeout: 60)
         #expect(unmounted.status == 0, "\(unmounted.stderr)")
         #expect(Self.exited(daemon), "the daemon had exited when podfs unmount returned")
     }
 
-    /// `podfs mount` of the fixture's feed with a cache of its own (`name`
+    /// `program mount` of the fixture's feed with a cache of its own (`name`
     /// under the fixture's folder): the two caches' daemons do not wait for
     /// each other's lock. Returns the daemon's PID.
-    private static func mount(_ fixture: Fixture, cache name: String) throws -> pid_t {
+    private static func mount(_ fixture: Fixture, cache name: String, program: String = Harness.podfs) throws -> pid_t {
         let output = try Harness.run(
-            Harness.podfs,
+            program,
             ["mount", "--cache-dir", fixture.directory + "/cache-" + name, "\(fixture.origin.base)/feed.xml", fixture.mountpoint],
             timeout: 60)
         try #require(output.status == 0, "\(output.stderr)")
-        let range = try #require(output.text.range(of: "pid "))
-        let pid = try #require(Int32(output.text[range.upperBound...].prefix { $0.isNumber }))
+        let pid = try #require(Fixture.daemonPID(in: output.text))
         fixture.adopt(daemonPID: pid)
         return pid
     }

@@ -30,7 +30,7 @@ final class SafetyMount {
             let assignments = environment.map { "\($0.key)=\($0.value)" }.sorted()
             output = try Harness.run("env", assignments + [Harness.podfs] + arguments, timeout: 60)
         }
-        if let range = output.text.range(of: "pid "), let pid = Int32(output.text[range.upperBound...].prefix { $0.isNumber }) {
+        if let pid = Fixture.daemonPID(in: output.text) {
             daemonPIDs.append(pid)
         }
         return output

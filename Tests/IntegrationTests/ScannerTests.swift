@@ -267,7 +267,7 @@ struct ScanLibrary: Sendable {
         guard output.status == 0 else {
             throw HarnessError("podfs mount failed (\(output.status)): \(output.stderr)\nlog: \(fixture.log())")
         }
-        if let range = output.text.range(of: "pid "), let pid = Int32(output.text[range.upperBound...].prefix { $0.isNumber }) {
+        if let pid = Fixture.daemonPID(in: output.text) {
             fixture.adopt(daemonPID: pid)
         }
         let listed = Harness.eventually(30) {

@@ -41,9 +41,7 @@ struct ShowIdentityTests {
         guard output.status == 0 else {
             throw HarnessError("podfs mount failed (\(output.status)): \(output.stderr)\nlog: \(fixture.log())")
         }
-        if let range = output.text.range(of: "pid "),
-            let pid = Int32(output.text[range.upperBound...].prefix { $0.isNumber })
-        {
+        if let pid = Fixture.daemonPID(in: output.text) {
             fixture.adopt(daemonPID: pid)
         }
     }

@@ -206,7 +206,7 @@ struct SubscriptionTests {
         try original.write(toFile: listPath, atomically: true, encoding: .utf8)
         let mount = try Self.podfs(["mount", "--cache-dir", fixture.cacheDirectory, listPath, fixture.mountpoint])
         #expect(mount.status == 0, "\(mount.stderr)")
-        if let range = mount.text.range(of: "pid "), let pid = Int32(mount.text[range.upperBound...].prefix { $0.isNumber }) {
+        if let pid = Fixture.daemonPID(in: mount.text) {
             fixture.adopt(daemonPID: pid)
         }
         let cache = ["--cache-dir", fixture.cacheDirectory]
@@ -237,7 +237,7 @@ struct SubscriptionTests {
         #expect(offlineAdd.text.contains("the next mount lists it"))
         let remount = try Self.podfs(["mount", "--cache-dir", fixture.cacheDirectory, fixture.mountpoint])
         #expect(remount.status == 0, "\(remount.stderr)")
-        if let range = remount.text.range(of: "pid "), let pid = Int32(remount.text[range.upperBound...].prefix { $0.isNumber }) {
+        if let pid = Fixture.daemonPID(in: remount.text) {
             fixture.adopt(daemonPID: pid)
         }
         #expect(try Self.root(fixture) == ["Show B", Fixture.showTitle], "no SOURCE: the list the last mount used")

@@ -96,7 +96,7 @@ struct SyncTests {
         let output = try Harness.run(
             Harness.podfs, ["mount", "--cache-dir", fixture.cacheDirectory, "-o", options] + sources + [fixture.mountpoint],
             timeout: 60)
-        if let range = output.text.range(of: "pid "), let pid = Int32(output.text[range.upperBound...].prefix { $0.isNumber }) {
+        if let pid = Fixture.daemonPID(in: output.text) {
             fixture.adopt(daemonPID: pid)
         }
         return output
