@@ -38,7 +38,11 @@ struct RemountTests {
         defer { fixture.cleanup() }
         try fixture.publish(Fixture.episodes(sizes: [1000]))
         let renamed = fixture.directory + "/podfs-copy"
-        try FileManager.default.copyItem(atPath: Harness.podfs, toPath: renamed)
+        // cp writes the copy in a process of its own: a copy written here
+        // would hold a write descriptor that a test forking at that moment
+        // inherits, and the exec below would then fail with ETXTBSY.
+        let copied = try Harness.run("/bin/cp", [Harness.podfs, renamed])
+        try #require(copied.status == 0, "\(copied.stderr)")
         let daemon = try Self.mount(fixture, cache: "a", program: renamed)
         let unmounted = try Harness.run(renamed, ["unmount", fixture.mountpoint], timeout: 60)
         #expect(unmounted.status == 0, "\(unmounted.stderr)")
