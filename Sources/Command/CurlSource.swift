@@ -22,14 +22,17 @@ struct CurlSource: RangeSource, FeedSource {
     /// answers holds one fetch slot this long, and nothing else.
     static let feedTotalTimeout = 60
 
-    func fetch(url: String, range: Range<Int64>, validator: String?, sink: any FetchSink) {
-        let request = HTTPRequest(url: url, range: range, ifRange: validator, issuer: zones.issuer(of: url))
-        client.start(request, delegate: SinkAdapter(sink: sink, requestedURL: url, zones: zones))
+    func fetch(url: String, range: Range<Int64>, validator: String?, listedBy: ListedBy, sink: any FetchSink) {
+        _ = start(url: url, range: range, validator: validator, listedBy: listedBy, sink: sink)
     }
 
-    func start(url: String, range: Range<Int64>, validator: String?, sink: any FetchSink) -> FetchStopper? {
-        let request = HTTPRequest(url: url, range: range, ifRange: validator, issuer: zones.issuer(of: url))
-        let id = client.start(request, delegate: SinkAdapter(sink: sink, requestedURL: url, zones: zones))
+    func start(
+        url: String, range: Range<Int64>, validator: String?, listedBy: ListedBy, sink: any FetchSink
+    ) -> FetchStopper? {
+        let issuer = zones.issuer(of: url, listedBy: listedBy)
+        let request = HTTPRequest(url: url, range: range, ifRange: validator, issuer: issuer)
+        let id = client.start(
+            request, delegate: SinkAdapter(sink: sink, requestedURL: url, requestedIssuer: issuer, zones: zones))
         return { [client] in client.cancel(id) }
     }
 
@@ -100,11 +103,14 @@ struct CurlSource: RangeSource, FeedSource {
 private final class SinkAdapter: HTTPTransferDelegate {
     let sink: any FetchSink
     let requestedURL: String
+    /// Whose rules the requested URL was fetched under.
+    let requestedIssuer: URLIssuer
     let zones: FeedZones
 
-    init(sink: any FetchSink, requestedURL: String, zones: FeedZones) {
+    init(sink: any FetchSink, requestedURL: String, requestedIssuer: URLIssuer, zones: FeedZones) {
         self.sink = sink
         self.requestedURL = requestedURL
+        self.requestedIssuer = requestedIssuer
         self.zones = zones
     }
 
@@ -123,7 +129,8 @@ private final class SinkAdapter: HTTPTransferDelegate {
                 lastModified: head.lastModified, etag: head.etag, date: head.header("date"),
                 receivedAt: Date().timeIntervalSince1970),
             effectiveURL: head.effectiveURL, retryAfter: head.header("retry-after"),
-            issuer: Self.zoneName(zones.issuer(of: head.effectiveURL)))
+            issuer: Self.zoneName(
+                head.effectiveURL == requestedURL ? requestedIssuer : zones.issuer(of: head.effectiveURL, listedBy: nil)))
         return sink.receive(head: fetchHead)
     }
 

@@ -1,14 +1,16 @@
 import Foundation
 import HTTPClient
 import Locking
+import PodFS
 
 /// Remembers who wrote each URL the reader fetches, so an episode's bytes
 /// are fetched under its feed's address zone (docs/DESIGN.md, guarantee 6).
 ///
 /// A feed's zone is the zone of the address its body actually came from
 /// (after redirects, through DNS), recorded when it is fetched. An episode's
-/// enclosure URL is issued by its feed; a URL the reader learnt from a
-/// redirect is issued by the server that redirected. A URL nobody vouched
+/// enclosure URL is issued by its feed (the reader says which: `ListedBy`,
+/// carried by the episode, not a map of every URL of the mount); a URL the
+/// reader learnt from a redirect is issued by the server that redirected. A URL nobody vouched
 /// for is treated as coming from a public server: the strictest rule, so a
 /// forgotten registration can only make a fetch fail, never reach further.
 final class FeedZones: Sendable {
@@ -18,8 +20,6 @@ final class FeedZones: Sendable {
     private struct State {
         /// Feed URL -> the zone its last fetched copy came from.
         var feedZone: [String: AddressZone] = [:]
-        /// Enclosure (or cover, transcript) URL -> the feed that lists it.
-        var feedOf: [String: String] = [:]
         /// URL learnt from a redirect -> the server zone that sent it there.
         var redirected: [String: URLIssuer] = [:]
         /// Feed URL a sync server listed -> that server's zone.
@@ -48,14 +48,6 @@ final class FeedZones: Sendable {
         state.withLock { $0.feedZone[feedURL] = zone }
     }
 
-    /// `urls` come from the feed at `feedURL`. Call again for URLs a
-    /// refresh adds.
-    func adopt(urls: [String], feedURL: String) {
-        state.withLock { state in
-            for url in urls { state.feedOf[url] = feedURL }
-        }
-    }
-
     /// A fetch of some URL was redirected to `effectiveURL` by a server in
     /// `issuer`'s zone; the reader will ask for it directly next time.
     func recordRedirect(effectiveURL: String, issuer: URLIssuer) {
@@ -76,11 +68,13 @@ final class FeedZones: Sendable {
         state.withLock { $0.listedByServer[url] }.map { .server($0) } ?? .user
     }
 
-    /// Who wrote `url`, as far as the zone rule is concerned.
-    func issuer(of url: String) -> URLIssuer {
-        let (redirected, feedURL, zone) = state.withLock { state in
-            let feedURL = state.feedOf[url]
-            return (state.redirected[url], feedURL, feedURL.flatMap { state.feedZone[$0] })
+    /// Who wrote `url`, as far as the zone rule is concerned: its feed when
+    /// it is the URL `listedBy` says the feed listed (an enclosure, a
+    /// cover, a transcript), unless a redirect sent podfs there too.
+    func issuer(of url: String, listedBy: ListedBy?) -> URLIssuer {
+        let feedURL = listedBy.flatMap { $0.url == url ? $0.feedURL : nil }
+        let (redirected, zone) = state.withLock { state in
+            (state.redirected[url], feedURL.flatMap { state.feedZone[$0] })
         }
         if let redirected { return redirected }
         if let zone { return .server(zone) }

@@ -28,7 +28,7 @@ extension MountService {
         let list: SubscriptionList
         /// The sync server (`-o sync=`), if any.
         let syncServer: SyncClient?
-        /// Registers a show's files with the address zones and the reader.
+        /// Registers a show's files with the reader.
         let adopt: @Sendable ([Catalog.Show]) -> Void
         /// Whether a feed answered in this mount (the episodes read last
         /// are checked with the origin from then on).
@@ -154,7 +154,6 @@ extension MountService {
         _ = CachePrivacy.writeFile(
             cacheDirectory + "/cache-size", Array((tuning.cacheLimit.map { String($0) } ?? "none").utf8))
         let reader = EpisodeReader(index: index, source: source, logger: logger, tuning: tuning)
-        let zones = source.zones
         let keeper = Keeper(
             catalog: catalog, reader: reader, index: index, mountLatest: keepLatest,
             reportPath: cacheDirectory + "/" + Keeper.reportFile, logger: logger)
@@ -164,7 +163,6 @@ extension MountService {
             feedURLs: feedURLs, list: list, syncServer: try makeSyncClient(client: client, logger: logger),
             adopt: { shows in
                 for show in shows {
-                    zones.adopt(urls: (show.episodes + show.extras).map(\.url), feedURL: show.feedURL)
                     reader.adopt(show.episodes + show.extras)
                 }
                 keeper.poke()
@@ -242,7 +240,7 @@ extension MountService {
     /// it is ready, so they take no CPU from getting there.
     private func startFeeds(_ parts: Parts, _ listed: Listed, logger: Logger) -> Feeds {
         let wanted = Set(parts.feedURLs)
-        let (reader, answered, zones) = (parts.reader, parts.answered, parts.source.zones)
+        let (reader, answered) = (parts.reader, parts.answered)
         // Feeds that never answered in the last mount (still pending when it
         // ended: a host that hangs) hold no mount that has shows to list.
         let records = parts.feedStatus.records
@@ -255,10 +253,7 @@ extension MountService {
         let refresher = FeedRefresher(
             urls: parts.feedURLs, interval: refreshInterval, limits: feedLimits, loader: parts.loader,
             catalog: parts.catalog, reader: reader, statusStore: parts.feedStatus, logger: logger,
-            onNewFiles: { [keeper = parts.keeper] urls, feedURL in
-                zones.adopt(urls: urls, feedURL: feedURL)
-                keeper.poke()
-            },
+            onInstalled: { [keeper = parts.keeper] in keeper.poke() },
             onFirstAnswer: {
                 answered.withLock { $0 = true }
                 reader.revalidateRecentlyRead()

@@ -273,7 +273,7 @@ private func pathFuzzCheck(_ condition: Bool, _ message: @autoclosure () -> Stri
 
 /// An origin that is never asked (the target plans fetches, sends none).
 private struct PathFuzzNoSource: RangeSource {
-    func fetch(url: String, range: Range<Int64>, validator: String?, sink: any FetchSink) {
+    func fetch(url: String, range: Range<Int64>, validator: String?, listedBy: ListedBy, sink: any FetchSink) {
         fatalError("the path fuzz target fetched \(range) of \(url)")
     }
 }

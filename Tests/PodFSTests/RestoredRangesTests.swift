@@ -12,7 +12,7 @@ import Testing
 @Suite struct RestoredRangesTests {
     /// A source that is never asked: nothing here fetches.
     private struct NoSource: RangeSource {
-        func fetch(url: String, range: Range<Int64>, validator: String?, sink: any FetchSink) {
+        func fetch(url: String, range: Range<Int64>, validator: String?, listedBy: ListedBy, sink: any FetchSink) {
             Issue.record("nothing is fetched")
         }
     }

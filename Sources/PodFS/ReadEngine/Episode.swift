@@ -8,10 +8,28 @@ import FUSEBridge
 /// The reader's state (`Episode.State`, in `ReadRules/`) changes only through
 /// its events, under `state`'s lock.
 public final class Episode: Sendable {
+    // MARK: - Nested types
+
+    /// The show folder that lists an episode and the URL of its feed: one
+    /// object a show, shared by its files. Every URL of an episode is
+    /// fetched under the address zone of the feed that listed it
+    /// (`ListedBy`), so the feed's URL travels with the episode instead of
+    /// a mount-wide map from every episode URL to its feed.
+    public final class Folder: Sendable {
+        public let inode: UInt64
+        public let feedURL: String
+
+        public init(inode: UInt64, feedURL: String) {
+            self.inode = inode
+            self.feedURL = feedURL
+        }
+    }
+
     // MARK: - Properties
 
     public let inode: UInt64
-    public let parent: UInt64
+    /// The show folder that lists it.
+    public let folder: Folder
     public let key: String
     public let url: String
     public let guid: String?
@@ -30,11 +48,11 @@ public final class Episode: Sendable {
     // MARK: - Init
 
     init(
-        inode: UInt64, parent: UInt64, key: String, url: String, guid: String?, name: String,
+        inode: UInt64, folder: Folder, key: String, url: String, guid: String?, name: String,
         modificationTime: Int64, feedLength: Int64?, isEpisode: Bool = true, record: EpisodeRecord?
     ) {
         self.inode = inode
-        self.parent = parent
+        self.folder = folder
         self.key = key
         self.url = url
         self.guid = guid
@@ -45,7 +63,23 @@ public final class Episode: Sendable {
         self.state = StateCell(record.flatMap { $0.holdsState ? State(restoring: $0) : nil })
     }
 
+    /// An episode of a folder of its own, listed by no feed (tests).
+    convenience init(
+        inode: UInt64, parent: UInt64, key: String, url: String, guid: String?, name: String,
+        modificationTime: Int64, feedLength: Int64?, isEpisode: Bool = true, record: EpisodeRecord?
+    ) {
+        self.init(
+            inode: inode, folder: Folder(inode: parent, feedURL: ""), key: key, url: url, guid: guid, name: name,
+            modificationTime: modificationTime, feedLength: feedLength, isEpisode: isEpisode, record: record)
+    }
+
     // MARK: - Methods
+
+    /// The inode of the show folder that lists it.
+    public var parent: UInt64 { folder.inode }
+
+    /// Who listed the URL it is fetched from (`RangeSource`).
+    var listedBy: ListedBy { ListedBy(url: url, feedURL: folder.feedURL) }
 
     /// The size `stat` shows: the origin's length once known, else the feed's.
     var size: Int64 {

@@ -73,7 +73,11 @@ public final class EpisodeReader: Sendable {
     /// Readers' fetches on the network: the cache's own downloads give way
     /// to them (docs/DESIGN.md, "Offline by policy").
     public let foreground = ForegroundLoad()
-    /// The mount's episodes by key (`adopt`).
+    /// The episodes the reader has met, by key: those adopted with a state
+    /// (bytes cached, a version known) and those opened or fetched since
+    /// (`meet`). An episode never opened with nothing cached has nothing to
+    /// evict or check, so a thousand shows' files are not mapped twice
+    /// (the catalogue has them all).
     let episodesByKey = Locked<[String: Episode]>([:])
     /// Keeps the cache under its cap and makes room on a full disk; knows
     /// the episodes kept by policy.
@@ -97,12 +101,25 @@ public final class EpisodeReader: Sendable {
 
     /// Tells the reader which episodes the mount shows.
     public func adopt(_ episodes: [Episode]) {
-        episodesByKey.withLock { known in
-            for episode in episodes { known[episode.key] = episode }
+        // Only a state restored from the index is made here; a state
+        // restored with news for the index (ranges it could not take) is
+        // committed by the next flush.
+        let restored = episodes.compactMap { episode in
+            episode.state.ifMade { !$0.unsaved.isEmpty }.map { (episode, unsaved: $0) }
         }
-        // A state restored with news for the index (ranges it could not
-        // take) is committed by the next flush.
-        for episode in episodes where episode.state.ifMade({ !$0.unsaved.isEmpty }) == true { markDirty(episode) }
+        guard !restored.isEmpty else { return }
+        episodesByKey.withLock { known in
+            for (episode, _) in restored { known[episode.key] = episode }
+        }
+        for (episode, unsaved) in restored where unsaved { markDirty(episode) }
+    }
+
+    /// Notes an episode the reader opens or fetches (`episodesByKey`): the
+    /// newest object of a key wins, as a refresh's does in `adopt`.
+    func meet(_ episode: Episode) {
+        episodesByKey.withLock { known in
+            if known[episode.key] !== episode { known[episode.key] = episode }
+        }
     }
 
     /// Deletes the cached bytes of `keys` now, except those of an episode
@@ -138,6 +155,7 @@ public final class EpisodeReader: Sendable {
     /// Opens an episode for a reader, or for the keeper (its probe is one
     /// of the cache's own downloads).
     func open(_ episode: Episode, reply: any OpenReplying, forKeeper: Bool) {
+        meet(episode)
         let handle = makeID()
         // Asked only of an episode's audio that holds nothing yet.
         let stitches = episode.isEpisode && episode.state.withLock(\.holdsNothing) && showStitches(episode)
@@ -375,9 +393,11 @@ public final class EpisodeReader: Sendable {
     func launch(_ fetch: Fetch, url: String, range: Range<Int64>, validator: String?) {
         // Ended once per attempt, in `fetchCompleted`.
         if !fetch.forKeeper { foreground.began(fetch.episode) }
+        meet(fetch.episode)
         fetch.markSent()
         fetch.episode.transfers.withLock { $0[fetch.id] = fetch }
-        fetch.attemptStarted(source.start(url: url, range: range, validator: validator, sink: fetch))
+        fetch.attemptStarted(source.start(
+                url: url, range: range, validator: validator, listedBy: fetch.episode.listedBy, sink: fetch))
     }
 
     /// Stops the transfers of fetches that yielded and want nothing more.

@@ -9,8 +9,9 @@ extension Episode {
     /// measured with heaptrack), so a mount of many feeds holds them only
     /// for the files that were opened or have something cached. Until
     /// then, what `stat` told the kernel (`Episode.State.claimKeptUntil`)
-    /// is all there is to keep.
-    final class StateCell: Sendable {
+    /// is all there is to keep. A struct around its lock, so a listed file
+    /// pays for no object of its own beyond the lock.
+    struct StateCell: Sendable {
         // MARK: - Nested types
 
         /// The state, once made. A class, so an unmade cell costs a word.

@@ -42,9 +42,9 @@ public final class FeedRefresher: Sendable {
     private let statusStore: FeedStatusStore
     private let logger: Logger
     private let invalidator = Locked<(any KernelCacheInvalidator)?>(nil)
-    /// Told the new files of a feed (their URLs and the feed's), before any
-    /// of them can be opened: the address-zone rule learns who listed them.
-    private let onNewFiles: @Sendable (_ urls: [String], _ feedURL: String) -> Void
+    /// Told each time a feed's files were installed (the keeper plans
+    /// again).
+    private let onInstalled: @Sendable () -> Void
     /// Called once, when the first feed of the mount fetched well.
     private let onFirstAnswer: @Sendable () -> Void
     private let hadAnAnswer = Locked(false)
@@ -65,10 +65,10 @@ public final class FeedRefresher: Sendable {
     public init(
         urls: [String], interval: Double?, limits: FeedSchedule.Limits = .standard, loader: FeedLoader,
         catalog: Catalog, reader: EpisodeReader, statusStore: FeedStatusStore, logger: Logger,
-        onNewFiles: @escaping @Sendable (_ urls: [String], _ feedURL: String) -> Void = { _, _ in },
+        onInstalled: @escaping @Sendable () -> Void = {},
         onFirstAnswer: @escaping @Sendable () -> Void = {}
     ) {
-        self.onNewFiles = onNewFiles
+        self.onInstalled = onInstalled
         self.onFirstAnswer = onFirstAnswer
         self.subscribed = Locked(urls)
         self.interval = interval
@@ -296,7 +296,7 @@ public final class FeedRefresher: Sendable {
             if let removal = catalog.remove(url: url) { invalidate(removal) }
             return nil
         }
-        onNewFiles(change.newFiles.map(\.url), url)
+        onInstalled()
         reader.adopt(change.newFiles)
         invalidate(change)
         return change

@@ -93,6 +93,7 @@ extension Catalog {
         var episodes: [Episode] = []
         episodes.reserveCapacity(files.count)
         var extras: [Episode] = []
+        let folder = Episode.Folder(inode: showInode, feedURL: url)
         for item in files {
             let episode: Episode
             if let known = reused[item.key] {
@@ -101,7 +102,7 @@ extension Catalog {
                 let record = records[item.key]
                 let time = item.kind == .cover ? showTime : item.episode?.published ?? feed.lastBuildDate ?? 0
                 episode = Episode(
-                    inode: Self.inode(.episode, id: record?.id ?? 0), parent: showInode, key: item.key,
+                    inode: Self.inode(.episode, id: record?.id ?? 0), folder: folder, key: item.key,
                     url: item.url, guid: item.kind == .episode ? item.episode?.guid : nil, name: item.name,
                     modificationTime: time,
                     feedLength: item.kind == .episode ? item.episode?.enclosureLength : nil,
