@@ -79,16 +79,18 @@ extension CacheIndex {
         _ db: SQLiteConnection, feeds: [(feedURL: String, episodes: [(key: String, url: String)])]
     ) throws(IndexError) -> Bool {
         let query = try db.prepare("SELECT url FROM episodes WHERE key = ?")
-        for feed in feeds {
-            for episode in feed.episodes {
-                try query.reset()
-                try query.bind(1, episode.key)
-                if try query.step(), let old = query.text(0), enclosurePath(old) != enclosurePath(episode.url) {
-                    return true
+        return try db.reading { () throws(IndexError) -> Bool in
+            for feed in feeds {
+                for episode in feed.episodes {
+                    try query.reset()
+                    try query.bind(1, episode.key)
+                    if try query.step(), let old = query.text(0), enclosurePath(old) != enclosurePath(episode.url) {
+                        return true
+                    }
                 }
             }
+            return false
         }
-        return false
     }
 
     /// A URL's path: without its scheme, host, query and fragment.

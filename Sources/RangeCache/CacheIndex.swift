@@ -141,6 +141,11 @@ public final class CacheIndex: Sendable {
         try register(feeds: [(feedURL: feedURL, episodes: episodes)], formerKeys: formerKeys)[0]
     }
 
+    /// A registration of at least this many episodes has a page cache of
+    /// `registrationPageCache` KiB for its transaction.
+    static let largeRegistration = 500
+    static let registrationPageCache = 16 << 10
+
     /// `register` for many feeds in one transaction, each statement
     /// prepared once, and a row that already says the same is not written
     /// again: a mount of a thousand kept feeds registers them all at once,
@@ -176,7 +181,9 @@ public final class CacheIndex: Sendable {
             // 400 new shows (bench/many-feeds.sh).
             let enclosureMoved = try Self.anyEnclosureMoved(db, feeds: feeds)
             let lazy = formerKeys.isEmpty && !enclosureMoved
-            let result = try db.transaction(syncs: !lazy) { () throws(IndexError) -> [(feedID: Int64, records: [EpisodeRecord])] in
+            let episodes = feeds.reduce(0) { $0 + $1.episodes.count }
+            let pageCache = episodes >= Self.largeRegistration ? Self.registrationPageCache : nil
+            let result = try db.transaction(syncs: !lazy, pageCache: pageCache) { () throws(IndexError) -> [(feedID: Int64, records: [EpisodeRecord])] in
                 if !formerKeys.isEmpty { rekeying = try EpisodeRekeying(db, directory: directory) }
                 let insert = try db.prepare(
                     "INSERT INTO episodes (key, feed_id, url) VALUES (?, ?, ?) "

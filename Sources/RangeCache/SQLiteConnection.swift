@@ -67,6 +67,19 @@ final class SQLiteConnection {
         return try statement.step() ? statement.optionalInt64(0) : nil
     }
 
+    /// SQLite's own page cache, in KiB.
+    static let defaultPageCache = 2000
+
+    /// Runs `body`'s statements in one read transaction (`BEGIN` … `COMMIT`):
+    /// one snapshot and one lock of the write-ahead log's index for all of
+    /// them, where each statement alone takes and releases its own (two
+    /// `fcntl`s a statement: two a file when a thousand shows register).
+    func reading<Result>(_ body: () throws(IndexError) -> Result) throws(IndexError) -> Result {
+        try execute("BEGIN")
+        defer { _ = sqlite3_exec(handle, "COMMIT", nil, nil, nil) }
+        return try body()
+    }
+
     /// Runs `body` inside `BEGIN IMMEDIATE` … `COMMIT`, rolling back if it
     /// throws. Immediate, so a second process waits (busy timeout) at the start
     /// rather than failing at the commit. `syncs` false: the commit is not
@@ -74,15 +87,26 @@ final class SQLiteConnection {
     /// `body` may ask for the sync after all (`PRAGMA synchronous = FULL`).
     /// Every transaction says which it is, so a lazy one never leaves the
     /// connection lazy for the next.
+    ///
+    /// `pageCache`: KiB of page cache for this transaction, given back when
+    /// it ends (SQLite's own is 2 MiB). For a registration of many new
+    /// episodes: their keys are hashes, each on its own page of the key
+    /// index, and with the small cache the transaction spills dirty pages to
+    /// the write-ahead log and reads them back (bench/HISTORY.md).
     func transaction<Result>(
-        syncs: Bool = true, _ body: () throws(IndexError) -> Result
+        syncs: Bool = true, pageCache: Int? = nil, _ body: () throws(IndexError) -> Result
     ) throws(IndexError) -> Result {
         try execute(syncs ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL")
+        if let pageCache { try execute("PRAGMA cache_size = -\(pageCache)") }
         defer {
             // Statements outside a transaction (a validator saved alone) sync
             // too; a failure here is the connection's, and its next statement
             // fails as well.
             if !syncs { _ = sqlite3_exec(handle, "PRAGMA synchronous = FULL", nil, nil, nil) }
+            if pageCache != nil {
+                _ = sqlite3_exec(handle, "PRAGMA cache_size = -\(Self.defaultPageCache)", nil, nil, nil)
+                _ = sqlite3_db_release_memory(handle)
+            }
         }
         try execute("BEGIN IMMEDIATE")
         do {
