@@ -71,10 +71,7 @@ extension EpisodeRules.State {
         let room = progress.upper - progress.received
         let count = Int(min(Int64(chunk), max(0, room)))
         let offset = progress.received
-        if let now {
-            if progress.firstArrival == nil { progress.firstArrival = (now, offset) }
-            progress.lastArrival = now
-        }
+        if let now { progress.arrived(at: offset, now: now) }
         progress.received += Int64(count)
         fetches[id] = progress
         // Bytes of this version may be answered from memory before they are

@@ -333,13 +333,13 @@ extension EpisodeRules.FetchProgress {
         if status != 206 || start != cursor {
             // Not the range asked: nothing of it is an overlap to hold.
             checkUpTo = 0
-            held = nil
+            held = Held()
         }
         cursor = start
         received = start
         let asked = upper
         upper = status == 416 || !bodyWanted ? start : (status == 200 ? total : min(total, (last ?? 0) + 1))
         if cutShort, status == 206 { upper = min(upper, max(start, asked)) }
-        headArrived = true
+        if case .awaitingHead = phase { phase = .headArrived }
     }
 }

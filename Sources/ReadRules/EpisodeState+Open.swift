@@ -180,7 +180,7 @@ extension EpisodeRules.State {
         fetches.values.contains { progress in
             progress.generation == generation
                 && (!progress.headArrived || progress.checkUpTo > progress.cursor
-                    || progress.held.map { !$0.bytes.isEmpty } == true)
+                    || !progress.held.bytes.isEmpty)
         }
     }
 

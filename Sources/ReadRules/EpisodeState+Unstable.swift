@@ -78,7 +78,8 @@ extension EpisodeRules.State {
     public mutating func hold(id: UInt64, generation: UInt64, range: Range<Int64>, bytes: [UInt8]) -> Bool {
         guard self.generation == generation, var progress = fetches[id], progress.generation == generation
         else { return false }
-        var held = progress.held ?? (offset: range.lowerBound, bytes: [])
+        var held = progress.held
+        if held.bytes.isEmpty { held.offset = range.lowerBound }
         if held.offset + Int64(held.bytes.count) == range.lowerBound, held.bytes.count < Int(Self.overlapBytes) * 2 {
             held.bytes += bytes
         }
@@ -96,11 +97,12 @@ extension EpisodeRules.State {
         if let written { onDisk.insert(written) }
         var ready: [(id: UInt64, offset: Int64, bytes: [UInt8])] = []
         for (id, progress) in fetches where progress.generation == generation {
-            guard let held = progress.held, !held.bytes.isEmpty,
+            let held = progress.held
+            guard !held.bytes.isEmpty,
                 onDisk.contains(held.offset..<held.offset + Int64(held.bytes.count))
             else { continue }
             ready.append((id, held.offset, held.bytes))
-            fetches[id]?.held = nil
+            fetches[id]?.held = EpisodeRules.FetchProgress.Held()
         }
         return ready
     }

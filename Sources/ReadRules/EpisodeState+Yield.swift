@@ -136,8 +136,8 @@ extension EpisodeRules.FetchProgress {
     /// own since its first bytes when that is slower (a stream the origin
     /// or a shared link holds back is not waited for as if it flowed).
     func rate(link: LinkEstimate, now: Double) -> Double? {
-        guard let first = firstArrival, now > first.time else { return link.throughput }
-        let own = Double(received - first.offset) / (now - first.time)
+        guard case .receiving(let arrivals) = phase, now > arrivals.firstTime else { return link.throughput }
+        let own = Double(received - arrivals.firstOffset) / (now - arrivals.firstTime)
         guard let measured = link.throughput else { return own }
         return min(measured, own)
     }

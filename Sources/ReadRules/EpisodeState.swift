@@ -51,6 +51,42 @@ extension EpisodeRules {
     /// not on disk yet; `[cursor, received)` arrived and wait for the
     /// episode's writer.
     public struct FetchProgress: Sendable {
+        // MARK: - Nested types
+
+        /// Where a fetch is: its response head not come yet, come, or its
+        /// body flowing. A phase holds only what is known in it: a fetch
+        /// without its head has no arrival times.
+        public enum Phase: Equatable, Sendable {
+            /// Sent; its response head has not come.
+            case awaitingHead
+            /// Its response head arrived and was accepted; no body byte
+            /// has been timed yet.
+            case headArrived
+            /// Body bytes arrive (`Arrivals`).
+            case receiving(Arrivals)
+        }
+
+        /// When a fetch's body bytes arrived (monotonic seconds): its own
+        /// rate since the first (`rate(link:now:)`), and its silence since
+        /// the last.
+        public struct Arrivals: Equatable, Sendable {
+            /// When the first body bytes arrived, and where they began.
+            var firstTime: Double
+            var firstOffset: Int64
+            /// When the last body bytes arrived.
+            var lastTime: Double
+        }
+
+        /// Overlap bytes that arrived, from `offset`, waiting to be
+        /// compared with the bytes on disk there once those are there
+        /// (`EpisodeRules.State.checkingContinuity`). Empty: none held.
+        struct Held: Sendable {
+            var offset: Int64 = 0
+            var bytes: [UInt8] = []
+        }
+
+        // MARK: - Properties
+
         public internal(set) var cursor: Int64
         public internal(set) var upper: Int64
         var generation: UInt64
@@ -63,9 +99,8 @@ extension EpisodeRules {
         /// are kept in `held` and compared with the cached ones, never
         /// written (`EpisodeRules.State.checkingContinuity`).
         public internal(set) var checkUpTo: Int64 = 0
-        /// Overlap bytes that arrived, waiting to be compared with the
-        /// bytes on disk at `offset` once those are there.
-        var held: (offset: Int64, bytes: [UInt8])?
+        /// Overlap bytes that arrived, waiting to be compared.
+        var held = Held()
         /// A short fetch for a read that jumped (not read-ahead): its
         /// readers are answered from memory on the network thread as the
         /// bytes arrive, without waiting for the writer's hop.
@@ -74,14 +109,10 @@ extension EpisodeRules {
         /// bytes past `upper` are not wanted, and the transfer stops quietly
         /// when they come.
         var cutShort = false
-        /// When its first body bytes arrived (monotonic seconds) and where
-        /// they began: the fetch's own rate since (`ownRate`).
-        var firstArrival: (time: Double, offset: Int64)?
-        /// When its last body bytes arrived (monotonic seconds): a fetch
-        /// silent since then is judged by that silence too (`silence`).
-        var lastArrival: Double?
-        /// Its response head arrived and was accepted.
-        var headArrived = false
+        /// Its head, then its body.
+        public internal(set) var phase = Phase.awaitingHead
+
+        // MARK: - Init
 
         init(cursor: Int64, upper: Int64, generation: UInt64, answersOnArrival: Bool = false) {
             self.cursor = cursor
@@ -89,6 +120,32 @@ extension EpisodeRules {
             self.generation = generation
             self.received = cursor
             self.answersOnArrival = answersOnArrival
+        }
+
+        // MARK: - Internal methods
+
+        /// Its response head arrived and was accepted.
+        var headArrived: Bool {
+            if case .awaitingHead = phase { return false }
+            return true
+        }
+
+        /// When its last body bytes arrived: a fetch silent since then is
+        /// judged by that silence too (`silence`). `nil`: none yet.
+        var lastArrival: Double? {
+            if case .receiving(let arrivals) = phase { return arrivals.lastTime }
+            return nil
+        }
+
+        /// Body bytes from `offset` arrived at `now`: the first are timed
+        /// from here (bytes arriving show its head came).
+        mutating func arrived(at offset: Int64, now: Double) {
+            if case .receiving(var arrivals) = phase {
+                arrivals.lastTime = now
+                phase = .receiving(arrivals)
+            } else {
+                phase = .receiving(Arrivals(firstTime: now, firstOffset: offset, lastTime: now))
+            }
         }
     }
 

@@ -49,8 +49,9 @@ import Testing
     }
 
     /// An unstable episode's stream at 2 MiB of 64, on a measured link of
-    /// 1 MB/s and 50 ms; file 2 waits for it at 4 MiB.
-    private func waitingOnTheStream() throws -> (ReadBench, UInt64) {
+    /// 1 MB/s and 50 ms; file 2 waits for it at 4 MiB. `flowing`: it has
+    /// brought 2 MB in the last 2 s, the last just now; else nothing yet.
+    private func waitingOnTheStream(flowing: Bool = true) throws -> (ReadBench, UInt64) {
         var bench = ReadBench(length: 64 * mib, present: [0..<2 * mib], handles: [1, 2])
         bench.state.variant.markStitched(.lengthChanged(before: nil, after: nil))
         bench.link = LinkEstimate()
@@ -58,8 +59,10 @@ import Testing
         bench.link.observe(bytes: 1_000_000, in: 1)
         _ = bench.read(1, at: 2 * mib)
         let stream = try #require(bench.state.streamID)
-        bench.state.fetches[stream]?.lastArrival = bench.now
-        bench.state.fetches[stream]?.firstArrival = (bench.now - 2, 0)
+        if flowing {
+            _ = bench.state.bodyArrived(id: stream, count: 1_000_000, now: bench.now - 2)
+            _ = bench.state.bodyArrived(id: stream, count: 1_000_000, now: bench.now)
+        }
         _ = bench.read(2, at: 4 * mib, size: 4096)
         #expect(bench.state.recheckArmed, "judged again while it waits")
         return (bench, stream)
@@ -89,16 +92,13 @@ import Testing
     }
 
     @Test func aStreamThatHasBroughtNothingYetIsJudgedOnceItFlows() throws {
-        var (bench, stream) = try waitingOnTheStream()
-        bench.state.fetches[stream]?.lastArrival = nil
-        bench.state.fetches[stream]?.firstArrival = nil
+        var (bench, stream) = try waitingOnTheStream(flowing: false)
         bench.now += 0.5
         let first = bench.recheck()
         #expect(ReadBench.fetched(first).isEmpty, "left to the connection's timeouts")
         #expect(first.contains { if case .recheck = $0 { true } else { false } } && bench.state.recheckArmed)
         // It brought its first bytes, then stalled for 20 s.
-        bench.state.fetches[stream]?.firstArrival = (bench.now, 2 * mib)
-        bench.state.fetches[stream]?.lastArrival = bench.now
+        _ = bench.state.bodyArrived(id: stream, count: 0, now: bench.now)
         bench.now += 20
         #expect(ReadBench.fetched(bench.recheck()) == [0..<64 * mib])
         #expect(!bench.state.recheckArmed, "no timer is on its way")
