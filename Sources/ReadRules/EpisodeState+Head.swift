@@ -260,12 +260,9 @@ extension EpisodeRules.State {
             let new = generation
             for (handle, reader) in handles where reader.generation == old { handles[handle]?.generation = new }
             for waiter in waiters {
-                guard let handle = waiter.handle else {
-                    dropped.failed.append(waiter.reply)
-                    continue
-                }
                 dropped.again.append(EpisodeRules.EarlyRead(
-                    handle: handle, offset: waiter.range.lowerBound, size: waiter.range.count, reply: waiter.reply))
+                    handle: waiter.handle, offset: waiter.range.lowerBound, size: waiter.range.count,
+                    reply: waiter.reply))
             }
         } else {
             dropped.failed = waiters.map(\.reply)

@@ -126,20 +126,23 @@ extension EpisodeRules.State {
         let windowOf = context.window(streak:)
         let deferredBefore = deferred
         var effects: [Effect] = []
-        for index in waiters.indices where waiters[index].generation == generation && !waiters[index].following {
+        for index in waiters.indices where waiters[index].generation == generation {
+            guard let since = waiters[index].jumpedSince else { continue }
             // Judged as a new read: its own wait does not keep the fetch
             // it may leave going (`yield`).
             let waiter = waiters.remove(at: index)
             let stopped = yieldToJump(
                 wanted: waiter.range, handle: waiter.handle, following: false, link: context.link, now: context.now,
-                since: waiter.since, window: windowOf)
+                since: since, window: windowOf)
             waiters.insert(waiter, at: index)
             effects += stopped.map { Effect.stop(id: $0) }
         }
         if deferred != deferredBefore {
             effects += fetchesForOrphanedWaiters(window: windowOf(0), length: length, tuning: context.tuning)
         }
-        let waiting = waiters.filter { $0.generation == generation && !$0.following && waitsOnAStream($0.range) }
+        let waiting = waiters.filter {
+            $0.generation == generation && $0.jumpedSince != nil && waitsOnAStream($0.range)
+        }
         if let need = waiting.map({ Int64($0.range.count) }).max() {
             effects.append(armRecheck(need: need, context: context))
         }
@@ -173,8 +176,8 @@ extension EpisodeRules.State {
         }
         waiters.append(
             EpisodeRules.Waiter(
-                range: wanted, reply: reply, generation: generation, handle: handle, following: readsOn,
-                since: context.now))
+                range: wanted, reply: reply, generation: generation, handle: handle,
+                stance: readsOn ? .following : .jumped(since: context.now)))
         if deferred != deferredBefore {
             // A fetch was cut at this read's place: bytes other reads
             // wait for past that place come by a fetch of their own,

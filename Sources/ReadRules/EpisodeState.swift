@@ -18,20 +18,32 @@ public import RangeCache
 extension EpisodeRules {
     /// A read waiting for bytes to arrive.
     public struct Waiter: Sendable {
+        /// How a read waits: with its reader's stream, or after a jump.
+        public enum Stance: Equatable, Sendable {
+            /// The read landed near where its reader stopped: it stays with
+            /// its stream (`JoinOrJump`) and is never judged again.
+            case following
+            /// It jumped, and began to wait at `since` (monotonic seconds):
+            /// while it waits for a fetch that is not its own it is judged
+            /// again when `recheckDue` comes, and a fetch that brought
+            /// nothing since has been silent at least that long.
+            case jumped(since: Double)
+        }
+
         public internal(set) var range: Range<Int64>
         public internal(set) var reply: EpisodeRules.ReadToken
         var generation: UInt64
-        /// The open file that reads, if known (a fetch that yields keeps
-        /// the other readers' windows, `EpisodeRules.State.yield`).
-        var handle: UInt64?
-        /// The read landed near where its reader stopped: it stays with
-        /// its stream (`JoinOrJump`) and is never judged again. `false`: it
-        /// jumped, and while it waits for a fetch that is not its own it is
-        /// judged again when `recheckDue` comes.
-        var following = true
-        /// When it began to wait (monotonic seconds): a fetch that brought
-        /// nothing since has been silent at least that long.
-        var since: Double = 0
+        /// The open file that reads (a fetch that yields keeps the other
+        /// readers' windows, `EpisodeRules.State.yield`).
+        var handle: UInt64
+        var stance: Stance
+
+        /// When it began to wait, if it jumped; `nil`: it follows its
+        /// stream and is never judged again.
+        var jumpedSince: Double? {
+            if case .jumped(let since) = stance { return since }
+            return nil
+        }
     }
 
     /// An open waiting for the first response of this mount (validation

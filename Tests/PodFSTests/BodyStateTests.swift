@@ -25,7 +25,7 @@ import Testing
         state.current = .restored(length: 10 * mib, etag: nil)
         state.handles[1] = Episode.HandleState(generation: 0)
         let reply = Episode.ReadToken.fake()
-        state.waiters = [Episode.Waiter(range: 0..<4 * kib, reply: reply, generation: 0)]
+        state.waiters = [Episode.Waiter(range: 0..<4 * kib, reply: reply, generation: 0, handle: 1, stance: .following)]
         let id = state.takeFetchID()
         state.fetches[id] = Episode.FetchProgress(
             cursor: 0, upper: 512 * kib, generation: 0, answersOnArrival: answersOnArrival)

@@ -198,8 +198,8 @@ import Testing
         var bench = afterTheProbe()
         bench.state.current = .restored(length: 10 * mib)
         let probe = bench.state.startProbe(minimumFetch: 256 * 1024)
-        bench.state.waiters.append(
-            Episode.Waiter(range: 0..<4096, reply: Episode.ReadToken.fake(), generation: 0, handle: 1, following: true, since: 0))
+        // File 1 reads the probe's first bytes and waits for them.
+        _ = bench.read(1, at: 0, size: 4096)
         let arrived = bench.state.bodyArrived(id: probe.id, count: 65536, now: bench.now)
         let arrival = try #require(arrived)
         #expect(arrival.early.count == 1, "answered from memory")

@@ -271,8 +271,8 @@ import Testing
         // A response told a shorter length than the index had.
         state.current = .restored(length: 1000, present: [0..<1000])
         state.waiters = [
-            Episode.Waiter(range: 900..<5000, reply: Episode.ReadToken.fake(), generation: 0),
-            Episode.Waiter(range: 2000..<3000, reply: Episode.ReadToken.fake(), generation: 0),
+            Episode.Waiter(range: 900..<5000, reply: Episode.ReadToken.fake(), generation: 0, handle: 1, stance: .following),
+            Episode.Waiter(range: 2000..<3000, reply: Episode.ReadToken.fake(), generation: 0, handle: 1, stance: .following),
         ]
         let ready = state.readsAtEnd()
         #expect(ready.map(\.waiter.range) == [900..<1000, 1000..<1000])
