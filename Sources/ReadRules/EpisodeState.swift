@@ -19,7 +19,7 @@ extension EpisodeRules {
     /// A read waiting for bytes to arrive.
     public struct Waiter: Sendable {
         /// How a read waits: with its reader's stream, or after a jump.
-        public enum Stance: Equatable, Sendable {
+        enum Stance: Equatable, Sendable {
             /// The read landed near where its reader stopped: it stays with
             /// its stream (`JoinOrJump`) and is never judged again.
             case following
@@ -68,7 +68,7 @@ extension EpisodeRules {
         /// Where a fetch is: its response head not come yet, come, or its
         /// body flowing. A phase holds only what is known in it: a fetch
         /// without its head has no arrival times.
-        public enum Phase: Equatable, Sendable {
+        enum Phase: Equatable, Sendable {
             /// Sent; its response head has not come.
             case awaitingHead
             /// Its response head arrived and was accepted; no body byte
@@ -81,7 +81,7 @@ extension EpisodeRules {
         /// When a fetch's body bytes arrived (monotonic seconds): its own
         /// rate since the first (`rate(link:now:)`), and its silence since
         /// the last.
-        public struct Arrivals: Equatable, Sendable {
+        struct Arrivals: Equatable, Sendable {
             /// When the first body bytes arrived, and where they began.
             var firstTime: Double
             var firstOffset: Int64
@@ -122,7 +122,7 @@ extension EpisodeRules {
         /// when they come.
         var cutShort = false
         /// Its head, then its body.
-        public internal(set) var phase = Phase.awaitingHead
+        var phase = Phase.awaitingHead
 
         // MARK: - Init
 
