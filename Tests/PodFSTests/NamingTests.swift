@@ -151,6 +151,8 @@ import Testing
         ("audio/aac", ".aac"), ("audio/ogg", ".ogg"), ("audio/opus", ".opus"), ("audio/flac", ".flac"),
         ("audio/wav", ".wav"), ("audio/x-wav", ".wav"), ("video/mp4", ".mp4"), ("video/x-m4v", ".m4v"),
         ("video/quicktime", ".mov"), ("video/webm", ".webm"), ("audio/webm", ".weba"),
+        // Blanks anywhere, ASCII or not, are dropped before the lookup.
+        (" audio/\tmpeg\r\n", ".mp3"), ("\u{A0}audio/mp4\u{2003}; codecs=mp4a", ".m4a"),
     ])
     func extensionFromMIMEType(_ mime: String, _ expected: String) {
         #expect(Naming.fileExtension(mimeType: mime, url: "https://x.example/file") == expected)

@@ -1,7 +1,7 @@
 import Feeds
 import Foundation
 import Logging
-import PodFS
+@testable import PodFS
 import RangeCache
 import Testing
 
@@ -120,6 +120,14 @@ import Testing
     }
 
     // MARK: - Playlist
+
+    /// A title on one playlist line: controls, DEL, C1 controls and every
+    /// Unicode blank become one space, ASCII or not; other characters stay.
+    @Test func aPlaylistTitleIsOneLineWithItsBlanksFolded() {
+        #expect(ShowLayout.oneLine("\tA\u{7F}\u{85}b\u{A0}\u{2003}c\r\n~é ") == "A b c ~é")
+        #expect(ShowLayout.oneLine(" \u{9F}\u{3000}") == nil)
+        #expect(ShowLayout.oneLine("x\u{200B}y!") == "x\u{200B}y!")
+    }
 
     @Test func thePlaylistListsEpisodesOldestFirstWithRelativePaths() {
         let show = layout([

