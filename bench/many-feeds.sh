@@ -107,11 +107,18 @@ echo "http://127.0.0.1:20999/hanging.xml" >> "$list"
 echo "http://127.0.0.1:1/refused.xml" >> "$list"
 
 now() { date +%s.%N; }
+# CPU seconds of a process, and of the origin with its proxies (the other
+# side of every figure: on 2 cores it takes CPU from podfs as from curl).
+cpu_of() { awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f", ($14 + $15) / hz}' "/proc/$1/stat" 2>/dev/null || echo 0; }
+origin_cpu() { local sum=0; for p in "${pids[@]}"; do sum=$(awk -v a="$sum" -v b="$(cpu_of "$p")" 'BEGIN {print a + b}'); done; echo "$sum"; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
 
 # The network's reference: curl --parallel for the same feeds (gzip).
 sed -n "1,${feeds}p" "$list" | sed 's/^/url = /; s/$/\noutput = \/dev\/null/' > "$work/curl.cfg"
+origin_before=$(origin_cpu)
 t=$(now); curl -s --no-progress-meter --parallel --parallel-max 50 --compressed -K "$work/curl.cfg" >/dev/null 2>&1 || true; curl_time=$(since "$t")
+origin_curl=$(awk -v a="$origin_before" -v b="$(origin_cpu)" 'BEGIN {printf "%.2f", b - a}')
+origin_before=$(origin_cpu)
 
 # Cold: ready, then every show listed.
 t=$(now)
@@ -129,8 +136,9 @@ for _ in $(seq 6000); do
   sleep 0.02
 done
 listed=$(since "$t")
+origin_listed=$(awk -v a="$origin_before" -v b="$(origin_cpu)" 'BEGIN {printf "%.2f", b - a}')
 if [ -n "$perf_pid" ]; then kill -INT "$perf_pid"; wait "$perf_pid" 2>/dev/null || true; fi
-cpu=$(awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f", ($14 + $15) / hz}' "/proc/$pid/stat")
+cpu=$(cpu_of "$pid")
 files=$(find "$mnt" -mindepth 2 -type f | wc -l)
 peak_kib=$(awk '/VmHWM/ {print $2}' "/proc/$pid/status")
 "$podfs" status --cache-dir "$cache" | sed -n 2p > "$work/summary"
@@ -142,7 +150,7 @@ out=$("$podfs" mount --cache-dir "$cache" --refresh off "$list" "$mnt" 2>>"$work
 warm=$(since "$t")
 pid=$(sed -n 's/.*pid \([0-9]*\).*/\1/p' <<<"$out" | head -1)
 warm_shows=$(ls "$mnt" | wc -l)
-warm_cpu=$(awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f", ($14 + $15) / hz}' "/proc/$pid/stat")
+warm_cpu=$(cpu_of "$pid")
 # Every file listed: builds every show that the background pass has not.
 warm_files=$(find "$mnt" -mindepth 2 -type f | wc -l)
 warm_all=$(since "$t")
@@ -151,7 +159,7 @@ warm_peak_kib=$(awk '/VmHWM/ {print $2}' "/proc/$pid/status")
 
 awk -v feeds="$feeds" -v hosts="$hosts" -v delay="$delay" -v items="$items" -v curl="$curl_time" \
     -v cold="$cold" -v listed="$listed" -v warm="$warm" -v files="$files" -v peak="$peak_kib" \
-    -v cpu="$cpu" -v wcpu="$warm_cpu" -v cores="$(nproc)" -v wpeak="$warm_peak_kib" -v wshows="$warm_shows" -v wall="$warm_all" -v wfiles="$warm_files" -v summary="$(cat "$work/summary")" 'BEGIN {
+    -v cpu="$cpu" -v wcpu="$warm_cpu" -v ocurl="$origin_curl" -v olisted="$origin_listed" -v cores="$(nproc)" -v wpeak="$warm_peak_kib" -v wshows="$warm_shows" -v wall="$warm_all" -v wfiles="$warm_files" -v summary="$(cat "$work/summary")" 'BEGIN {
   allowed = 1.5 * curl; if (allowed < 3) allowed = 3
   target_kib = 64 * 1024 + files
   printf "podfs many-feeds bench: %d feeds (%d items) on %d hosts, +%d ms per request, plus a hanging host and a refusing port\n", feeds, items, hosts, delay
@@ -164,5 +172,6 @@ awk -v feeds="$feeds" -v hosts="$hosts" -v delay="$delay" -v items="$items" -v c
   printf "| peak RSS, warm remount, after every file was listed | %.1f MiB | %.1f MiB |\n", wpeak / 1024, target_kib / 1024
   printf "| curl --parallel (reference) | %.2f s | |\n", curl
   printf "daemon CPU until every show was listed: %.2f s (%d cores); until the warm remount was ready: %.2f s\n", cpu, cores, wcpu
+  printf "origin and proxies CPU: %.2f s while podfs listed every show, %.2f s during curl --parallel\n", olisted, ocurl
   printf "status after the cold mount: %s\n", summary
 }'
