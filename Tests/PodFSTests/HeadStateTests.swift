@@ -19,6 +19,26 @@ import Testing
             etag: etag, lastModified: nil, effectiveURL: "http://o/a.mp3")
     }
 
+    /// An episode nothing is known of (no record in the index), opened as
+    /// file `handle` with the feed's claimed `feedLength`: its probe is on
+    /// its way. Returns the probe's fetch id.
+    private func opened(
+        _ state: inout Episode.State, handle: UInt64 = 1, feedLength: Int64? = 1000
+    ) -> UInt64? {
+        let effects = state.open(
+            handle: handle, reply: .fake(), now: 5, feedLength: feedLength, tuning: EpisodeReader.Tuning())
+        return ReadBench.probes(effects).first?.id
+    }
+
+    /// A read of file `handle`, as the kernel sends it.
+    private func read(
+        _ state: inout Episode.State, handle: UInt64, at offset: Int64, size: Int = 4096
+    ) -> [Episode.State.Effect] {
+        state.read(
+            handle: handle, offset: offset, size: size, reply: .fake(),
+            context: .init(now: 5, wallClock: 0, link: LinkEstimate(), tuning: EpisodeReader.Tuning()))
+    }
+
     private func context(lock: Bool = false, background: Bool = false) -> Episode.State.HeadContext {
         Episode.State.HeadContext(now: 5, feedLength: 1000, isBackground: background, holdingIndexLock: lock)
     }
@@ -66,8 +86,9 @@ import Testing
     }
 
     @Test func aFinalAnswerForgetsTheRedirectOnce() {
-        var state = Episode.State()
-        state.variant.pin("http://cdn/signed", issuer: nil)
+        // The enclosure redirected to a signed link, which answered.
+        var state = ReadBench(length: 1000, url: "http://cdn/signed").state
+        #expect(state.effectiveURL == "http://cdn/signed")
         let forgot = state.forgetRedirect(enclosureURL: "http://o/a.mp3")
         #expect(forgot)
         #expect(state.effectiveURL == nil)
@@ -77,12 +98,11 @@ import Testing
 
     // MARK: - Guarantee 4: real sizes
 
-    @Test func theSizeIsContentRangesTotalNotA206sContentLength() {
-        var bench = ReadBench(length: 1000)
-        _ = bench.read(at: 0)
-        var state = bench.state
-        state.current = .restored(length: nil, etag: nil)
-        let id = state.fetches.keys.min()!
+    @Test func theSizeIsContentRangesTotalNotA206sContentLength() throws {
+        // Nothing known but the feed's claim of 1000 bytes; the open's probe asks.
+        var state = Episode.State()
+        let id = try #require(opened(&state))
+        #expect(state.length == nil)
         let (verdict, durable, then) = apply(&state, head(206, first: 0, last: 262_143, total: 5 * mib, contentLength: 262_144), id: id)
         #expect(verdict == .accepted)
         #expect(durable.isEmpty, "nothing cached of another version: nothing to drop")
@@ -142,8 +162,7 @@ import Testing
     @Test func aPartialVariantWhoseLinkIsGoneIsDroppedAndSaidSo() {
         // 1 MiB of a variant cached from a signed link that now answers 403;
         // the enclosure leads to another variant (another ETag).
-        var bench = ReadBench(length: 10 * mib, present: [0..<mib])
-        bench.state.variant.pin("http://cdn/v1?sig=a", issuer: nil)
+        var bench = ReadBench(length: 10 * mib, present: [0..<mib], url: "http://cdn/v1?sig=a")
         _ = bench.read(at: 5 * mib)
         var state = bench.state
         let id = state.fetches.keys.min()!
@@ -179,26 +198,33 @@ import Testing
         #expect(state.validated)
     }
 
-    @Test func aHeadForAnOlderVersionIsStale() {
-        var bench = ReadBench(length: 10 * mib)
-        _ = bench.read(at: 0)
+    @Test func aHeadForAnOlderVersionIsStale() throws {
+        var bench = ReadBench(length: 10 * mib, handles: [1, 2])
+        _ = bench.read(1, at: 0)
+        let id = bench.state.fetches.keys.min()!
+        // Before its head, an open an hour on finds a new version.
+        bench.now += bench.tuning.revalidateAfter
+        let probe = try #require(ReadBench.probes(bench.open(2)).first)
+        bench.head(probe.id, probe.range, etag: "\"v2\"")
+        #expect(bench.state.generation == 1)
         var state = bench.state
-        let id = state.fetches.keys.min()!
-        state.current.replaced()
         #expect(apply(&state, head(206, first: 0, last: 9, total: 10 * mib), id: id).0 == .stale)
+        #expect(state.generation == 1 && state.present.isEmpty, "the old fetch's head changes nothing")
     }
 
     @Test func aWholeBodyWhereARangeWasAskedIsNotedOnce() {
-        var bench = ReadBench(length: 10 * mib)
-        _ = bench.read(at: 5 * mib)
+        // Two readers jump to two places: two ranges asked.
+        var bench = ReadBench(length: 10 * mib, handles: [1, 2])
+        _ = bench.read(1, at: 5 * mib)
+        _ = bench.read(2, at: 3 * mib)
         var state = bench.state
-        let id = state.fetches.keys.min()!
+        let ids = state.fetches.keys.sorted()
+        #expect(ids.count == 2 && state.fetches[ids[1]]?.cursor == 3 * mib)
+        let (id, second) = (ids[0], ids[1])
         let (_, _, then) = apply(&state, head(200, contentLength: 10 * mib), id: id)
         #expect(then.contains { if case .logIgnoresRange = $0 { true } else { false } })
         #expect(state.fetches[id]?.cursor == 0 && state.fetches[id]?.upper == 10 * mib, "streamed from its start")
         // A second such answer is not logged again (`Episode.Warning`).
-        let second = state.takeFetchID()
-        state.fetches[second] = Episode.FetchProgress(cursor: 3 * mib, upper: 4 * mib, generation: state.generation)
         let (_, _, again) = apply(&state, head(200, contentLength: 10 * mib), id: second)
         #expect(!again.contains { if case .logIgnoresRange = $0 { true } else { false } })
         #expect(state.warned == [.ignoresRange])
@@ -206,18 +232,16 @@ import Testing
 
     // MARK: - The open's probe
 
-    @Test func theProbesHeadAnswersTheWaitingOpensAndEarlyReads() {
+    @Test func theProbesHeadAnswersTheWaitingOpensAndEarlyReads() throws {
+        // Nothing cached: file 8 opens at once (the feed claims a size) and
+        // its probe asks the first 256 KiB; file 8 reads there and past it.
         var state = Episode.State()
-        let open = Episode.OpenToken.fake()
-        state.openWaiters = [Episode.OpenWaiter(reply: open, handle: 7, dropAttributes: false)]
-        state.handles[8] = Episode.HandleState(generation: 0, provisional: true)
-        state.earlyReads = [
-            Episode.EarlyRead(handle: 8, offset: 0, size: 4096, reply: Episode.ReadToken.fake()),
-            Episode.EarlyRead(handle: 8, offset: 900_000, size: 4096, reply: Episode.ReadToken.fake()),
-        ]
-        let id = state.takeFetchID()
-        state.fetches[id] = Episode.FetchProgress(cursor: 0, upper: 262_144, generation: 0, answersOnArrival: true)
-        state.validation = .asking(probe: id, lastConfirmed: nil)
+        let id = try #require(opened(&state, handle: 8, feedLength: 1000 * 1000))
+        #expect(state.fetches[id]?.upper == 262_144 && state.probeID == id)
+        #expect(read(&state, handle: 8, at: 0).isEmpty && read(&state, handle: 8, at: 900_000).isEmpty)
+        // File 7, with no size from the feed, waits for the probe's answer.
+        #expect(opened(&state, handle: 7, feedLength: nil) == nil)
+        #expect(state.handles[7] == nil && state.handles[8]?.provisional == true && state.earlyReads.count == 2)
         let (verdict, _, then) = apply(&state, head(206, first: 0, last: 262_143, total: 1000 * 1000), id: id)
         #expect(verdict == .accepted)
         #expect(state.probeID == nil && state.validated)
@@ -230,11 +254,12 @@ import Testing
         #expect(state.readsAfterProbe?.reads.map(\.offset) == [900_000], "beyond them when it ends")
     }
 
-    @Test func aMountsCheckAnsweredWholeStopsAfterItsHead() {
-        var state = Episode.State()
-        state.current = .restored(length: 1000, etag: nil)
-        let id = state.takeFetchID()
-        state.fetches[id] = Episode.FetchProgress(cursor: 0, upper: 1, generation: 0, answersOnArrival: true)
+    @Test func aMountsCheckAnsweredWholeStopsAfterItsHead() throws {
+        // Restored from the index (1000 bytes, no ETag), checked at mount.
+        var state = Episode.State(restoring: EpisodeRecord(
+            id: 1, key: "e", url: "http://o/a.mp3", length: 1000, etag: nil, lastModified: nil, ranges: []))
+        let id = try #require(state.startMountCheck()?.id)
+        #expect(state.fetches[id]?.upper == 1)
         let (_, _, then) = apply(&state, head(200, contentLength: 1000), id: id, background: true)
         #expect(then.contains { if case .endAfterHead = $0 { true } else { false } })
     }

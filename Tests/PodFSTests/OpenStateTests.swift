@@ -36,6 +36,34 @@ import Testing
         return state
     }
 
+    /// The origin's 206 head for `probe`, of a version of `total` bytes
+    /// with `etag`, at `now`: as the driver applies it, under the index
+    /// lock. Returns what it asks.
+    private func answer(
+        _ state: inout Episode.State, _ probe: Episode.State.ProbeStart, total: Int64, etag: String = "\"v1\"",
+        now: Double
+    ) -> [Episode.State.Effect] {
+        let last = min(probe.range.upperBound, total) - 1
+        let head = FetchHead(
+            status: 206, rangeFirst: probe.range.lowerBound, rangeLast: last, total: total,
+            contentLength: last + 1 - probe.range.lowerBound, etag: etag, lastModified: nil,
+            effectiveURL: "http://o/a.mp3")
+        let context = Episode.State.HeadContext(now: now, feedLength: nil, isBackground: false, holdingIndexLock: true)
+        let (verdict, transition) = state.head(
+            id: probe.id, head, start: probe.range.lowerBound, last: last, total: total, context: context)
+        #expect(verdict == .accepted)
+        return transition.durable + transition.then
+    }
+
+    /// A read of file `handle`, as the kernel sends it, at `now`.
+    private func read(
+        _ state: inout Episode.State, handle: UInt64 = 1, at offset: Int64, size: Int = 128 * 1024, now: Double
+    ) -> [Episode.State.Effect] {
+        state.read(
+            handle: handle, offset: offset, size: size, reply: .fake(),
+            context: .init(now: now, wallClock: 0, link: LinkEstimate(), tuning: tuning))
+    }
+
     private func checks(_ effects: [Episode.State.Effect]) -> [Episode.State.ProbeStart] {
         effects.compactMap { if case .check(let probe) = $0 { probe } else { nil } }
     }
@@ -61,15 +89,23 @@ import Testing
     /// After a version change the kernel's pages are stale until an open it
     /// hears of says `keep_cache` off: an open of the cache's own (the
     /// keeper's, a scan's fetch ahead) must not use that up.
-    @Test func anOpenOfTheCachesOwnLeavesTheKernelsStalePagesForTheNextOpen() {
+    @Test func anOpenOfTheCachesOwnLeavesTheKernelsStalePagesForTheNextOpen() throws {
         var state = cached(validated: true)
-        state.kernelPagesStale = true
+        // An open an hour on is checked, and the check finds a new version.
+        let later = 100 + tuning.revalidateAfter + 1
+        let opened = state.open(handle: 9, reply: Episode.OpenToken.fake(), now: later, feedLength: nil, tuning: tuning)
+        let check = try #require(checks(opened).first)
+        let changed = answer(&state, check, total: 10 * mib, etag: "\"v2\"", now: later)
+        #expect(changed.contains { if case .invalidateKernel(pages: true) = $0 { true } else { false } })
+        #expect(state.generation == 1 && state.kernelPagesStale)
         let own = state.open(
-            handle: 1, reply: Episode.OpenToken.fake(), now: 200, feedLength: nil, tuning: tuning, seenByKernel: false)
+            handle: 1, reply: Episode.OpenToken.fake(), now: later + 1, feedLength: nil, tuning: tuning,
+            seenByKernel: false)
         #expect(answers(own).first?.keepCache == false)
-        let kernel = state.open(handle: 2, reply: Episode.OpenToken.fake(), now: 201, feedLength: nil, tuning: tuning)
+        let kernel = state.open(
+            handle: 2, reply: Episode.OpenToken.fake(), now: later + 2, feedLength: nil, tuning: tuning)
         #expect(answers(kernel).first?.keepCache == false, "the kernel drops its pages at this open")
-        let next = state.open(handle: 3, reply: Episode.OpenToken.fake(), now: 202, feedLength: nil, tuning: tuning)
+        let next = state.open(handle: 3, reply: Episode.OpenToken.fake(), now: later + 3, feedLength: nil, tuning: tuning)
         #expect(answers(next).first?.keepCache == true)
     }
 
@@ -133,23 +169,36 @@ import Testing
     }
 
     @Test func aClaimShownBeforeIsDroppedByTheOpen() {
-        var state = cached(validated: true)
-        state.claimKeptUntil = 300
-        let effects = state.open(handle: 1, reply: Episode.OpenToken.fake(), now: 200, feedLength: nil, tuning: tuning)
+        // A stat at 200 showed the feed's claim, which the kernel may keep
+        // for its timeout of 99 s (and one more).
+        var state = Episode.State()
+        #expect(state.sizeShown(feedLength: 5 * mib, timeout: 99, now: 200) == (5 * mib, 99))
+        let effects = state.open(handle: 1, reply: Episode.OpenToken.fake(), now: 250, feedLength: 5 * mib, tuning: tuning)
         #expect(answers(effects).first?.dropAttributes == true)
         #expect(state.opened)
+        // Every open until then drops it, not only the first.
+        let second = state.open(handle: 2, reply: Episode.OpenToken.fake(), now: 299, feedLength: 5 * mib, tuning: tuning)
+        #expect(answers(second).first?.dropAttributes == true)
+        let after = state.open(handle: 3, reply: Episode.OpenToken.fake(), now: 301, feedLength: 5 * mib, tuning: tuning)
+        #expect(answers(after).first?.dropAttributes == false)
     }
 
-    @Test func aStatOfAProvisionalFileWaitsForTheProbe() {
+    @Test func aStatOfAProvisionalFileWaitsForTheProbe() throws {
         var state = Episode.State()
         let alone = state.statWaits(.fake())
         #expect(!alone)
-        state.handles[1] = Episode.HandleState(generation: 0, provisional: true)
+        // Nothing cached: the file opens at once, its probe on its way.
+        let opened = state.open(handle: 1, reply: Episode.OpenToken.fake(), now: 0, feedLength: 5 * mib, tuning: tuning)
+        let probe = try #require(probes(opened).first)
+        #expect(state.handles[1]?.provisional == true)
         let stat = Episode.SizeToken.fake()
         let waits = state.statWaits(stat)
         #expect(waits && state.sizeWaiters == [stat])
         // The probe's head answers it.
-        #expect(state.settleProvisionalHandles().sized == [stat])
+        let resumed = answer(&state, probe, total: 5 * mib, now: 1).compactMap { effect in
+            if case .resume(_, let sized) = effect { sized } else { nil }
+        }
+        #expect(resumed == [[stat]] && state.sizeWaiters.isEmpty)
     }
 
     @Test func aMountCheckAsksForTheFirstByteNotCached() {
@@ -162,7 +211,12 @@ import Testing
 
     @Test func aClosingStreamerLeavesItsPlace() {
         var state = cached(validated: true)
-        state.handles[1] = Episode.HandleState(generation: 0, nextOffset: 5 * mib, streak: 4)
+        _ = state.open(handle: 1, reply: Episode.OpenToken.fake(), now: 200, feedLength: nil, tuning: tuning)
+        // It reads on in order up to 5 MiB: five reads, a streak of four.
+        for step: Int64 in 1...5 {
+            _ = read(&state, at: 5 * mib - (6 - step) * 128 * 1024, now: 200)
+        }
+        #expect(state.handles[1]?.nextOffset == 5 * mib && state.handles[1]?.streak == 4)
         _ = state.release(handle: 1, now: 50)
         #expect(state.lastStream?.end == 5 * mib && state.lastStream?.streak == 4)
         #expect(state.handles.isEmpty)
@@ -192,8 +246,9 @@ import Testing
     }
 
     @Test func offlineUncachedBytesFail() {
-        var bench = ReadBench(length: 10 * mib, present: [0..<mib])
-        bench.state.validation = .unconfirmed(lastConfirmed: nil)
+        // Opened from the cache when the origin could not be reached.
+        var bench = ReadBench(length: 10 * mib, present: [0..<mib], confirmed: false)
+        #expect(!bench.state.validated && bench.state.handles[1] != nil)
         let reply = Episode.ReadToken.fake()
         let read = bench.read(at: 5 * mib, size: 4096, reply: reply)
         let id = ReadBench.fetched(read).isEmpty ? 0 : bench.state.fetches.keys.min()!
@@ -285,9 +340,10 @@ import Testing
         var state = Episode.State()
         #expect(state.sizeShown(feedLength: 500, timeout: 10, now: 0) == (500, 10))
         #expect(state.claimKeptUntil == 11)
-        _ = state.open(handle: 1, reply: Episode.OpenToken.fake(), now: 5, feedLength: 500, tuning: tuning)
+        let opened = state.open(handle: 1, reply: Episode.OpenToken.fake(), now: 5, feedLength: 500, tuning: tuning)
         #expect(state.sizeShown(feedLength: 500, timeout: 10, now: 6) == (500, 0))
-        state.current.tell(length: 700, etag: nil, lastModified: nil)
+        // The open's probe is answered: the episode has 700 bytes.
+        if let probe = probes(opened).first { _ = answer(&state, probe, total: 700, now: 7) }
         #expect(state.sizeShown(feedLength: 500, timeout: 10, now: 7) == (700, 10))
     }
 

@@ -46,6 +46,9 @@ struct ReadBench {
     /// The version's validators, as the origin sends them.
     let etag: String?
     let lastModified: String?
+    /// Where the origin's answers come from: the end of the redirect chain
+    /// the index pinned, and the link every head comes from.
+    let url: String
 
     /// An episode of `length` bytes with `present` cached, confirmed by a
     /// response of this mount, and `handles` open on it, reading nothing.
@@ -61,10 +64,11 @@ struct ReadBench {
     /// episode (a 404), and the files stayed open on nothing.
     init(
         length: Int64?, etag: String? = "\"v1\"", lastModified: String? = nil, present: [Range<Int64>] = [],
-        handles: [UInt64] = [1], agreed: Bool = true, confirmed: Bool = true
+        handles: [UInt64] = [1], agreed: Bool = true, confirmed: Bool = true, url: String = ReadBench.url
     ) {
         self.etag = etag
         self.lastModified = lastModified
+        self.url = url
         // The read-ahead rules apart from the head's (`ScanReadTests` has
         // those): a reader reading from byte 0 reads on at once.
         tuning.head = 0
@@ -119,7 +123,7 @@ struct ReadBench {
         let head = FetchHead(
             status: 206, rangeFirst: range.lowerBound, rangeLast: range.upperBound - 1, total: total,
             contentLength: nil, etag: etag ?? self.etag, lastModified: lastModified ?? self.lastModified,
-            effectiveURL: Self.url)
+            effectiveURL: url)
         let context = Episode.State.HeadContext(
             now: now, feedLength: total, isBackground: false, holdingIndexLock: true)
         return state.head(id: id, head, start: range.lowerBound, last: range.upperBound - 1, total: total, context: context)
@@ -231,7 +235,7 @@ struct ReadBench {
     private func record(length: Int64?, ranges: [Range<Int64>]) -> EpisodeRecord {
         EpisodeRecord(
             id: 1, key: "e", url: Self.url, length: length, etag: etag, lastModified: lastModified, ranges: ranges,
-            variant: EpisodeVariant(pinnedURL: length == nil ? nil : Self.url))
+            variant: EpisodeVariant(pinnedURL: length == nil ? nil : url))
     }
 
     /// Restored from the index at mount, then checked with the origin as a
