@@ -29,23 +29,24 @@ import Testing
     /// The keeper gives way when a reader has another download's episode
     /// open: files the cache opens itself are not a reader's.
     @Test func filesTheCacheOpensItselfAreNotCountedAsOpen() {
-        var state = Episode.State()
-        state.current = .restored(length: 10 * mib, present: [0..<10 * mib])
-        state.validation = .confirmed(at: 100)
-        _ = state.open(handle: 1, reply: Episode.OpenToken.fake(), now: 200, feedLength: nil, tuning: tuning, seenByKernel: false)
+        // Every byte cached, and confirmed by this mount's check.
+        let bench = ReadBench(length: 10 * mib, present: [0..<10 * mib], handles: [])
+        var state = bench.state
+        #expect(state.validated && state.handles.isEmpty)
+        _ = state.open(
+            handle: 1, reply: Episode.OpenToken.fake(), now: bench.now + 1, feedLength: nil, tuning: tuning,
+            seenByKernel: false)
         #expect(state.handles.count == 1 && state.fillProgress.openFiles == 0)
-        _ = state.open(handle: 2, reply: Episode.OpenToken.fake(), now: 201, feedLength: nil, tuning: tuning)
+        _ = state.open(handle: 2, reply: Episode.OpenToken.fake(), now: bench.now + 2, feedLength: nil, tuning: tuning)
         #expect(state.fillProgress.openFiles == 1)
     }
 
     /// A scan's fetch ahead (`ScanAhead`): every gap of its ranges at once,
     /// none past a range's end, none over bytes here or on their way.
     @Test func aFillWithinRangesFetchesTheirGapsAndNothingElse() {
-        var bench = ReadBench(length: 10 * mib, present: [0..<mib / 4])
-        // The probe's body is still on its way up to 512 KiB.
-        let probe = bench.state.takeFetchID()
-        bench.state.fetches[probe] = Episode.FetchProgress(
-            cursor: mib / 4, upper: mib / 2, generation: bench.state.generation, answersOnArrival: false)
+        var bench = ReadBench(length: 10 * mib, present: [0..<mib / 4], handles: [1, 2])
+        // File 2 reads at 256 KiB: its fetch is on its way up to 512 KiB.
+        #expect(ReadBench.fetched(bench.read(2, at: mib / 4, size: 4096)) == [mib / 4..<mib / 2])
         let tail = 10 * mib - 8192..<10 * mib
         let effects = bench.state.fill(handle: 1, within: [0..<mib, tail], tuning: tuning)
         #expect(ReadBench.fetched(effects) == [mib / 2..<mib, tail])

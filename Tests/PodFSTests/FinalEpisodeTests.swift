@@ -100,8 +100,9 @@ import Testing
         // the enclosure to another variant.
         let again = state.startMountCheck()
         #expect(again == nil)
-        // What the index keeps still names the final link and its zone.
-        state.unsaved.insert(.validators)
+        // What the index keeps still names the final link and its zone
+        // (the validator goes again after a failed commit).
+        state.commitFailed(validatorIncluded: true)
         let snapshot = state.takeCommitSnapshot(key: "k")
         let saved = try #require(snapshot.validator)
         #expect(saved.pinnedURL == "http://cdn/v1?sig=a" && saved.pinnedIssuer == "public" && saved.isFinal)

@@ -96,16 +96,23 @@ import Testing
 
     @Test func withNoFileOpenTheOldBytesArePunchedAsBefore() throws {
         let scratch = Episode.FileToken.fake()
-        var state = Episode.State()
-        state.current = .restored(length: 10 * mib, present: [0..<mib])
-        _ = state.scratchOpened(scratch, generation: 0, fileMissing: false)
-        state.fetches[1] = Episode.FetchProgress(cursor: 5 * mib, upper: 6 * mib, generation: 0)
-        _ = state.dropVersion(keeping: 1, existing: nil)
+        var bench = ReadBench(length: 10 * mib, present: [0..<mib])
+        _ = bench.state.scratchOpened(scratch, generation: 0, fileMissing: false)
+        _ = bench.read(1, at: 5 * mib)
+        let id = try #require(bench.state.fetches.keys.min())
+        // The reader closed its file; then the head shows a new version of 9 MiB.
+        _ = bench.state.release(handle: 1, now: bench.now)
+        let (verdict, transition) = bench.head(id, 5 * mib..<6 * mib, total: 9 * mib, etag: "\"v2\"")
+        #expect(verdict == .accepted && bench.state.generation == 1)
+        let state = bench.state
         #expect(state.retired.isEmpty && !state.replacingScratch && state.scratch == scratch)
-        guard case .reshape(let file, let old, let new) = state.freeingOldBytes(old: 10 * mib, new: 9 * mib) else {
-            Issue.record("punched and resized")
+        let reshaped = transition.durable.compactMap { if case .reshape(let f, let o, let n) = $0 { (f, o, n) } else { nil } }
+        guard reshaped.count == 1, case .reshape(let file, let old, let new) = state.freeingOldBytes(old: 10 * mib, new: 9 * mib)
+        else {
+            Issue.record("punched and resized: \(transition.durable)")
             return
         }
+        #expect(reshaped[0].0 == scratch && reshaped[0].1 == 10 * mib && reshaped[0].2 == 9 * mib)
         #expect(file == scratch && old == 10 * mib && new == 9 * mib)
     }
 
@@ -113,8 +120,12 @@ import Testing
         let scratch = Episode.FileToken.fake()
         var bench = ReadBench(length: 10 * mib, etag: nil, lastModified: ReadBench.lastModified, present: [0..<mib])
         _ = bench.state.scratchOpened(scratch, generation: 0, fileMissing: false)
-        bench.state.fetches[9] = Episode.FetchProgress(cursor: mib - 4096, upper: 2 * mib, generation: 0)
-        let broken = bench.state.continuityBroken(id: 9)
+        // A read at 1 MiB: with no ETag, its fetch asks again the 4 KiB
+        // before it, to compare; they differ.
+        _ = bench.read(1, at: mib)
+        let id = try #require(bench.state.fetches.keys.max())
+        #expect(bench.state.fetches[id]?.cursor == mib - 4096)
+        let broken = bench.state.continuityBroken(id: id)
         let outcome = try #require(broken)
         #expect(outcome.durable.contains { if case .replace(let old, _) = $0 { old == scratch } else { false } })
         #expect(Self.retired(bench.read(1, at: 0)).count == 1, "the file keeps reading the variant it opened")

@@ -92,13 +92,18 @@ import Testing
         var bench = ReadBench(length: 64 * mib, present: [0..<mib])
         let effects = bench.read(at: 0, size: 128 * 1024)
         let stream = try #require(bench.state.fetches.keys.max())
-        #expect(!ReadBench.fetched(effects).isEmpty)
-        bench.state.fetches[stream]?.received = mib + 512 * kib
+        let range = try #require(ReadBench.fetched(effects).last)
+        #expect(range.lowerBound == mib)
+        // Its first 512 KiB arrived.
+        bench.head(stream, range)
+        bench.arrive(stream, count: Int(512 * kib))
+        #expect(bench.state.fetches[stream]?.received == mib + 512 * kib)
         bench.state.deferred.insert(40 * mib..<50 * mib)
         _ = bench.state.release(handle: 1, now: 100)
         #expect(bench.state.streamsUnread, "the driver asks again after the grace")
         // A player that reopens within the grace keeps its stream.
-        bench.state.handles[2] = Episode.HandleState(generation: 0)
+        bench.open(2)
+        #expect(bench.state.handles[2] != nil)
         #expect(bench.state.stopUnreadStreams(now: 102, grace: 2).isEmpty)
         _ = bench.state.release(handle: 2, now: 103)
         #expect(bench.state.stopUnreadStreams(now: 104, grace: 2).isEmpty, "a grace from the last close")
@@ -109,11 +114,15 @@ import Testing
         #expect(bench.state.deferred.isEmpty && bench.state.fillFetch() == nil, "nothing is filled later")
     }
 
-    @Test func anOpenCheckIsNotStoppedWithTheStreams() {
-        var bench = ReadBench(length: 64 * mib, present: [0..<mib], handles: [])
-        bench.state.validation = .unconfirmed(lastConfirmed: nil)
-        let check = bench.state.startMountCheck()!
-        bench.state.allClosedAt = 0
+    @Test func anOpenCheckIsNotStoppedWithTheStreams() throws {
+        // Head and tail cached: the open is answered from the cache and
+        // sends a check; then the file is closed.
+        var bench = ReadBench(
+            length: 64 * mib, present: [0..<mib, 63 * mib..<64 * mib], handles: [], confirmed: false)
+        let opened = bench.state.open(
+            handle: 1, reply: .fake(), now: 0, feedLength: nil, tuning: bench.tuning)
+        let check = try #require(opened.compactMap { if case .check(let check) = $0 { check } else { nil } }.first)
+        _ = bench.state.release(handle: 1, now: 0)
         #expect(!bench.state.streamsUnread)
         #expect(bench.state.stopUnreadStreams(now: 10, grace: 2).isEmpty)
         #expect(bench.state.fetches[check.id] != nil)

@@ -41,11 +41,24 @@ import Testing
         #expect(Episode.State.commitPlan([snapshot]) == [.sync(index: 0), .commit], "with no file to sync")
     }
 
-    @Test func aFailedCommitKeepsBothKindsOfNewsForTheNextFlush() {
+    @Test func aFailedCommitKeepsBothKindsOfNewsForTheNextFlush() throws {
+        // Nothing known: the open's probe of 1 MiB tells the version and
+        // brings its bytes, which are written.
         var state = Episode.State()
-        state.current = .restored(length: 10 * mib)
-        _ = state.current.wrote(0..<mib)
-        state.unsaved = [.ranges, .validators]
+        var tuning = EpisodeReader.Tuning()
+        tuning.minimumFetch = mib
+        let opened = state.open(handle: 1, reply: .fake(), now: 1, feedLength: 10 * mib, tuning: tuning)
+        let probe = try #require(ReadBench.probes(opened).first)
+        let head = FetchHead(
+            status: 206, rangeFirst: 0, rangeLast: mib - 1, total: 10 * mib, contentLength: mib, etag: "\"v1\"",
+            lastModified: nil, effectiveURL: "http://o/a.mp3")
+        let context = Episode.State.HeadContext(now: 1, feedLength: 10 * mib, isBackground: false, holdingIndexLock: true)
+        #expect(state.head(id: probe.id, head, start: 0, last: mib - 1, total: 10 * mib, context: context).0 == .accepted)
+        _ = state.bodyArrived(id: probe.id, count: Int(mib))
+        _ = [UInt8]().withUnsafeBytes { bytes in
+            state.bodyWritten(id: probe.id, range: 0..<mib, generation: 0, written: true, bytes: bytes, spillLimit: 0)
+        }
+        #expect(state.unsaved == [.ranges, .validators])
         let snapshot = state.takeCommitSnapshot(key: "k")
         #expect(snapshot.ranges == [0..<mib] && snapshot.validator != nil && state.unsaved.isEmpty)
         state.commitFailed(validatorIncluded: true)
