@@ -12,7 +12,7 @@ import Testing
 
     @Test func anUnstableEpisodeIsFetchedAsOneStreamFromItsCachedPrefix() throws {
         var bench = ReadBench(length: 10 * mib, present: [0..<mib], handles: [1, 2])
-        bench.state.variant.markStitched(.lengthChanged(before: nil, after: nil))
+        bench.stitched()
         let effects = bench.read(1, at: 5 * mib)
         var state = bench.state
         #expect(ReadBench.fetched(effects) == [mib..<(10 * mib)], "one stream, from the cached prefix to the end")
@@ -30,7 +30,7 @@ import Testing
         // A measured link on which a stable episode's read would jump (see
         // JoinOrJumpTests): 1 MB/s, 50 ms.
         var bench = ReadBench(length: 64 * mib, present: [0..<mib], handles: [1, 2])
-        bench.state.variant.markStitched(.lengthChanged(before: nil, after: nil))
+        bench.stitched()
         bench.link = LinkEstimate()
         bench.link.observe(latency: 0.05)
         bench.link.observe(bytes: 1_000_000, in: 1)
@@ -53,7 +53,7 @@ import Testing
     /// brought 2 MB in the last 2 s, the last just now; else nothing yet.
     private func waitingOnTheStream(flowing: Bool = true) throws -> (ReadBench, UInt64) {
         var bench = ReadBench(length: 64 * mib, present: [0..<2 * mib], handles: [1, 2])
-        bench.state.variant.markStitched(.lengthChanged(before: nil, after: nil))
+        bench.stitched()
         bench.link = LinkEstimate()
         bench.link.observe(latency: 0.05)
         bench.link.observe(bytes: 1_000_000, in: 1)
@@ -128,12 +128,16 @@ import Testing
 
     @Test func aStreamThatEndedIsStartedAgainFromTheNewPrefix() throws {
         var bench = ReadBench(length: 10 * mib, present: [0..<mib])
-        bench.state.variant.markStitched(.overlapMismatch)
+        bench.stitched()
         _ = bench.read(at: 5 * mib)
+        let first = try #require(bench.state.streamID)
+        // It brought 2 MiB, then its attempts ran out.
+        bench.head(first, mib..<10 * mib)
+        bench.land(mib..<(3 * mib))
+        let reset = FetchError(isTransient: true, isUnreachable: false, message: "connection reset")
+        bench.end(first, error: reset, attempt: bench.tuning.attempts)
         var state = bench.state
-        let first = try #require(state.streamID)
-        state.fetches[first] = nil
-        _ = state.current.wrote(mib..<(3 * mib))
+        #expect(state.fetches[first] == nil && state.present.ranges == [0..<3 * mib])
         let again = state.read(
             handle: 1, offset: 6 * mib, size: 4096, reply: Episode.ReadToken.fake(),
             context: .init(now: bench.now, wallClock: 0, link: bench.link, tuning: bench.tuning))
