@@ -60,7 +60,7 @@ import Testing
     /// 0: a head and a tail of their own would be that stream.
     @Test func aFillWithinRangesOfAnUnstableEpisodeFetchesNothing() {
         var bench = ReadBench(length: 10 * mib, present: [0..<mib / 4])
-        bench.state.variant.markStitched(.showStitches)
+        bench.stitched()
         #expect(bench.state.fill(handle: 1, within: [0..<mib], tuning: tuning).isEmpty)
     }
 
@@ -113,10 +113,25 @@ import Testing
         #expect(bench.state.fetches[id]?.upper == 10 * mib)
     }
 
+    /// File 1 read 1 MiB of version 1; a read at 5 MiB finds version 2
+    /// (in this mount: the origin stitches, and the fetch stops at its
+    /// head), and the fetch ends.
+    private func replaced(_ bench: inout ReadBench) {
+        _ = bench.read(1, at: 5 * mib)
+        guard let id = bench.state.fetches.keys.min() else {
+            Issue.record("the read fetches")
+            return
+        }
+        bench.head(id, 5 * mib..<6 * mib, etag: "\"v2\"")
+        bench.end(id)
+        #expect(bench.state.generation == 1 && bench.state.handles[1]?.generation == 0)
+        #expect(bench.state.fetches.isEmpty)
+    }
+
     @Test func theKeepersFileOfAReplacedVersionIsSaidSo() {
-        var bench = ReadBench(length: 10 * mib)
+        var bench = ReadBench(length: 10 * mib, present: [0..<mib])
         #expect(bench.state.readsCurrentVersion(1))
-        bench.state.handles[1]?.generation = 1
+        replaced(&bench)
         #expect(!bench.state.readsCurrentVersion(1))
         #expect(!bench.state.readsCurrentVersion(7))
     }
@@ -124,7 +139,7 @@ import Testing
     @Test func aFileOfAReplacedVersionOrUnknownHandleFillsNothing() {
         var bench = ReadBench(length: 10 * mib, present: [0..<mib])
         #expect(bench.state.fill(handle: 9, tuning: tuning).isEmpty)
-        bench.state.handles[1]?.generation = 1
+        replaced(&bench)
         #expect(bench.state.fill(handle: 1, tuning: tuning).isEmpty)
         var unsized = ReadBench(length: nil)
         #expect(unsized.state.fill(handle: 1, tuning: tuning).isEmpty)
@@ -132,7 +147,8 @@ import Testing
 
     @Test func anEpisodeThatStreamsWholeSaysSo() {
         var bench = ReadBench(length: 10 * mib, present: [0..<mib])
-        bench.state.variant.markStitched(.noValidator)
+        #expect(!bench.state.fillProgress.streamsWhole)
+        bench.stitched()
         #expect(bench.state.fillProgress.streamsWhole)
     }
 }

@@ -59,8 +59,7 @@ import Testing
     }
 
     @Test func aNewVariantIsPinnedWithTheDrop() throws {
-        var bench = ReadBench(length: 10 * mib, present: [0..<mib])
-        bench.state.variant.pin(signed, issuer: nil)
+        var bench = ReadBench(length: 10 * mib, present: [0..<mib], url: signed)
         _ = bench.read(at: 4 * mib)
         var state = bench.state
         let id = try #require(state.fetches.keys.min())

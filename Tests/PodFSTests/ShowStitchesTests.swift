@@ -39,8 +39,10 @@ import Testing
         var evicted = ReadBench(length: 4 * mib, present: [], handles: []).state
         #expect(evicted.inheritStitching() == Episode.State.showStitches)
         // Marked for a reason of its own: the reason stays.
-        var marked = Episode.State()
-        marked.variant.markStitched(.lengthChanged(before: nil, after: nil))
+        // (The index kept the mark; nothing is cached.)
+        var marked = Episode.State(restoring: EpisodeRecord(
+            id: 1, key: "k", url: "http://o/a.mp3", length: 4 * mib, etag: "\"v1\"", lastModified: nil, ranges: [],
+            variant: EpisodeVariant(unstable: StitchReason.lengthChanged(before: nil, after: nil).code)))
         #expect(marked.inheritStitching() == nil)
         #expect(marked.unstable == .lengthChanged(before: nil, after: nil))
         // Its probe is on its way.

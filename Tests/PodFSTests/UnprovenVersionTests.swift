@@ -146,7 +146,7 @@ import Testing
         #expect(bench.state.restartsStream(id: stream), "its head drops the cached part")
         // With a strong ETag, If-Range vouches for the continuation.
         var proven = ReadBench(length: length, present: [0..<mib])
-        proven.state.variant.markStitched(.lengthChanged(before: nil, after: nil))
+        proven.stitched()
         #expect(ReadBench.fetched(proven.read(at: 2 * mib)) == [mib..<length])
     }
 
