@@ -1,0 +1,142 @@
+import Foundation
+import Locking
+import RangeCache
+import Testing
+
+@testable import PodFS
+@testable import ReadRules
+
+/// The fetch-ended event: retries of busy answers, and when to give up.
+@Suite struct FetchEndedTests {
+    private let mib = ReadBench.mib
+    private let now = 1_795_435_200.0
+
+    /// A read's fetch on its way; `arrived` bytes of it came (after its
+    /// head) and were written.
+    private func benchWithFetch(
+        validated: Bool = true, arrived: Int64 = 0, read size: Int = 128 * 1024, handles: [UInt64] = [1]
+    ) -> (ReadBench, UInt64) {
+        var bench = ReadBench(length: 10 * ReadBench.mib, handles: handles, confirmed: validated)
+        _ = bench.read(at: 0, size: size)
+        let (id, progress) = bench.state.fetches.first!
+        if arrived > 0 {
+            bench.head(id, progress.cursor..<progress.upper)
+            bench.land(progress.cursor..<arrived)
+        }
+        return (bench, id)
+    }
+
+    private func stateWithFetch(validated: Bool = true, arrived: Int64 = 0) -> (Episode.State, UInt64) {
+        let (bench, id) = benchWithFetch(validated: validated, arrived: arrived)
+        return (bench.state, id)
+    }
+
+    @Test(arguments: [408, 429, 500, 503])
+    func aBusyAnswerIsRetriedFromWhereItStopped(status: Int) {
+        var (state, id) = stateWithFetch(arrived: 4096)
+        let failure = OriginAnswer(status: status, retryAfter: nil, now: now).failure(status: status, url: "http://o/a")
+        let (effect, reported) = state.fetchEnded(id: id, error: failure, attempt: 1, tuning: EpisodeReader.Tuning())
+        guard case .retry(let range, let validator, _, _, let delay) = effect else {
+            Issue.record("HTTP \(status) is retried: \(effect)")
+            return
+        }
+        #expect(range.lowerBound == 4096)
+        #expect(validator == "\"v1\"")
+        #expect(delay == 0.2)
+        #expect(reported?.isTransient == true)
+        #expect(state.fetches[id] != nil, "still on its way: reads join it")
+    }
+
+    @Test func aRetryAsksWhatIsLeftWhenItsDelayHasPassed() {
+        // The reader waits for its first 8 KiB; 4 KiB of them came.
+        var (bench, id) = benchWithFetch(arrived: 4096, read: 8192)
+        let busy = OriginAnswer(status: 503, retryAfter: nil, now: now).failure(status: 503, url: "http://o/a")
+        _ = bench.state.fetchEnded(id: id, error: busy, attempt: 1, tuning: EpisodeReader.Tuning())
+        let upper = bench.state.fetches[id]!.upper
+        #expect(bench.state.retryDue(id: id) == .launch(range: 4096..<upper, validator: "\"v1\"", url: ReadBench.url))
+        // Meanwhile it yielded to the reader's jump: only what it kept (the
+        // bytes the reader still waits for) is asked.
+        _ = bench.read(at: 9 * mib, size: 4096)
+        #expect(bench.state.fetches[id]?.upper == 8192)
+        #expect(bench.state.retryDue(id: id) == .launch(range: 4096..<8192, validator: "\"v1\"", url: ReadBench.url))
+        // It brought all it kept: nothing is asked, it is over.
+        bench.arrive(id, count: 4096)
+        bench.write(id, 4096..<8192)
+        #expect(bench.state.retryDue(id: id) == .settle)
+        #expect(bench.state.fetches[id] == nil)
+    }
+
+    @Test func aRetryOfAReplacedVersionIsNotSent() throws {
+        var (bench, id) = benchWithFetch(handles: [1, 2])
+        let busy = OriginAnswer(status: 503, retryAfter: nil, now: now).failure(status: 503, url: "http://o/a")
+        _ = bench.state.fetchEnded(id: id, error: busy, attempt: 1, tuning: EpisodeReader.Tuning())
+        // While it waits, an open an hour on finds a new version.
+        bench.now += bench.tuning.revalidateAfter
+        let probe = try #require(ReadBench.probes(bench.open(3)).first)
+        bench.head(probe.id, probe.range, etag: "\"v2\"")
+        #expect(bench.state.generation == 1)
+        #expect(bench.state.retryDue(id: id) == .settle)
+        #expect(bench.state.fetches[id] == nil)
+        #expect(bench.state.retryDue(id: id) == .settle, "a fetch already forgotten")
+    }
+
+    @Test func retryAfterIsHonouredUpToWhatAReadWaits() {
+        var (state, id) = stateWithFetch()
+        let soon = OriginAnswer(status: 503, retryAfter: "3", now: now).failure(status: 503, url: "http://o/a")
+        let (effect, _) = state.fetchEnded(id: id, error: soon, attempt: 1, tuning: EpisodeReader.Tuning())
+        guard case .retry(_, _, _, _, let delay) = effect else {
+            Issue.record("a short Retry-After is waited for: \(effect)")
+            return
+        }
+        #expect(delay == 3)
+        let late = OriginAnswer(status: 429, retryAfter: "120", now: now).failure(status: 429, url: "http://o/a")
+        let (second, reported) = state.fetchEnded(id: id, error: late, attempt: 2, tuning: EpisodeReader.Tuning())
+        guard case .ended = second else {
+            Issue.record("a long Retry-After ends the fetch at once: \(second)")
+            return
+        }
+        #expect(reported?.isTransient == false)
+        #expect(reported?.message.contains("120 s") == true)
+        #expect(state.fetches[id] == nil)
+    }
+
+    @Test func aFinalAnswerIsNotRetried() {
+        var (state, id) = stateWithFetch()
+        let gone = OriginAnswer(status: 404, retryAfter: nil, now: now).failure(status: 404, url: "http://o/a")
+        guard case .ended = state.fetchEnded(id: id, error: gone, attempt: 1, tuning: EpisodeReader.Tuning()).0 else {
+            Issue.record("a 404 is final")
+            return
+        }
+    }
+
+    @Test func attemptsRunOut() {
+        var (state, id) = stateWithFetch()
+        let busy = OriginAnswer(status: 503, retryAfter: nil, now: now).failure(status: 503, url: "http://o/a")
+        let tuning = EpisodeReader.Tuning()
+        guard case .ended = state.fetchEnded(id: id, error: busy, attempt: tuning.attempts, tuning: tuning).0 else {
+            Issue.record("no attempt after the last")
+            return
+        }
+    }
+
+    @Test func aResponseThatEndsShortIsRetried() {
+        var (state, id) = stateWithFetch(arrived: 1000)
+        let (effect, reported) = state.fetchEnded(id: id, error: nil, attempt: 1, tuning: EpisodeReader.Tuning())
+        guard case .retry(let range, _, _, _, _) = effect else {
+            Issue.record("a short body is asked for again: \(effect)")
+            return
+        }
+        #expect(range.lowerBound == 1000)
+        #expect(reported?.message.contains("bytes early") == true)
+    }
+
+    @Test func offlineACachedEpisodeIsNotRetriedBeforeItWasConfirmed() {
+        var (state, id) = stateWithFetch(validated: false)
+        let unreachable = FetchError(isTransient: true, isUnreachable: true, message: "no route to host")
+        guard case .ended = state.fetchEnded(id: id, error: unreachable, attempt: 1, tuning: EpisodeReader.Tuning()).0
+        else {
+            Issue.record("offline, the cache answers at once")
+            return
+        }
+    }
+}
