@@ -36,6 +36,17 @@ import Testing
         return (verdict, transition.durable, transition.then)
     }
 
+    /// Nothing cached, file 1 opened while its probe asks, and the probe's
+    /// head told the version; no byte of it has come. Returns the probe.
+    private func probeAnswered() throws -> (ReadBench, Episode.State.ProbeStart) {
+        var bench = ReadBench(length: 10 * mib, handles: [], confirmed: false)
+        let probe = try #require(ReadBench.probes(bench.open(1, feedLength: 10 * mib)).first)
+        #expect(bench.state.handles[1]?.provisional == true)
+        bench.head(probe.id, probe.range)
+        #expect(bench.state.handles[1]?.provisional == false && !bench.state.current.hadBytes)
+        return (bench, probe)
+    }
+
     /// A player reads on from byte 0, `steps` reads of 64 KiB, through the
     /// read event's continuity check.
     private func readAhead(_ bench: inout ReadBench, steps: Int = 4) -> [Range<Int64>] {
@@ -154,13 +165,16 @@ import Testing
         var bench = afterTheProbe()
         _ = readAhead(&bench)
         let id = try #require(bench.state.fetches.keys.max())
-        // An unrelated fetch planned before the head: it would bring a third variant.
-        bench.state.fetches[99] = Episode.FetchProgress(cursor: 8 * mib, upper: 9 * mib, generation: 0)
+        // An unrelated fetch planned before the head (a scan's fetch
+        // ahead): it would bring a third variant.
+        let scan = ReadBench.fetched(bench.state.fill(handle: 1, within: [8 * mib..<9 * mib], tuning: tuning))
+        #expect(scan == [8 * mib..<9 * mib])
+        let other = try #require(bench.state.fetches.keys.max())
         // If-Range with the old ETag: the host answers the whole new variant.
         let (verdict, _, then) = apply(&bench.state, head(200, first: 0, last: nil, total: 10 * mib + 4096, etag: "\"v2\""), id: id)
         #expect(verdict == .accepted && bench.state.unstable != nil)
         #expect(bench.state.streamID == id, "the whole body is the episode's one variant")
-        #expect(bench.state.fetches[99] == nil)
+        #expect(bench.state.fetches[other] == nil)
         #expect(!then.contains { if case .endAfterHead = $0 { true } else { false } })
         #expect(bench.state.fetches[id]?.upper == 10 * mib + 4096)
     }
@@ -180,8 +194,7 @@ import Testing
     }
 
     @Test func filesOfAVersionThatNeverHadAByteReadTheNextOne() throws {
-        var bench = afterTheProbe()
-        bench.state.current = .restored(length: 10 * mib)
+        var (bench, _) = try probeAnswered()
         _ = bench.read(at: 2 * mib)
         let id = try #require(bench.state.fetches.keys.max())
         let reply = Episode.ReadToken.fake()
@@ -195,9 +208,9 @@ import Testing
     @Test func bytesAnsweredOnArrivalCountAsHadBeforeTheyAreWritten() throws {
         // The open's probe answers its reader from memory; the writer has
         // not marked the bytes yet when another head drops the version.
-        var bench = afterTheProbe()
-        bench.state.current = .restored(length: 10 * mib)
-        let probe = bench.state.startProbe(minimumFetch: 256 * 1024)
+        let answered = try probeAnswered()
+        var bench = answered.0
+        let probe = answered.1
         // File 1 reads the probe's first bytes and waits for them.
         _ = bench.read(1, at: 0, size: 4096)
         let arrived = bench.state.bodyArrived(id: probe.id, count: 65536, now: bench.now)
