@@ -47,41 +47,41 @@ import Testing
 
     @Test func withoutAStrongValidatorAWindowAfterOneOnItsWayOverlapsItToo() throws {
         var bench = ReadBench(
-            length: 10 * mib, etag: nil, lastModified: ReadBench.lastModified, present: [0..<(256 * kib)])
+            length: 10 * mib, etag: nil, lastModified: ReadBench.lastModified, present: [0..<(256 * kib)],
+            handles: [1, 2])
         let first = bench.read(at: 256 * kib)
-        var state = bench.state
         let window = try #require(fetches(first).first)
         #expect(window.lowerBound == 252 * kib, "after cached bytes")
         // With a strong ETag the origin's If-Range vouches: not widened.
-        var strong = ReadBench(length: 10 * mib, present: [0..<(256 * kib)])
-        #expect(fetches(strong.read(at: 256 * kib)).first?.lowerBound == 256 * kib)
-        // A second fetch planned to start where the first one ends.
-        let id = state.takeFetchID()
-        state.fetches[id] = Episode.FetchProgress(cursor: window.upperBound, upper: window.upperBound + mib, generation: 0)
-        let chained = state.guardingVariants([.fetch(id: id, range: window.upperBound..<(window.upperBound + mib))])
-        #expect(fetches(chained) == [(window.upperBound - 4 * kib)..<(window.upperBound + mib)])
-        state.current.tell(length: 10 * mib, etag: "\"strong\"", lastModified: nil)
-        state.fetches[id] = Episode.FetchProgress(cursor: window.upperBound, upper: window.upperBound + mib, generation: 0)
-        let vouched = state.guardingVariants([.fetch(id: id, range: window.upperBound..<(window.upperBound + mib))])
-        #expect(fetches(vouched) == [window.upperBound..<(window.upperBound + mib)])
+        var strong = ReadBench(length: 10 * mib, present: [0..<(256 * kib)], handles: [1, 2])
+        let strongWindow = try #require(fetches(strong.read(at: 256 * kib)).first)
+        #expect(strongWindow.lowerBound == 256 * kib)
+        // A second reader's fetch starts where the first one ends.
+        let chained = try #require(fetches(bench.read(2, at: window.upperBound, size: 4096)).first)
+        #expect(chained.lowerBound == window.upperBound - 4 * kib && chained.upperBound > window.upperBound)
+        let vouched = try #require(fetches(strong.read(2, at: strongWindow.upperBound, size: 4096)).first)
+        #expect(vouched.lowerBound == strongWindow.upperBound)
     }
 
     @Test func heldOverlapBytesAreComparedOnceTheBytesTheyOverlapAreOnDisk() throws {
-        var bench = ReadBench(length: 10 * mib, present: [0..<mib])
-        let planned = bench.read(at: 2 * mib)
+        var bench = ReadBench(
+            length: 10 * mib, etag: nil, lastModified: ReadBench.lastModified, present: [0..<mib], handles: [1, 2])
+        let window = try #require(fetches(bench.read(at: mib)).first)
+        // File 2 reads where that fetch ends: its fetch continues bytes on
+        // their way, up to where they end.
+        let end = window.upperBound
+        _ = bench.read(2, at: end, size: 4096)
         var state = bench.state
-        let id = try #require(state.fetches.keys.min())
-        // As if this fetch continued bytes on their way (checkUpTo 2 MiB).
-        state.fetches[id]?.checkUpTo = 2 * mib
-        _ = planned
-        let overlap = (2 * mib - 4 * kib)..<(2 * mib)
+        let id = try #require(state.fetches.keys.max())
+        #expect(state.fetches[id]?.checkUpTo == end && state.fetches[id]?.cursor == end - 4 * kib)
+        let overlap = (end - 4 * kib)..<end
         let held = state.hold(id: id, generation: 0, range: overlap, bytes: Array(repeating: 7, count: 4096))
         #expect(held)
         let early = state.takeComparableOverlaps()
         #expect(early.isEmpty, "not on disk yet")
-        let taken = state.takeComparableOverlaps(written: (mib + 512 * kib)..<(2 * mib))
+        let taken = state.takeComparableOverlaps(written: (end - 512 * kib)..<end)
         #expect(taken.count == 1 && taken.first?.offset == overlap.lowerBound && taken.first?.bytes.count == 4096)
-        let again = state.takeComparableOverlaps(written: (mib + 512 * kib)..<(2 * mib))
+        let again = state.takeComparableOverlaps(written: (end - 512 * kib)..<end)
         #expect(again.isEmpty, "taken once")
     }
 
