@@ -238,11 +238,9 @@ import Testing
         let settled = state.fetchSettled(id: check.id, failure: unreachable, isBackground: true, minimumFetch: 1)
         #expect(!settled.contains { if case .answerOpen = $0 { true } else { false } })
         // Its reads are served from the cache, with no fetch.
-        var bench = ReadBench(length: 10 * mib)
-        bench.state = state
-        let read = bench.read(1, at: 3 * mib, size: 4096)
-        #expect(ReadBench.served(read) == [3 * mib..<3 * mib + 4096])
-        #expect(ReadBench.fetched(read).isEmpty)
+        let cachedRead = read(&state, at: 3 * mib, size: 4096, now: 1)
+        #expect(ReadBench.served(cachedRead) == [3 * mib..<3 * mib + 4096])
+        #expect(ReadBench.fetched(cachedRead).isEmpty)
     }
 
     @Test func offlineUncachedBytesFail() {
@@ -274,9 +272,7 @@ import Testing
         let settled = state.fetchSettled(id: id, failure: gone, isBackground: true, minimumFetch: 1)
         #expect(!settled.contains { if case .answerOpen = $0 { true } else { false } })
         #expect(!settled.contains { if case .fail = $0 { true } else { false } })
-        var bench = ReadBench(length: 10 * mib)
-        bench.state = state
-        #expect(ReadBench.served(bench.read(1, at: 4096, size: 4096)) == [4096..<8192])
+        #expect(ReadBench.served(read(&state, at: 4096, size: 4096, now: 1)) == [4096..<8192])
     }
 
     /// An open during a mount's check needs no probe of its own: it is
@@ -315,9 +311,7 @@ import Testing
             #expect(!settled.contains { if case .probe = $0 { true } else { false } })
             #expect(!settled.contains { if case .fail = $0 { true } else { false } })
             // Its cached bytes are served.
-            var bench = ReadBench(length: 10 * mib)
-            bench.state = state
-            #expect(ReadBench.served(bench.read(1, at: 4096, size: 4096)) == [4096..<8192])
+            #expect(ReadBench.served(read(&state, at: 4096, size: 4096, now: 1)) == [4096..<8192])
         }
     }
 
