@@ -4,17 +4,18 @@ import Testing
 @testable import ReadRules
 
 extension ReadBench {
-    /// The origin shows, in this mount, that it stitches per request: the
-    /// keeper's fill of the first gap (with `If-Range`) is answered with
-    /// the whole body from byte 0 under the same validator (200), which
-    /// marks the episode (`wholeBodyForRange`) and becomes its stream. The
-    /// keeper gives way before a byte of it arrives, and it ends. What was
-    /// cached stays, the files stay open, and nothing is on its way.
+    /// The origin shows, in this mount, that it stitches per request: a
+    /// scan's fetch ahead of the first byte not cached (one byte, with
+    /// `If-Range`) is answered with the whole body from byte 0 under the
+    /// same validator (200), which marks the episode (`wholeBodyForRange`)
+    /// and becomes its stream. The fetch is stopped before a byte of it
+    /// arrives (the keeper gives way), and ends. What was cached stays, the
+    /// files stay open, and nothing is on its way.
     mutating func stitched(by handle: UInt64 = 1) {
-        guard case .fetch(let id, _)? = state.fill(handle: handle, tuning: tuning).first,
-            let length = state.length
+        guard let length = state.length, let first = state.present.gaps(in: 0..<length).first?.lowerBound,
+            case .fetch(let id, _)? = state.fill(handle: handle, within: [first..<first + 1], tuning: tuning).first
         else {
-            Issue.record("the keeper fills an episode with a gap: \(state)")
+            Issue.record("a scan fetches ahead in an episode with a gap: \(state)")
             return
         }
         let whole = FetchHead(

@@ -107,9 +107,20 @@ import Testing
     @Test func aHiccupOfTheLinkIsNoReasonForAnotherVariant() throws {
         // Early in a stream a second one would be sooner after 0.2 s of
         // silence, but it would fail the reads of files open on the first.
-        var (bench, stream) = try waitingOnTheStream()
-        bench.state.fetches[stream]?.received = 64 * 1024
-        bench.state.fetches[stream]?.cursor = 64 * 1024
+        // Nothing cached: the stream runs from byte 0 and has brought its
+        // first 64 KiB, just now; file 2 waits for it at 4 MiB.
+        var bench = ReadBench(length: 64 * mib, handles: [1, 2])
+        bench.stitched()
+        bench.link = LinkEstimate()
+        bench.link.observe(latency: 0.05)
+        bench.link.observe(bytes: 1_000_000, in: 1)
+        #expect(ReadBench.fetched(bench.read(1, at: 0)) == [0..<64 * mib])
+        let stream = try #require(bench.state.streamID)
+        bench.head(stream, 0..<64 * mib)
+        bench.land(0..<64 * 1024)
+        #expect(bench.state.fetches[stream]?.received == 64 * 1024 && bench.state.fetches[stream]?.cursor == 64 * 1024)
+        _ = bench.read(2, at: 4 * mib, size: 4096)
+        #expect(bench.state.recheckArmed, "judged again while it waits")
         bench.now += 1
         #expect(ReadBench.fetched(bench.recheck()).isEmpty)
         #expect(bench.state.streamID == stream)

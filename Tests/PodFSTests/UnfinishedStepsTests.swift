@@ -36,17 +36,22 @@ import Testing
     }
 
     @Test func aHeadWhileStoppedIsStale() throws {
-        var bench = ReadBench(length: 10 * mib, present: [0..<mib])
+        // Opened from the cache while the origin could not be reached.
+        var bench = ReadBench(length: 10 * mib, present: [0..<mib], confirmed: false)
         _ = bench.read(at: 4 * mib)
-        let id = try #require(bench.state.fetches.keys.first)
+        #expect(!bench.state.fetches.isEmpty)
         _ = bench.state.stepsFailed([.dropIndexRanges], then: [])
-        // A fetch registered meanwhile (a probe of an earlier open, say).
-        bench.state.fetches[id] = Episode.FetchProgress(cursor: 4 * mib, upper: 5 * mib, generation: 0)
+        #expect(bench.state.fetches.isEmpty)
+        // A fetch registered meanwhile: the mount's check of the episode.
+        let started = bench.state.startMountCheck()
+        let check = try #require(started)
+        let id = check.id
+        let (first, last) = (check.range.lowerBound, check.range.upperBound - 1)
         let head = FetchHead(
-            status: 206, rangeFirst: 4 * mib, rangeLast: 5 * mib - 1, total: 10 * mib, contentLength: mib,
+            status: 206, rangeFirst: first, rangeLast: last, total: 10 * mib, contentLength: 1,
             etag: "\"v1\"", lastModified: nil, effectiveURL: "http://o/a.mp3")
-        let context = Episode.State.HeadContext(now: 1000, feedLength: nil, isBackground: false, holdingIndexLock: true)
-        let (verdict, _) = bench.state.head(id: id, head, start: 4 * mib, last: 5 * mib - 1, total: 10 * mib, context: context)
+        let context = Episode.State.HeadContext(now: 1000, feedLength: nil, isBackground: true, holdingIndexLock: true)
+        let (verdict, _) = bench.state.head(id: id, head, start: first, last: last, total: 10 * mib, context: context)
         #expect(verdict == .stale)
         #expect(bench.state.fetches[id] == nil, "forgotten, so it is not tried again")
     }
