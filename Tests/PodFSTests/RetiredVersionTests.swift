@@ -81,7 +81,13 @@ import Testing
         #expect(Self.retired(bench.read(2, at: 0)).count == 1)
         // The page cache is the episode's: old bytes read into it now could
         // be seen through the newer file.
-        bench.state.handles[3] = Episode.HandleState(generation: 1)
+        // A file opened on the new variant: the origin stitches (a new
+        // validator in this mount), so its open streams the episode whole,
+        // and that stream's head answers it.
+        let opened = bench.open(3)
+        let stream = try #require(ReadBench.probes(opened).first)
+        bench.head(stream.id, 0..<10 * mib)
+        #expect(bench.state.handles[3]?.generation == bench.state.generation)
         #expect(ReadBench.failed(bench.read(2, at: 0)) == 1)
         #expect(Self.retired(bench.read(2, at: 0)).isEmpty)
     }
