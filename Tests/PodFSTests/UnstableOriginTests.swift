@@ -67,13 +67,27 @@ import Testing
         }
         #expect(marks.count == 1)
         #expect(state.unstable == marks.first)
-        // A second change says nothing new (seen by the stream a file
-        // opened on the variant now cached asks).
-        let opened = state.open(
-            handle: 2, reply: Episode.OpenToken.fake(), now: 6, feedLength: nil, tuning: EpisodeReader.Tuning())
+        // A second change says nothing new (read by a file opened on the
+        // variant now cached). Its open streams the episode; that stream's
+        // head agrees and answers it, and the stream ends before it brings
+        // a byte (the keeper gave way).
+        let tuning = EpisodeReader.Tuning()
+        let opened = state.open(handle: 2, reply: Episode.OpenToken.fake(), now: 6, feedLength: nil, tuning: tuning)
         context.now = 6
-        let next = try #require(ReadBench.probes(opened).first?.id)
-        #expect(next != id && state.streamID == next, "the open started a stream of its own")
+        let stream = try #require(ReadBench.probes(opened).first?.id)
+        let same = FetchHead(
+            status: 206, rangeFirst: 0, rangeLast: 11 * mib - 1, total: 11 * mib, contentLength: 11 * mib,
+            etag: "\"v2\"", lastModified: nil, effectiveURL: "http://o/a.mp3")
+        _ = state.head(id: stream, same, start: 0, last: 11 * mib - 1, total: 11 * mib, context: context)
+        #expect(state.handles[2]?.generation == state.generation && state.validated)
+        #expect(state.stopFills([stream]) == [stream])
+        _ = state.fetchEnded(id: stream, error: nil, attempt: 1, tuning: tuning)
+        _ = state.fetchSettled(id: stream, failure: nil, isBackground: false, minimumFetch: tuning.minimumFetch)
+        _ = state.read(
+            handle: 2, offset: 8 * mib, size: 10, reply: Episode.ReadToken.fake(),
+            context: .init(now: 6, wallClock: 0, link: LinkEstimate(), tuning: tuning))
+        let next = try #require(state.fetches.keys.max())
+        #expect(next != id && next != stream && state.validated, "the read at 8 MiB started a stream of its own")
         do {
             let third = FetchHead(
                 status: 206, rangeFirst: 0, rangeLast: 12 * mib - 1, total: 12 * mib, contentLength: 12 * mib,
