@@ -108,13 +108,21 @@ import Testing
         #expect(saved.pinnedURL == "http://cdn/v1?sig=a" && saved.pinnedIssuer == "public" && saved.isFinal)
     }
 
-    @Test func evictionAndANewVersionEndFinality() {
+    @Test func evictionAndANewVersionEndFinality() throws {
         var state = restoredFinal()
         #expect(state.mayEvict)
         state.evicted()
         #expect(!state.isFinal && !state.isComplete)
+        // Opened, and checked: the link it came from has a new version.
         var other = restoredFinal()
-        _ = other.dropVersion(keeping: 0, existing: nil)
+        let opened = other.open(handle: 7, reply: .fake(), now: 1, feedLength: nil, tuning: EpisodeReader.Tuning())
+        let check = try #require(opened.compactMap { if case .check(let probe) = $0 { probe } else { nil } }.first)
+        let replaced = FetchHead(
+            status: 206, rangeFirst: 0, rangeLast: 0, total: 4 * mib, contentLength: 1, etag: "\"v2\"",
+            lastModified: nil, effectiveURL: "http://feeds/a.mp3")
+        let context = Episode.State.HeadContext(now: 2, feedLength: nil, isBackground: true, holdingIndexLock: true)
+        _ = other.head(id: check.id, replaced, start: 0, last: 0, total: 4 * mib, context: context)
+        #expect(other.generation == 1)
         #expect(!other.isFinal)
     }
 }
