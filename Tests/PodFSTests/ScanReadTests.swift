@@ -90,7 +90,20 @@ import Testing
 
     @Test func fetchesNobodyReadsStopAGraceAfterTheLastClose() throws {
         var bench = ReadBench(length: 64 * mib, present: [0..<mib])
-        let effects = bench.read(at: 0, size: 128 * 1024)
+        // The player played from 40 MiB a while (its reads answered), then
+        // went back to the start: the read-ahead it left behind there gave
+        // up its bytes (deferred).
+        var ahead: [Range<Int64>] = []
+        for step: Int64 in 0..<3 { ahead += ReadBench.fetched(bench.read(at: 40 * mib + step * 128 * kib)) }
+        let left = try #require(ahead.last)
+        bench.land(40 * mib..<40 * mib + 3 * 128 * kib)
+        _ = bench.read(at: 0, size: 128 * 1024)
+        #expect(bench.state.deferred.contains(left.upperBound - 1))
+        // It reads on: the read-ahead's stream goes out.
+        var effects: [Episode.State.Effect] = []
+        for step: Int64 in 1...3 where ReadBench.fetched(effects).isEmpty {
+            effects = bench.read(at: step * 128 * kib, size: 128 * 1024)
+        }
         let stream = try #require(bench.state.fetches.keys.max())
         let range = try #require(ReadBench.fetched(effects).last)
         #expect(range.lowerBound == mib)
@@ -98,7 +111,6 @@ import Testing
         bench.head(stream, range)
         bench.arrive(stream, count: Int(512 * kib))
         #expect(bench.state.fetches[stream]?.received == mib + 512 * kib)
-        bench.state.deferred.insert(40 * mib..<50 * mib)
         _ = bench.state.release(handle: 1, now: 100)
         #expect(bench.state.streamsUnread, "the driver asks again after the grace")
         // A player that reopens within the grace keeps its stream.
