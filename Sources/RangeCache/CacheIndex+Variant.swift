@@ -75,21 +75,29 @@ extension CacheIndex {
     /// of them has a row whose enclosure is at another path (`register`
     /// then syncs its commit). SQLite will not change a commit's sync
     /// inside its transaction, so this is asked before it begins.
+    ///
+    /// Also counts the episodes new to the index (up to the first move
+    /// found): only new rows make a registration write many pages.
     static func anyEnclosureMoved(
         _ db: SQLiteConnection, feeds: [(feedURL: String, episodes: [(key: String, url: String)])]
-    ) throws(IndexError) -> Bool {
+    ) throws(IndexError) -> (moved: Bool, new: Int) {
         let query = try db.prepare("SELECT url FROM episodes WHERE key = ?")
-        return try db.reading { () throws(IndexError) -> Bool in
+        return try db.reading { () throws(IndexError) -> (moved: Bool, new: Int) in
+            var new = 0
             for feed in feeds {
                 for episode in feed.episodes {
                     try query.reset()
                     try query.bind(1, episode.key)
-                    if try query.step(), let old = query.text(0), enclosurePath(old) != enclosurePath(episode.url) {
-                        return true
+                    guard try query.step() else {
+                        new += 1
+                        continue
+                    }
+                    if let old = query.text(0), enclosurePath(old) != enclosurePath(episode.url) {
+                        return (true, new)
                     }
                 }
             }
-            return false
+            return (false, new)
         }
     }
 

@@ -141,8 +141,8 @@ public final class CacheIndex: Sendable {
         try register(feeds: [(feedURL: feedURL, episodes: episodes)], formerKeys: formerKeys)[0]
     }
 
-    /// A registration of at least this many episodes has a page cache of
-    /// `registrationPageCache` KiB for its transaction.
+    /// A registration of at least this many new episodes has a page cache
+    /// of `registrationPageCache` KiB for its transaction.
     static let largeRegistration = 500
     static let registrationPageCache = 16 << 10
 
@@ -179,10 +179,11 @@ public final class CacheIndex: Sendable {
             // too; a lost one is made again by the next mount. Each feed's
             // sync (8.5 ms, serialised) was 3.4 of the 4.4 s it took to list
             // 400 new shows (bench/many-feeds.sh).
-            let enclosureMoved = try Self.anyEnclosureMoved(db, feeds: feeds)
+            let (enclosureMoved, new) = try Self.anyEnclosureMoved(db, feeds: feeds)
             let lazy = formerKeys.isEmpty && !enclosureMoved
-            let episodes = feeds.reduce(0) { $0 + $1.episodes.count }
-            let pageCache = episodes >= Self.largeRegistration ? Self.registrationPageCache : nil
+            // A remount's registration of rows it has changes no page: no cache.
+            let writesMany = enclosureMoved || new >= Self.largeRegistration
+            let pageCache = writesMany ? Self.registrationPageCache : nil
             let result = try db.transaction(syncs: !lazy, pageCache: pageCache) { () throws(IndexError) -> [(feedID: Int64, records: [EpisodeRecord])] in
                 if !formerKeys.isEmpty { rekeying = try EpisodeRekeying(db, directory: directory) }
                 let insert = try db.prepare(
