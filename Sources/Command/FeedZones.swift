@@ -10,9 +10,10 @@ import PodFS
 /// (after redirects, through DNS), recorded when it is fetched. An episode's
 /// enclosure URL is issued by its feed (the reader says which: `ListedBy`,
 /// carried by the episode, not a map of every URL of the mount); a URL the
-/// reader learnt from a redirect is issued by the server that redirected. A URL nobody vouched
-/// for is treated as coming from a public server: the strictest rule, so a
-/// forgotten registration can only make a fetch fail, never reach further.
+/// reader learnt from a redirect is issued by the server that redirected. A
+/// URL nobody vouched for is treated as coming from a public server: the
+/// strictest rule, so a forgotten registration can only make a fetch fail,
+/// never reach further.
 final class FeedZones: Sendable {
     // MARK: - Nested types
 

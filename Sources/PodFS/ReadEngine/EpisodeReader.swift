@@ -99,7 +99,9 @@ public final class EpisodeReader: Sendable {
 
     // MARK: - Public methods
 
-    /// Tells the reader which episodes the mount shows.
+    /// Tells the reader of episodes the mount now shows: those restored
+    /// with a state from the index are met (`episodesByKey`); the others
+    /// are met when first opened or fetched.
     public func adopt(_ episodes: [Episode]) {
         // Only a state restored from the index is made here; a state
         // restored with news for the index (ranges it could not take) is

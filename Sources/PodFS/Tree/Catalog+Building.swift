@@ -74,9 +74,8 @@ extension Catalog {
     /// their order in the layout). `playlist`: the layout's, when it was
     /// made already.
     static func makeShow(
-        url: String, feed: ParsedFeed, layout: ShowLayout, playlist content: [UInt8]? = nil, name: String,
-        previous: Show?,
-        shownBefore: (time: Int64, listing: UInt64?)?, reused: [String: Episode],
+        url: String, feed: ParsedFeed, layout: ShowLayout, playlist content: [UInt8]? = nil,
+        name: String, previous: Show?, shownBefore: (time: Int64, listing: UInt64?)?, reused: [String: Episode],
         registered: (feedID: Int64, records: [EpisodeRecord])
     ) -> (Show, newFiles: [Episode]) {
         let files = layout.files
