@@ -9,7 +9,7 @@ public import RangeCache
 /// the driver, to carry out after the lock is released. Tests drive them
 /// directly.
 ///
-/// Lock order: `EpisodeReader.indexLock`, then an episode's state; the
+/// Lock order: the reader's index lock (`Durability.lock`), then an episode's state; the
 /// link estimate's lock is taken before an event, never inside one.
 ///
 /// Invariant: `present` lists only bytes that were written to the scratch

@@ -64,8 +64,8 @@ extension EpisodeReader {
             }
             return
         }
-        let whole = readBuffers.take(atLeast: count)
-        defer { readBuffers.give(whole) }
+        let whole = io.readBuffers.take(atLeast: count)
+        defer { io.readBuffers.give(whole) }
         let buffer = UnsafeMutableRawBufferPointer(rebasing: whole[0..<count])
         do {
             var got = try scratch?.read(into: buffer, at: range.lowerBound) ?? 0
@@ -99,8 +99,8 @@ extension EpisodeReader {
             serve(range, from: scratch, episode: episode, reply: reply)
             return
         }
-        let whole = readBuffers.take(atLeast: Int(range.count))
-        defer { readBuffers.give(whole) }
+        let whole = io.readBuffers.take(atLeast: Int(range.count))
+        defer { io.readBuffers.give(whole) }
         let buffer = UnsafeMutableRawBufferPointer(rebasing: whole[0..<Int(range.count)])
         do {
             // Before the chunk and after it: on disk already.

@@ -42,7 +42,7 @@ extension EpisodeReader {
         let reading = disk.takeSpillers().contains { episode in
             episode.state.withLock { !$0.handles.isEmpty }
         }
-        let uncommitted = !dirtyEpisodes.isEmpty
+        let uncommitted = !durability.dirty.isEmpty
         guard reading || uncommitted else { return }
         disk.releaseReserve()
         flush()

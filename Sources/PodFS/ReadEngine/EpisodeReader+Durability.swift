@@ -13,7 +13,7 @@ extension EpisodeReader {
     /// then only evicts, every second). Creates the reserve file that lets
     /// the index evict on a full disk.
     public func startFlushing(interval: Double = 1.0) {
-        flusher.start(interval: interval, prepare: { disk.makeReserve(logger: logger) }) { [self] in
+        durability.flusher.start(interval: interval, prepare: { disk.makeReserve(logger: logger) }) { [self] in
             recoverSpace()
             retryUnfinishedSteps()
             flush()
@@ -25,18 +25,18 @@ extension EpisodeReader {
     /// HTTP client is shut down: queued writes land first.
     public func stopFlushing() {
         drainWriters()
-        flusher.stop()
+        durability.flusher.stop()
         retryUnfinishedSteps()
         // The last try: no timer tries after the reader stopped.
-        stoppedEpisodes.close()
+        durability.stopped.close()
         flush()
     }
 
     /// Commits every dirty episode's ranges now, in the order of
     /// `Episode.State.commitPlan`: sync first, then the index.
     public func flush() {
-        indexLock.withLock { commits in
-            let episodes = dirtyEpisodes.takeAll()
+        durability.lock.withLock { commits in
+            let episodes = durability.dirty.takeAll()
             guard !episodes.isEmpty else { return }
             let snapshots = episodes.map { episode in
                 episode.state.withLock { $0.takeCommitSnapshot(key: episode.key) }
@@ -96,6 +96,6 @@ extension EpisodeReader {
 
     /// Queues an episode for the next commit.
     func markDirty(_ episode: Episode) {
-        dirtyEpisodes.mark(episode)
+        durability.dirty.mark(episode)
     }
 }

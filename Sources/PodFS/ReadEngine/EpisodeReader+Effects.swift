@@ -145,8 +145,8 @@ extension EpisodeReader {
             // Dropping pages would wait on reads in flight, and a daemon
             // killed meanwhile would leave that wait hanging: a size
             // learned for the same bytes drops attributes only.
-            let kernel = invalidator.withLock { $0 }
-            if pages { kernel?.invalidate(inode: episode.inode) } else { kernel?.invalidateAttributes(inode: episode.inode) }
+            let session = kernel.session
+            if pages { session?.invalidate(inode: episode.inode) } else { session?.invalidateAttributes(inode: episode.inode) }
         case .logChanged, .logVariantGone, .logKeptFinal, .logIgnoresRange:
             log(effect, of: episode)
         case .logUnproven:

@@ -49,7 +49,7 @@ extension EpisodeReader {
         var outcome = episode.state.withLock { $0.head(id: fetch.id, head, start: start, last: last, total: total, context: context) }
         var unfinished: [Episode.State.Effect] = []
         if outcome.verdict == .needsIndexLock {
-            (outcome, unfinished) = indexLock.withLock { _ in
+            (outcome, unfinished) = durability.lock.withLock { _ in
                 context.holdingIndexLock = true
                 context.existingScratch = existingScratch(of: episode).map(Episode.FileToken.init)
                 let outcome = episode.state.withLock {
@@ -167,9 +167,9 @@ extension EpisodeReader {
         if plan.count > 0 {
             fetch.madeProgress()
             let (offset, count, generation) = (plan.offset, plan.count, plan.generation)
-            writeBudget.acquire(count)
-            writer(for: episode).async { [self] in
-                defer { writeBudget.release(count) }
+            io.writeBudget.acquire(count)
+            io.writer(for: episode).async { [self] in
+                defer { io.writeBudget.release(count) }
                 write(chunk, count: count, at: offset, generation: generation, for: fetch)
             }
         }
@@ -268,10 +268,8 @@ extension EpisodeReader {
     func fetchCompleted(_ fetch: Fetch, error: FetchError?) {
         // A retry registers its attempt again when it goes out.
         fetch.episode.transfers.withLock { $0[fetch.id] = nil }
-        if !fetch.forKeeper { foreground.ended(fetch.episode) }
-        pendingCompletions.withLock { $0 += 1 }
-        writer(for: fetch.episode).async { [self] in
-            defer { pendingCompletions.withLock { $0 -= 1 } }
+        if !fetch.forKeeper { network.foreground.ended(fetch.episode) }
+        io.complete(on: fetch.episode) { [self] in
             self.fetch(fetch, completedWith: error)
         }
     }
@@ -294,8 +292,7 @@ extension EpisodeReader {
                     "episode.url": .url(remembered ?? episode.url), "range.lower": "\(range.lowerBound)",
                     "attempt": "\(attempt)", "delay.seconds": "\(delay)", "error": "\(failure?.message ?? "")",
                 ])
-            pendingRetries.withLock { $0 += 1 }
-            DispatchQueue.global().asyncAfter(deadline: .now() + delay) { [self] in
+            io.afterDelay(delay) { [self] in
                 // What to ask is decided when the delay has passed
                 // (`Episode.State.retryDue`). After shutdown the source
                 // refuses at once, and the completion fails the readers
@@ -306,7 +303,6 @@ extension EpisodeReader {
                 case .settle:
                     settleAfterFetch(episode, fetch: fetch, failure: nil)
                 }
-                pendingRetries.withLock { $0 -= 1 }
             }
         case .ended:
             if let failure, fetch.isBackground {

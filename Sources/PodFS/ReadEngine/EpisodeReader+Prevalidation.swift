@@ -20,7 +20,7 @@ extension EpisodeReader {
         let since = Int64(Date().timeIntervalSince1970 - window)
         let recent = usage.filter { $0.bytes > 0 && ($0.lastRead ?? 0) >= since }
             .sorted { ($0.lastRead ?? 0) > ($1.lastRead ?? 0) }
-        let known = episodesByKey.withLock { known in recent.compactMap { known[$0.key] } }
+        let known = known.episodes(recent.map(\.key))
         var sent = 0
         for episode in known where sent < limit {
             guard let probe = episode.state.withLock({ $0.startMountCheck() }) else { continue }

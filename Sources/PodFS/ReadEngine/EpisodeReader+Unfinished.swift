@@ -18,7 +18,7 @@ extension EpisodeReader {
         _ episode: Episode, unfinished: [Episode.State.Effect], then: [Episode.State.Effect], fetch: Fetch?
     ) {
         let effects = episode.state.withLock { $0.stepsFailed(unfinished, then: then) }
-        stoppedEpisodes.mark(episode)
+        durability.stopped.mark(episode)
         logger.error(
             """
             the episode changed at the origin, and the cache could not forget its old bytes yet: it reads EIO \
@@ -33,8 +33,8 @@ extension EpisodeReader {
     /// pass). An episode whose steps are done reads again; one whose steps
     /// fail again stays stopped.
     func retryUnfinishedSteps() {
-        for episode in stoppedEpisodes.takeAll() {
-            let unfinished = indexLock.withLock { _ in
+        for episode in durability.stopped.takeAll() {
+            let unfinished = durability.lock.withLock { _ in
                 carryOutDurable(episode.state.withLock(\.stepsDue), of: episode)
             }
             if unfinished.isEmpty {
@@ -44,18 +44,18 @@ extension EpisodeReader {
                     metadata: ["episode.key": "\(episode.key)", "episode.name": "\(episode.name)"])
             } else {
                 _ = episode.state.withLock { $0.stepsFailed(unfinished, then: []) }
-                stoppedEpisodes.mark(episode)
+                durability.stopped.mark(episode)
             }
         }
-        stoppedEpisodes.allDone()
+        durability.stopped.allDone()
         setStepRetryTimer()
     }
 
     /// Sets the timer of the next try, if one is due and none is set.
     private func setStepRetryTimer() {
-        guard let delay = stoppedEpisodes.timerToSet() else { return }
+        guard let delay = durability.stopped.timerToSet() else { return }
         DispatchQueue.global().asyncAfter(deadline: .now() + delay) { [weak self] in
-            guard let self, stoppedEpisodes.timerFired() else { return }
+            guard let self, durability.stopped.timerFired() else { return }
             retryUnfinishedSteps()
         }
     }

@@ -12,7 +12,7 @@ extension EpisodeReader {
     /// goes to the index (a failure is logged; the mark is a hint, the
     /// bytes stay one variant either way).
     func markUnstable(_ episode: Episode, reason: StitchReason) {
-        stitchingShows.insert(episode.parent)
+        known.stitchingShows.insert(episode.parent)
         let names: Logger.Metadata = ["episode.key": "\(episode.key)", "episode.name": "\(episode.name)"]
         if reason == Episode.State.noValidator {
             logger.notice(
@@ -46,7 +46,7 @@ extension EpisodeReader {
     /// Whether an episode of `episode`'s show was marked unstable by its
     /// own responses, in this mount or an earlier one (`StitchingShows`).
     func showStitches(_ episode: Episode) -> Bool {
-        stitchingShows.contains(episode.parent)
+        known.stitchingShows.contains(episode.parent)
     }
 
     /// `episode` took its show's mark before its first byte
@@ -66,7 +66,7 @@ extension EpisodeReader {
     /// the index lock, as a version change, the cached bytes are forgotten
     /// durably before they are freed; then readers of them fail.
     func continuityBroken(_ episode: Episode, fetchID: UInt64) {
-        let result = indexLock.withLock { _ -> (Episode.State.Transition, [Episode.State.Effect])? in
+        let result = durability.lock.withLock { _ -> (Episode.State.Transition, [Episode.State.Effect])? in
             guard let outcome = episode.state.withLock({ $0.continuityBroken(id: fetchID) }) else { return nil }
             return (outcome, carryOutDurable(outcome.durable, of: episode))
         }

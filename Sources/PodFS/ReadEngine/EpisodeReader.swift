@@ -26,81 +26,50 @@ public final class EpisodeReader: Sendable {
     // MARK: - Properties
 
     let index: CacheIndex
-    let source: any RangeSource
     let logger: Logger
     let tuning: Tuning
-    /// Told when an episode's size or bytes changed under the kernel's caches.
-    let invalidator: Locked<(any KernelCacheInvalidator)?> = Locked(nil)
-    /// The shows (by their folders' inodes) with an episode marked
-    /// unstable by its own responses (`showStitches`).
-    let stitchingShows: StitchingShows
-    /// Serialises index commits with version drops (lock order: this, then
-    /// an episode's state). Holds the number of commits made (debug log);
-    /// a zero-size value would also trip TSan's exclusivity checks.
-    let indexLock = Locked<Int>(0)
-    /// Episodes whose `present` changed since the last commit.
-    let dirtyEpisodes = DirtyEpisodes()
-    /// Episodes stopped until a version change's durable steps are done
-    /// (`EpisodeReader+Unfinished.swift`).
-    let stoppedEpisodes = StoppedEpisodes()
-    private let nextID = Atomic<UInt64>(1)
-    /// The flush thread (`startFlushing`).
-    let flusher = FlushThread()
-    /// Retries waiting for their delay to pass (see `drainWriters`).
-    let pendingRetries = Locked(0)
-    /// Fetch completions queued for the writers and not yet run: one may
-    /// make reads again that start (and, after shutdown, fail) new fetches,
-    /// whose completions queue behind the writers' `sync` (`drainWriters`).
-    let pendingCompletions = Locked(0)
-    /// Body bytes queued for the writers, at most 4 MiB.
-    let writeBudget = ByteBudget(limit: 4 * 1024 * 1024)
-    /// Memory for body chunks: 512 KiB each, big enough that a `pwrite` and
-    /// the bookkeeping around it are rare, small enough to keep memory flat
-    /// (the budget above holds at most 8 of them, plus one gathering per
-    /// transfer; 8 spare ones are kept).
-    let chunkPool = BufferPool(capacity: 512 * 1024, limit: 8)
-    /// Memory for answering reads from the disk: the kernel asks for at most
-    /// 1 MiB at a time.
-    let readBuffers = BufferPool(capacity: 1024 * 1024, limit: 8)
-    /// Serial queues that write fetched bytes to scratch files; an episode
-    /// always uses the same one, so its writes keep their order. Writing
-    /// off the network thread lets one core receive while another writes.
-    private let writers: [DispatchQueue] = (0..<4).map { DispatchQueue(label: "podfs.writer.\($0)") }
+    /// Where requests go, what the way there has shown, and the
+    /// listeners' fetches on it.
+    let network: Network
+    /// The writers of fetched bytes, the memory they and the reads use,
+    /// and the count of work still queued (`drainWriters`).
+    let io = ScratchIO()
+    /// What the index must hear and in what order: its lock, the dirty
+    /// and the stopped episodes, the flush thread.
+    let durability = Durability()
     /// Whether the cache's disk is full, and its reserve file.
     let disk: DiskSpace
-    /// Round trip and rate seen on the way to the origin (sizes read-ahead).
-    let link = Locked(LinkEstimate())
-    /// Readers' fetches on the network: the cache's own downloads give way
-    /// to them (docs/DESIGN.md, "Offline by policy").
-    public let foreground = ForegroundLoad()
-    /// The episodes the reader has met, by key: those adopted with a state
-    /// (bytes cached, a version known) and those opened or fetched since
-    /// (`meet`). An episode never opened with nothing cached has nothing to
-    /// evict or check, so a thousand shows' files are not mapped twice
-    /// (the catalogue has them all).
-    let episodesByKey = Locked<[String: Episode]>([:])
+    /// The numbers of open files, and the session told of changed sizes
+    /// and pages.
+    let kernel = KernelChannel()
+    /// The episodes the reader met, by key, and the shows that stitch.
+    let known: KnownEpisodes
     /// Keeps the cache under its cap and makes room on a full disk; knows
     /// the episodes kept by policy.
     let eviction: Eviction
+
+    /// Readers' fetches on the network: the cache's own downloads give way
+    /// to them (docs/DESIGN.md, "Offline by policy").
+    public var foreground: ForegroundLoad { network.foreground }
 
     // MARK: - Init
 
     public init(index: CacheIndex, source: any RangeSource, logger: Logger, tuning: Tuning = Tuning()) {
         self.index = index
-        self.stitchingShows = StitchingShows(index: index)
-        self.source = source
+        self.known = KnownEpisodes(index: index)
+        self.network = Network(source: source)
         self.logger = logger
         self.tuning = tuning
         self.disk = DiskSpace(directory: index.directory)
         self.eviction = Eviction(
-            index: index, indexLock: indexLock, episodes: episodesByKey, disk: disk, limit: tuning.cacheLimit,
+            index: index, indexLock: durability.lock, episodes: known.byKey, disk: disk, limit: tuning.cacheLimit,
             logger: logger)
     }
 
     // MARK: - Public methods
 
     /// Tells the reader of episodes the mount now shows: those restored
-    /// with a state from the index are met (`episodesByKey`); the others
+    /// with a state from the index are met (`known`); the others
     /// are met when first opened or fetched.
     public func adopt(_ episodes: [Episode]) {
         // Only a state restored from the index is made here; a state
@@ -110,18 +79,8 @@ public final class EpisodeReader: Sendable {
             episode.state.ifMade { !$0.unsaved.isEmpty }.map { (episode, unsaved: $0) }
         }
         guard !restored.isEmpty else { return }
-        episodesByKey.withLock { known in
-            for (episode, _) in restored { known[episode.key] = episode }
-        }
+        known.meet(restored.map(\.0))
         for (episode, unsaved) in restored where unsaved { markDirty(episode) }
-    }
-
-    /// Notes an episode the reader opens or fetches (`episodesByKey`): the
-    /// newest object of a key wins, as a refresh's does in `adopt`.
-    func meet(_ episode: Episode) {
-        episodesByKey.withLock { known in
-            if known[episode.key] !== episode { known[episode.key] = episode }
-        }
     }
 
     /// Deletes the cached bytes of `keys` now, except those of an episode
@@ -139,13 +98,13 @@ public final class EpisodeReader: Sendable {
 
     /// Lets the reader drop the kernel's cached size and pages of an episode.
     public func attach(invalidator: any KernelCacheInvalidator) {
-        self.invalidator.withLock { $0 = invalidator }
+        kernel.attach(invalidator)
     }
 
     /// Forgets the session (after it closed): nothing is left to tell, and
     /// the session refers back to the reader through the file system.
     public func detachInvalidator() {
-        invalidator.withLock { $0 = nil }
+        kernel.attach(nil)
     }
 
     /// Opens an episode (the rules are `Episode.State.open`'s): answers at
@@ -157,8 +116,8 @@ public final class EpisodeReader: Sendable {
     /// Opens an episode for a reader, or for the keeper (its probe is one
     /// of the cache's own downloads).
     func open(_ episode: Episode, reply: any OpenReplying, forKeeper: Bool) {
-        meet(episode)
-        let handle = makeID()
+        known.meet(episode)
+        let handle = kernel.newHandle()
         // Asked only of an episode's audio that holds nothing yet.
         let stitches = episode.isEpisode && episode.state.withLock(\.holdsNothing) && showStitches(episode)
         let (inherited, effects) = episode.state.withLock { state in
@@ -271,33 +230,18 @@ public final class EpisodeReader: Sendable {
     /// mapping costs 128 page faults where its bytes arrive), and reads the
     /// shows that stitch.
     public func warmUp() {
-        for writer in writers { writer.async {} }
-        chunkPool.prefill(2)
+        io.warmUp()
         // The shows that stitch, read before the first open needs them (a
         // pass over the index's episodes, off the open's path).
         DispatchQueue.global(qos: .utility).async { [self] in
-            stitchingShows.loadIfNeeded()
+            known.stitchingShows.loadIfNeeded()
         }
     }
 
     /// Waits until every queued write and completion has run, and every
-    /// retry that was waiting has started (and, once the HTTP client is
-    /// shut down, failed): after this, nothing answers a kernel request
-    /// unless a new one arrives.
+    /// retry that was waiting has started (`ScratchIO.drain`).
     func drainWriters() {
-        repeat {
-            while pendingRetries.withLock({ $0 }) > 0 { Thread.sleep(forTimeInterval: 0.01) }
-            for writer in writers { writer.sync {} }
-        } while pendingRetries.withLock({ $0 }) > 0 || pendingCompletions.withLock({ $0 }) > 0
-    }
-
-    /// The serial queue that writes `episode`'s bytes and ends its fetches.
-    func writer(for episode: Episode) -> DispatchQueue {
-        writers[Int(episode.inode % UInt64(writers.count))]
-    }
-
-    func makeID() -> UInt64 {
-        nextID.wrappingAdd(1, ordering: .relaxed).oldValue
+        io.drain()
     }
 
     /// The validator for `If-Range`: a strong ETag, else Last-Modified.
@@ -354,7 +298,7 @@ public final class EpisodeReader: Sendable {
     /// What a read event needs of the world now.
     private func readContext() -> Episode.State.ReadContext {
         Episode.State.ReadContext(
-            now: monotonicSeconds(), wallClock: Int64(Date().timeIntervalSince1970), link: link.withLock { $0 },
+            now: monotonicSeconds(), wallClock: Int64(Date().timeIntervalSince1970), link: network.estimate.withLock { $0 },
             tuning: tuning)
     }
 
@@ -362,9 +306,7 @@ public final class EpisodeReader: Sendable {
     /// wait for a fetch not their own (`Episode.State.recheckDue`). Counted
     /// with the retries, so a shutdown waits for it (`drainWriters`).
     func scheduleRecheck(of episode: Episode, after delay: Double) {
-        pendingRetries.withLock { $0 += 1 }
-        DispatchQueue.global().asyncAfter(deadline: .now() + delay) { [self] in
-            defer { pendingRetries.withLock { $0 -= 1 } }
+        io.afterDelay(delay) { [self] in
             let context = readContext()
             let (effects, target, unstable, generation) = episode.state.withLock { state in
                 let effects = state.recheckDue(context: context)
@@ -394,11 +336,11 @@ public final class EpisodeReader: Sendable {
     /// Sends an attempt of `fetch`, noting when (see `LinkEstimate`).
     func launch(_ fetch: Fetch, url: String, range: Range<Int64>, validator: String?) {
         // Ended once per attempt, in `fetchCompleted`.
-        if !fetch.forKeeper { foreground.began(fetch.episode) }
-        meet(fetch.episode)
+        if !fetch.forKeeper { network.foreground.began(fetch.episode) }
+        known.meet(fetch.episode)
         fetch.markSent()
         fetch.episode.transfers.withLock { $0[fetch.id] = fetch }
-        fetch.attemptStarted(source.start(
+        fetch.attemptStarted(network.source.start(
                 url: url, range: range, validator: validator, listedBy: fetch.episode.listedBy, sink: fetch))
     }
 
@@ -410,12 +352,12 @@ public final class EpisodeReader: Sendable {
 
     /// A response head arrived `seconds` after its request.
     func observe(latency seconds: Double) {
-        link.withLock { $0.observe(latency: seconds) }
+        network.estimate.withLock { $0.observe(latency: seconds) }
     }
 
     /// A response body of `bytes` took `seconds` after its head.
     func observe(bytes: Int64, in seconds: Double) {
-        let estimate = link.withLock { link in
+        let estimate = network.estimate.withLock { link in
             link.observe(bytes: bytes, in: seconds)
             return link
         }

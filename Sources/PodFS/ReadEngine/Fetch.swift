@@ -70,7 +70,7 @@ final class Fetch: FetchSink {
         var remaining = body
         while !remaining.isEmpty {
             let full: BodyChunk? = gathered.withLock { chunk in
-                let current = chunk ?? BodyChunk(from: reader.chunkPool)
+                let current = chunk ?? BodyChunk(from: reader.io.chunkPool)
                 let taken = current.append(remaining)
                 remaining = UnsafeRawBufferPointer(rebasing: remaining[taken...])
                 chunk = current.isFull ? nil : current
