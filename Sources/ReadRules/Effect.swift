@@ -41,9 +41,16 @@ extension EpisodeRules.State {
         case answerOpen(EpisodeRules.OpenToken, EpisodeRules.OpenAnswer?)
         /// Answer a read with `range`, from the scratch file and `spilled`.
         case serve(EpisodeRules.ReadToken, Range<Int64>, spilled: [SpillBuffer.Piece])
-        /// Answer a read with `range` of a replaced version, from its own
-        /// file and `spilled` (`readRetired`).
-        case serveKept(EpisodeRules.ReadToken, Range<Int64>, from: EpisodeRules.FileToken?, spilled: [SpillBuffer.Piece])
+        /// Answer a read with `range` from `file` and `spilled`: a replaced
+        /// version's own file (`readRetired`), or the file its bytes were
+        /// just written to or are at the end of (`ReadyRead`). Bytes of the
+        /// chunk the driver has at hand may be taken instead of read back.
+        case serveFile(EpisodeRules.ReadToken, Range<Int64>, from: EpisodeRules.FileToken?, spilled: [SpillBuffer.Piece])
+        /// Answer a read with `range` from the body bytes that just arrived
+        /// and the version's file for what was there before: a read of a
+        /// short fetch, answered on the network thread before the writer
+        /// stores the bytes (`Arrival`).
+        case serveArriving(EpisodeRules.ReadToken, Range<Int64>)
         /// Answer a read with no bytes: it starts at or past the end.
         case answerEmpty(EpisodeRules.ReadToken)
         /// Answer a read with EIO: its handle is unknown, it reads bytes a

@@ -22,6 +22,11 @@ extension EpisodeRules.State {
         /// The fetch yielded to a reader's jump: bytes past its end are not
         /// wanted, and the transfer stops without a warning.
         public internal(set) var yielded = false
+
+        /// The answers of `early`, for the driver to carry out.
+        public var answers: [Effect] {
+            early.map { .serveArriving($0.reply, $0.range) }
+        }
     }
 
     /// A reader whose bytes are all here: answered from the chunk just
@@ -30,6 +35,13 @@ extension EpisodeRules.State {
         public internal(set) var waiter: EpisodeRules.Waiter
         public internal(set) var scratch: EpisodeRules.FileToken?
         public internal(set) var spilled: [SpillBuffer.Piece]
+
+        /// Its answer, for the driver to carry out: no bytes for a read at
+        /// or past the end.
+        public var answer: Effect {
+            waiter.range.isEmpty
+                ? .answerEmpty(waiter.reply) : .serveFile(waiter.reply, waiter.range, from: scratch, spilled: spilled)
+        }
     }
 
     // MARK: - Events

@@ -42,7 +42,7 @@ extension EpisodeRules.State {
         // These bytes reach the kernel's page cache: the next open of the
         // current version must drop it (keep_cache off).
         kernelPagesStale = true
-        return [.serveKept(reply, wanted, from: old.scratch, spilled: old.spill.pieces(overlapping: wanted))]
+        return [.serveFile(reply, wanted, from: old.scratch, spilled: old.spill.pieces(overlapping: wanted))]
     }
 
     /// The driver made the new version's file (`Effect.replace`);

@@ -31,7 +31,7 @@ import Testing
 
     private static func retired(_ effects: [Episode.State.Effect]) -> [(Range<Int64>, Episode.FileToken?)] {
         effects.compactMap { effect in
-            if case .serveKept(_, let range, let file, _) = effect { return (range, file) }
+            if case .serveFile(_, let range, let file, _) = effect { return (range, file) }
             return nil
         }
     }

@@ -10,6 +10,15 @@ extension EpisodeReader {
     /// What some effects need beyond the episode, from the event that
     /// decided them.
     struct EffectContext {
+        /// Body bytes at hand: a chunk whose first `count` bytes belong at
+        /// `offset`, of version `generation`.
+        struct Arriving {
+            var chunk: BodyChunk
+            var count: Int
+            var offset: Int64
+            var generation: UInt64
+        }
+
         /// Where `.fetch` goes (`target`, taken under the lock with the
         /// event); asked again when not given.
         var target: RequestTarget?
@@ -27,6 +36,10 @@ extension EpisodeReader {
         /// ahead, `Fetch.forKeeper`), logged as `fetchLog`.
         var forKeeper = false
         var fetchLog = "fetching"
+        /// The chunk that just arrived or was written: `.serveArriving`
+        /// answers from it, and `.serveFile` takes its bytes rather than
+        /// read them back.
+        var arriving: Arriving?
     }
 
     // MARK: - Methods
@@ -110,8 +123,25 @@ extension EpisodeReader {
         case .serve(let reply, let range, let spilled):
             let file = scratchFile(of: episode, generation: context.generation)
             answer(reply, with: .cached(range, file, spilled: spilled), episode: episode)
-        case .serveKept(let reply, let range, let file, let spilled):
-            answer(reply, with: .cached(range, file?.file, spilled: spilled), episode: episode)
+        case .serveFile(let reply, let range, let file, let spilled):
+            if spilled.isEmpty, let at = context.arriving {
+                // The chunk's bytes come from memory, which saves reading
+                // back what was just written; the rest is on disk.
+                answer(
+                    reply, with: .arriving(range, at.chunk, count: at.count, at: at.offset, generation: at.generation),
+                    episode: episode)
+            } else {
+                answer(reply, with: .cached(range, file?.file, spilled: spilled), episode: episode)
+            }
+        case .serveArriving(let reply, let range):
+            if let at = context.arriving {
+                answer(
+                    reply, with: .arriving(range, at.chunk, count: at.count, at: at.offset, generation: at.generation),
+                    episode: episode)
+            } else {
+                let file = scratchFile(of: episode, generation: context.generation)
+                answer(reply, with: .cached(range, file, spilled: []), episode: episode)
+            }
         case .answerEmpty(let reply):
             answer(reply, with: .empty, episode: episode)
         case .fail(let reply):
@@ -124,7 +154,7 @@ extension EpisodeReader {
         case .resume(let reads, let sized):
             resume((reads, sized), of: episode)
         case .answerAtEnd:
-            answerWaitersAtEnd(episode)
+            carryOut(episode.state.withLock { $0.readsAtEnd() }.map(\.answer), of: episode)
         case .dropIndexRanges:
             try index.dropRanges(key: episode.key)
         case .reshape(let scratch, let old, let new):

@@ -159,10 +159,10 @@ extension EpisodeReader {
         let now = monotonicSeconds()
         let plan = episode.state.withLock { $0.bodyArrived(id: fetch.id, count: chunk.count, now: now) }
         guard let plan else { return false }
-        for waiter in plan.early {
-            answer(
-                waiter.reply, with: .arriving(waiter.range, chunk, count: plan.count, at: plan.offset, generation: plan.generation),
-                episode: episode)
+        if !plan.early.isEmpty {
+            let arriving = EffectContext.Arriving(
+                chunk: chunk, count: plan.count, offset: plan.offset, generation: plan.generation)
+            carryOut(plan.answers, of: episode, EffectContext(generation: plan.generation, arriving: arriving))
         }
         if plan.count > 0 {
             fetch.madeProgress()
@@ -243,19 +243,13 @@ extension EpisodeReader {
         } else {
             disk.noteSpilled(count, episode: episode)
         }
-        for read in ready {
-            if read.spilled.isEmpty && skipped == 0 {
-                // The bytes of this chunk come from memory, which saves
-                // reading back what was just written; the rest is on disk.
-                answer(
-                    read.waiter.reply,
-                    with: .arriving(
-                        read.waiter.range, chunk, count: original.count, at: original.offset, generation: generation),
-                    episode: episode)
-            } else {
-                answer(read.waiter.reply, with: .cached(read.waiter.range, read.scratch?.file, spilled: read.spilled), episode: episode)
-            }
-        }
+        guard !ready.isEmpty else { return }
+        // Readers of this chunk's bytes are answered from it, unless its
+        // first bytes were held for a comparison, not written.
+        let arriving = skipped == 0
+            ? EffectContext.Arriving(chunk: chunk, count: original.count, offset: original.offset, generation: generation)
+            : nil
+        carryOut(ready.map(\.answer), of: episode, EffectContext(generation: generation, arriving: arriving))
     }
 
     /// How many bytes a long fetch allocates ahead of its writes.
@@ -319,15 +313,6 @@ extension EpisodeReader {
     }
 
     // MARK: - Private helpers
-
-    /// Answers reads that ask for bytes at or past the (now known) end
-    /// (`Episode.State.readsAtEnd`).
-    func answerWaitersAtEnd(_ episode: Episode) {
-        for read in episode.state.withLock({ $0.readsAtEnd() }) {
-            let range = read.waiter.range
-            answer(read.waiter.reply, with: range.isEmpty ? .empty : .cached(range, read.scratch?.file, spilled: read.spilled), episode: episode)
-        }
-    }
 
     /// After a fetch ended for good: carries out `Episode.State.fetchSettled`.
     private func settleAfterFetch(_ episode: Episode, fetch: Fetch, failure: FetchError?) {
