@@ -139,8 +139,9 @@ extension EpisodeReader {
                     reply, with: .arriving(range, at.chunk, count: at.count, at: at.offset, generation: at.generation),
                     episode: episode)
             } else {
-                let file = scratchFile(of: episode, generation: context.generation)
-                answer(reply, with: .cached(range, file, spilled: []), episode: episode)
+                // Its bytes are not on disk yet: only the chunk holds them.
+                assertionFailure("a read answered on arrival without the bytes that arrived")
+                answer(reply, with: .eio, episode: episode)
             }
         case .answerEmpty(let reply):
             answer(reply, with: .empty, episode: episode)
