@@ -3,16 +3,17 @@ public import RangeCache
 extension EpisodeRules.State {
     /// What the driver does after an event, outside the episode's lock, in
     /// the order given: the one vocabulary of every event (open, read,
-    /// recheck, head, body, fetch settled, overlap compared), carried out
-    /// in one place (`EpisodeReader.carryOut`). An event that changes the
-    /// version returns two lists (`Transition`): the durable ones, carried
-    /// out under the index lock and stopped at the first failure, then the
-    /// rest.
+    /// recheck, head, body, fetch ended, retry due, fetch settled, overlap
+    /// compared), carried out in one place (`EpisodeReader.carryOut`). An
+    /// event that changes the version returns two lists (`Transition`):
+    /// the durable ones, carried out under the index lock and stopped at
+    /// the first failure, then the rest.
     ///
-    /// A fetch's end and a retry's due time answer a question of the
-    /// driver instead (`FetchEndEffect`, `RetryDueEffect`: try again or
-    /// not), and a flush has its own plan over many episodes
-    /// (`CommitEffect`).
+    /// Two other answers stay apart, as they are no effect of one episode:
+    /// a flush's plan (`CommitEffect`) orders syncs and one commit across
+    /// many episodes under the index lock; a head's verdict (`HeadVerdict`)
+    /// tells the driver how to apply the event (again, holding the index
+    /// lock) before any effect exists.
     public enum Effect: Sendable {
         // MARK: Fetches
 
@@ -34,6 +35,18 @@ extension EpisodeRules.State {
         /// Run `recheckDue` after `delay` seconds: a read that jumped waits
         /// for a fetch not its own.
         case recheck(after: Double)
+        /// The fetch that ended is tried again after `delay` seconds, from
+        /// where it stopped (`range` now, for the log: what it asks is
+        /// decided when the delay has passed, `retryDue`); `url` is the
+        /// remembered end of the redirect chain, if any; `attempt` the
+        /// number of attempts made.
+        case retry(range: Range<Int64>, validator: String?, url: String?, attempt: Int, delay: Double)
+        /// Send the fetch whose retry is due again for `range`, from where
+        /// it stopped as the state says now, to `url` (else the episode's).
+        case launch(range: Range<Int64>, validator: String?, url: String?)
+        /// The fetch is over (and forgotten): settle the opens and reads
+        /// that waited for it (`fetchSettled`).
+        case settle
 
         // MARK: Answers
 

@@ -6,49 +6,27 @@ public import RangeCache
 /// its cached bytes are served; only uncached bytes fail (guarantee 5 of
 /// docs/DESIGN.md).
 extension EpisodeRules.State {
-    // MARK: - Nested types
-
-    /// What the driver does when a fetch stopped.
-    public enum FetchEndEffect: Sendable {
-        /// Send the fetch again for `range` after `delay` seconds; `url` is
-        /// the remembered end of the redirect chain, if any.
-        case retry(range: Range<Int64>, validator: String?, url: String?, attempt: Int, delay: Double)
-        /// The fetch is over (and forgotten): settle the opens and reads
-        /// that waited for it.
-        case ended
-    }
-
-    /// What the driver does when a retry's delay has passed (`retryDue`).
-    public enum RetryDueEffect: Equatable, Sendable {
-        /// Send the fetch again for `range`, from where it stopped as the
-        /// state says now; `url` is the remembered end of the redirect
-        /// chain, if any.
-        case launch(range: Range<Int64>, validator: String?, url: String?)
-        /// Nothing is left to ask (the fetch yielded, or the version it
-        /// fetched was replaced meanwhile): it is over, settle who waited.
-        case settle
-    }
-
     // MARK: - Events
 
     /// Fetch `id` stopped, with `error` from the transfer (`nil`: the
     /// response ended). `attempt` is the number of attempts made before the
     /// one that just stopped; `tuning` bounds the retries. Returns the
-    /// effect and the failure to report, if any: a response that ended
+    /// effect (`Effect.retry` or `.settle`) and the failure to report, if
+    /// any: a response that ended
     /// short is a failure too, and a `Retry-After` longer than a read may
     /// wait makes a failure final.
     public mutating func fetchEnded(
         id: UInt64, error: FetchError?, attempt: Int, tuning: ReadTuning
-    ) -> (FetchEndEffect, FetchError?) {
+    ) -> (Effect, FetchError?) {
         var failure = error
         // A fetch the state forgot (stopped, or of a version replaced): its
         // end, a cancelled transfer say, concerns nobody.
-        guard let progress = fetches[id] else { return (.ended, nil) }
+        guard let progress = fetches[id] else { return (.settle, nil) }
         if progress.cutShort, progress.cursor >= progress.upper {
             // It yielded to a reader's jump and brought all it kept: the
             // transfer was stopped on purpose.
             fetches[id] = nil
-            return (.ended, nil)
+            return (.settle, nil)
         }
         if failure == nil, progress.cursor < progress.upper {
             failure = FetchError(
@@ -69,21 +47,23 @@ extension EpisodeRules.State {
             // A growing backoff, or as long as the origin asked.
             let delay = max(0.1 * Double(1 << min(attempt, 5)), failure.retryAfter ?? 0)
             let from = resumePoint(of: id, progress: progress)
-            let effect = FetchEndEffect.retry(
+            let effect = Effect.retry(
                 range: from..<progress.upper, validator: version.ifRange, url: effectiveURL,
                 attempt: attempt, delay: delay)
             return (effect, failure)
         }
         fetches[id] = nil
-        return (.ended, failure)
+        return (.settle, failure)
     }
 
     /// The delay of fetch `id`'s retry has passed (a "time passed" event):
     /// what it asks for is decided now, not when it stopped, since the
     /// fetch may have yielded to a jump, or the version may have changed,
     /// while it waited. The validator and the link are today's too (a
-    /// pinned link forgotten meanwhile is not asked again).
-    public mutating func retryDue(id: UInt64) -> RetryDueEffect {
+    /// pinned link forgotten meanwhile is not asked again). Returns
+    /// `Effect.launch`, or `.settle` when nothing is left to ask (the fetch
+    /// yielded, or the version it fetched was replaced meanwhile).
+    public mutating func retryDue(id: UInt64) -> Effect {
         guard let progress = fetches[id] else { return .settle }
         guard progress.generation == generation, progress.cursor < progress.upper else {
             fetches[id] = nil

@@ -53,16 +53,16 @@ import Testing
         let busy = OriginAnswer(status: 503, retryAfter: nil, now: now).failure(status: 503, url: "http://o/a")
         _ = bench.state.fetchEnded(id: id, error: busy, attempt: 1, tuning: EpisodeReader.Tuning())
         let upper = bench.state.fetches[id]!.upper
-        #expect(bench.state.retryDue(id: id) == .launch(range: 4096..<upper, validator: "\"v1\"", url: ReadBench.url))
+        #expect(bench.state.retryDue(id: id).launched == Launched(range: 4096..<upper, validator: "\"v1\"", url: ReadBench.url))
         // Meanwhile it yielded to the reader's jump: only what it kept (the
         // bytes the reader still waits for) is asked.
         _ = bench.read(at: 9 * mib, size: 4096)
         #expect(bench.state.fetches[id]?.upper == 8192)
-        #expect(bench.state.retryDue(id: id) == .launch(range: 4096..<8192, validator: "\"v1\"", url: ReadBench.url))
+        #expect(bench.state.retryDue(id: id).launched == Launched(range: 4096..<8192, validator: "\"v1\"", url: ReadBench.url))
         // It brought all it kept: nothing is asked, it is over.
         bench.arrive(id, count: 4096)
         bench.write(id, 4096..<8192)
-        #expect(bench.state.retryDue(id: id) == .settle)
+        #expect(bench.state.retryDue(id: id).settles)
         #expect(bench.state.fetches[id] == nil)
     }
 
@@ -75,9 +75,9 @@ import Testing
         let probe = try #require(ReadBench.probes(bench.open(3)).first)
         bench.head(probe.id, probe.range, etag: "\"v2\"")
         #expect(bench.state.generation == 1)
-        #expect(bench.state.retryDue(id: id) == .settle)
+        #expect(bench.state.retryDue(id: id).settles)
         #expect(bench.state.fetches[id] == nil)
-        #expect(bench.state.retryDue(id: id) == .settle, "a fetch already forgotten")
+        #expect(bench.state.retryDue(id: id).settles, "a fetch already forgotten")
     }
 
     @Test func retryAfterIsHonouredUpToWhatAReadWaits() {
@@ -91,7 +91,7 @@ import Testing
         #expect(delay == 3)
         let late = OriginAnswer(status: 429, retryAfter: "120", now: now).failure(status: 429, url: "http://o/a")
         let (second, reported) = state.fetchEnded(id: id, error: late, attempt: 2, tuning: EpisodeReader.Tuning())
-        guard case .ended = second else {
+        guard case .settle = second else {
             Issue.record("a long Retry-After ends the fetch at once: \(second)")
             return
         }
@@ -103,7 +103,7 @@ import Testing
     @Test func aFinalAnswerIsNotRetried() {
         var (state, id) = stateWithFetch()
         let gone = OriginAnswer(status: 404, retryAfter: nil, now: now).failure(status: 404, url: "http://o/a")
-        guard case .ended = state.fetchEnded(id: id, error: gone, attempt: 1, tuning: EpisodeReader.Tuning()).0 else {
+        guard case .settle = state.fetchEnded(id: id, error: gone, attempt: 1, tuning: EpisodeReader.Tuning()).0 else {
             Issue.record("a 404 is final")
             return
         }
@@ -113,7 +113,7 @@ import Testing
         var (state, id) = stateWithFetch()
         let busy = OriginAnswer(status: 503, retryAfter: nil, now: now).failure(status: 503, url: "http://o/a")
         let tuning = EpisodeReader.Tuning()
-        guard case .ended = state.fetchEnded(id: id, error: busy, attempt: tuning.attempts, tuning: tuning).0 else {
+        guard case .settle = state.fetchEnded(id: id, error: busy, attempt: tuning.attempts, tuning: tuning).0 else {
             Issue.record("no attempt after the last")
             return
         }
@@ -133,7 +133,7 @@ import Testing
     @Test func offlineACachedEpisodeIsNotRetriedBeforeItWasConfirmed() {
         var (state, id) = stateWithFetch(validated: false)
         let unreachable = FetchError(isTransient: true, isUnreachable: true, message: "no route to host")
-        guard case .ended = state.fetchEnded(id: id, error: unreachable, attempt: 1, tuning: EpisodeReader.Tuning()).0
+        guard case .settle = state.fetchEnded(id: id, error: unreachable, attempt: 1, tuning: EpisodeReader.Tuning()).0
         else {
             Issue.record("offline, the cache answers at once")
             return

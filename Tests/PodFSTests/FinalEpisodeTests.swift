@@ -77,7 +77,7 @@ import Testing
         #expect(!forgot, "no attempt through the enclosure")
         let refused = FetchError(isTransient: false, isUnreachable: false, message: "HTTP 403")
         let (ended, _) = state.fetchEnded(id: probe.id, error: refused, attempt: 1, tuning: EpisodeReader.Tuning())
-        guard case .ended = ended else { Issue.record("a refused probe is not tried again"); return }
+        guard case .settle = ended else { Issue.record("a refused probe is not tried again"); return }
         let settled = state.fetchSettled(id: probe.id, failure: refused, isBackground: false, minimumFetch: 65536)
         let answers = settled.compactMap { if case .answerOpen(_, let options) = $0 { options } else { nil } }
         #expect(answers.isEmpty, "answered at once from the cache (`openFromTheCache`), and not failed now")

@@ -259,7 +259,7 @@ import Testing
         bench.write(stream, kept.cursor..<kept.upper)
         let aborted = FetchError(isTransient: true, isUnreachable: false, message: "aborted")
         let (end, failure) = bench.state.fetchEnded(id: stream, error: aborted, attempt: 1, tuning: bench.tuning)
-        guard case .ended = end else {
+        guard case .settle = end else {
             Issue.record("a stream that yielded is not retried: \(end)")
             return
         }

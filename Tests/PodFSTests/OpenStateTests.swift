@@ -231,7 +231,7 @@ import Testing
         #expect(answers(effects).map(\.handle) == [1], "answered before the origin could say anything")
         let check = checks(effects)[0]
         let unreachable = FetchError(isTransient: true, isUnreachable: true, message: "no route to host")
-        guard case .ended = state.fetchEnded(id: check.id, error: unreachable, attempt: 1, tuning: tuning).0 else {
+        guard case .settle = state.fetchEnded(id: check.id, error: unreachable, attempt: 1, tuning: tuning).0 else {
             Issue.record("offline, a cached episode is not retried")
             return
         }
@@ -303,7 +303,7 @@ import Testing
             }
             #expect(answers(effects).map(\.handle) == [1])
             let busy = OriginAnswer(status: status, retryAfter: nil, now: 0).failure(status: status, url: "http://o/a")
-            guard case .ended = state.fetchEnded(id: id, error: busy, attempt: tuning.attempts, tuning: tuning).0 else {
+            guard case .settle = state.fetchEnded(id: id, error: busy, attempt: tuning.attempts, tuning: tuning).0 else {
                 Issue.record("the last attempt is not retried")
                 continue
             }

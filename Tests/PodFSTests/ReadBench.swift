@@ -172,7 +172,7 @@ struct ReadBench {
         _ id: UInt64, error: FetchError? = nil, attempt: Int = 1, isBackground: Bool = false
     ) -> [Episode.State.Effect] {
         let (next, failure) = state.fetchEnded(id: id, error: error, attempt: attempt, tuning: tuning)
-        guard case .ended = next else { return [] }
+        guard case .settle = next else { return [] }
         return state.fetchSettled(
             id: id, failure: failure, isBackground: isBackground, minimumFetch: tuning.minimumFetch)
     }
@@ -307,5 +307,26 @@ struct ReadBench {
             let gone = FetchError(isTransient: false, isUnreachable: false, message: "HTTP 404")
             end(probe.id, error: gone)
         }
+    }
+}
+
+/// What a due retry asks (`Effect.launch`), to compare.
+struct Launched: Equatable {
+    var range: Range<Int64>
+    var validator: String?
+    var url: String?
+}
+
+extension Episode.State.Effect {
+    /// What it asks, if it is a `.launch`.
+    var launched: Launched? {
+        if case .launch(let range, let validator, let url) = self { return Launched(range: range, validator: validator, url: url) }
+        return nil
+    }
+
+    /// Whether it settles the fetch that ended.
+    var settles: Bool {
+        if case .settle = self { return true }
+        return false
     }
 }

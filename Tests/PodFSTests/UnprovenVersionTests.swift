@@ -178,11 +178,11 @@ import Testing
         let due = bench.state.retryDue(id: stream)
         if etag == nil {
             #expect(range.lowerBound == 0 && validator == nil)
-            #expect(due == .launch(range: 0..<EpisodeRecord.positions.upperBound, validator: nil, url: ReadBench.url))
+            #expect(due.launched == Launched(range: 0..<EpisodeRecord.positions.upperBound, validator: nil, url: ReadBench.url))
             #expect(bench.state.restartsStream(id: stream), "its head drops the 3 MiB of the first response")
         } else {
             #expect(range == (3 * mib)..<length && validator == etag)
-            #expect(due == .launch(range: (3 * mib)..<length, validator: etag, url: ReadBench.url))
+            #expect(due.launched == Launched(range: (3 * mib)..<length, validator: etag, url: ReadBench.url))
         }
     }
 

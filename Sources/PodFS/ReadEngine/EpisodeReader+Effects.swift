@@ -1,6 +1,7 @@
 import FUSEBridge
 import Logging
 import RangeCache
+import ReadRules
 
 /// The one place the read rules' effects are carried out
 /// (`Episode.State.Effect`), outside the episode's lock, in their order.
@@ -25,8 +26,11 @@ extension EpisodeReader {
         /// The version a `.serve` was decided on: a read is never served
         /// from another version's file.
         var generation: UInt64?
-        /// The transfer whose head the effects follow (`.endAfterHead`).
+        /// The transfer whose head the effects follow (`.endAfterHead`), or
+        /// that ended (`.retry`, `.launch`, `.settle`).
         var fetch: Fetch?
+        /// Why that fetch ended, if it failed (the log, `fetchSettled`).
+        var failure: FetchError?
         /// The read that made them, for the log.
         var read: (offset: Int64, size: Int)?
         /// The effects settle fetch `id`, which ended (`failed`: with an
@@ -99,6 +103,13 @@ extension EpisodeReader {
         return metadata
     }
 
+    /// An effect of a fetch's end carried out without that fetch: a
+    /// driver's bug, which stops a debug build.
+    private func fetchMissing(_ effect: Episode.State.Effect) -> Bool {
+        assertionFailure("\(effect) needs the fetch it concerns")
+        return true
+    }
+
     /// Carries out one effect; `false` when it ends the transfer whose
     /// head it follows.
     private func carryOut(_ effect: Episode.State.Effect, of episode: Episode, _ context: EffectContext) throws -> Bool {
@@ -118,6 +129,15 @@ extension EpisodeReader {
             return false
         case .recheck(let delay):
             scheduleRecheck(of: episode, after: delay)
+        case .retry(let range, _, let url, let attempt, let delay):
+            guard let fetch = context.fetch else { return fetchMissing(effect) }
+            retry(fetch, range: range, url: url, attempt: attempt, after: delay, failure: context.failure)
+        case .launch(let range, let validator, let url):
+            guard let fetch = context.fetch else { return fetchMissing(effect) }
+            launch(fetch, url: url ?? episode.url, range: range, validator: validator)
+        case .settle:
+            guard let fetch = context.fetch else { return fetchMissing(effect) }
+            settle(fetch, failure: context.failure)
         case .answerOpen(let token, let answer):
             if let answer { token.reply.opened(answer.options) } else { token.reply.fail(.ioError) }
         case .serve(let reply, let range, let spilled):

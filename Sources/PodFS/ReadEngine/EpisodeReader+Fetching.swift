@@ -268,54 +268,50 @@ extension EpisodeReader {
         }
     }
 
-    /// Ends a fetch: retries a transient failure from where it stopped, or
-    /// fails the readers nothing else will serve.
+    /// Ends a fetch (`Episode.State.fetchEnded`): a transient failure is
+    /// retried from where it stopped, else the readers nothing else will
+    /// serve fail (`Effect.retry`, `.settle`).
     private func fetch(_ fetch: Fetch, completedWith error: FetchError?) {
-        let episode = fetch.episode
         // Counted here for every end: a fetch that is not tried again is
         // forgotten, so the count only matters for one that is.
         let attempt = fetch.nextAttempt()
-        let (next, failure) = episode.state.withLock { state in
+        let (next, failure) = fetch.episode.state.withLock { state in
             state.fetchEnded(id: fetch.id, error: error, attempt: attempt, tuning: tuning)
         }
-        switch next {
-        case .retry(let range, _, let remembered, let attempt, let delay):
-            logger.info(
-                "retrying a fetch",
-                metadata: [
-                    "episode.url": .url(remembered ?? episode.url), "range.lower": "\(range.lowerBound)",
-                    "attempt": "\(attempt)", "delay.seconds": "\(delay)", "error": "\(failure?.message ?? "")",
-                ])
-            io.afterDelay(delay) { [self] in
-                // What to ask is decided when the delay has passed
-                // (`Episode.State.retryDue`). After shutdown the source
-                // refuses at once, and the completion fails the readers
-                // before the session goes.
-                switch episode.state.withLock({ $0.retryDue(id: fetch.id) }) {
-                case .launch(let range, let validator, let remembered):
-                    launch(fetch, url: remembered ?? episode.url, range: range, validator: validator)
-                case .settle:
-                    settleAfterFetch(episode, fetch: fetch, failure: nil)
-                }
-            }
-        case .ended:
-            if let failure, fetch.isBackground {
-                logger.info(
-                    "could not check a recently read episode with its origin; its first open will ask again",
-                    metadata: ["episode.url": .url(episode.url), "error": "\(failure.message)"])
-            } else if let failure {
-                logger.error(
-                    "could not fetch episode bytes",
-                    metadata: ["episode.url": .url(episode.url), "error": "\(failure.message)"])
-            }
-            settleAfterFetch(episode, fetch: fetch, failure: failure)
+        carryOut([next], of: fetch.episode, EffectContext(fetch: fetch, failure: failure))
+    }
+
+    /// Tries `fetch` again after `delay` (`Effect.retry`). What to ask is
+    /// decided when the delay has passed (`Episode.State.retryDue`: an
+    /// `Effect.launch` or `.settle`). After shutdown the source refuses at
+    /// once, and the completion fails the readers before the session goes.
+    func retry(_ fetch: Fetch, range: Range<Int64>, url: String?, attempt: Int, after delay: Double, failure: FetchError?) {
+        let episode = fetch.episode
+        logger.info(
+            "retrying a fetch",
+            metadata: [
+                "episode.url": .url(url ?? episode.url), "range.lower": "\(range.lowerBound)",
+                "attempt": "\(attempt)", "delay.seconds": "\(delay)", "error": "\(failure?.message ?? "")",
+            ])
+        io.afterDelay(delay) { [self] in
+            let next = episode.state.withLock { $0.retryDue(id: fetch.id) }
+            carryOut([next], of: episode, EffectContext(fetch: fetch))
         }
     }
 
-    // MARK: - Private helpers
-
-    /// After a fetch ended for good: carries out `Episode.State.fetchSettled`.
-    private func settleAfterFetch(_ episode: Episode, fetch: Fetch, failure: FetchError?) {
+    /// After a fetch ended for good (`Effect.settle`): says why, if it
+    /// failed, and carries out `Episode.State.fetchSettled`.
+    func settle(_ fetch: Fetch, failure: FetchError?) {
+        let episode = fetch.episode
+        if let failure, fetch.isBackground {
+            logger.info(
+                "could not check a recently read episode with its origin; its first open will ask again",
+                metadata: ["episode.url": .url(episode.url), "error": "\(failure.message)"])
+        } else if let failure {
+            logger.error(
+                "could not fetch episode bytes",
+                metadata: ["episode.url": .url(episode.url), "error": "\(failure.message)"])
+        }
         let (effects, target) = episode.state.withLock { state in
             let effects = state.fetchSettled(
                 id: fetch.id, failure: failure, isBackground: fetch.isBackground, minimumFetch: tuning.minimumFetch)
