@@ -81,8 +81,7 @@ extension EpisodeRules.State {
         for id in ids {
             guard var progress = fetches[id], progress.generation == generation, progress.received < progress.upper
             else { continue }
-            progress.upper = max(progress.cursor, progress.received)
-            progress.cutShort = true
+            progress.cut(at: max(progress.cursor, progress.received))
             fetches[id] = progress
             stopped.append(id)
         }

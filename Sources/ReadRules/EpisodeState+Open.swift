@@ -118,7 +118,7 @@ extension EpisodeRules.State {
         let range = range ?? probeRange(minimumFetch: minimumFetch)
         let id = takeFetchID()
         fetches[id] = EpisodeRules.FetchProgress(
-            cursor: range.lowerBound, upper: range.upperBound, generation: generation, answersOnArrival: true)
+            cursor: range.lowerBound, upper: range.upperBound, generation: generation, role: .answersOnArrival)
         validation = .asking(probe: id, lastConfirmed: validatedAt)
         return ProbeStart(id: id, range: range, validator: version.ifRange, url: effectiveURL)
     }

@@ -240,7 +240,7 @@ extension EpisodeRules.State {
         let id = takeFetchID()
         fetches[id] = EpisodeRules.FetchProgress(
             cursor: gap.lowerBound, upper: upper, generation: generation,
-            answersOnArrival: upper - gap.lowerBound <= tuning.minimumFetch)
+            role: upper - gap.lowerBound <= tuning.minimumFetch ? .answersOnArrival : .readAhead)
         return .fetch(id: id, range: gap.lowerBound..<upper)
     }
 

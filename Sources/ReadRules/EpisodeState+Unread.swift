@@ -28,8 +28,7 @@ extension EpisodeRules.State {
         deferred = RangeSet()
         var stopped: [UInt64] = []
         for (id, var progress) in fetches where isUnreadStream(id, progress) {
-            progress.upper = max(progress.cursor, progress.received)
-            progress.cutShort = true
+            progress.cut(at: max(progress.cursor, progress.received))
             fetches[id] = progress
             stopped.append(id)
         }

@@ -96,8 +96,7 @@ extension EpisodeRules.State {
         end = min(end, position, progress.upper)
         guard end < progress.upper else { return false }
         deferred.insert(end..<progress.upper)
-        progress.upper = end
-        progress.cutShort = true
+        progress.cut(at: end)
         fetches[id] = progress
         return end <= progress.received
     }

@@ -78,6 +78,24 @@ extension EpisodeRules {
             case receiving(Arrivals)
         }
 
+        /// What a fetch is for, which decides who it serves and how it
+        /// ends. A fetch that answers on arrival never yields, so it is never
+        /// cut short while a reader waits on it; one cut short answers
+        /// nobody from memory.
+        enum Role: Equatable, Sendable {
+            /// Read-ahead: it streams ahead of its readers, and yields to a
+            /// reader's jump (`EpisodeRules.State.yield`).
+            case readAhead
+            /// A probe, or a short fetch for a read that jumped: its readers
+            /// are answered from memory on the network thread as the bytes
+            /// arrive, without waiting for the writer's hop. It never yields.
+            case answersOnArrival
+            /// Cut short by a read that jumped ahead of it, or stopped for
+            /// want of readers: bytes past `upper` are not wanted, and the
+            /// transfer stops quietly when they come.
+            case cutShort
+        }
+
         /// When a fetch's body bytes arrived (monotonic seconds): its own
         /// rate since the first (`rate(link:now:)`), and its silence since
         /// the last.
@@ -113,28 +131,35 @@ extension EpisodeRules {
         public internal(set) var checkUpTo: Int64 = 0
         /// Overlap bytes that arrived, waiting to be compared.
         var held = Held()
-        /// A short fetch for a read that jumped (not read-ahead): its
-        /// readers are answered from memory on the network thread as the
-        /// bytes arrive, without waiting for the writer's hop.
-        let answersOnArrival: Bool
-        /// Cut short by a read that jumped ahead of it (`EpisodeRules.State.yield`):
-        /// bytes past `upper` are not wanted, and the transfer stops quietly
-        /// when they come.
-        var cutShort = false
+        /// What it is for (`Role`).
+        private(set) var role: Role
         /// Its head, then its body.
         var phase = Phase.awaitingHead
 
         // MARK: - Init
 
-        init(cursor: Int64, upper: Int64, generation: UInt64, answersOnArrival: Bool = false) {
+        init(cursor: Int64, upper: Int64, generation: UInt64, role: Role = .readAhead) {
             self.cursor = cursor
             self.upper = upper
             self.generation = generation
             self.received = cursor
-            self.answersOnArrival = answersOnArrival
+            self.role = role
         }
 
         // MARK: - Internal methods
+
+        /// Its readers are answered from memory as the bytes arrive.
+        var answersOnArrival: Bool { role == .answersOnArrival }
+
+        /// Cut short: bytes past `upper` are not wanted (`Role.cutShort`).
+        var cutShort: Bool { role == .cutShort }
+
+        /// Ends it at `end`: what comes past it is not wanted, and nobody
+        /// waits to be answered from it on arrival.
+        mutating func cut(at end: Int64) {
+            upper = end
+            role = .cutShort
+        }
 
         /// Its response head arrived and was accepted.
         var headArrived: Bool {
