@@ -100,6 +100,6 @@ extension EpisodeRules.State {
         return FillProgress(
             present: present.count, length: length, fetching: fetching,
             holdsAll: length.map { present.contains(0..<$0) } ?? false, streamsWhole: unstable != nil,
-            openFiles: handles.values.filter(\.seenByKernel).count)
+            openFiles: handles.values.filter { $0.opener == .kernel }.count)
     }
 }

@@ -281,13 +281,13 @@ extension EpisodeRules.State {
     /// attributes it showed are dropped before it returns.
     mutating func answerOpens(dropAttributes: Bool) -> [Effect] {
         let opens = openWaiters.map { waiter in
-            handles[waiter.handle] = EpisodeRules.HandleState(generation: generation, seenByKernel: waiter.seenByKernel)
+            handles[waiter.handle] = EpisodeRules.HandleState(generation: generation, opener: waiter.opener)
             let answer = EpisodeRules.OpenAnswer(
                 handle: waiter.handle, keepCache: !kernelPagesStale,
-                dropAttributes: waiter.dropAttributes || dropAttributes)
+                dropAttributes: dropsClaim(waiter) || dropAttributes)
             return Effect.answerOpen(waiter.reply, answer)
         }
-        if openWaiters.contains(where: \.seenByKernel) { kernelPagesStale = false }
+        if openWaiters.contains(where: { $0.opener == .kernel }) { kernelPagesStale = false }
         openWaiters.removeAll()
         return opens
     }
@@ -311,7 +311,7 @@ extension EpisodeRules.State {
     /// the reads and `stat`s that waited for it.
     mutating func settleProvisionalHandles() -> (reads: [EpisodeRules.EarlyRead], sized: [EpisodeRules.SizeToken]) {
         for (handle, reader) in handles where reader.provisional {
-            handles[handle] = EpisodeRules.HandleState(generation: generation, seenByKernel: reader.seenByKernel)
+            handles[handle] = EpisodeRules.HandleState(generation: generation, opener: reader.opener)
         }
         defer {
             earlyReads.removeAll()

@@ -32,30 +32,24 @@ extension EpisodeRules.State {
         handle: UInt64, reply: EpisodeRules.OpenToken, now: Double, feedLength: Int64?, tuning: ReadTuning,
         seenByKernel: Bool = true
     ) -> [Effect] {
-        let dropAttributes = markOpened(now: now)
+        claim = .opened(keptUntil: claim.keptUntil)
+        let opening = EpisodeRules.OpenWaiter(
+            reply: reply, handle: handle, openedAt: now, opener: seenByKernel ? .kernel : .cache)
         // Stopped until a version change is durable (`stepsFailed`).
         if stepsUnfinished { return [.answerOpen(reply, nil)] }
-        if unstable != nil || finalLinkGone {
-            return openStreamed(handle: handle, reply: reply, dropAttributes: dropAttributes, seenByKernel: seenByKernel)
-        }
+        if unstable != nil || finalLinkGone { return openStreamed(opening) }
         if validated, let at = validatedAt, now - at < tuning.revalidateAfter {
             if !current.agreed, awaitingProof {
                 // One response told the version and the next, on its way,
                 // will show whether the origin serves the same bytes: if it
                 // stitches per request, this file opens on what comes next,
                 // not on a variant about to go.
-                openWaiters.append(
-                    EpisodeRules.OpenWaiter(
-                        reply: reply, handle: handle, dropAttributes: dropAttributes, seenByKernel: seenByKernel))
+                openWaiters.append(opening)
                 return []
             }
-            return [openNow(handle: handle, reply: reply, dropAttributes: dropAttributes, seenByKernel: seenByKernel)]
+            return [openNow(opening)]
         }
-        if let opened = openFromTheCache(
-            handle: handle, reply: reply, dropAttributes: dropAttributes, seenByKernel: seenByKernel)
-        {
-            return opened
-        }
+        if let opened = openFromTheCache(opening) { return opened }
         // Confirmed before in this mount, but longer ago than the TTL: ask
         // again with a probe of its own (a fetch already streaming has had
         // its head and would not answer this open).
@@ -66,15 +60,14 @@ extension EpisodeRules.State {
             // Nothing cached: open now (keep_cache off all the same). Only
             // with a size from the feed: a file the kernel thinks empty
             // would read as empty, not fail, if the probe failed.
-            handles[handle] = EpisodeRules.HandleState(
-                generation: generation, provisional: true, seenByKernel: seenByKernel)
+            handles[handle] = EpisodeRules.HandleState(generation: generation, provisional: true, opener: opening.opener)
             let answer = Effect.answerOpen(
-                reply, EpisodeRules.OpenAnswer(handle: handle, keepCache: false, dropAttributes: dropAttributes))
+                reply,
+                EpisodeRules.OpenAnswer(handle: handle, keepCache: false, dropAttributes: dropsClaim(opening)))
             if probeID != nil { return [answer] }
             return [answer, .probe(startProbe(minimumFetch: tuning.minimumFetch))]
         }
-        openWaiters.append(
-            EpisodeRules.OpenWaiter(reply: reply, handle: handle, dropAttributes: dropAttributes, seenByKernel: seenByKernel))
+        openWaiters.append(opening)
         if probeID != nil || (!revalidating && !fetches.isEmpty) {
             // A probe is already on its way; its head answers this open.
             // (Opens waiting for a second response's proof are no sign of
@@ -147,10 +140,10 @@ extension EpisodeRules.State {
     /// for 0 s, so every read past it and every `stat` asks again.
     public mutating func sizeShown(feedLength: Int64?, timeout: Double, now: Double) -> (size: Int64, timeout: Double) {
         if let length { return (length, timeout) }
-        if opened { return (feedLength ?? 0, 0) }
+        guard case .shown(let keptUntil) = claim else { return (feedLength ?? 0, 0) }
         // A second more: the kernel starts its clock when the answer
         // reaches it, a little after this.
-        claimKeptUntil = max(claimKeptUntil, now + timeout + 1)
+        claim = .shown(keptUntil: max(keptUntil, now + timeout + 1))
         return (feedLength ?? 0, timeout)
     }
 
@@ -186,14 +179,26 @@ extension EpisodeRules.State {
 
     // MARK: - Internal methods
 
-    /// Opens `handle` on the current version at once: the answer, keeping
+    /// Opens `opening` on the current version at once: the answer, keeping
     /// the kernel's pages unless a replaced version may have left some
-    /// there; an open the kernel sees (`seenByKernel`) clears that.
-    mutating func openNow(handle: UInt64, reply: EpisodeRules.OpenToken, dropAttributes: Bool, seenByKernel: Bool) -> Effect {
-        handles[handle] = EpisodeRules.HandleState(generation: generation, seenByKernel: seenByKernel)
-        defer { if seenByKernel { kernelPagesStale = false } }
-        return .answerOpen(
-            reply, EpisodeRules.OpenAnswer(handle: handle, keepCache: !kernelPagesStale, dropAttributes: dropAttributes))
+    /// there; an open the kernel sees clears that. `dropAttributes`: the
+    /// kernel drops what it holds of the episode's attributes first (the
+    /// size changed), as it does for a claim it may keep (`dropsClaim`).
+    mutating func openNow(_ opening: EpisodeRules.OpenWaiter, dropAttributes: Bool = false) -> Effect {
+        handles[opening.handle] = EpisodeRules.HandleState(generation: generation, opener: opening.opener)
+        defer { if opening.opener == .kernel { kernelPagesStale = false } }
+        let answer = EpisodeRules.OpenAnswer(
+            handle: opening.handle, keepCache: !kernelPagesStale,
+            dropAttributes: dropAttributes || dropsClaim(opening))
+        return .answerOpen(opening.reply, answer)
+    }
+
+    /// Whether `opening` must first drop the attributes the kernel keeps,
+    /// a claim shown before (`EpisodeRules.Claim`): opened before the
+    /// kernel's time to keep it ran out. The claim's time no longer moves
+    /// once the episode is opened, so this is what it was at the open.
+    func dropsClaim(_ opening: EpisodeRules.OpenWaiter) -> Bool {
+        opening.openedAt < claim.keptUntil
     }
 
     // MARK: - Private methods
@@ -209,23 +214,14 @@ extension EpisodeRules.State {
     /// cached episode (its tail not cached) waits as before, so a variant
     /// whose signed link expired is replaced before it reads a byte.
     /// `nil`: the head or the tail is not cached, or the length is not known.
-    private mutating func openFromTheCache(
-        handle: UInt64, reply: EpisodeRules.OpenToken, dropAttributes: Bool, seenByKernel: Bool
-    ) -> [Effect]? {
+    private mutating func openFromTheCache(_ opening: EpisodeRules.OpenWaiter) -> [Effect]? {
         guard let length, length > 0, present.contains(0..<1), present.contains(length - 1..<length),
             openWaiters.isEmpty, !replacingScratch
         else { return nil }
-        let answer = openNow(handle: handle, reply: reply, dropAttributes: dropAttributes, seenByKernel: seenByKernel)
+        let answer = openNow(opening)
         guard probeID == nil else { return [answer] }
         let first = present.gaps(in: 0..<length).first?.lowerBound ?? 0
         return [answer, .check(startProbe(range: first..<first + 1, minimumFetch: 1))]
-    }
-
-    /// Marks an open: whether it must first drop the attributes the kernel
-    /// keeps, a claim shown before (`claimKeptUntil`).
-    private mutating func markOpened(now: Double) -> Bool {
-        opened = true
-        return now < claimKeptUntil
     }
 
     /// What the first response of a mount should fetch: the first missing

@@ -30,14 +30,11 @@ extension EpisodeRules.State {
     /// open's probe: its head drops the bytes of the old variant (durably,
     /// as a version change) and answers the open on the new one, so the
     /// file never reads a byte of another variant and never gets EIO.
-    mutating func openStreamed(
-        handle: UInt64, reply: EpisodeRules.OpenToken, dropAttributes: Bool, seenByKernel: Bool = true
-    ) -> [Effect] {
+    mutating func openStreamed(_ opening: EpisodeRules.OpenWaiter) -> [Effect] {
         if let length, (present.contains(0..<length) && !unprovenBytes) || (streamOnItsWay && probeID == nil) {
-            return [openNow(handle: handle, reply: reply, dropAttributes: dropAttributes, seenByKernel: seenByKernel)]
+            return [openNow(opening)]
         }
-        openWaiters.append(
-            EpisodeRules.OpenWaiter(reply: reply, handle: handle, dropAttributes: dropAttributes, seenByKernel: seenByKernel))
+        openWaiters.append(opening)
         if streamOnItsWay { return [] }
         let probe = startProbe(range: 0..<EpisodeRecord.positions.upperBound, minimumFetch: 0)
         variant.streamStarted(probe.id)

@@ -46,17 +46,50 @@ extension EpisodeRules {
         }
     }
 
-    /// An open waiting for the first response of this mount (validation
-    /// and the true length).
+    /// Who opened a file: it decides whether anybody hears the open's
+    /// answer.
+    enum Opener: Equatable, Sendable {
+        /// The kernel, for a process: it hears the answer's `keep_cache`
+        /// and drops the attributes it is told to.
+        case kernel
+        /// The cache itself (the keeper's download, a scan's fetch ahead):
+        /// nobody sees its `keep_cache`, so its open must not clear
+        /// `kernelPagesStale`, and it counts as no open file of a listener.
+        case cache
+    }
+
+    /// An open, answered at once or waiting for a response of this mount
+    /// (validation and the true length).
     public struct OpenWaiter: Sendable {
         var reply: EpisodeRules.OpenToken
         var handle: UInt64
-        /// The kernel keeps a claimed size to drop (`EpisodeRules.State.open`).
-        var dropAttributes: Bool
-        /// The kernel hears this answer: not an open of the cache's own
-        /// (the keeper's, a scan's fetch ahead), whose `keep_cache` nobody
-        /// sees, so it must not clear `kernelPagesStale`.
-        var seenByKernel = true
+        /// When it was opened (monotonic seconds): an open before the
+        /// claim's `keptUntil` drops the attributes the kernel keeps
+        /// (`EpisodeRules.Claim`).
+        var openedAt: Double
+        var opener: Opener
+    }
+
+    /// The feed's claimed size that `stat` shows until the origin's is
+    /// known (`EpisodeRules.State.sizeShown`), and until when
+    /// (`keptUntil`, monotonic seconds) the kernel may keep it: `ls -l` of
+    /// a big show then costs no round trip per file. Every open before
+    /// then drops it before it answers (`OpenAnswer.dropAttributes`): not
+    /// only the first, since a second open may be answered before the
+    /// first one's drop is sent.
+    enum Claim: Equatable, Sendable {
+        /// Not opened in this mount: nothing can contradict the claim, and
+        /// each `stat` lets the kernel keep it longer.
+        case shown(keptUntil: Double)
+        /// Opened: the claim is shown with a timeout of 0, so every read
+        /// past it and every `stat` asks again; `keptUntil` no longer moves.
+        case opened(keptUntil: Double)
+
+        var keptUntil: Double {
+            switch self {
+            case .shown(let until), .opened(let until): until
+            }
+        }
     }
 
     /// How far an in-flight fetch has come: bytes `[cursor, upper)` are
@@ -200,9 +233,8 @@ extension EpisodeRules {
         /// its reads wait for that response, and it reads the version the
         /// response tells.
         var provisional = false
-        /// Opened by the kernel, not one of the cache's own (the keeper's,
-        /// a scan's fetch ahead).
-        var seenByKernel = true
+        /// Who opened it.
+        var opener: EpisodeRules.Opener
         /// Where it read (for `ScanPattern`, at its close).
         public internal(set) var extent = ReadExtent()
     }
@@ -252,15 +284,9 @@ extension EpisodeRules {
         /// The kernel may hold pages of a version the origin replaced: the
         /// next open clears them (keep_cache off) before anything reads.
         var kernelPagesStale = false
-        /// Until when (monotonic seconds) the kernel may keep the feed's
-        /// claimed size it was given (`ls -l` of a big show then costs no
-        /// round trip per file). Every open before then drops it before it
-        /// answers (`EpisodeRules.OpenAnswer.dropAttributes`): not only the first, since
-        /// a second open may be answered before the first one's drop is sent.
-        var claimKeptUntil: Double = 0
-        /// Opened in this mount: until the origin's size is known, the
-        /// claim is shown with a timeout of 0 (`sizeShown`).
-        var opened = false
+        /// The feed's claimed size a `stat` shows until the origin's is
+        /// known, before and after the first open (`EpisodeRules.Claim`).
+        var claim = EpisodeRules.Claim.shown(keptUntil: 0)
         /// The cached bytes of replaced versions, by generation, while files
         /// opened on them are open (`EpisodeState+Retired.swift`).
         public internal(set) var retired: [UInt64: EpisodeRules.RetiredVersion] = [:]
@@ -318,7 +344,7 @@ extension EpisodeRules {
         /// A state made after `stat`s showed the feed's claimed size, which
         /// the kernel may keep until `claimKeptUntil`.
         public init(claimKeptUntil: Double) {
-            self.claimKeptUntil = claimKeptUntil
+            claim = .shown(keptUntil: claimKeptUntil)
         }
 
         /// The state an earlier mount left in the index: its ranges, its
@@ -337,6 +363,15 @@ extension EpisodeRules {
                 restoring: record.variant,
                 unprovenBytes: record.variant.unstable == nil && !present.isEmpty && Self.unproven(version))
             lastRead = record.lastRead ?? 0
+        }
+
+        /// Until when the kernel may keep the claimed size it was given.
+        var claimKeptUntil: Double { claim.keptUntil }
+
+        /// Opened in this mount (`EpisodeRules.Claim.opened`).
+        var opened: Bool {
+            if case .opened = claim { return true }
+            return false
         }
 
         /// Bytes a read can be answered from now: on disk or in `spill`.
