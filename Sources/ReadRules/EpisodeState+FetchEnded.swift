@@ -89,7 +89,6 @@ extension EpisodeRules.State {
         let stillPending = fetches.values.contains { $0.generation == generation }
         let probeEnded = probeID == id || probeID.map { fetches[$0] == nil } ?? false
         if !validated && (!stillPending || probeEnded) {
-            probeGone()
             // Offline, the cache answers; so it does when the origin was
             // busy for every attempt (408, 429, 5xx, a dropped connection:
             // it said nothing of the episode changing), and for a final
@@ -100,23 +99,24 @@ extension EpisodeRules.State {
             let usable = length != nil && (failure?.isUnreachable == true || busy || finalLinkGone)
             if isBackground, !usable, !openWaiters.isEmpty {
                 // Opens joined a mount's check that failed, maybe after most
-                // of its attempts: they get a probe of their own.
+                // of its attempts: they get a probe of their own, and the
+                // files opened early wait on for it.
                 probe = [.probe(startProbe(minimumFetch: minimumFetch))]
             } else {
+                let openedEarly = validation.probeGone()
                 if usable {
                     opens = answerOpens(dropAttributes: false)
                 } else {
-                    opens = openWaiters.map { .answerOpen($0.reply, nil) }
-                    openWaiters.removeAll()
+                    opens = validation.takeOpens().map { .answerOpen($0.reply, nil) }
                 }
                 // Their reads are made again: from the cache offline, else
                 // they fail as the open would have.
-                let settled = settleProvisionalHandles()
+                let settled = settle(openedEarly)
                 early.reads += settled.reads
                 early.sized = settled.sized
             }
         }
-        if validated, !openWaiters.isEmpty, !awaitingProof {
+        if case .confirmedAwaitingProof = validation, !awaitingProof {
             // Opens that waited for a head that never came (`open`): the
             // version one response confirmed is what they read.
             opens += answerOpens(dropAttributes: false)

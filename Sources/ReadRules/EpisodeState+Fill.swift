@@ -37,7 +37,7 @@ extension EpisodeRules.State {
     /// variants apart (`guardingVariants`): an unstable episode's is its
     /// stream.
     public mutating func fill(handle: UInt64, tuning: ReadTuning) -> [Effect] {
-        guard let reader = handles[handle], !reader.provisional, reader.generation == generation, let length
+        guard let reader = handles[handle], !isProvisional(handle), reader.generation == generation, let length
         else { return [] }
         guard !fetches.values.contains(where: { $0.generation == generation && $0.cursor < $0.upper }) else {
             return []
@@ -55,7 +55,7 @@ extension EpisodeRules.State {
     /// (`streamingWhole`), and a head and a tail of their own would be a
     /// stream of the whole file.
     public mutating func fill(handle: UInt64, within ranges: [Range<Int64>], tuning: ReadTuning) -> [Effect] {
-        guard let reader = handles[handle], !reader.provisional, reader.generation == generation, let length,
+        guard let reader = handles[handle], !isProvisional(handle), reader.generation == generation, let length,
             unstable == nil
         else { return [] }
         var effects: [Effect] = []
@@ -91,7 +91,7 @@ extension EpisodeRules.State {
     /// Whether the open file `handle` reads the current version (a head
     /// may have replaced it since: the keeper opens it again).
     public func readsCurrentVersion(_ handle: UInt64) -> Bool {
-        handles[handle].map { !$0.provisional && $0.generation == generation } ?? false
+        handles[handle].map { !isProvisional(handle) && $0.generation == generation } ?? false
     }
 
     /// How far the current version is.

@@ -43,12 +43,12 @@ extension EpisodeRules.State {
     /// Keeps the final episode: the answer confirms nothing new, opens are
     /// answered on the cached variant and the response stops at its head.
     mutating func keepFinal(id: UInt64, now: Double) -> [Effect] {
-        validation = .confirmed(at: now)
+        let early = validation.confirm(at: now)
         if var progress = fetches[id] {
             progress.upper = progress.cursor
             fetches[id] = progress
         }
-        let (reads, sized) = settleProvisionalHandles()
+        let (reads, sized) = settle(early)
         return [.logKeptFinal] + answerOpens(dropAttributes: false)
             + [.resume(reads: reads, sized: sized), .answerAtEnd, .endAfterHead]
     }

@@ -127,7 +127,7 @@ extension EpisodeRules.State {
                 was: version, now: answer, confirmedInThisMount: validated, status: head.status,
                 askedRange: progress.cursor > 0 || progress.upper < total)
             ?? (Self.unproven(answer) && !holdsEveryByte ? Self.noValidator : nil)
-        let (durable, taken, invalidate, dropped) = takeVersion(
+        let (durable, taken, invalidate, dropped, early) = takeVersion(
             answer, of: head, id: id, total: total, changed: changed, restarting: restarting, context: context)
         var then = taken
         if head.status == 200, progress.cursor > 0 || progress.upper < total, !changed,
@@ -154,7 +154,7 @@ extension EpisodeRules.State {
         // Opens wait on while a response on its way may still show a host
         // that stitches per request (`open`); the rest read this version.
         if current.agreed || !awaitingProof { then += answerOpens(dropAttributes: invalidate) }
-        then.append(settleAfterHead(upper: progress.upper, fetchID: id))
+        then.append(settleAfterHead(early, upper: progress.upper, fetchID: id))
         if !dropped.again.isEmpty { then.append(.resume(reads: dropped.again, sized: [])) }
         then.append(.answerAtEnd)
         if !bodyWanted || streamUnwanted { then.append(.endAfterHead) }
@@ -171,7 +171,7 @@ extension EpisodeRules.State {
     private mutating func takeVersion(
         _ answer: OriginVersion, of head: FetchHead, id: UInt64, total: Int64, changed: Bool, restarting: Bool,
         context: HeadContext
-    ) -> (durable: [Effect], then: [Effect], invalidate: Bool, dropped: DroppedVersion) {
+    ) -> (durable: [Effect], then: [Effect], invalidate: Bool, dropped: DroppedVersion, early: EpisodeRules.Provisional) {
         var durable: [Effect] = []
         var then: [Effect] = []
         var invalidate = false
@@ -203,8 +203,8 @@ extension EpisodeRules.State {
         if length != total, (length ?? context.feedLength ?? 0) != total { invalidate = true }
         current.tell(length: total, etag: head.etag, lastModified: head.lastModified)
         variant.pin(head.effectiveURL, issuer: head.issuer)
-        validation = .confirmed(at: context.now)
-        return (durable, then, invalidate, dropped)
+        let early = validation.confirm(at: context.now)
+        return (durable, then, invalidate, dropped, early)
     }
 
     /// The head of fetch `id` is the first of an episode whose origin
@@ -219,10 +219,10 @@ extension EpisodeRules.State {
         fetches[id] = nil
         variant.markStitched(Self.noValidator)
         let waiting =
-            !openWaiters.isEmpty || !earlyReads.isEmpty || !sizeWaiters.isEmpty
-            || waiters.contains { $0.generation == generation } || handles.values.contains(where: \.provisional)
+            !openWaiters.isEmpty || !validation.provisional.isEmpty || waiters.contains { $0.generation == generation }
         guard waiting else {
-            if probeID == id { probeGone() }
+            // Nobody waits: nothing opened early to settle.
+            if probeID == id { _ = validation.probeGone() }
             return [.markUnstable(Self.noValidator), .endAfterHead]
         }
         let stream = startProbe(range: 0..<EpisodeRecord.positions.upperBound, minimumFetch: 0)
@@ -280,15 +280,15 @@ extension EpisodeRules.State {
     /// before an open reads: keep_cache off does that at the open, and the
     /// attributes it showed are dropped before it returns.
     mutating func answerOpens(dropAttributes: Bool) -> [Effect] {
-        let opens = openWaiters.map { waiter in
+        let waiting = validation.takeOpens()
+        let opens = waiting.map { waiter in
             handles[waiter.handle] = EpisodeRules.HandleState(generation: generation, opener: waiter.opener)
             let answer = EpisodeRules.OpenAnswer(
                 handle: waiter.handle, keepCache: !kernelPagesStale,
                 dropAttributes: dropsClaim(waiter) || dropAttributes)
             return Effect.answerOpen(waiter.reply, answer)
         }
-        if openWaiters.contains(where: { $0.opener == .kernel }) { kernelPagesStale = false }
-        openWaiters.removeAll()
+        if waiting.contains(where: { $0.opener == .kernel }) { kernelPagesStale = false }
         return opens
     }
 
@@ -296,8 +296,8 @@ extension EpisodeRules.State {
     /// reads within this response are made again now, those beyond it when
     /// the response ends (their own request then finds this connection
     /// free, and the window it opens is sized by the rate this body showed).
-    private mutating func settleAfterHead(upper: Int64, fetchID: UInt64) -> Effect {
-        var (reads, sized) = settleProvisionalHandles()
+    private mutating func settleAfterHead(_ early: EpisodeRules.Provisional, upper: Int64, fetchID: UInt64) -> Effect {
+        var (reads, sized) = settle(early)
         let beyond = reads.filter { $0.offset + Int64($0.size) > upper }
         if !beyond.isEmpty {
             reads.removeAll { $0.offset + Int64($0.size) > upper }
@@ -306,18 +306,17 @@ extension EpisodeRules.State {
         return .resume(reads: reads, sized: sized)
     }
 
-    /// The first response arrived (or the probe ended without one):
-    /// provisional handles read the current version from now on. Returns
+    /// The first response arrived (or the probe ended without one): the
+    /// files opened `early` read the current version from now on. Returns
     /// the reads and `stat`s that waited for it.
-    mutating func settleProvisionalHandles() -> (reads: [EpisodeRules.EarlyRead], sized: [EpisodeRules.SizeToken]) {
-        for (handle, reader) in handles where reader.provisional {
+    mutating func settle(
+        _ early: EpisodeRules.Provisional
+    ) -> (reads: [EpisodeRules.EarlyRead], sized: [EpisodeRules.SizeToken]) {
+        for handle in early.handles {
+            guard let reader = handles[handle] else { continue }
             handles[handle] = EpisodeRules.HandleState(generation: generation, opener: reader.opener)
         }
-        defer {
-            earlyReads.removeAll()
-            sizeWaiters.removeAll()
-        }
-        return (earlyReads, sizeWaiters)
+        return (early.reads, early.sized)
     }
 }
 

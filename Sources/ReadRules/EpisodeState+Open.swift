@@ -44,7 +44,7 @@ extension EpisodeRules.State {
                 // will show whether the origin serves the same bytes: if it
                 // stitches per request, this file opens on what comes next,
                 // not on a variant about to go.
-                openWaiters.append(opening)
+                validation.wait(opening)
                 return []
             }
             return [openNow(opening)]
@@ -60,21 +60,18 @@ extension EpisodeRules.State {
             // Nothing cached: open now (keep_cache off all the same). Only
             // with a size from the feed: a file the kernel thinks empty
             // would read as empty, not fail, if the probe failed.
-            handles[handle] = EpisodeRules.HandleState(generation: generation, provisional: true, opener: opening.opener)
+            let probe = probeID == nil ? [Effect.probe(startProbe(minimumFetch: tuning.minimumFetch))] : []
+            handles[handle] = EpisodeRules.HandleState(generation: generation, opener: opening.opener)
+            validation.openedEarly(handle)
             let answer = Effect.answerOpen(
                 reply,
                 EpisodeRules.OpenAnswer(handle: handle, keepCache: false, dropAttributes: dropsClaim(opening)))
-            if probeID != nil { return [answer] }
-            return [answer, .probe(startProbe(minimumFetch: tuning.minimumFetch))]
+            return [answer] + probe
         }
-        openWaiters.append(opening)
-        if probeID != nil || (!revalidating && !fetches.isEmpty) {
-            // A probe is already on its way; its head answers this open.
-            // (Opens waiting for a second response's proof are no sign of
-            // one: this open asks on its own.)
-            unconfirm()
-            return []
-        }
+        validation.wait(opening)
+        // A probe is already on its way, or (never confirmed) a fetch whose
+        // head has not come: its head answers this open.
+        if probeID != nil || (!revalidating && !fetches.isEmpty) { return [] }
         return [.probe(startProbe(minimumFetch: tuning.minimumFetch))]
     }
 
@@ -82,6 +79,7 @@ extension EpisodeRules.State {
     /// kept a while for a reopen that reads on. Returns the replaced
     /// versions no open file reads now, to be closed outside the lock.
     public mutating func release(handle: UInt64, now: Double) -> [EpisodeRules.RetiredVersion] {
+        validation.released(handle)
         if let closing = handles.removeValue(forKey: handle), ReadPlan.readsOn(streak: closing.streak),
             closing.generation == generation
         {
@@ -99,9 +97,7 @@ extension EpisodeRules.State {
     /// response (a provisional file is open; `answer` is then kept and
     /// answered when the response comes), `false` to answer now.
     public mutating func statWaits(_ answer: @autoclosure () -> EpisodeRules.SizeToken) -> Bool {
-        guard handles.values.contains(where: \.provisional) else { return false }
-        sizeWaiters.append(answer())
-        return true
+        validation.statEarly(answer())
     }
 
     /// Registers the open's probe: the first missing bytes (or one byte),
@@ -112,7 +108,7 @@ extension EpisodeRules.State {
         let id = takeFetchID()
         fetches[id] = EpisodeRules.FetchProgress(
             cursor: range.lowerBound, upper: range.upperBound, generation: generation, role: .answersOnArrival)
-        validation = .asking(probe: id, lastConfirmed: validatedAt)
+        validation.ask(probe: id)
         return ProbeStart(id: id, range: range, validator: version.ifRange, url: effectiveURL)
     }
 

@@ -57,9 +57,8 @@ extension EpisodeRules.State {
         handle: UInt64, offset: Int64, size: Int, reply: EpisodeRules.ReadToken, context: ReadContext
     ) -> [Effect] {
         guard let reader = handles[handle] else { return [.fail(reply)] }
-        if reader.provisional {
-            // Opened before the first response: wait for it.
-            earlyReads.append(EpisodeRules.EarlyRead(handle: handle, offset: offset, size: size, reply: reply))
+        // Opened before the first response: wait for it.
+        if validation.readEarly(EpisodeRules.EarlyRead(handle: handle, offset: offset, size: size, reply: reply)) {
             return []
         }
         // The origin changed since this file was opened: serving the rest

@@ -80,7 +80,7 @@ extension EpisodeRules.State {
     /// opened on it, if any is open and any byte is cached. The scratch
     /// file goes with them, so the new version gets a new one.
     mutating func retireForOpenFiles() {
-        let opened = handles.values.contains { $0.generation == generation && !$0.provisional }
+        let opened = handles.contains { $0.value.generation == generation && !isProvisional($0.key) }
         guard opened, let length, !present.isEmpty || !spill.isEmpty else { return }
         retired[generation] = EpisodeRules.RetiredVersion(length: length, present: present, spill: spill, scratch: scratch)
         if scratch != nil { storage = .replacing }

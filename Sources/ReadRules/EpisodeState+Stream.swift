@@ -34,7 +34,7 @@ extension EpisodeRules.State {
         if let length, (present.contains(0..<length) && !unprovenBytes) || (streamOnItsWay && probeID == nil) {
             return [openNow(opening)]
         }
-        openWaiters.append(opening)
+        validation.wait(opening)
         if streamOnItsWay { return [] }
         let probe = startProbe(range: 0..<EpisodeRecord.positions.upperBound, minimumFetch: 0)
         variant.streamStarted(probe.id)

@@ -37,7 +37,13 @@ extension EpisodeRules.State {
                 fetches[id] = nil
             case .probe(let probe), .check(let probe):
                 fetches[probe.id] = nil
-                if probeID == probe.id { probeGone() }
+                guard probeID == probe.id else { continue }
+                // The files opened early read the stopped version: their
+                // reads are made again, and fail (`readStopped`).
+                let early = settle(validation.probeGone())
+                if !early.reads.isEmpty || !early.sized.isEmpty {
+                    effects.append(.resume(reads: early.reads, sized: early.sized))
+                }
             default:
                 effects.append(effect)
             }
@@ -70,6 +76,6 @@ extension EpisodeRules.State {
     /// current version, which is stopped.
     func readStopped(handle: UInt64) -> Bool {
         guard stepsUnfinished, let reader = handles[handle] else { return false }
-        return !reader.provisional && reader.generation == generation
+        return !isProvisional(handle) && reader.generation == generation
     }
 }

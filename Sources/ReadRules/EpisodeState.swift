@@ -60,7 +60,7 @@ extension EpisodeRules {
 
     /// An open, answered at once or waiting for a response of this mount
     /// (validation and the true length).
-    public struct OpenWaiter: Sendable {
+    public struct OpenWaiter: Equatable, Sendable {
         var reply: EpisodeRules.OpenToken
         var handle: UInt64
         /// When it was opened (monotonic seconds): an open before the
@@ -228,11 +228,6 @@ extension EpisodeRules {
         /// ended: a seek back, or a read the kernel sent late; a read on
         /// from here moves the reader here (`ReadPlan.follow`).
         var rewound: Int64?
-        /// Opened before the first response of the mount arrived (nothing
-        /// of the episode was cached, so nothing could be served stale):
-        /// its reads wait for that response, and it reads the version the
-        /// response tells.
-        var provisional = false
         /// Who opened it.
         var opener: EpisodeRules.Opener
         /// Where it read (for `ScanPattern`, at its close).
@@ -241,24 +236,11 @@ extension EpisodeRules {
 
     /// A read of a provisional handle, made again once the first response
     /// told the episode's length and version.
-    public struct EarlyRead: Sendable {
+    public struct EarlyRead: Equatable, Sendable {
         public internal(set) var handle: UInt64
         public internal(set) var offset: Int64
         public internal(set) var size: Int
         public internal(set) var reply: EpisodeRules.ReadToken
-    }
-
-    /// Whether the origin confirmed an episode's cached version in this
-    /// mount. Times are monotonic seconds (`monotonicSeconds()`).
-    public enum Validation: Equatable, Sendable {
-        /// Not confirmed now; `lastConfirmed` is when it last was in this
-        /// mount, if ever (an open then asks again with a probe of its own).
-        case unconfirmed(lastConfirmed: Double?)
-        /// Fetch `probe` is on its way; its head answers the opens waiting
-        /// in `openWaiters`.
-        case asking(probe: UInt64, lastConfirmed: Double?)
-        /// A response confirmed (or changed) the version at `at`.
-        case confirmed(at: Double)
     }
 
     /// A warning about an episode that is logged once, not per request.
@@ -279,8 +261,10 @@ extension EpisodeRules {
         /// (`Variant`, changed only through its transitions).
         var variant = Variant()
         /// Whether a response in this mount confirmed the cached version,
-        /// and the probe asking, if one is on its way.
-        var validation = Validation.unconfirmed(lastConfirmed: nil)
+        /// and who waits for it to: the opens, the probe asking and the
+        /// files opened before it came, with their reads and `stat`s
+        /// (`EpisodeRules.Validation`).
+        var validation = EpisodeRules.Validation.unconfirmed(lastConfirmed: nil, opens: [])
         /// The kernel may hold pages of a version the origin replaced: the
         /// next open clears them (keep_cache off) before anything reads.
         var kernelPagesStale = false
@@ -297,17 +281,13 @@ extension EpisodeRules {
         var unfinishedSteps: [Effect] = []
         public internal(set) var fetches: [UInt64: FetchProgress] = [:]
         var waiters: [Waiter] = []
-        var openWaiters: [OpenWaiter] = []
         public internal(set) var handles: [UInt64: HandleState] = [:]
-        /// Reads of provisional handles, waiting for the first response.
-        var earlyReads: [EarlyRead] = []
         /// Early reads that need more than the first response brings, made
-        /// again when that fetch ends (see `fetch(_:receivedHead:)`).
+        /// again when that fetch ends (`settleAfterHead`). Not inside the
+        /// fetch: `fetchEnded`, or a version change, forgets the fetch
+        /// before `fetchSettled` makes them; nor inside `validation`, which
+        /// moves on (an open past `revalidateAfter` asks again) meanwhile.
         var readsAfterProbe: (fetchID: UInt64, reads: [EarlyRead])?
-        /// Attribute requests waiting for the first response while
-        /// provisional handles are open (`stat` of an open file shows the
-        /// origin's size, not the feed's claim).
-        var sizeWaiters: [EpisodeRules.SizeToken] = []
         /// The current version's scratch file: not open, open, or being
         /// replaced (`EpisodeRules.Scratch`).
         var storage = EpisodeRules.Scratch.notOpen
@@ -383,34 +363,29 @@ extension EpisodeRules {
         }
 
         /// Whether a response in this mount confirmed the cached version.
-        var validated: Bool {
-            if case .confirmed = validation { return true }
-            return false
-        }
+        var validated: Bool { validation.isConfirmed }
 
         /// When the origin last confirmed or changed the version.
-        var validatedAt: Double? {
-            switch validation {
-            case .unconfirmed(let at), .asking(_, let at): at
-            case .confirmed(let at): at
-            }
-        }
+        var validatedAt: Double? { validation.confirmedAt }
 
         /// The probe on its way, if one is.
-        var probeID: UInt64? {
-            if case .asking(let probe, _) = validation { return probe }
-            return nil
-        }
+        var probeID: UInt64? { validation.probe }
 
-        /// No longer confirmed: the next response must confirm it again
-        /// (a probe on its way stays).
-        mutating func unconfirm() {
-            if case .confirmed(let at) = validation { validation = .unconfirmed(lastConfirmed: at) }
-        }
+        /// The opens waiting for a response (`EpisodeRules.Validation`).
+        var openWaiters: [EpisodeRules.OpenWaiter] { validation.opens }
 
-        /// The probe ended without confirming anything.
-        mutating func probeGone() {
-            if case .asking(_, let at) = validation { validation = .unconfirmed(lastConfirmed: at) }
+        /// Reads of files opened before the first response, waiting for it.
+        var earlyReads: [EpisodeRules.EarlyRead] { validation.provisional.reads }
+
+        /// `stat`s waiting for the first response while files opened before
+        /// it are open (`stat` of an open file shows the origin's size, not
+        /// the feed's claim).
+        var sizeWaiters: [EpisodeRules.SizeToken] { validation.provisional.sized }
+
+        /// Whether open file `handle` was opened before the first response
+        /// and waits for it (`EpisodeRules.Provisional`).
+        func isProvisional(_ handle: UInt64) -> Bool {
+            validation.provisional.handles.contains(handle)
         }
 
         /// A new id for a fetch of this episode.

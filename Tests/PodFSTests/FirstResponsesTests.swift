@@ -41,9 +41,9 @@ import Testing
     private func probeAnswered() throws -> (ReadBench, Episode.State.ProbeStart) {
         var bench = ReadBench(length: 10 * mib, handles: [], confirmed: false)
         let probe = try #require(ReadBench.probes(bench.open(1, feedLength: 10 * mib)).first)
-        #expect(bench.state.handles[1]?.provisional == true)
+        #expect(bench.state.isProvisional(1))
         bench.head(probe.id, probe.range)
-        #expect(bench.state.handles[1]?.provisional == false && !bench.state.current.hadBytes)
+        #expect(bench.state.handles[1] != nil && !bench.state.isProvisional(1) && !bench.state.current.hadBytes)
         return (bench, probe)
     }
 

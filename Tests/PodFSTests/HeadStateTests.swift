@@ -241,11 +241,11 @@ import Testing
         #expect(read(&state, handle: 8, at: 0).isEmpty && read(&state, handle: 8, at: 900_000).isEmpty)
         // File 7, with no size from the feed, waits for the probe's answer.
         #expect(opened(&state, handle: 7, feedLength: nil) == nil)
-        #expect(state.handles[7] == nil && state.handles[8]?.provisional == true && state.earlyReads.count == 2)
+        #expect(state.handles[7] == nil && state.isProvisional(8) && state.earlyReads.count == 2)
         let (verdict, _, then) = apply(&state, head(206, first: 0, last: 262_143, total: 1000 * 1000), id: id)
         #expect(verdict == .accepted)
         #expect(state.probeID == nil && state.validated)
-        #expect(state.handles[7] != nil && state.handles[8]?.provisional == false)
+        #expect(state.handles[7] != nil && state.handles[8] != nil && !state.isProvisional(8))
         let opened = then.compactMap { if case .answerOpen(_, let answer?) = $0 { answer.handle } else { nil } }
         #expect(opened == [7])
         for effect in then {

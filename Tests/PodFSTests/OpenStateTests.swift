@@ -153,7 +153,7 @@ import Testing
         let effects = state.open(handle: 1, reply: Episode.OpenToken.fake(), now: 0, feedLength: 5 * mib, tuning: tuning)
         #expect(answers(effects).first?.keepCache == false)
         #expect(probes(effects).first?.range == 0..<tuning.minimumFetch)
-        #expect(state.handles[1]?.provisional == true)
+        #expect(state.isProvisional(1))
         guard case .answerOpen = effects.first else {
             Issue.record("the open is answered before the probe goes out")
             return
@@ -190,7 +190,7 @@ import Testing
         // Nothing cached: the file opens at once, its probe on its way.
         let opened = state.open(handle: 1, reply: Episode.OpenToken.fake(), now: 0, feedLength: 5 * mib, tuning: tuning)
         let probe = try #require(probes(opened).first)
-        #expect(state.handles[1]?.provisional == true)
+        #expect(state.isProvisional(1))
         let stat = Episode.SizeToken.fake()
         let waits = state.statWaits(stat)
         #expect(waits && state.sizeWaiters == [stat])

@@ -145,7 +145,7 @@ import Testing
         // Nothing cached: the file opens while its probe is on its way.
         var bench = ReadBench(length: 10 * mib, handles: [], confirmed: false)
         bench.open(1, feedLength: 10 * mib)
-        #expect(bench.state.handles[1]?.provisional == true)
+        #expect(bench.state.isProvisional(1))
         let probe = bench.state.fetches.keys.sorted()
         #expect(bench.read(at: 0).isEmpty)
         #expect(bench.state.earlyReads.count == 1)

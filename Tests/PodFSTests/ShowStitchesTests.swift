@@ -31,7 +31,6 @@ import Testing
     @Test func anEpisodeWithItsOwnEvidenceKeepsIt() {
         // Bytes cached (of a variant this mount may confirm).
         var cached = ReadBench(length: 4 * mib, present: [0..<mib], handles: []).state
-        cached.validation = .unconfirmed(lastConfirmed: nil)
         #expect(cached.inheritStitching() == nil)
         #expect(cached.unstable == nil)
         // Evicted: its length and validator are known, no byte is left.

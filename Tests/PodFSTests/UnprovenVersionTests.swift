@@ -74,7 +74,7 @@ import Testing
         #expect(state.fetches[probe] == nil)
         // Nothing learnt the probe's length or variant: the file waits on.
         #expect(state.length == nil && state.present.isEmpty)
-        #expect(state.handles[1]?.provisional == true && state.earlyReads.count == 1)
+        #expect(state.isProvisional(1) && state.earlyReads.count == 1)
         #expect(resumed(then).isEmpty)
     }
 
@@ -87,7 +87,7 @@ import Testing
         let (verdict, _, then) = apply(&state, head(last: longer - 1, total: longer), id: stream.id)
         #expect(verdict == .accepted)
         #expect(state.length == longer, "the stream's variant is the file's")
-        #expect(state.handles[1]?.provisional == false && state.handles[1]?.generation == state.generation)
+        #expect(state.handles[1] != nil && !state.isProvisional(1) && state.handles[1]?.generation == state.generation)
         #expect(resumed(then).map(\.offset) == [0], "the read waiting since the open is made again")
         #expect(!then.contains { if case .fail = $0 { true } else { false } }, "no error")
         #expect(state.fetches[stream.id]?.upper == longer, "the stream runs to the end of its own variant")
