@@ -49,11 +49,12 @@ extension EpisodeRules.State {
             }
             return [openNow(opening)]
         }
-        if let opened = openFromTheCache(opening) { return opened }
         // Confirmed before in this mount, but longer ago than the TTL: ask
-        // again with a probe of its own (a fetch already streaming has had
-        // its head and would not answer this open).
-        let revalidating = validatedAt != nil
+        // again with a probe of its own (a fetch already on its way was
+        // sent before, and one streaming has had its head).
+        let revalidating = validated
+        validation.lapse()
+        if let opened = openFromTheCache(opening) { return opened }
         if !revalidating, present.isEmpty, spill.isEmpty, openWaiters.isEmpty, fetches.isEmpty || probeID != nil,
             (feedLength ?? 0) > 0
         {
@@ -69,9 +70,11 @@ extension EpisodeRules.State {
             return [answer] + probe
         }
         validation.wait(opening)
-        // A probe is already on its way, or (never confirmed) a fetch whose
-        // head has not come: its head answers this open.
-        if probeID != nil || (!revalidating && !fetches.isEmpty) { return [] }
+        // A probe is already on its way, or another fetch whose head has
+        // not come: its head answers this open. (One that streams has had
+        // its head, and would not: this open asks with a probe of its own.)
+        let headOnItsWay = fetches.values.contains { $0.generation == generation && !$0.headArrived }
+        if probeID != nil || (!revalidating && headOnItsWay) { return [] }
         return [.probe(startProbe(minimumFetch: tuning.minimumFetch))]
     }
 

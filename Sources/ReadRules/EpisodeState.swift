@@ -264,7 +264,7 @@ extension EpisodeRules {
         /// and who waits for it to: the opens, the probe asking and the
         /// files opened before it came, with their reads and `stat`s
         /// (`EpisodeRules.Validation`).
-        var validation = EpisodeRules.Validation.unconfirmed(lastConfirmed: nil, opens: [])
+        var validation = EpisodeRules.Validation.unconfirmed(opens: [])
         /// The kernel may hold pages of a version the origin replaced: the
         /// next open clears them (keep_cache off) before anything reads.
         var kernelPagesStale = false
@@ -365,7 +365,7 @@ extension EpisodeRules {
         /// Whether a response in this mount confirmed the cached version.
         var validated: Bool { validation.isConfirmed }
 
-        /// When the origin last confirmed or changed the version.
+        /// When the origin confirmed or changed the version, while that holds.
         var validatedAt: Double? { validation.confirmedAt }
 
         /// The probe on its way, if one is.

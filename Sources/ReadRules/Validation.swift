@@ -11,11 +11,10 @@ extension EpisodeRules {
     /// (`confirmedAwaitingProof`). It changes only through the transitions
     /// below.
     public enum Validation: Equatable, Sendable {
-        /// Not confirmed now; `lastConfirmed` is when it last was in this
-        /// mount, if ever (an open then asks again with a probe of its
-        /// own). `opens` wait for the head of a fetch on its way, which is
-        /// not a probe of theirs.
-        case unconfirmed(lastConfirmed: Double?, opens: [OpenWaiter])
+        /// Not confirmed now: never in this mount, or longer ago than
+        /// `revalidateAfter` (`lapse`). `opens` wait for the head of a
+        /// fetch on its way, which is not a probe of theirs.
+        case unconfirmed(opens: [OpenWaiter])
         /// A probe is on its way; its head (or any other's) answers those
         /// who wait in `Asking`.
         case asking(Asking)
@@ -36,11 +35,11 @@ extension EpisodeRules {
             }
         }
 
-        /// When the origin last confirmed or changed the version.
+        /// When the origin confirmed or changed the version, while that
+        /// holds.
         var confirmedAt: Double? {
             switch self {
-            case .unconfirmed(let at, _): at
-            case .asking(let asking): asking.lastConfirmed
+            case .unconfirmed, .asking: nil
             case .confirmed(let at), .confirmedAwaitingProof(let at, _): at
             }
         }
@@ -54,7 +53,7 @@ extension EpisodeRules {
         /// The opens waiting, in whichever phase.
         var opens: [OpenWaiter] {
             switch self {
-            case .unconfirmed(_, let opens), .confirmedAwaitingProof(_, let opens): opens
+            case .unconfirmed(let opens), .confirmedAwaitingProof(_, let opens): opens
             case .asking(let asking): asking.opens
             case .confirmed: []
             }
@@ -73,7 +72,7 @@ extension EpisodeRules {
         /// once confirmed, the proof a second response brings.
         mutating func wait(_ open: OpenWaiter) {
             switch self {
-            case .unconfirmed(let at, let opens): self = .unconfirmed(lastConfirmed: at, opens: opens + [open])
+            case .unconfirmed(let opens): self = .unconfirmed(opens: opens + [open])
             case .asking(var asking):
                 asking.opens.append(open)
                 self = .asking(asking)
@@ -87,7 +86,7 @@ extension EpisodeRules {
         mutating func takeOpens() -> [OpenWaiter] {
             let opens = opens
             switch self {
-            case .unconfirmed(let at, _): self = .unconfirmed(lastConfirmed: at, opens: [])
+            case .unconfirmed: self = .unconfirmed(opens: [])
             case .asking(var asking):
                 asking.opens = []
                 self = .asking(asking)
@@ -100,13 +99,23 @@ extension EpisodeRules {
         /// Fetch `probe` asks now: whoever waited keeps waiting, for it.
         mutating func ask(probe: UInt64) {
             switch self {
-            case .unconfirmed(let at, let opens): self = .asking(Asking(probe: probe, lastConfirmed: at, opens: opens))
+            case .unconfirmed(let opens), .confirmedAwaitingProof(_, let opens):
+                self = .asking(Asking(probe: probe, opens: opens))
             case .asking(var asking):
                 asking.probe = probe
                 self = .asking(asking)
-            case .confirmed(let at): self = .asking(Asking(probe: probe, lastConfirmed: at))
-            case .confirmedAwaitingProof(let at, let opens):
-                self = .asking(Asking(probe: probe, lastConfirmed: at, opens: opens))
+            case .confirmed: self = .asking(Asking(probe: probe))
+            }
+        }
+
+        /// The confirmation is older than `revalidateAfter`: the next
+        /// response must confirm the version again. The opens waiting for
+        /// a proof wait for that response instead.
+        mutating func lapse() {
+            switch self {
+            case .confirmed: self = .unconfirmed(opens: [])
+            case .confirmedAwaitingProof(_, let opens): self = .unconfirmed(opens: opens)
+            case .unconfirmed, .asking: break
             }
         }
 
@@ -160,7 +169,7 @@ extension EpisodeRules {
         /// reads and `stat`s, to be settled.
         mutating func probeGone() -> Provisional {
             guard case .asking(let asking) = self else { return Provisional() }
-            self = .unconfirmed(lastConfirmed: asking.lastConfirmed, opens: asking.opens)
+            self = .unconfirmed(opens: asking.opens)
             return asking.provisional
         }
     }
@@ -169,8 +178,6 @@ extension EpisodeRules {
     public struct Asking: Equatable, Sendable {
         /// The fetch asking.
         var probe: UInt64
-        /// When the version was last confirmed in this mount, if ever.
-        var lastConfirmed: Double?
         /// Opens answered by its head.
         var opens: [OpenWaiter] = []
         /// Files opened before it came, and their reads and `stat`s.
