@@ -16,7 +16,9 @@ Control API (same port, never counted in the stats):
   GET  /_origin/stats          counters as JSON (per path: "ranges" asked, in order, and
                                "finished": each response's Range header and body bytes sent,
                                once it ended or was cut short; "user_agents": each
-                               User-Agent it was asked with, once)
+                               User-Agent it was asked with, once; "in_progress": the
+                               responses begun and not yet ended, which a reset leaves
+                               alone)
   POST /_origin/reset          zero all counters
   POST /_origin/config         merge a JSON fault config, answer the result
   GET  /_origin/config         current fault config
@@ -150,6 +152,9 @@ class Origin:
         self.released = threading.Condition(self.lock)
         self.release_generation = 0
         self.held = 0
+        # Non-control responses begun and not yet ended (a level, like
+        # held: a reset leaves it alone).
+        self.in_progress = 0
         self.config = {}
         self.log_file = open(log_path, "a", buffering=1) if log_path else None
         self.log_lock = threading.Lock()
@@ -215,6 +220,18 @@ class Origin:
             self.bytes += n
             self._path_stats(path)["bytes"] += n
 
+    def begin_response(self):
+        """A non-control request came in; `end_response` follows, whatever
+        becomes of it."""
+        with self.lock:
+            self.in_progress += 1
+
+    def end_response(self):
+        """A response begun by `begin_response` ended: no byte more is sent
+        for it."""
+        with self.lock:
+            self.in_progress -= 1
+
     def stats(self):
         with self.lock:
             return {
@@ -224,6 +241,7 @@ class Origin:
                 "drops": self.drops,
                 "held": self.held,
                 "holds": self.holds,
+                "in_progress": self.in_progress,
                 "paths": json.loads(json.dumps(self.paths)),
                 "variants": dict(self.variants),
             }
@@ -685,13 +703,17 @@ class Handler(BaseHTTPRequestHandler):
         status, nbytes = "-", 0
         rng = self.headers.get("Range")
         started = time.time()
+        self.origin.begin_response()
         try:
             status, nbytes = self._serve(path, rng)
         except (ConnectionError, BrokenPipeError, socket.timeout):
             self.close_connection = True
         finally:
-            self.origin.count_finished(path, rng, nbytes)
-            self.origin.log(self.command, path, rng, status, nbytes, started)
+            try:
+                self.origin.count_finished(path, rng, nbytes)
+                self.origin.log(self.command, path, rng, status, nbytes, started)
+            finally:
+                self.origin.end_response()
 
     # ---- control API ----------------------------------------------------
     def _json(self, code, obj):

@@ -255,20 +255,29 @@ class OriginTest(unittest.TestCase):
         reader.start()
         try:
             deadline = time.time() + 10
-            while self.control("/_origin/stats", method="GET")["held"] != 1:
+            while (s := self.control("/_origin/stats", method="GET"))["held"] != 1:
                 self.assertLess(time.time(), deadline, "the response was never held")
                 time.sleep(0.01)
-            # Held: it stays so until released, however long that takes.
-            time.sleep(0.3)
+            # Held (the origin says so): 100 bytes sent, the response not
+            # ended at the origin nor complete at the reader.
+            self.assertEqual((s["paths"]["/ep.mp3"]["bytes"], s["in_progress"]), (100, 1))
+            self.assertNotIn("finished", s["paths"]["/ep.mp3"])
             self.assertTrue(reader.is_alive())
-            self.assertEqual(self.control("/_origin/stats", method="GET")["paths"]["/ep.mp3"]["bytes"], 100)
+            self.assertNotIn("response", got)
         finally:
             self.control("/_origin/release")
             reader.join(10)
+        # Released: the response completes.
+        self.assertFalse(reader.is_alive(), "the response did not complete after the release")
         r, data = got["response"]
         self.assertEqual((r.status, data), (206, BIG[:1000]))
-        s = self.control("/_origin/stats", method="GET")
+        deadline = time.time() + 10
+        while (s := self.control("/_origin/stats", method="GET"))["in_progress"] != 0:
+            self.assertLess(time.time(), deadline, "the response never ended at the origin")
+            time.sleep(0.01)
         self.assertEqual((s["held"], s["holds"], s["paths"]["/ep.mp3"]["holds"]), (0, 1, 1))
+        self.assertEqual(s["paths"]["/ep.mp3"]["bytes"], 1000)
+        self.assertEqual(s["paths"]["/ep.mp3"]["finished"], [{"range": "bytes=0-999", "sent": 1000}])
         # The count is used up: the next one is not held.
         r, data = self.request("GET", "/ep.mp3", {"Range": "bytes=0-999"})
         self.assertEqual((r.status, data), (206, BIG[:1000]))
