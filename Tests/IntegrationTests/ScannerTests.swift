@@ -28,7 +28,7 @@ struct ScannerTests {
         let seconds = try mpd.waitForDatabase()
         let songs = try mpd.songs()
         mpd.stop()
-        let traffic = try ScanLibrary.settledTraffic(fixture.origin)
+        let traffic = try ScanLibrary.trafficOfUnmounted(fixture)
         let recursive = mpd.log().split(separator: "\n").filter { $0.contains("recursive directory found") }
         print(
             "MPD, cold: \(songs.count) of \(library.count) episodes in \(String(format: "%.2f", seconds)) s, "
@@ -43,7 +43,6 @@ struct ScannerTests {
             let seconds: Double = song.seconds ?? 0
             #expect(abs(seconds - expected) <= 1, "\(song.file): MPD's duration \(seconds) s, the file's \(expected) s")
         }
-        try fixture.unmount()
     }
 
     /// ffprobe with Jellyfin's probe options over every file: every
@@ -70,13 +69,12 @@ struct ScannerTests {
             if duration != nil { durations += 1 }
         }
         let seconds = Date().timeIntervalSince(started)
-        let traffic = try ScanLibrary.settledTraffic(fixture.origin)
+        let traffic = try ScanLibrary.trafficOfUnmounted(fixture)
         print(
             "ffprobe -analyzeduration 200M -probesize 1G, cold: \(durations) of \(library.count) durations in "
                 + "\(String(format: "%.2f", seconds)) s; origin \(traffic.bytes) bytes in \(traffic.requests) requests, "
                 + "\(traffic.bytes / Int64(library.count)) bytes per file (files of \(library.averageSize) bytes)")
         #expect(durations == library.count)
-        try fixture.unmount()
     }
 
     /// After a remount with the same cache, a new MPD database finds every
@@ -92,8 +90,7 @@ struct ScannerTests {
         _ = try cold.waitForDatabase()
         let coldSongs = try cold.songs().count
         cold.stop()
-        let coldTraffic = try ScanLibrary.settledTraffic(fixture.origin)
-        try fixture.unmount()
+        let coldTraffic = try ScanLibrary.trafficOfUnmounted(fixture)
 
         try library.mount(fixture)
         try fixture.origin.reset()
@@ -102,25 +99,23 @@ struct ScannerTests {
         let seconds = try mpd.waitForDatabase()
         let songs = try mpd.songs()
         mpd.stop()
-        let traffic = try ScanLibrary.settledTraffic(fixture.origin)
-        try fixture.unmount()
-        let afterUnmount = try ScanLibrary.traffic(fixture.origin)
+        let traffic = try ScanLibrary.trafficOfUnmounted(fixture)
         print(
             "MPD after a remount: \(songs.count) of \(library.count) episodes in \(String(format: "%.2f", seconds)) s "
                 + "(cold: \(coldSongs), origin \(coldTraffic.bytes) bytes); origin \(traffic.bytes) bytes in "
-                + "\(traffic.requests) requests (\(afterUnmount.bytes) until the unmount), "
-                + "\(afterUnmount.bytes / Int64(library.count)) bytes per file")
+                + "\(traffic.requests) requests, \(traffic.bytes / Int64(library.count)) bytes per file")
         #expect(Set(songs.map(\.file)) == Set(library.mountPaths), "MPD's songs: \(songs.map(\.file).sorted())")
         #expect(songs.allSatisfy { $0.seconds != nil }, "every song has a duration")
         #expect(
-            afterUnmount.bytes <= Int64(4096 * library.count),
-            "the remount's scan fetched \(afterUnmount.bytes) episode bytes (validations only: at most \(4096 * library.count))")
+            traffic.bytes <= Int64(4096 * library.count),
+            "the remount's scan fetched \(traffic.bytes) episode bytes (validations only: at most \(4096 * library.count))")
     }
 
     /// Issue 29's budget: a scanner that reads a file's tags and closes it
     /// costs the origin at most 1 MiB and the tail's last page, not the
-    /// file's body, counted until the traffic settles, over every file the
-    /// origin was asked for (each about 2.2 MB).
+    /// file's body, counted until the mount's daemon exited and the origin
+    /// ended its last response, over every file the origin was asked for
+    /// (each about 2.2 MB).
     @Test(.needs(needsMPD))
     func anMPDScanCostsAMebibyteAFileNotTheBody() throws {
         let fixture = try Fixture()
@@ -132,7 +127,7 @@ struct ScannerTests {
         _ = try mpd.waitForDatabase()
         let songs = try mpd.songs().count
         mpd.stop()
-        let traffic = try ScanLibrary.settledTraffic(fixture.origin)
+        let traffic = try ScanLibrary.trafficOfUnmounted(fixture)
         // Per file the origin was asked for: a scan that misses files must
         // not look cheaper for it.
         let perFile = traffic.bytes / Int64(max(1, traffic.files))
@@ -149,7 +144,6 @@ struct ScannerTests {
             perFile <= Self.mib + 4096,
             "a scan cost \(perFile) bytes per file, more than 1 MiB and the tail's last page")
         #expect(perFile < Int64(library.averageSize) * 3 / 4, "a scan fetches no file whole")
-        try fixture.unmount()
     }
 }
 
@@ -299,18 +293,19 @@ struct ScanLibrary: Sendable {
         return traffic
     }
 
-    /// The traffic once it stopped changing for a second (a stream the
-    /// scanner left behind counts against the scan), at most 60 s.
-    static func settledTraffic(_ origin: TestOrigin) throws -> Traffic {
-        var last = try traffic(origin)
-        var since = Date()
-        let deadline = Date().addingTimeInterval(60)
-        while Date() < deadline, Date().timeIntervalSince(since) < 1 {
-            Thread.sleep(forTimeInterval: 0.1)
-            let now = try traffic(origin)
-            if now != last { (last, since) = (now, Date()) }
+    /// All the traffic of the fixture's mount: unmounts it (the daemon
+    /// stops every transfer and exits), then waits until the origin ended
+    /// its last response. A stream the scanner left behind counts against
+    /// the scan with every byte it was sent.
+    static func trafficOfUnmounted(_ fixture: Fixture) throws -> Traffic {
+        try fixture.unmount()
+        guard Harness.eventually(30, { !fixture.daemonPIDs.contains(where: Harness.isAlive) }) else {
+            throw HarnessError("the daemon had not exited 30 s after podfs unmount: \(fixture.daemonPIDs)")
         }
-        return last
+        guard try Harness.eventually(60, { try fixture.origin.inProgress() == 0 }) else {
+            throw HarnessError("the origin still sends \(try fixture.origin.inProgress()) responses 60 s after the daemon exited")
+        }
+        return try traffic(fixture.origin)
     }
 }
 

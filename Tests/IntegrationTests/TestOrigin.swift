@@ -209,6 +209,12 @@ final class TestOrigin {
         (try stats()["held"] as? NSNumber)?.intValue ?? -1
     }
 
+    /// How many responses (not control requests) the origin has begun and
+    /// not ended now: 0 once a client is gone means no byte more is sent.
+    func inProgress() throws -> Int {
+        (try stats()["in_progress"] as? NSNumber)?.intValue ?? -1
+    }
+
     /// Lets every held response go on.
     func release() throws { try control("release") }
 
