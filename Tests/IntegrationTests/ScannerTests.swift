@@ -295,15 +295,17 @@ struct ScanLibrary: Sendable {
 
     /// All the traffic of the fixture's mount: unmounts it (the daemon
     /// stops every transfer and exits), then waits until the origin ended
-    /// its last response. A stream the scanner left behind counts against
-    /// the scan with every byte it was sent.
+    /// its last response and closed the daemon's last connection (a
+    /// request it sent before it exited may still be unread there). A
+    /// stream the scanner left behind counts against the scan with every
+    /// byte it was sent.
     static func trafficOfUnmounted(_ fixture: Fixture) throws -> Traffic {
         try fixture.unmount()
         guard Harness.eventually(30, { !fixture.daemonPIDs.contains(where: Harness.isAlive) }) else {
             throw HarnessError("the daemon had not exited 30 s after podfs unmount: \(fixture.daemonPIDs)")
         }
-        guard try Harness.eventually(60, { try fixture.origin.inProgress() == 0 }) else {
-            throw HarnessError("the origin still sends \(try fixture.origin.inProgress()) responses 60 s after the daemon exited")
+        guard try Harness.eventually(60, { try fixture.origin.serving() == (0, 0) }) else {
+            throw HarnessError("the origin still serves \(try fixture.origin.serving()) 60 s after the daemon exited")
         }
         return try traffic(fixture.origin)
     }

@@ -209,10 +209,13 @@ final class TestOrigin {
         (try stats()["held"] as? NSNumber)?.intValue ?? -1
     }
 
-    /// How many responses (not control requests) the origin has begun and
-    /// not ended now: 0 once a client is gone means no byte more is sent.
-    func inProgress() throws -> Int {
-        (try stats()["in_progress"] as? NSNumber)?.intValue ?? -1
+    /// What the origin serves now: the responses (not control requests)
+    /// begun and not ended, and the client connections open (accepted and
+    /// not closed, with a request not yet read; control connections not
+    /// counted). Both 0 after the clients are gone: no byte more is sent.
+    func serving() throws -> (responses: Int, connections: Int) {
+        let stats = try stats()
+        return ((stats["in_progress"] as? NSNumber)?.intValue ?? -1, (stats["open_connections"] as? NSNumber)?.intValue ?? -1)
     }
 
     /// Lets every held response go on.

@@ -17,8 +17,10 @@ Control API (same port, never counted in the stats):
                                "finished": each response's Range header and body bytes sent,
                                once it ended or was cut short; "user_agents": each
                                User-Agent it was asked with, once; "in_progress": the
-                               responses begun and not yet ended, which a reset leaves
-                               alone)
+                               responses begun and not yet ended; "open_connections":
+                               the connections accepted and not yet closed that sent no
+                               control request, a request not yet read included; a
+                               reset leaves these two alone)
   POST /_origin/reset          zero all counters
   POST /_origin/config         merge a JSON fault config, answer the result
   GET  /_origin/config         current fault config
@@ -155,6 +157,9 @@ class Origin:
         # Non-control responses begun and not yet ended (a level, like
         # held: a reset leaves it alone).
         self.in_progress = 0
+        # Connections accepted and not closed, but for those that turned
+        # out to be control connections (a level too).
+        self.open_connections = 0
         self.config = {}
         self.log_file = open(log_path, "a", buffering=1) if log_path else None
         self.log_lock = threading.Lock()
@@ -232,6 +237,12 @@ class Origin:
         with self.lock:
             self.in_progress -= 1
 
+    def open_connection(self, delta):
+        """A client connection was accepted (+1), or closed or found to be
+        a control connection (-1)."""
+        with self.lock:
+            self.open_connections += delta
+
     def stats(self):
         with self.lock:
             return {
@@ -242,6 +253,7 @@ class Origin:
                 "held": self.held,
                 "holds": self.holds,
                 "in_progress": self.in_progress,
+                "open_connections": self.open_connections,
                 "paths": json.loads(json.dumps(self.paths)),
                 "variants": dict(self.variants),
             }
@@ -602,6 +614,9 @@ class Handler(BaseHTTPRequestHandler):
     def setup(self):
         super().setup()
         self.conn_counted = False
+        # Counted open until it closes or sends a control request.
+        self.conn_open = True
+        self.server.origin.open_connection(1)
         try:
             self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         except OSError:
@@ -609,6 +624,17 @@ class Handler(BaseHTTPRequestHandler):
         lat = self.server.origin.latency()
         if lat:
             time.sleep(lat)
+
+    def finish(self):
+        try:
+            super().finish()
+        finally:
+            self._uncount_open()
+
+    def _uncount_open(self):
+        if self.conn_open:
+            self.conn_open = False
+            self.server.origin.open_connection(-1)
 
     def log_message(self, format, *args):  # never write to stderr per request
         pass
@@ -695,6 +721,7 @@ class Handler(BaseHTTPRequestHandler):
     def _dispatch(self):
         path, query = self._req_path()
         if path.startswith("/_origin/") or path == "/_origin":
+            self._uncount_open()
             try:
                 self._control(path, query)
             except (ConnectionError, BrokenPipeError):

@@ -282,6 +282,28 @@ class OriginTest(unittest.TestCase):
         r, data = self.request("GET", "/ep.mp3", {"Range": "bytes=0-999"})
         self.assertEqual((r.status, data), (206, BIG[:1000]))
 
+    def test_open_connections_count_a_client_until_it_closes(self):
+        def wait_for_open(n, message):
+            deadline = time.time() + 10
+            while self.control("/_origin/stats", method="GET")["open_connections"] != n:
+                self.assertLess(time.time(), deadline, message)
+                time.sleep(0.01)
+
+        # Control connections (these stats requests too) are not counted.
+        wait_for_open(0, "the earlier tests' connections never closed")
+        c = self.conn()
+        try:
+            c.connect()
+            wait_for_open(1, "a connection that sent nothing yet is not counted")
+            c.request("GET", "/other.mp3")
+            r = c.getresponse()
+            self.assertEqual((r.status, r.read()), (200, b"other file bytes"))
+            # Kept alive after its response: still open.
+            self.assertEqual(self.control("/_origin/stats", method="GET")["open_connections"], 1)
+        finally:
+            c.close()
+        wait_for_open(0, "a closed connection is still counted")
+
     def test_hold_head_answers_nothing_until_released(self):
         import threading
         self.control("/_origin/config", {"hold_head": {"path": "/other.mp3", "count": 1}})
