@@ -87,7 +87,10 @@ extension EpisodeRules.State {
             readsAfterProbe = nil
         }
         let stillPending = fetches.values.contains { $0.generation == generation }
-        let probeEnded = probeID == id || probeID.map { fetches[$0] == nil } ?? false
+        // (No closure over `self` here: Swift 6.3's optimiser fails on one
+        // in this function, in release builds.)
+        var probeEnded = false
+        if let probe = probeID { probeEnded = probe == id || fetches[probe] == nil }
         if !validated && (!stillPending || probeEnded) {
             // Offline, the cache answers; so it does when the origin was
             // busy for every attempt (408, 429, 5xx, a dropped connection:
@@ -116,7 +119,7 @@ extension EpisodeRules.State {
                 early.sized = settled.sized
             }
         }
-        if case .confirmedAwaitingProof = validation, !awaitingProof {
+        if validation.awaitsProof, !awaitingProof {
             // Opens that waited for a head that never came (`open`): the
             // version one response confirmed is what they read.
             opens += answerOpens(dropAttributes: false)

@@ -50,6 +50,12 @@ extension EpisodeRules {
             return nil
         }
 
+        /// Whether opens wait for a second response's proof.
+        var awaitsProof: Bool {
+            if case .confirmedAwaitingProof = self { return true }
+            return false
+        }
+
         /// The opens waiting, in whichever phase.
         var opens: [OpenWaiter] {
             switch self {
