@@ -26,11 +26,6 @@ extension EpisodeReader {
         }
     }
 
-    /// Called by an index commit or a sync that failed for lack of space.
-    func indexOutOfSpace(_ cause: String) {
-        disk.enterFull(cause, logger: logger)
-    }
-
     /// On the flush thread while the disk is full and an open file is being
     /// read from memory (or ranges wait to be committed): gives the reserve
     /// file's space to the index, commits what is on disk, evicts least

@@ -189,7 +189,7 @@ extension EpisodeReader {
                 key: episode.key, length: version.length ?? 0, etag: version.etag,
                 lastModified: version.lastModified, pinnedURL: pinnedURL, pinnedIssuer: pinnedIssuer))
         case .saveVersionLater:
-            markDirty(episode)
+            durability.markDirty(episode)
         case .markUnstable(let reason):
             markUnstable(episode, reason: reason)
         case .invalidateKernel(let pages):

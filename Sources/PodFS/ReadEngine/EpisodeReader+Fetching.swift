@@ -238,7 +238,7 @@ extension EpisodeReader {
         }
         guard let ready else { return }
         if written {
-            markDirty(episode)
+            durability.markDirty(episode)
             if tuning.commitEveryChunk { flush() }
         } else {
             disk.noteSpilled(count, episode: episode)

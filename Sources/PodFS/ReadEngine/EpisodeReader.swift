@@ -19,7 +19,7 @@ public import ReadRules
 /// in the chunk being written, is answered from memory, with the same
 /// bytes); a read never waits on another episode's network; the index
 /// never lists a byte that is not durably on disk (guarantee 1, see
-/// `EpisodeReader+Durability`); bytes of two versions never mix (guarantee
+/// `Durability`); bytes of two versions never mix (guarantee
 /// 3: a changed origin bumps the episode's generation and older handles get
 /// EIO).
 public final class EpisodeReader: Sendable {
@@ -35,8 +35,8 @@ public final class EpisodeReader: Sendable {
     /// and the count of work still queued (`drainWriters`).
     let io = ScratchIO()
     /// What the index must hear and in what order: its lock, the dirty
-    /// and the stopped episodes, the flush thread.
-    let durability = Durability()
+    /// and the stopped episodes, the flush thread and the commit.
+    let durability: Durability
     /// Whether the cache's disk is full, and its reserve file.
     let disk: DiskSpace
     /// The numbers of open files, and the session told of changed sizes
@@ -61,6 +61,7 @@ public final class EpisodeReader: Sendable {
         self.logger = logger
         self.tuning = tuning
         self.disk = DiskSpace(directory: index.directory)
+        self.durability = Durability(index: index, disk: disk, logger: logger)
         self.eviction = Eviction(
             index: index, indexLock: durability.lock, episodes: known.byKey, disk: disk, limit: tuning.cacheLimit,
             logger: logger)
@@ -80,7 +81,7 @@ public final class EpisodeReader: Sendable {
         }
         guard !restored.isEmpty else { return }
         known.meet(restored.map(\.0))
-        for (episode, unsaved) in restored where unsaved { markDirty(episode) }
+        for (episode, unsaved) in restored where unsaved { durability.markDirty(episode) }
     }
 
     /// Deletes the cached bytes of `keys` now, except those of an episode
@@ -279,7 +280,7 @@ public final class EpisodeReader: Sendable {
             logger.warning(
                 "an episode's cache file is missing; its cached ranges are forgotten",
                 metadata: ["episode.key": "\(episode.key)"])
-            markDirty(episode)
+            durability.markDirty(episode)
         }
         if case .failure(let error) = made { cacheWriteFailed(error, episode: episode) }
         return scratch?.file

@@ -3,7 +3,7 @@ import Locking
 
 /// The episodes whose cached ranges or validator changed since the index
 /// last heard of them: what the next flush commits
-/// (`EpisodeReader.flush`). Its lock is a leaf: episodes are added by the
+/// (`Durability.flush`). Its lock is a leaf: episodes are added by the
 /// network and writer threads, and taken all at once by the flush.
 final class DirtyEpisodes: Sendable {
     private let episodes = Locked<[ObjectIdentifier: Episode]>([:])
