@@ -148,6 +148,32 @@ import Testing
         #expect(!state.validated)
     }
 
+    /// After a revalidation probe that failed, the episode is as if never
+    /// confirmed: an open joins a fetch whose head has not come (its head
+    /// confirms the version) rather than sending a probe of its own.
+    @Test func afterAFailedRevalidationAnOpenJoinsAFetchOnItsWay() {
+        var state = cached(validated: true, present: [0..<mib])
+        let late = 100 + tuning.revalidateAfter + 1
+        let first = state.open(handle: 1, reply: .fake(), now: late, feedLength: nil, tuning: tuning)
+        let probe = probes(first)
+        #expect(probe.count == 1 && answers(first).isEmpty, "a lapsed confirmation asks with a probe of its own")
+        let unreachable = FetchError(isTransient: true, isUnreachable: true, message: "no route to host")
+        _ = state.fetchEnded(id: probe[0].id, error: unreachable, attempt: 1, tuning: tuning)
+        let settled = state.fetchSettled(id: probe[0].id, failure: unreachable, isBackground: false, minimumFetch: 1)
+        #expect(answers(settled).map(\.handle) == [1], "offline, it opens from the cache")
+        let gap = ReadBench.fetched(read(&state, at: 5 * mib, now: late + 1))
+        guard gap.count == 1, let id = state.fetches.keys.max() else {
+            Issue.record("the uncached read asks for its bytes")
+            return
+        }
+        let second = state.open(handle: 2, reply: .fake(), now: late + 2, feedLength: nil, tuning: tuning)
+        #expect(probes(second).isEmpty && answers(second).isEmpty, "it waits for the head on its way")
+        let head = answer(
+            &state, Episode.State.ProbeStart(id: id, range: gap[0], validator: nil, url: nil), total: 10 * mib,
+            now: late + 3)
+        #expect(answers(head).map(\.handle) == [2], "that head confirms the version and answers the open")
+    }
+
     @Test func anUncachedEpisodeOpensAtOnceWhileItsProbeIsOnItsWay() {
         var state = Episode.State()
         let effects = state.open(handle: 1, reply: Episode.OpenToken.fake(), now: 0, feedLength: 5 * mib, tuning: tuning)
