@@ -174,6 +174,27 @@ import Testing
         #expect(answers(head).map(\.handle) == [2], "that head confirms the version and answers the open")
     }
 
+    /// A version change whose durable steps failed drops the probe it
+    /// planned: the files opened early are settled at once, their reads
+    /// made again (and failing, the episode stopped), their `stat`s
+    /// answered, so none waits for a probe that will never come.
+    @Test func aProbeDroppedByFailedStepsSettlesTheFilesOpenedEarly() {
+        var state = Episode.State()
+        let opened = state.open(handle: 1, reply: .fake(), now: 0, feedLength: 5 * mib, tuning: tuning)
+        guard let probe = probes(opened).first else {
+            Issue.record("an uncached episode opens provisionally with a probe")
+            return
+        }
+        #expect(read(&state, at: 0, now: 1).isEmpty, "the early read waits for the probe")
+        let statWaits = state.statWaits(.fake())
+        #expect(statWaits, "so does a stat of the open file")
+        let effects = state.stepsFailed([.dropIndexRanges], then: [.probe(probe)])
+        let resumed = effects.compactMap { if case .resume(let reads, let sized) = $0 { (reads, sized) } else { nil } }
+        #expect(resumed.count == 1 && resumed.first?.0.count == 1 && resumed.first?.1.count == 1)
+        #expect(!state.isProvisional(1) && state.probeID == nil)
+        #expect(ReadBench.failed(read(&state, at: 0, now: 2)) == 1, "made again, it fails: the episode is stopped")
+    }
+
     @Test func anUncachedEpisodeOpensAtOnceWhileItsProbeIsOnItsWay() {
         var state = Episode.State()
         let effects = state.open(handle: 1, reply: Episode.OpenToken.fake(), now: 0, feedLength: 5 * mib, tuning: tuning)
