@@ -162,7 +162,7 @@ extension EpisodeReader {
         if !plan.early.isEmpty {
             let arriving = EffectContext.Arriving(
                 chunk: chunk, count: plan.count, offset: plan.offset, generation: plan.generation)
-            carryOut(plan.answers, of: episode, EffectContext(generation: plan.generation, arriving: arriving))
+            carryOut(plan.answers, of: episode, EffectContext(arriving: arriving))
         }
         if plan.count > 0 {
             fetch.madeProgress()
@@ -249,7 +249,7 @@ extension EpisodeReader {
         let arriving = skipped == 0
             ? EffectContext.Arriving(chunk: chunk, count: original.count, offset: original.offset, generation: generation)
             : nil
-        carryOut(ready.map(\.answer), of: episode, EffectContext(generation: generation, arriving: arriving))
+        carryOut(ready.map(\.answer), of: episode, EffectContext(arriving: arriving))
     }
 
     /// How many bytes a long fetch allocates ahead of its writes.

@@ -287,7 +287,7 @@ public final class EpisodeReader: Sendable {
     }
 
     /// Answers what waited for the first response
-    /// (`Episode.State.settleProvisionalHandles`): the `stat`s, then the
+    /// (`Episode.State.settle`, `Effect.resume`): the `stat`s, then the
     /// reads, made again as new read events.
     func resume(_ waiting: (reads: [Episode.EarlyRead], sized: [Episode.SizeToken]), of episode: Episode) {
         for sized in waiting.sized { sized.answer() }
