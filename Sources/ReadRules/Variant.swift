@@ -21,7 +21,7 @@ extension EpisodeRules {
             case enclosure
             /// The end of the redirect chain the cached variant came from,
             /// asked directly with `If-Range`, across mounts.
-            case pinned(String)
+            case pinned(Link)
             /// The pinned link of a partly cached variant stopped working
             /// (403, 404, 410): requests follow the enclosure again, and if
             /// it leads to another variant, the cached bytes go and the log
@@ -43,28 +43,45 @@ extension EpisodeRules {
             case stitched(StitchReason, stream: UInt64?, unproven: Bool)
         }
 
+        /// A link at the end of a redirect chain, and who sent podfs there
+        /// (`FetchHead.issuer`; `nil`: nobody, the enclosure URL was it).
+        /// The two go together: a link forgotten forgets its issuer.
+        public struct Link: Equatable, Sendable {
+            var url: String
+            var issuer: String?
+        }
+
         /// Every byte of one variant is cached: kept as it is, whatever the
-        /// origin serves now (`EpisodeRules.State.noteIfFinal`).
-        public struct Final: Equatable, Sendable {
-            /// The link it came from (`keepsFinal`); `nil` when it came
-            /// through the enclosure URL unpinned.
-            var url: String?
+        /// origin serves now (`EpisodeRules.State.noteIfFinal`), with where
+        /// it came from (`keepsFinal`).
+        public enum Final: Equatable, Sendable {
+            /// Through the enclosure URL, unpinned.
+            case throughEnclosure
+            /// From a pinned link, which a final episode keeps when it is
+            /// forgotten (`forgetRoute`).
+            case from(Link)
+
+            var link: Link? {
+                if case .from(let link) = self { return link }
+                return nil
+            }
         }
 
         // MARK: - Properties
 
         private(set) var route = Route.enclosure
-        /// Who sent podfs to the pinned link (`FetchHead.issuer`); a final
-        /// episode keeps it with its link when the link is forgotten.
-        private(set) var issuer: String?
         private(set) var serving = Serving.stable
         private(set) var final: Final?
 
         /// The pinned link, if requests go to one.
-        var pinnedURL: String? {
-            if case .pinned(let url) = route { return url }
+        var pinned: Link? {
+            if case .pinned(let link) = route { return link }
             return nil
         }
+
+        /// The link the index keeps: the pinned one, or the one a final
+        /// episode came from once its link is forgotten.
+        var kept: Link? { pinned ?? final?.link }
 
         /// Why the origin serves different bytes per request; `nil` while it
         /// looks stable.
@@ -94,13 +111,13 @@ extension EpisodeRules {
         /// version, so the episode is taken for a stitching one without a
         /// validator and is not final.
         init(restoring record: EpisodeVariant, unprovenBytes: Bool) {
-            route = record.pinnedURL.map(Route.pinned) ?? .enclosure
-            issuer = record.pinnedIssuer
+            let link = record.pinnedURL.map { Link(url: $0, issuer: record.pinnedIssuer) }
+            route = link.map(Route.pinned) ?? .enclosure
             if unprovenBytes {
                 serving = .stitched(.noValidator, stream: nil, unproven: true)
             } else {
                 serving = record.unstable.map { .stitched(StitchReason(code: $0), stream: nil, unproven: false) } ?? .stable
-                final = record.isFinal ? Final(url: record.pinnedURL) : nil
+                final = record.isFinal ? link.map(Final.from) ?? .throughEnclosure : nil
             }
         }
 
@@ -109,17 +126,16 @@ extension EpisodeRules {
         /// A response came from `url`, sent there by `issuer`: requests go
         /// there from now on.
         mutating func pin(_ url: String, issuer: String?) {
-            route = .pinned(url)
-            self.issuer = issuer
+            route = .pinned(Link(url: url, issuer: issuer))
         }
 
         /// The pinned link stopped answering with the variant: requests
-        /// follow the enclosure again. A final episode keeps who sent podfs
-        /// to its link (the index keeps both, `takeCommitSnapshot`);
-        /// another with bytes cached marks the link gone.
+        /// follow the enclosure again. A final episode keeps the link it
+        /// came from, with who sent podfs there (the index keeps both,
+        /// `takeCommitSnapshot`); another with bytes cached marks the link
+        /// gone.
         mutating func forgetRoute(final complete: Bool, cached: Bool) {
             route = complete || !cached ? .enclosure : .gone
-            if !complete { issuer = nil }
         }
 
         /// A link answered again after one was gone: said once, if at all.
@@ -148,7 +164,7 @@ extension EpisodeRules {
         /// it came from.
         mutating func becameFinal() {
             guard !unproven else { return impossible("unproven bytes made final") }
-            final = Final(url: pinnedURL)
+            final = pinned.map(Final.from) ?? .throughEnclosure
         }
 
         /// The cached bytes went (a new version, an eviction): nothing is
@@ -178,9 +194,9 @@ extension EpisodeRules.State {
     // MARK: - The variant, read
 
     /// The pinned link requests go to; `nil`: the enclosure URL.
-    public var effectiveURL: String? { variant.pinnedURL }
-    /// Who sent podfs to the pinned link.
-    var pinnedIssuer: String? { variant.issuer }
+    public var effectiveURL: String? { variant.pinned?.url }
+    /// Who sent podfs to the link the index keeps (`Variant.kept`).
+    var pinnedIssuer: String? { variant.kept?.issuer }
     /// The pinned link of a partly cached variant stopped working.
     var pinnedRouteGone: Bool { variant.route == .gone }
     /// Why the origin serves different bytes per request; `nil` while it
@@ -191,7 +207,7 @@ extension EpisodeRules.State {
     /// Every byte of one variant is cached, and kept.
     var isFinal: Bool { variant.final != nil }
     /// The link the final variant came from.
-    var finalURL: String? { variant.final?.url }
+    var finalURL: String? { variant.final?.link?.url }
     /// The cached bytes were restored unproven (`Variant.Serving`).
     var unprovenBytes: Bool { variant.unproven }
 }

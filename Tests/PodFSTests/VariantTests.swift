@@ -13,8 +13,9 @@ import Testing
         let final = Episode.Variant(
             restoring: EpisodeVariant(pinnedURL: "http://cdn/v1", pinnedIssuer: "public", isFinal: true),
             unprovenBytes: false)
-        #expect(final.pinnedURL == "http://cdn/v1" && final.issuer == "public")
-        #expect(final.final == Episode.Variant.Final(url: "http://cdn/v1") && final.stitched == nil)
+        let link = Episode.Variant.Link(url: "http://cdn/v1", issuer: "public")
+        #expect(final.pinned == link)
+        #expect(final.final == .from(link) && final.stitched == nil)
         let stitched = Episode.Variant(
             restoring: EpisodeVariant(unstable: StitchReason.etagVanished.code), unprovenBytes: false)
         #expect(stitched.route == .enclosure && stitched.stitched == .etagVanished && !stitched.unproven)
@@ -43,7 +44,7 @@ import Testing
         var partial = Episode.Variant()
         partial.pin("http://cdn/v1?sig=a", issuer: "public")
         partial.forgetRoute(final: false, cached: true)
-        #expect(partial.route == .gone && partial.issuer == nil)
+        #expect(partial.route == .gone && partial.kept == nil, "its issuer went with it")
         partial.routeAnswered()
         #expect(partial.route == .enclosure)
         var empty = Episode.Variant()
@@ -55,7 +56,12 @@ import Testing
         final.pin("http://cdn/v1?sig=a", issuer: "public")
         final.becameFinal()
         final.forgetRoute(final: true, cached: true)
-        #expect(final.route == .enclosure && final.issuer == "public" && final.final?.url == "http://cdn/v1?sig=a")
+        #expect(final.route == .enclosure && final.kept == .init(url: "http://cdn/v1?sig=a", issuer: "public"))
+        #expect(final.final == .from(.init(url: "http://cdn/v1?sig=a", issuer: "public")))
+        // One that came through the enclosure unpinned keeps no link.
+        var unpinned = Episode.Variant()
+        unpinned.becameFinal()
+        #expect(unpinned.final == .throughEnclosure && unpinned.kept == nil)
     }
 
     @Test func aMissingScratchFileForgetsItsRangesAndAReplacedVersionChangesNothing() {
