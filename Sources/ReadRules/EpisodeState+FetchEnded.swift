@@ -82,10 +82,7 @@ extension EpisodeRules.State {
         var opens: [Effect] = []
         var probe: [Effect] = []
         var early: (reads: [EpisodeRules.EarlyRead], sized: [EpisodeRules.SizeToken]) = ([], [])
-        if let after = readsAfterProbe, after.fetchID == id {
-            early.reads = after.reads
-            readsAfterProbe = nil
-        }
+        early.reads = readsAfterFetch.removeValue(forKey: id) ?? []
         let stillPending = fetches.values.contains { $0.generation == generation }
         // (No closure over `self` here: Swift 6.3's optimiser fails on one
         // in this function, in release builds.)

@@ -301,7 +301,7 @@ extension EpisodeRules.State {
         let beyond = reads.filter { $0.offset + Int64($0.size) > upper }
         if !beyond.isEmpty {
             reads.removeAll { $0.offset + Int64($0.size) > upper }
-            readsAfterProbe = (fetchID, beyond)
+            readsAfterFetch[fetchID, default: []].append(contentsOf: beyond)
         }
         return .resume(reads: reads, sized: sized)
     }

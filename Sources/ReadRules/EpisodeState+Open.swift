@@ -91,7 +91,7 @@ extension EpisodeRules.State {
         // Bytes kept in memory were for open files only.
         if handles.isEmpty {
             spill.removeAll()
-            allClosedAt = now
+            closings &+= 1
         }
         return forgetUnreadVersions()
     }

@@ -16,14 +16,14 @@ extension EpisodeRules.State {
         handles.isEmpty && openWaiters.isEmpty && fetches.contains { isUnreadStream($0.key, $0.value) }
     }
 
-    /// The grace after the last close (`allClosedAt`) has passed at `now`:
-    /// if still no file is open, every fetch of this version but a probe
-    /// ends where its bytes have come (`cutShort`), and what earlier jumps
-    /// deferred is forgotten. Returns the fetches whose transfers stop now.
-    public mutating func stopUnreadStreams(now: Double, grace: Double) -> [UInt64] {
-        guard handles.isEmpty, openWaiters.isEmpty, earlyReads.isEmpty,
-            !waiters.contains(where: { $0.generation == generation }), let closed = allClosedAt,
-            now - closed >= grace * 0.99
+    /// The grace after `closing` (a value of `closings`) has passed: if no
+    /// file was opened and closed since and none is open, every fetch of
+    /// this version but a probe ends where its bytes have come
+    /// (`cutShort`), and what earlier jumps deferred is forgotten. Returns
+    /// the fetches whose transfers stop now.
+    public mutating func stopUnreadStreams(afterClosing closing: UInt64) -> [UInt64] {
+        guard closing == closings, handles.isEmpty, openWaiters.isEmpty, earlyReads.isEmpty,
+            !waiters.contains(where: { $0.generation == generation })
         else { return [] }
         deferred = RangeSet()
         var stopped: [UInt64] = []

@@ -282,21 +282,26 @@ extension EpisodeRules {
         public internal(set) var fetches: [UInt64: FetchProgress] = [:]
         var waiters: [Waiter] = []
         public internal(set) var handles: [UInt64: HandleState] = [:]
-        /// Early reads that need more than the first response brings, made
-        /// again when that fetch ends (`settleAfterHead`). Not inside the
-        /// fetch: `fetchEnded`, or a version change, forgets the fetch
-        /// before `fetchSettled` makes them; nor inside `validation`, which
-        /// moves on (an open past `revalidateAfter` asks again) meanwhile.
-        var readsAfterProbe: (fetchID: UInt64, reads: [EarlyRead])?
+        /// Early reads that need more than the first response brings, by
+        /// the fetch whose end makes them again (`settleAfterHead`). Not
+        /// inside the fetch: `fetchEnded`, or a version change, forgets the
+        /// fetch before `fetchSettled` makes them; nor inside `validation`,
+        /// which moves on (an open past `revalidateAfter` asks again)
+        /// meanwhile. A second first response before the first fetch ends
+        /// adds its own entry, so no read is lost.
+        var readsAfterFetch: [UInt64: [EarlyRead]] = [:]
         /// The current version's scratch file: not open, open, or being
         /// replaced (`EpisodeRules.Scratch`).
         var storage = EpisodeRules.Scratch.notOpen
         var lastRead: Int64 = 0
         /// The warnings about this episode already logged: each is said once.
         var warned: Set<EpisodeRules.Warning> = []
-        /// When the last open file was closed (monotonic seconds): fetches
-        /// nobody reads stop a grace later (`stopUnreadStreams`).
-        var allClosedAt: Double?
+        /// How many times the last open file was closed: fetches nobody
+        /// reads stop a grace after a closing, if it is still the last one
+        /// (`stopUnreadStreams(afterClosing:)`: the driver's timer names the
+        /// closing it was set for, so a reopen and a later close push the
+        /// stop back a whole grace, whatever the timer's clock).
+        public internal(set) var closings: UInt64 = 0
         /// Where the last sequential reader stopped and how long its streak
         /// was, when it closed (`monotonicSeconds()`): a player that closes
         /// and reopens to read on keeps its read-ahead window.

@@ -251,7 +251,13 @@ import Testing
         for effect in then {
             if case .resume(let reads, _) = effect { #expect(reads.map(\.offset) == [0], "within the probe's bytes now") }
         }
-        #expect(state.readsAfterProbe?.reads.map(\.offset) == [900_000], "beyond them when it ends")
+        // Beyond them when it ends.
+        let settled = state.fetchSettled(id: id, failure: nil, isBackground: false, minimumFetch: 65_536)
+        let resumed = settled.flatMap { effect -> [Int64] in
+            if case .resume(let reads, _) = effect { return reads.map(\.offset) }
+            return []
+        }
+        #expect(resumed == [900_000], "beyond the probe's bytes, made when it ends")
     }
 
     @Test func aMountsCheckAnsweredWholeStopsAfterItsHead() throws {

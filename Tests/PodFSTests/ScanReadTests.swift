@@ -112,14 +112,15 @@ import Testing
         bench.arrive(stream, count: Int(512 * kib))
         #expect(bench.state.fetches[stream]?.received == mib + 512 * kib)
         _ = bench.state.release(handle: 1, now: 100)
+        let first = bench.state.closings
         #expect(bench.state.streamsUnread, "the driver asks again after the grace")
         // A player that reopens within the grace keeps its stream.
         bench.open(2)
         #expect(bench.state.handles[2] != nil)
-        #expect(bench.state.stopUnreadStreams(now: 102, grace: 2).isEmpty)
+        #expect(bench.state.stopUnreadStreams(afterClosing: first).isEmpty)
         _ = bench.state.release(handle: 2, now: 103)
-        #expect(bench.state.stopUnreadStreams(now: 104, grace: 2).isEmpty, "a grace from the last close")
-        let stopped = bench.state.stopUnreadStreams(now: 105, grace: 2)
+        #expect(bench.state.stopUnreadStreams(afterClosing: first).isEmpty, "a grace from the last close")
+        let stopped = bench.state.stopUnreadStreams(afterClosing: bench.state.closings)
         #expect(stopped == [stream])
         #expect(bench.state.fetches[stream]?.upper == mib + 512 * kib, "what came stays")
         #expect(bench.state.fetches[stream]?.cutShort == true)
@@ -136,7 +137,7 @@ import Testing
         let check = try #require(opened.compactMap { if case .check(let check) = $0 { check } else { nil } }.first)
         _ = bench.state.release(handle: 1, now: 0)
         #expect(!bench.state.streamsUnread)
-        #expect(bench.state.stopUnreadStreams(now: 10, grace: 2).isEmpty)
+        #expect(bench.state.stopUnreadStreams(afterClosing: bench.state.closings).isEmpty)
         #expect(bench.state.fetches[check.id] != nil)
     }
 }

@@ -195,9 +195,10 @@ public final class EpisodeReader: Sendable {
         let now = monotonicSeconds()
         // A replaced version no file reads any more is closed here, outside
         // the lock: its file has no path, and closing it frees its blocks.
-        let (extent, unread, streaming, open) = episode.state.withLock { state in
+        let (extent, unread, streaming, open, closing) = episode.state.withLock { state in
             let extent = state.handles[handle]?.extent
-            return (extent, state.release(handle: handle, now: now), state.streamsUnread, state.handles.count)
+            let unread = state.release(handle: handle, now: now)
+            return (extent, unread, state.streamsUnread, state.handles.count, state.closings)
         }
         logger.debug("a file closed", metadata: ["episode.key": "\(episode.key)", "open.files": "\(open)"])
         if !unread.isEmpty {
@@ -205,17 +206,17 @@ public final class EpisodeReader: Sendable {
                 "the last file open on a replaced version closed; its bytes are freed",
                 metadata: ["episode.key": "\(episode.key)", "versions": "\(unread.count)"])
         }
-        if streaming { stopUnreadStreams(of: episode) }
+        if streaming { stopUnreadStreams(of: episode, afterClosing: closing) }
         return extent
     }
 
     /// After `Tuning.closeGrace`, stops the fetches of `episode` that no
-    /// open file reads (`Episode.State.stopUnreadStreams`). Not waited for
-    /// at shutdown: the transfers end then anyway.
-    private func stopUnreadStreams(of episode: Episode) {
+    /// open file reads, unless a file was opened and closed since
+    /// `closing` (`Episode.State.stopUnreadStreams`). Not waited for at
+    /// shutdown: the transfers end then anyway.
+    private func stopUnreadStreams(of episode: Episode, afterClosing closing: UInt64) {
         DispatchQueue.global().asyncAfter(deadline: .now() + tuning.closeGrace) { [self] in
-            let grace = tuning.closeGrace
-            let ids = episode.state.withLock { $0.stopUnreadStreams(now: monotonicSeconds(), grace: grace) }
+            let ids = episode.state.withLock { $0.stopUnreadStreams(afterClosing: closing) }
             guard !ids.isEmpty else { return }
             logger.debug(
                 "no open file reads the episode: its fetches stop where they are",
