@@ -139,15 +139,19 @@ extension EpisodeRules.State {
         return opens + failed + probe + [.resume(reads: early.reads, sized: early.sized), .answerAtEnd] + fill
     }
 
-    /// Reads that ask for bytes at or past the (now known) end, cut to it,
-    /// and whose bytes are all here: they are answered now (an empty range
-    /// with no bytes).
+    /// Reads whose bytes are all here once a head came or a fetch ended:
+    /// they are answered now. A safety net: a read is cut to the length at
+    /// the read, its bytes answer it as they are written (`bodyWritten`),
+    /// and a new version fails or remakes every waiting read
+    /// (`dropVersion`), so none should be left. One that asks past the end
+    /// cannot be (a debug build stops); a release one cuts it to the end.
     public mutating func readsAtEnd() -> [ReadyRead] {
         guard let length else { return [] }
         let available = available
         var ready: [ReadyRead] = []
         waiters = waiters.compactMap { waiter in
             var waiter = waiter
+            assert(waiter.range.upperBound <= length, "a read waits past the episode's end: reads are cut at the read")
             waiter.range = min(waiter.range.lowerBound, length)..<min(waiter.range.upperBound, length)
             guard available.contains(waiter.range) else { return waiter }
             ready.append(ReadyRead(waiter: waiter, scratch: scratch, spilled: spill.pieces(overlapping: waiter.range)))

@@ -362,19 +362,6 @@ import Testing
         }
     }
 
-    @Test func aReadPastTheNowKnownEndIsCutToIt() {
-        var state = cached()
-        // A response told a shorter length than the index had.
-        state.current = .restored(length: 1000, present: [0..<1000])
-        state.waiters = [
-            Episode.Waiter(range: 900..<5000, reply: Episode.ReadToken.fake(), generation: 0, handle: 1, stance: .following),
-            Episode.Waiter(range: 2000..<3000, reply: Episode.ReadToken.fake(), generation: 0, handle: 1, stance: .following),
-        ]
-        let ready = state.readsAtEnd()
-        #expect(ready.map(\.waiter.range) == [900..<1000, 1000..<1000])
-        #expect(state.waiters.isEmpty)
-    }
-
     // MARK: - Guarantee 4: the size a stat shows
 
     @Test func theFeedsClaimIsKeptUntilTheFirstOpenThenAskedAgain() {
