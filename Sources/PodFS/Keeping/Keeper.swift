@@ -212,10 +212,13 @@ public final class Keeper: Sendable {
     }
 
     /// Why an episode is kept (`user.podfs.kept`): "latest", "pinned" or
-    /// "no". The plan of the last pass; a pin is said at once.
+    /// "no". The plan of the last pass; a pin and an unpin are said at
+    /// once (the pass they start may not have planned yet).
     public func keptReason(_ episode: Episode) -> String {
         if isPinned(episode) { return KeepPlan.Reason.pinned.rawValue }
-        return progress.withLock { $0.plan?.kept[episode.key] }?.rawValue ?? "no"
+        let planned = progress.withLock { $0.plan?.kept[episode.key] }
+        guard let planned, planned != .pinned else { return "no" }
+        return planned.rawValue
     }
 
     /// The report as last written.
