@@ -29,6 +29,8 @@ public final class Keeper: Sendable {
         /// Keys said not to fit, so the log says it once.
         var reportedUnfit: Set<String> = []
         var plan: KeepPlan?
+        /// The pins and Ns `plan` was made with.
+        var planSettings: KeepSettings?
         /// Downloads whose file is open now: a reader that opens one of
         /// them makes the others give way.
         var openByKeeper: [String: Episode] = [:]
@@ -212,13 +214,16 @@ public final class Keeper: Sendable {
     }
 
     /// Why an episode is kept (`user.podfs.kept`): "latest", "pinned" or
-    /// "no". The plan of the last pass; a pin and an unpin are said at
-    /// once (the pass they start may not have planned yet).
+    /// "no". The plan of the last pass; a change of pins or Ns since is
+    /// said at once, by a plan made for the asking (the pass the change
+    /// starts may not have planned yet, and a listener who just set one
+    /// reads it back).
     public func keptReason(_ episode: Episode) -> String {
         if isPinned(episode) { return KeepPlan.Reason.pinned.rawValue }
-        let planned = progress.withLock { $0.plan?.kept[episode.key] }
-        guard let planned, planned != .pinned else { return "no" }
-        return planned.rawValue
+        let now = settings.withLock { $0 }
+        var (plan, madeWith) = progress.withLock { ($0.plan, $0.planSettings) }
+        if plan != nil, madeWith != now { plan = makePlan(catalog.shows, settings: now) }
+        return plan?.kept[episode.key]?.rawValue ?? "no"
     }
 
     /// The report as last written.
@@ -242,8 +247,9 @@ public final class Keeper: Sendable {
         while !isStopping {
             let started = monotonicSeconds()
             let shows = catalog.shows
-            let plan = makePlan(shows)
-            publish(plan, shows: shows)
+            let madeWith = settings.withLock { $0 }
+            let plan = makePlan(shows, settings: madeWith)
+            publish(plan, madeWith: madeWith, shows: shows)
             planCost = monotonicSeconds() - started
             let active = Set(progress.withLock { $0.downloads.keys })
             if running < workers, let next = nextEpisode(plan, shows: shows, excluding: active) {
@@ -294,9 +300,8 @@ public final class Keeper: Sendable {
     /// The longest a wake waits for the next plan.
     static let longestSettle = 2.0
 
-    /// The plan for the shows as they are now.
-    private func makePlan(_ shows: [Catalog.Show]) -> KeepPlan {
-        let settings = settings.withLock { $0 }
+    /// The plan for the shows as they are now, with these pins and Ns.
+    private func makePlan(_ shows: [Catalog.Show], settings: KeepSettings) -> KeepPlan {
         // A show none of whose episodes can be kept (no latest, nothing
         // pinned: the default) gives the plan no candidates; a thousand
         // shows' 200,000 episodes were sorted at every plan for nothing.
@@ -315,7 +320,7 @@ public final class Keeper: Sendable {
 
     /// Keeps the plan's episodes (and their transcripts and chapters) from
     /// eviction, says once which do not fit, and writes the report.
-    private func publish(_ plan: KeepPlan, shows: [Catalog.Show]) {
+    private func publish(_ plan: KeepPlan, madeWith: KeepSettings, shows: [Catalog.Show]) {
         var keys = Set(plan.kept.keys)
         if !plan.kept.isEmpty {
             for show in shows {
@@ -338,6 +343,7 @@ public final class Keeper: Sendable {
         reader.keep(keys)
         let newlyUnfit = progress.withLock { progress in
             progress.plan = plan
+            progress.planSettings = madeWith
             let new = plan.unfit.filter { !progress.reportedUnfit.contains($0) }
             progress.reportedUnfit = Set(plan.unfit)
             return new
