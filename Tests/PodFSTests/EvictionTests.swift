@@ -31,10 +31,10 @@ import Testing
     private func eviction(_ index: CacheIndex, limit: Int64?) -> Eviction {
         var logger = Logger(label: "test")
         logger.logLevel = .critical
+        let disk = DiskSpace(directory: index.directory)
         return Eviction(
-            index: index, indexLock: Locked(0), episodes: Locked([:]), disk: DiskSpace(directory: index.directory),
-            limit: limit,
-            logger: logger)
+            index: index, durability: Durability(index: index, disk: disk, logger: logger), episodes: Locked([:]),
+            disk: disk, limit: limit, logger: logger)
     }
 
     private func cached(_ index: CacheIndex) throws -> [String: Int64] {

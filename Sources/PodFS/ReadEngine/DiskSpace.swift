@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import Locking
 import RangeCache
+import ReadRules
 import Synchronization
 
 /// Whether the cache's file system is full, and the small reserve file that
@@ -74,6 +75,24 @@ final class DiskSpace: Sendable {
             logger.warning(message, metadata: metadata)
         } else {
             logger.debug(message, metadata: metadata)
+        }
+    }
+
+    /// A chunk of `episode` could not be written or its scratch file could
+    /// not be created: no room is a full disk (`enterFull`); another
+    /// failure (EFBIG, EIO) is logged once per episode, whose new bytes are
+    /// served from memory. Outside the episode's lock.
+    func writeFailed(_ error: FileError, episode: Episode, logger: Logger) {
+        if error.isNoSpace {
+            enterFull(error.description, logger: logger)
+            return
+        }
+        let first = episode.state.withLock { $0.warnOnce(.writeFailure) }
+        let metadata: Logger.Metadata = ["episode.key": "\(episode.key)", "error": "\(error)"]
+        if first {
+            logger.error("could not write to the cache; this episode's new bytes are served from memory", metadata: metadata)
+        } else {
+            logger.debug("could not write to the cache", metadata: metadata)
         }
     }
 

@@ -14,7 +14,7 @@ extension EpisodeReader {
     /// the index evict on a full disk.
     public func startFlushing(interval: Double = 1.0) {
         durability.flusher.start(interval: interval, prepare: { disk.makeReserve(logger: logger) }) { [self] in
-            recoverSpace()
+            eviction.recoverSpace()
             retryUnfinishedSteps()
             flush()
             evictIfOverLimit()

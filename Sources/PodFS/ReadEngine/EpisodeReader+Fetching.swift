@@ -190,7 +190,7 @@ extension EpisodeReader {
     /// On the episode's writer: writes a chunk at its offset, then marks it
     /// present and wakes the readers whose bytes are now all there. A chunk
     /// that cannot be written (full disk) is kept in memory for the open
-    /// files' readers instead (see `EpisodeReader+DiskFull`).
+    /// files' readers instead (see `Eviction`, `DiskSpace`).
     ///
     /// One serial writer per episode keeps its writes in the order they
     /// arrived: bytes of an older version that were queued before a version
@@ -206,7 +206,7 @@ extension EpisodeReader {
         let end = offset + Int64(count)
         if !disk.isFull {
             // Created outside the lock; a failure is logged and the bytes
-            // go to memory (see EpisodeReader+DiskFull).
+            // go to memory (see `DiskSpace`).
             _ = scratchFile(of: episode)
         }
         // Long fetches allocate their blocks ahead of the writes (see
@@ -225,7 +225,7 @@ extension EpisodeReader {
                 try scratch.write(bytes, at: offset)
                 written = true
             } catch {
-                cacheWriteFailed(error, episode: episode)
+                disk.writeFailed(error, episode: episode, logger: logger)
             }
         }
         // Held overlaps these bytes complete are compared before the bytes

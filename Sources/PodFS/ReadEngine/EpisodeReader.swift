@@ -63,7 +63,7 @@ public final class EpisodeReader: Sendable {
         self.disk = DiskSpace(directory: index.directory)
         self.durability = Durability(index: index, disk: disk, logger: logger)
         self.eviction = Eviction(
-            index: index, indexLock: durability.lock, episodes: known.byKey, disk: disk, limit: tuning.cacheLimit,
+            index: index, durability: durability, episodes: known.byKey, disk: disk, limit: tuning.cacheLimit,
             logger: logger)
     }
 
@@ -255,7 +255,7 @@ public final class EpisodeReader: Sendable {
     /// when `nil`), opened (created sparse at full length) outside its
     /// lock if it is not open yet; `nil` while the length is unknown, when
     /// it cannot be created (reads then come from memory, see
-    /// EpisodeReader+DiskFull), or when that version was replaced and its
+    /// `DiskSpace`), or when that version was replaced and its
     /// bytes are not kept. A read decided on one version is never served
     /// from another's file, however the version changes meanwhile.
     func scratchFile(of episode: Episode, generation wanted: UInt64? = nil) -> ScratchFile? {
@@ -283,7 +283,7 @@ public final class EpisodeReader: Sendable {
                 metadata: ["episode.key": "\(episode.key)"])
             durability.markDirty(episode)
         }
-        if case .failure(let error) = made { cacheWriteFailed(error, episode: episode) }
+        if case .failure(let error) = made { disk.writeFailed(error, episode: episode, logger: logger) }
         return scratch?.file
     }
 

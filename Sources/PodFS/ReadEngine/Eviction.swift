@@ -9,9 +9,16 @@ import ReadRules
 /// forgets its ranges, then its scratch file is deleted, so the index
 /// never claims a deleted byte.
 ///
-/// Its locks: the reader's index lock, taken per episode evicted and then
-/// that episode's state lock (the lock order of every flush); `kept` is a
-/// leaf lock, and so is the reader's map of the mount's episodes it asks.
+/// A full disk (ENOSPC, EDQUOT) never fails a read: fetched bytes are
+/// served from memory (`SpillBuffer`, `DiskSpace`) until the flush thread
+/// made room here (`recoverSpace`) and lets bytes go to the disk again.
+/// The index only ever lists bytes that were written, so it stays
+/// consistent throughout.
+///
+/// Its locks: the index lock (`Durability.lock`), taken per episode evicted
+/// and then that episode's state lock (the lock order of every flush);
+/// `kept` is a leaf lock, and so is the reader's map of the mount's
+/// episodes it asks.
 final class Eviction: Sendable {
     // MARK: - Properties
 
@@ -22,7 +29,8 @@ final class Eviction: Sendable {
     /// mounted are evicted in the index and on disk only.
     private let episodes: Locked<[String: Episode]>
     private let index: CacheIndex
-    private let indexLock: Locked<Int>
+    /// The index lock, and the commit a full disk's recovery makes first.
+    private let durability: Durability
     private let disk: DiskSpace
     private let limit: Int64?
     private let logger: Logger
@@ -30,12 +38,12 @@ final class Eviction: Sendable {
     // MARK: - Init
 
     init(
-        index: CacheIndex, indexLock: Locked<Int>, episodes: Locked<[String: Episode]>, disk: DiskSpace,
+        index: CacheIndex, durability: Durability, episodes: Locked<[String: Episode]>, disk: DiskSpace,
         limit: Int64?, logger: Logger
     ) {
         self.index = index
         self.episodes = episodes
-        self.indexLock = indexLock
+        self.durability = durability
         self.disk = disk
         self.limit = limit
         self.logger = logger
@@ -99,6 +107,34 @@ final class Eviction: Sendable {
         return available
     }
 
+    /// On the flush thread while the disk is full and an open file is being
+    /// read from memory (or ranges wait to be committed): gives the reserve
+    /// file's space to the index, commits what is on disk, evicts least
+    /// recently read episodes (never an open one) until there is room, and
+    /// resumes writing when there is. With no such demand, what is cached
+    /// stays: nothing is evicted for room nobody needs.
+    func recoverSpace() {
+        guard disk.isFull else { return }
+        let reading = disk.takeSpillers().contains { episode in
+            episode.state.withLock { !$0.handles.isEmpty }
+        }
+        let uncommitted = !durability.dirty.isEmpty
+        guard reading || uncommitted else { return }
+        disk.releaseReserve()
+        durability.flush()
+        guard reading else { return }
+        guard let measured = disk.measure() else {
+            disk.leaveFull(logger: logger, free: 0)
+            return
+        }
+        let threshold = disk.resumeThreshold(total: measured.total)
+        let free = makeRoom(until: threshold + DiskSpace.reserveSize)
+        // Writes resume only with the reserve back in place: the next full
+        // disk must again leave room for the index to evict.
+        guard free >= threshold + DiskSpace.reserveSize, disk.makeReserve(logger: logger) else { return }
+        disk.leaveFull(logger: logger, free: free)
+    }
+
     /// Deletes the cached bytes of `keys` now (an unsubscribed show's, with
     /// `--purge`), kept ones too, except an episode open or downloading.
     /// Returns how many went and how many stayed for that reason.
@@ -133,7 +169,7 @@ final class Eviction: Sendable {
     private func evict(key: String) -> Bool {
         let episode = episodes.withLock { $0[key] }
         let path = index.dataPath(forKey: key)
-        return indexLock.withLock { _ -> Bool in
+        return durability.lock.withLock { _ -> Bool in
             // Lock order as everywhere: the index lock, then the episode's.
             func forget() -> Bool {
                 do {
