@@ -1,15 +1,24 @@
+import Dispatch
 import Locking
 import Logging
 import RangeCache
+import ReadRules
 
 /// What the index must hear, and the order it hears it in: the lock that
 /// serialises index commits with version drops, the episodes with ranges
-/// to commit, those stopped until a version change's durable steps are
-/// done (`EpisodeReader+Unfinished`), the thread that flushes, and the
-/// commit itself (`flush`): snapshot the ranges, `fdatasync` the scratch
-/// file, then commit the snapshot. Everything in a snapshot was written
-/// before it was taken, so the sync covers it; a crash loses at most one
-/// interval of downloads (guarantee 1 of docs/DESIGN.md).
+/// to commit, the thread that flushes, and the commit itself (`flush`):
+/// snapshot the ranges, `fdatasync` the scratch file, then commit the
+/// snapshot. Everything in a snapshot was written before it was taken, so
+/// the sync covers it; a crash loses at most one interval of downloads
+/// (guarantee 1 of docs/DESIGN.md).
+///
+/// A version change's durable steps are carried out here too
+/// (`carryOut(_:of:)`), in their order, stopping at the first failure; an
+/// episode whose steps failed is stopped (its readers get EIO) and its
+/// steps are tried again, under the index lock, until the index and the
+/// scratch file took the change (docs/DESIGN.md, "A durable step that
+/// fails"): by a timer (`StoppedEpisodes`: after 1 s, then twice as long
+/// each time, at most 30 s) and at each flush pass.
 ///
 /// Lock order: `lock`, then an episode's state; the others are leaves.
 final class Durability: Sendable {
@@ -99,5 +108,121 @@ final class Durability: Sendable {
     /// Queues an episode for the next commit.
     func markDirty(_ episode: Episode) {
         dirty.mark(episode)
+    }
+
+    // MARK: - A version change's durable steps
+
+    /// Carries out a version change's durable steps (the index, the
+    /// scratch file) in their order, under the index lock the caller holds.
+    /// Returns the steps not done: the one that failed (logged) and those
+    /// after it, none when all were done. The caller then stops the episode
+    /// (`EpisodeReader.stop(_:unfinished:then:fetch:)`, `retryLater`):
+    /// bytes the index may still list are never freed, and no byte of the
+    /// new version comes before the index forgot the old one's.
+    func carryOut(_ steps: [Episode.State.Effect], of episode: Episode) -> [Episode.State.Effect] {
+        for (position, step) in steps.enumerated() {
+            do {
+                try carryOut(step: step, of: episode)
+            } catch {
+                logger.error(
+                    "could not record a change of an episode's version in the cache",
+                    metadata: ["episode.key": "\(episode.key)", "error": "\(error)"])
+                return Array(steps[position...])
+            }
+        }
+        return []
+    }
+
+    /// Carries out one durable step (`Effect.dropIndexRanges`, `.reshape`,
+    /// `.replace`, `.saveVersion`); the reader's interpreter hands them here.
+    func carryOut(step: Episode.State.Effect, of episode: Episode) throws {
+        switch step {
+        case .dropIndexRanges:
+            try index.dropRanges(key: episode.key)
+        case .reshape(let scratch, let old, let new):
+            // Still on the network thread, before any byte of the new
+            // version is written.
+            try Self.reshape(scratch.file, old: old, new: new)
+        case .replace(let old, let length):
+            replace(old.file, length: length, of: episode)
+        case .saveVersion(let version, let pinnedURL, let pinnedIssuer):
+            try index.setValidator(EpisodeValidator(
+                key: episode.key, length: version.length ?? 0, etag: version.etag,
+                lastModified: version.lastModified, pinnedURL: pinnedURL, pinnedIssuer: pinnedIssuer))
+        default:
+            assertionFailure("\(step) is no durable step")
+        }
+    }
+
+    /// `episode` was stopped by durable steps that failed: they are tried
+    /// again at the next flush pass, and by a timer if none is set.
+    func retryLater(_ episode: Episode) {
+        stopped.mark(episode)
+        setStepRetryTimer()
+    }
+
+    /// Tries again the unfinished steps of every stopped episode (the flush
+    /// pass, the timer). An episode whose steps are done reads again; one
+    /// whose steps fail again stays stopped.
+    func retryUnfinishedSteps() {
+        for episode in stopped.takeAll() {
+            let unfinished = lock.withLock { _ in
+                carryOut(episode.state.withLock(\.stepsDue), of: episode)
+            }
+            if unfinished.isEmpty {
+                episode.state.withLock { $0.stepsDone() }
+                logger.notice(
+                    "the cache took the episode's new version; it reads again",
+                    metadata: ["episode.key": "\(episode.key)", "episode.name": "\(episode.name)"])
+            } else {
+                _ = episode.state.withLock { $0.stepsFailed(unfinished, then: []) }
+                stopped.mark(episode)
+            }
+        }
+        stopped.allDone()
+        setStepRetryTimer()
+    }
+
+    /// Sets the timer of the next try, if one is due and none is set.
+    private func setStepRetryTimer() {
+        guard let delay = stopped.timerToSet() else { return }
+        DispatchQueue.global().asyncAfter(deadline: .now() + delay) { [weak self] in
+            guard let self, stopped.timerFired() else { return }
+            retryUnfinishedSteps()
+        }
+    }
+
+    /// The old file stays open for the files that read it; a new one takes
+    /// its path (`Effect.replace`). Should making it fail, the new
+    /// version's file is made when a byte arrives.
+    private func replace(_ old: ScratchFile, length: Int64, of episode: Episode) {
+        do {
+            try ScratchFile.remove(path: old.path)
+            let fresh = try? ScratchFile(path: old.path, length: length)
+            episode.state.withLock { $0.replaced(with: fresh.map(Episode.FileToken.init)) }
+        } catch {
+            // Still at its path, it cannot be kept apart from the new
+            // version: freed as when no file is open.
+            logger.warning(
+                "could not set a replaced version's cache file aside; files open on it read EIO",
+                metadata: ["episode.key": "\(episode.key)", "error": "\(error)"])
+            let size = episode.state.withLock { $0.keptInPlace(Episode.FileToken(old)) }
+            // The index forgot the old bytes: left on disk, they are only
+            // space, never read.
+            do {
+                try Self.reshape(old, old: size, new: length)
+            } catch {
+                logger.warning(
+                    "could not free a replaced version's bytes in its cache file",
+                    metadata: ["episode.key": "\(episode.key)", "error": "\(error)"])
+            }
+        }
+    }
+
+    /// Frees the `old` bytes of a version in `scratch` and gives it the
+    /// `new` length (`Effect.reshape`).
+    private static func reshape(_ scratch: ScratchFile, old: Int64, new: Int64) throws {
+        if old > 0 { try scratch.punchHole(0..<old) }
+        if old != new { try scratch.resize(to: new) }
     }
 }

@@ -15,7 +15,7 @@ extension EpisodeReader {
     public func startFlushing(interval: Double = 1.0) {
         durability.flusher.start(interval: interval, prepare: { disk.makeReserve(logger: logger) }) { [self] in
             eviction.recoverSpace()
-            retryUnfinishedSteps()
+            durability.retryUnfinishedSteps()
             flush()
             evictIfOverLimit()
         }
@@ -26,7 +26,7 @@ extension EpisodeReader {
     public func stopFlushing() {
         drainWriters()
         durability.flusher.stop()
-        retryUnfinishedSteps()
+        durability.retryUnfinishedSteps()
         // The last try: no timer tries after the reader stopped.
         durability.stopped.close()
         flush()

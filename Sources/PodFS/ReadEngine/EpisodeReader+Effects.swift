@@ -50,7 +50,7 @@ extension EpisodeReader {
 
     /// Carries out `effects` of `episode`, in their order, outside its
     /// lock. Returns whether the transfer whose head they follow goes on.
-    /// A version change's durable steps go through `carryOutDurable`
+    /// A version change's durable steps go through `Durability.carryOut`
     /// instead, which stops at the first failure.
     @discardableResult
     func carryOut(_ effects: [Episode.State.Effect], of episode: Episode, _ context: EffectContext = .init()) -> Bool {
@@ -65,25 +65,24 @@ extension EpisodeReader {
         return goesOn
     }
 
-    /// Carries out a version change's durable steps (the index, the
-    /// scratch file) in their order, under the index lock the caller holds.
-    /// Returns the steps not done: the one that failed (logged) and those
-    /// after it, none when all were done. The caller then stops the episode
-    /// (`stop(_:unfinished:then:fetch:)`): bytes the index may still list
-    /// are never freed, and no byte of the new version comes before the
-    /// index forgot the old one's.
-    func carryOutDurable(_ steps: [Episode.State.Effect], of episode: Episode) -> [Episode.State.Effect] {
-        for (position, step) in steps.enumerated() {
-            do {
-                _ = try carryOut(step, of: episode, EffectContext())
-            } catch {
-                logger.error(
-                    "could not record a change of an episode's version in the cache",
-                    metadata: ["episode.key": "\(episode.key)", "error": "\(error)"])
-                return Array(steps[position...])
-            }
-        }
-        return []
+    /// A version change's durable steps `unfinished` were not done
+    /// (`Durability.carryOut`): the episode stops
+    /// (`Episode.State.stepsFailed`) and its steps are tried again
+    /// (`Durability.retryLater`). `then` is what the change would do next
+    /// (answering its opens, failing its reads); `fetch` is the transfer
+    /// whose head made the change, stopped.
+    func stop(
+        _ episode: Episode, unfinished: [Episode.State.Effect], then: [Episode.State.Effect], fetch: Fetch?
+    ) {
+        let effects = episode.state.withLock { $0.stepsFailed(unfinished, then: then) }
+        durability.retryLater(episode)
+        logger.error(
+            """
+            the episode changed at the origin, and the cache could not forget its old bytes yet: it reads EIO \
+            until it can (tried again in a second, then less and less often); see the error before this line
+            """,
+            metadata: ["episode.key": "\(episode.key)", "episode.name": "\(episode.name)"])
+        carryOut(effects, of: episode, EffectContext(fetch: fetch))
     }
 
     // MARK: - Private methods
@@ -176,18 +175,8 @@ extension EpisodeReader {
             resume((reads, sized), of: episode)
         case .answerAtEnd:
             carryOut(episode.state.withLock { $0.readsAtEnd() }.map(\.answer), of: episode)
-        case .dropIndexRanges:
-            try index.dropRanges(key: episode.key)
-        case .reshape(let scratch, let old, let new):
-            // Still on the network thread, before any byte of the new
-            // version is written.
-            try reshape(scratch.file, old: old, new: new)
-        case .replace(let old, let length):
-            replace(old.file, length: length, of: episode)
-        case .saveVersion(let version, let pinnedURL, let pinnedIssuer):
-            try index.setValidator(EpisodeValidator(
-                key: episode.key, length: version.length ?? 0, etag: version.etag,
-                lastModified: version.lastModified, pinnedURL: pinnedURL, pinnedIssuer: pinnedIssuer))
+        case .dropIndexRanges, .reshape, .replace, .saveVersion:
+            try durability.carryOut(step: effect, of: episode)
         case .saveVersionLater:
             durability.markDirty(episode)
         case .markUnstable(let reason):

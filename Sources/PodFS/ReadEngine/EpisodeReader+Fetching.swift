@@ -55,10 +55,10 @@ extension EpisodeReader {
                 let outcome = episode.state.withLock {
                     $0.head(id: fetch.id, head, start: start, last: last, total: total, context: context)
                 }
-                return (outcome, carryOutDurable(outcome.transition.durable, of: episode))
+                return (outcome, durability.carryOut(outcome.transition.durable, of: episode))
             }
         } else {
-            unfinished = carryOutDurable(outcome.transition.durable, of: episode)
+            unfinished = durability.carryOut(outcome.transition.durable, of: episode)
         }
         guard outcome.verdict == .accepted else { return false }
         guard unfinished.isEmpty else {
@@ -75,33 +75,6 @@ extension EpisodeReader {
         let path = index.dataPath(forKey: episode.key)
         guard ScratchFile.exists(path: path) else { return nil }
         return try? ScratchFile(path: path, length: old)
-    }
-
-    /// The old file stays open for the files that read it; a new one takes
-    /// its path (`Effect.replace`). Should making it fail, the new
-    /// version's file is made when a byte arrives.
-    func replace(_ old: ScratchFile, length: Int64, of episode: Episode) {
-        do {
-            try ScratchFile.remove(path: old.path)
-            let fresh = try? ScratchFile(path: old.path, length: length)
-            episode.state.withLock { $0.replaced(with: fresh.map(Episode.FileToken.init)) }
-        } catch {
-            // Still at its path, it cannot be kept apart from the new
-            // version: freed as when no file is open.
-            logger.warning(
-                "could not set a replaced version's cache file aside; files open on it read EIO",
-                metadata: ["episode.key": "\(episode.key)", "error": "\(error)"])
-            let size = episode.state.withLock { $0.keptInPlace(Episode.FileToken(old)) }
-            // The index forgot the old bytes: left on disk, they are only
-            // space, never read.
-            do {
-                try reshape(old, old: size, new: length)
-            } catch {
-                logger.warning(
-                    "could not free a replaced version's bytes in its cache file",
-                    metadata: ["episode.key": "\(episode.key)", "error": "\(error)"])
-            }
-        }
     }
 
     /// The log lines a head's effects ask for.
@@ -137,13 +110,6 @@ extension EpisodeReader {
         default:
             break
         }
-    }
-
-    /// Frees the `old` bytes of a version in `scratch` and gives it the
-    /// `new` length (`Effect.reshape`).
-    func reshape(_ scratch: ScratchFile, old: Int64, new: Int64) throws {
-        if old > 0 { try scratch.punchHole(0..<old) }
-        if old != new { try scratch.resize(to: new) }
     }
 
     // MARK: - Body

@@ -68,7 +68,7 @@ extension EpisodeReader {
     func continuityBroken(_ episode: Episode, fetchID: UInt64) {
         let result = durability.lock.withLock { _ -> (Episode.State.Transition, [Episode.State.Effect])? in
             guard let outcome = episode.state.withLock({ $0.continuityBroken(id: fetchID) }) else { return nil }
-            return (outcome, carryOutDurable(outcome.durable, of: episode))
+            return (outcome, durability.carryOut(outcome.durable, of: episode))
         }
         guard let (outcome, unfinished) = result else { return }
         guard unfinished.isEmpty else {

@@ -1,7 +1,7 @@
 import Locking
 
 /// The episodes stopped by a durable step that failed
-/// (`EpisodeReader+Unfinished`), and when their steps are tried again: a
+/// (`Durability.retryUnfinishedSteps`), and when their steps are tried again: a
 /// timer of their own, after 1 s, then twice as long each time they fail
 /// again, at most `longestDelay`; and each flush pass. So a stopped
 /// episode waits seconds for its retry, not a `commit_interval` (which
