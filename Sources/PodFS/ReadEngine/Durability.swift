@@ -22,25 +22,61 @@ import ReadRules
 ///
 /// Lock order: `lock`, then an episode's state; the others are leaves.
 final class Durability: Sendable {
+    // MARK: - Properties
+
     /// Serialises index commits with version drops. Holds the number of
     /// commits made (debug log); a zero-size value would also trip TSan's
     /// exclusivity checks.
     let lock = Locked<Int>(0)
     /// Episodes whose `present` changed since the last commit.
-    let dirty = DirtyEpisodes()
+    private let dirty = DirtyEpisodes()
     /// Episodes stopped until a version change's durable steps are done.
-    let stopped = StoppedEpisodes()
-    /// The flush thread (`EpisodeReader.startFlushing`).
-    let flusher = FlushThread()
+    private let stopped = StoppedEpisodes()
+    /// The flush thread (`startFlushing`).
+    private let flusher = FlushThread()
     private let index: CacheIndex
     private let logger: Logger
     /// Told of a sync or a commit that failed for lack of space.
     private let disk: DiskSpace
 
+    /// Whether an episode has ranges or a validator the index has not
+    /// heard of.
+    var hasUncommitted: Bool { !dirty.isEmpty }
+
+    // MARK: - Init
+
     init(index: CacheIndex, disk: DiskSpace, logger: Logger) {
         self.index = index
         self.disk = disk
         self.logger = logger
+    }
+
+    // MARK: - The flush thread and the commit
+
+    /// Starts committing dirty episodes every `interval` seconds (with
+    /// `Tuning.commitEveryChunk` the network thread commits; this thread
+    /// then only evicts, every second). Creates the reserve file that lets
+    /// the index evict on a full disk. Each pass makes room on a full disk
+    /// (`Eviction.recoverSpace`), tries unfinished steps again, commits,
+    /// and keeps the cache under its cap (`Eviction.keepUnderCap`).
+    func startFlushing(interval: Double, eviction: Eviction) {
+        flusher.start(interval: interval, prepare: { disk.makeReserve(logger: logger) }) { [self] in
+            eviction.recoverSpace()
+            retryUnfinishedSteps()
+            flush()
+            _ = eviction.keepUnderCap()
+        }
+    }
+
+    /// Stops the flush thread, tries unfinished steps a last time and
+    /// commits what is left. The caller drained the writers first
+    /// (`EpisodeReader.stopFlushing`): queued writes land before.
+    func stopFlushing() {
+        flusher.stop()
+        retryUnfinishedSteps()
+        // The last try: no timer tries after the reader stopped.
+        stopped.close()
+        flush()
     }
 
     /// Commits every dirty episode's ranges now, in the order of
@@ -71,37 +107,6 @@ final class Durability: Sendable {
                     if synced.contains(index) { self.index.touch(key: snapshots[index].key, at: snapshots[index].lastRead) }
                 }
             }
-        }
-    }
-
-    /// Syncs a snapshot's scratch file; a failure keeps the episode dirty,
-    /// so the next flush tries again.
-    private func sync(_ snapshot: Episode.State.CommitSnapshot, of episode: Episode) -> Bool {
-        do {
-            try snapshot.scratch?.file.synchronize()
-            return true
-        } catch {
-            episode.state.withLock { $0.commitFailed(validatorIncluded: false) }
-            markDirty(episode)
-            if error.isNoSpace {
-                disk.enterFull(error.description, logger: logger)
-            } else {
-                logger.error("could not sync a cache file", metadata: ["episode.key": "\(episode.key)", "error": "\(error)"])
-            }
-            return false
-        }
-    }
-
-    /// The commit failed: every episode of it stays dirty.
-    private func commitFailed(_ error: any Error, episodes: [Episode], snapshots: [Episode.State.CommitSnapshot]) {
-        if let error = error as? IndexError, error.isNoSpace {
-            disk.enterFull(error.description, logger: logger)
-        } else {
-            logger.error("could not commit the cache index", metadata: ["error": "\(error)"])
-        }
-        for (episode, snapshot) in zip(episodes, snapshots) {
-            markDirty(episode)
-            episode.state.withLock { $0.commitFailed(validatorIncluded: snapshot.validator != nil) }
         }
     }
 
@@ -181,6 +186,39 @@ final class Durability: Sendable {
         }
         stopped.allDone()
         setStepRetryTimer()
+    }
+
+    // MARK: - Private methods
+
+    /// Syncs a snapshot's scratch file; a failure keeps the episode dirty,
+    /// so the next flush tries again.
+    private func sync(_ snapshot: Episode.State.CommitSnapshot, of episode: Episode) -> Bool {
+        do {
+            try snapshot.scratch?.file.synchronize()
+            return true
+        } catch {
+            episode.state.withLock { $0.commitFailed(validatorIncluded: false) }
+            markDirty(episode)
+            if error.isNoSpace {
+                disk.enterFull(error.description, logger: logger)
+            } else {
+                logger.error("could not sync a cache file", metadata: ["episode.key": "\(episode.key)", "error": "\(error)"])
+            }
+            return false
+        }
+    }
+
+    /// The commit failed: every episode of it stays dirty.
+    private func commitFailed(_ error: any Error, episodes: [Episode], snapshots: [Episode.State.CommitSnapshot]) {
+        if let error = error as? IndexError, error.isNoSpace {
+            disk.enterFull(error.description, logger: logger)
+        } else {
+            logger.error("could not commit the cache index", metadata: ["error": "\(error)"])
+        }
+        for (episode, snapshot) in zip(episodes, snapshots) {
+            markDirty(episode)
+            episode.state.withLock { $0.commitFailed(validatorIncluded: snapshot.validator != nil) }
+        }
     }
 
     /// Sets the timer of the next try, if one is due and none is set.

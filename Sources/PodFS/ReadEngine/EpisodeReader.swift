@@ -97,6 +97,25 @@ public final class EpisodeReader: Sendable {
         eviction.keepUnderCap()
     }
 
+    /// Starts committing dirty episodes every `interval` seconds, making
+    /// room on a full disk and keeping the cache under its cap
+    /// (`Durability.startFlushing`).
+    public func startFlushing(interval: Double = 1.0) {
+        durability.startFlushing(interval: interval, eviction: eviction)
+    }
+
+    /// Stops the flush thread and commits what is left. Call after the
+    /// HTTP client is shut down: queued writes land first.
+    public func stopFlushing() {
+        drainWriters()
+        durability.stopFlushing()
+    }
+
+    /// Commits every dirty episode's ranges now (`Durability.flush`).
+    public func flush() {
+        durability.flush()
+    }
+
     /// Lets the reader drop the kernel's cached size and pages of an episode.
     public func attach(invalidator: any KernelCacheInvalidator) {
         kernel.attach(invalidator)

@@ -118,7 +118,7 @@ final class Eviction: Sendable {
         let reading = disk.takeSpillers().contains { episode in
             episode.state.withLock { !$0.handles.isEmpty }
         }
-        let uncommitted = !durability.dirty.isEmpty
+        let uncommitted = durability.hasUncommitted
         guard reading || uncommitted else { return }
         disk.releaseReserve()
         durability.flush()
