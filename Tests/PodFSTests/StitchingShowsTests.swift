@@ -20,7 +20,7 @@ import Testing
         let registered = try index.register(feedURL: feed, episodes: [(key, "https://s/a.mp3")])
         try index.markUnstable(key: key, reason: StitchReason.lengthChanged(before: nil, after: nil).code)
         let show = Catalog.inode(.show, id: registered.feedID)
-        let shows = StitchingShows(index: index)
+        let shows = StitchingShows(index: index, logger: Logger(label: "test"))
         #expect(shows.contains(show), "read from the index")
         // Read once: a mark cleared in the index later is this mount's
         // still, as the episodes streamed whole meanwhile are.
@@ -31,6 +31,6 @@ import Testing
         shows.insert(other)
         #expect(shows.contains(other), "a mark of this mount")
         // A new mount reads the index again.
-        #expect(!StitchingShows(index: index).contains(show))
+        #expect(!StitchingShows(index: index, logger: Logger(label: "test")).contains(show))
     }
 }

@@ -180,7 +180,7 @@ extension EpisodeReader {
         case .saveVersionLater:
             durability.markDirty(episode)
         case .markUnstable(let reason):
-            markUnstable(episode, reason: reason)
+            known.stitchingShows.markUnstable(episode, reason: reason)
         case .invalidateKernel(let pages):
             // Dropping pages would wait on reads in flight, and a daemon
             // killed meanwhile would leave that wait hanging: a size
@@ -193,7 +193,7 @@ extension EpisodeReader {
             // The mark was made when the index was read: it is kept now,
             // with the bytes of one stream.
             log(effect, of: episode)
-            recordUnstable(episode, reason: Episode.State.noValidator)
+            known.stitchingShows.record(episode, reason: Episode.State.noValidator)
         }
         return true
     }

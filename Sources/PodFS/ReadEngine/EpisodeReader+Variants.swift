@@ -3,43 +3,9 @@ import RangeCache
 import ReadRules
 
 /// The driver's side of an episode's variant (docs/DESIGN.md, "Episodes
-/// and their variants"): marks the state machine decided on, kept in the
-/// index and said once in the log.
-extension EpisodeReader {
-    // MARK: - Methods
-
-    /// The episode's origin serves different bytes per request: the mark
-    /// goes to the index (a failure is logged; the mark is a hint, the
-    /// bytes stay one variant either way).
-    func markUnstable(_ episode: Episode, reason: StitchReason) {
-        known.stitchingShows.insert(episode.parent)
-        let names: Logger.Metadata = ["episode.key": "\(episode.key)", "episode.name": "\(episode.name)"]
-        if reason == Episode.State.noValidator {
-            logger.notice(
-                """
-                the origin sends no validator that proves a version (no strong ETag, no Last-Modified at least a \
-                minute old), so nothing shows two of its responses are one variant: the episode is downloaded \
-                whole from its start in one response
-                """,
-                metadata: names)
-        } else {
-            logger.notice(
-                "the origin serves different bytes per request (it stitches ads per request); podfs keeps one variant",
-                metadata: names.merging(["reason": "\(reason)"]) { first, _ in first })
-        }
-        recordUnstable(episode, reason: reason)
-    }
-
-    /// The mark goes to the index; a failure is logged.
-    func recordUnstable(_ episode: Episode, reason: StitchReason) {
-        do {
-            try index.markUnstable(key: episode.key, reason: reason.code)
-        } catch {
-            logger.warning("could not record an unstable origin in the cache index", metadata: ["error": "\(error)"])
-        }
-    }
-}
-
+/// and their variants"): whether its show stitches, a broken continuity
+/// carried out as a version change, and the overlaps a fetch holds and
+/// compares on the writer. The marks themselves are `StitchingShows`'s.
 extension EpisodeReader {
     // MARK: - A show that stitches
 
@@ -47,15 +13,6 @@ extension EpisodeReader {
     /// own responses, in this mount or an earlier one (`StitchingShows`).
     func showStitches(_ episode: Episode) -> Bool {
         known.stitchingShows.contains(episode.parent)
-    }
-
-    /// `episode` took its show's mark before its first byte
-    /// (`Episode.State.inheritStitching`): the mark goes to the index.
-    func inheritStitching(_ episode: Episode, reason: StitchReason) {
-        logger.info(
-            "another episode of this show is stitched per request: this one is streamed whole from its first byte",
-            metadata: ["episode.key": "\(episode.key)", "episode.name": "\(episode.name)"])
-        recordUnstable(episode, reason: reason)
     }
 }
 

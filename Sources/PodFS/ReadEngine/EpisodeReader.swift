@@ -56,7 +56,7 @@ public final class EpisodeReader: Sendable {
 
     public init(index: CacheIndex, source: any RangeSource, logger: Logger, tuning: Tuning = Tuning()) {
         self.index = index
-        self.known = KnownEpisodes(index: index)
+        self.known = KnownEpisodes(index: index, logger: logger)
         self.network = Network(source: source)
         self.logger = logger
         self.tuning = tuning
@@ -148,7 +148,7 @@ public final class EpisodeReader: Sendable {
                 seenByKernel: !forKeeper)
             return (inherited, effects)
         }
-        if let inherited { inheritStitching(episode, reason: inherited) }
+        if let inherited { known.stitchingShows.inherit(episode, reason: inherited) }
         carryOut(effects, of: episode, EffectContext(forKeeper: forKeeper))
     }
 

@@ -1,4 +1,5 @@
 import Locking
+import Logging
 import RangeCache
 
 /// What the reader knows of the mount's episodes and shows: the episodes
@@ -14,11 +15,11 @@ final class KnownEpisodes: Sendable {
     /// The episodes met, by key (a leaf lock, shared with `Eviction`).
     let byKey = Locked<[String: Episode]>([:])
     /// The shows (by their folders' inodes) with an episode marked
-    /// unstable by its own responses.
+    /// unstable by its own responses, and the marks made.
     let stitchingShows: StitchingShows
 
-    init(index: CacheIndex) {
-        stitchingShows = StitchingShows(index: index)
+    init(index: CacheIndex, logger: Logger) {
+        stitchingShows = StitchingShows(index: index, logger: logger)
     }
 
     /// Notes an episode the reader opens or fetches: the newest object of
