@@ -6,7 +6,10 @@ import RangeCache
 /// `If-Range`): one round trip, more if the URL redirects, before a byte
 /// is served. The episodes a listener is most likely to reopen after a
 /// remount or a reboot are the ones read last; they are checked as the
-/// mount starts, so their first open is answered at once.
+/// mount starts, so their first open is answered at once. The driver's
+/// wiring of the mount's start: no state of its own (which episodes were
+/// read last is the index's, `Eviction.usage`; the check is the state's
+/// event, `startMountCheck`, sent as `Effect.check`).
 extension EpisodeReader {
     /// Sends the first open's check (one byte, `If-Range`) for up to
     /// `limit` episodes with cached bytes, most recently read first, read
@@ -24,7 +27,7 @@ extension EpisodeReader {
         var sent = 0
         for episode in known where sent < limit {
             guard let probe = episode.state.withLock({ $0.startMountCheck() }) else { continue }
-            send(probe, of: episode, background: true)
+            carryOut([.check(probe)], of: episode)
             sent += 1
         }
         if sent > 0 { logger.debug("checking recently read episodes with their origin", metadata: ["episodes": "\(sent)"]) }
