@@ -139,6 +139,39 @@ extension EpisodeReader {
             settle(fetch, failure: context.failure)
         case .answerOpen(let token, let answer):
             if let answer { token.reply.opened(answer.options) } else { token.reply.fail(.ioError) }
+        case .serve, .serveFile, .serveArriving, .answerEmpty, .fail:
+            carryOutAnswer(effect, of: episode, context)
+        case .resume(let reads, let sized):
+            resume((reads, sized), of: episode)
+        case .answerAtEnd:
+            carryOut(episode.state.withLock { $0.readsAtEnd() }.map(\.answer), of: episode)
+        case .dropIndexRanges, .reshape, .replace, .saveVersion:
+            try durability.carryOut(step: effect, of: episode)
+        case .saveVersionLater:
+            durability.markDirty(episode)
+        case .markUnstable(let reason):
+            known.stitchingShows.markUnstable(episode, reason: reason)
+        case .invalidateKernel(let pages):
+            // Dropping pages would wait on reads in flight, and a daemon
+            // killed meanwhile would leave that wait hanging: a size
+            // learned for the same bytes drops attributes only.
+            let session = kernel.session
+            if pages { session?.invalidate(inode: episode.inode) } else { session?.invalidateAttributes(inode: episode.inode) }
+        case .logChanged, .logVariantGone, .logKeptFinal, .logIgnoresRange:
+            log(effect, of: episode)
+        case .logUnproven:
+            // The mark was made when the index was read: it is kept now,
+            // with the bytes of one stream.
+            log(effect, of: episode)
+            known.stitchingShows.record(episode, reason: Episode.State.noValidator)
+        }
+        return true
+    }
+
+    /// Carries out an effect that answers a read (`.serve`, `.serveFile`,
+    /// `.serveArriving`, `.answerEmpty`, `.fail`).
+    private func carryOutAnswer(_ effect: Episode.State.Effect, of episode: Episode, _ context: EffectContext) {
+        switch effect {
         case .serve(let reply, let range, let spilled):
             let file = scratchFile(of: episode, generation: context.generation)
             answer(reply, with: .cached(range, file, spilled: spilled), episode: episode)
@@ -171,30 +204,8 @@ extension EpisodeReader {
                     metadata: ["episode.key": "\(episode.key)", "fetch.id": "\(settled.id)", "failed": "\(settled.failed)"])
             }
             answer(reply, with: .eio, episode: episode)
-        case .resume(let reads, let sized):
-            resume((reads, sized), of: episode)
-        case .answerAtEnd:
-            carryOut(episode.state.withLock { $0.readsAtEnd() }.map(\.answer), of: episode)
-        case .dropIndexRanges, .reshape, .replace, .saveVersion:
-            try durability.carryOut(step: effect, of: episode)
-        case .saveVersionLater:
-            durability.markDirty(episode)
-        case .markUnstable(let reason):
-            known.stitchingShows.markUnstable(episode, reason: reason)
-        case .invalidateKernel(let pages):
-            // Dropping pages would wait on reads in flight, and a daemon
-            // killed meanwhile would leave that wait hanging: a size
-            // learned for the same bytes drops attributes only.
-            let session = kernel.session
-            if pages { session?.invalidate(inode: episode.inode) } else { session?.invalidateAttributes(inode: episode.inode) }
-        case .logChanged, .logVariantGone, .logKeptFinal, .logIgnoresRange:
-            log(effect, of: episode)
-        case .logUnproven:
-            // The mark was made when the index was read: it is kept now,
-            // with the bytes of one stream.
-            log(effect, of: episode)
-            known.stitchingShows.record(episode, reason: Episode.State.noValidator)
+        default:
+            assertionFailure("\(effect) answers no read")
         }
-        return true
     }
 }
