@@ -166,10 +166,12 @@ final class Durability: Sendable {
         setStepRetryTimer()
     }
 
+    // MARK: - Private methods
+
     /// Tries again the unfinished steps of every stopped episode (the flush
     /// pass, the timer). An episode whose steps are done reads again; one
     /// whose steps fail again stays stopped.
-    func retryUnfinishedSteps() {
+    private func retryUnfinishedSteps() {
         for episode in stopped.takeAll() {
             let unfinished = lock.withLock { _ in
                 carryOut(episode.state.withLock(\.stepsDue), of: episode)
@@ -187,8 +189,6 @@ final class Durability: Sendable {
         stopped.allDone()
         setStepRetryTimer()
     }
-
-    // MARK: - Private methods
 
     /// Syncs a snapshot's scratch file; a failure keeps the episode dirty,
     /// so the next flush tries again.
