@@ -80,9 +80,15 @@ struct SeekTests {
         print(
             "seek ahead of a held stream: read in \(String(format: "%.3f", seconds)) s; requests \(ranges); "
                 + "\(sent) bytes sent for \(asked) asked")
-        // Each byte once: what the stream sent past its cut before podfs
-        // hung up is the only slack.
-        #expect(sent <= Int64(asked + Self.slack), "origin sent \(sent) bytes for \(asked) distinct bytes asked")
+        // Each byte once: what the stopped stream's socket buffers held
+        // when podfs hung up is the only slack, and the origin counts it as
+        // sent. It is the origin's and the kernel's (one or two 256 KiB
+        // writes of the test origin; more under load), so it is held to the
+        // project's rule: at most 1.02 x the size from the origin.
+        let slack = size / 50
+        #expect(
+            sent <= Int64(asked + slack),
+            "origin sent \(sent) bytes for \(asked) distinct bytes asked: \((try? fixture.origin.finished("ep1.mp3")) ?? [])")
         // Requested after the stream (the fill may start before the release:
         // the stopped stream ends at once, and the seek's fetch soon after).
         let fills = ranges.dropFirst(streamRanges.count).compactMap(Self.byteRange).filter { $0.lowerBound != seek }
@@ -91,7 +97,7 @@ struct SeekTests {
         #expect(try fixture.hashOfCopy() == fixture.originHash())
         let total = try fixture.origin.bytesSent("ep1.mp3")
         #expect(
-            total <= Int64(size + Self.slack),
+            total <= Int64(size + slack),
             "origin sent \(total) bytes for a \(size)-byte file: \((try? fixture.origin.finished("ep1.mp3")) ?? [])")
         kill(holder, SIGKILL)
         waitpid(holder, &holderStatus, 0)
