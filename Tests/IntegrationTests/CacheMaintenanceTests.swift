@@ -107,7 +107,8 @@ struct CacheMaintenanceTests {
         let otherPath = fixture.mountpoint + "/Other Show/2026-11-05 Other 1.mp3"
         let otherName = "2026-11-05 Other 1.mp3"
         let feedURL = "\(fixture.origin.base)/feed.xml"
-        try fixture.mount(extra: ["\(fixture.origin.base)/feed2.xml"])
+        let both = Fixture.Listing.paths(fixture.publishedPaths + ["Other Show/" + otherName])
+        try fixture.mount(extra: ["\(fixture.origin.base)/feed2.xml"], waitFor: both)
         func readAll() throws {
             for index in sizes.indices {
                 let copy = fixture.directory + "/copy\(index)"
@@ -165,7 +166,7 @@ struct CacheMaintenanceTests {
 
         // A remount lists everything and fetches it all again.
         try fixture.origin.reset()
-        try fixture.mount(extra: ["\(fixture.origin.base)/feed2.xml"])
+        try fixture.mount(extra: ["\(fixture.origin.base)/feed2.xml"], waitFor: both)
         try readAll()
         #expect(try fixture.origin.bytesSent("ep2.mp3") >= Int64(sizes[1]))
         #expect(try fixture.origin.bytesSent("other1.mp3") >= Int64(otherSize))

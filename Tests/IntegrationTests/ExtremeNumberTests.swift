@@ -78,7 +78,9 @@ struct ExtremeNumberTests {
         defer { fixture.cleanup() }
         try fixture.publish(Fixture.episodes(sizes: [300_000]))
         let originFiles = try Self.publishExtremes(fixture)
-        try fixture.mount(extra: ["\(fixture.origin.base)/extremes.xml"])
+        // The extreme feed's names are its own; its folder comes with them.
+        let listed = Fixture.Listing.paths(fixture.publishedPaths + ["Extremes"])
+        try fixture.mount(extra: ["\(fixture.origin.base)/extremes.xml"], waitFor: listed)
         let pid = try #require(fixture.daemonPID)
         let control = try fixture.originHash(0)
         #expect(try fixture.hashOfCopy(0) == control, "the control episode reads before")

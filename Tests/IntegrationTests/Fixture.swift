@@ -19,6 +19,9 @@ final class Fixture {
     let cacheDirectory: String
     private(set) var daemonPIDs: [pid_t] = []
     private(set) var episodes: [EpisodeFile] = []
+    /// What `publish` put in the feed as the mount lists it, relative to
+    /// the mount point: the show's folder, then its episode files.
+    private(set) var publishedPaths: [String] = []
     static let showTitle = "Test Show"
 
     /// `originPort` 0 lets the origin take a free port.
@@ -51,6 +54,7 @@ final class Fixture {
             \(items)</channel></rss>
             """
         try origin.put("feed.xml", Data(feed.utf8))
+        publishedPaths = [Fixture.showTitle] + episodes.map { "\(Fixture.showTitle)/\(Self.listedName(of: $0))" }
     }
 
     /// A simple set of episodes: sizes in bytes, dated 2026-11-01, -02, ...
@@ -76,9 +80,11 @@ final class Fixture {
         origin.root + "/" + episodes[index].file
     }
 
-    /// `podfs mount` in the background; returns when the mount is usable.
-    /// `launcher` runs podfs through another program (e.g. `prlimit`).
-    func mount(extra: [String] = [], launcher: [String] = []) throws {
+    /// `podfs mount` in the background; returns once the mount lists
+    /// `waitFor` (by default what `publish` published), and throws when it
+    /// does not within `listingDeadline`. `launcher` runs podfs through
+    /// another program (e.g. `prlimit`).
+    func mount(extra: [String] = [], launcher: [String] = [], waitFor listing: Listing = .published) throws {
         let arguments = ["mount", "--cache-dir", cacheDirectory] + extra + ["\(origin.base)/feed.xml", mountpoint]
         let output = try launcher.isEmpty
             ? Harness.run(Harness.podfs, arguments, timeout: 60)
@@ -87,6 +93,7 @@ final class Fixture {
             throw HarnessError("podfs mount failed (\(output.status)): \(output.stderr)\nlog: \(log())")
         }
         if let pid = Self.daemonPID(in: output.text) { daemonPIDs.append(pid) }
+        try waitUntilListed(listing)
     }
 
     /// The daemon's PID in what `podfs mount` printed ("... (pid N, ...").

@@ -83,7 +83,8 @@ struct LatestPlaylistMountTests {
         ]
         try Self.publish(fixture, "feed.xml", "Alpha", alpha)
         try Self.publish(fixture, "beta.xml", "Beta", beta)
-        try fixture.mount(extra: ["--refresh", "1", "\(fixture.origin.base)/beta.xml"])
+        let listed = ["Alpha/\(Self.day(dayLength)) Yesterday.mp3", "Beta/\(Self.day(3 * hour)) Fresh.mp3"]
+        try fixture.mount(extra: ["--refresh", "1", "\(fixture.origin.base)/beta.xml"], waitFor: .paths(listed))
         let latest = fixture.mountpoint + "/Latest.m3u"
 
         #expect(try Harness.sh("ls -1 '\(fixture.mountpoint)'").split(separator: "\n").contains("Latest.m3u"))
@@ -121,7 +122,8 @@ struct LatestPlaylistMountTests {
 
         // A remount lists its shows before building them: Latest.m3u comes
         // back whole once they are built, whatever the kernel saw first.
-        try fixture.mount(extra: ["\(fixture.origin.base)/beta.xml"])
+        // What the kernel sees the moment the mount returns is the point.
+        try fixture.mount(extra: ["\(fixture.origin.base)/beta.xml"], waitFor: .none)
         _ = try? Harness.sh("stat '\(latest)'")
         #expect(Harness.eventually(20) { seen = (try? Harness.sh("cat '\(latest)'")) ?? ""; return seen == newer }, "\(seen)")
         try fixture.unmount()

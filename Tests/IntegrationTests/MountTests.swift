@@ -136,7 +136,8 @@ struct MountTests {
             <rss version="2.0"><channel><title>Big Show</title>\(items)</channel></rss>
             """
         try fixture.origin.put("feed.xml", Data(feed.utf8))
-        try fixture.mount()
+        let firstAndLast = ["Big Show/2026-11-01 Talk 0.mp3", "Big Show/2026-11-01 Talk \(count - 1).mp3"]
+        try fixture.mount(waitFor: .paths(firstAndLast))
         try fixture.origin.reset()
         let show = "\(fixture.mountpoint)/Big Show"
         // Listings are paged by the kernel; every name must come exactly once.

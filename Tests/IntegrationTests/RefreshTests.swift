@@ -85,7 +85,8 @@ struct RefreshTests {
         ]
         try fixture.origin.put("feed.xml", Self.feed(first))
         try fixture.origin.configure(#"{"gzip": true}"#)
-        try fixture.mount(extra: ["--refresh", "1"])
+        let episodes = ["2026-11-01 Same.mp3", "2026-11-01 Same (2).mp3", "2026-11-01 Start.mp3"]
+        try fixture.mount(extra: ["--refresh", "1"], waitFor: .paths(episodes.map { "\(Self.show)/\($0)" }))
         let show = "\(fixture.mountpoint)/\(Self.show)"
 
         // The folder: episodes, the cover, transcripts, chapters, playlist.
@@ -187,7 +188,9 @@ struct RefreshTests {
         for index in 1...3 { try fixture.origin.put("e\(index).mp3", Harness.bytes(count: 1000, seed: UInt64(index))) }
         let two = [Item(guid: "g2", title: "Two", day: 12, file: "e2.mp3"), Item(guid: "g1", title: "One", day: 11, file: "e1.mp3")]
         try fixture.origin.put("feed.xml", Self.feed(two))
-        try fixture.mount(extra: ["--refresh", "1"])
+        // "Two" is in every version of the feed below.
+        let listed = Fixture.Listing.paths(["\(Self.show)/2026-11-12 Two.mp3", "\(Self.show)/2026-11-11 One.mp3"])
+        try fixture.mount(extra: ["--refresh", "1"], waitFor: listed)
         let folder = "\(fixture.mountpoint)/\(Self.show)"
         let time = { () throws -> Int in
             Int(try Harness.sh("stat -c %Y '\(folder)'").trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
@@ -206,12 +209,12 @@ struct RefreshTests {
         #expect(try rootTime() >= backFilled, "the root's time is its newest show's")
         // Unchanged across a remount.
         try fixture.unmount()
-        try fixture.mount()
+        try fixture.mount(waitFor: listed)
         #expect(try time() == backFilled, "nothing changed: the same time")
         try fixture.unmount()
         // Removed while unmounted: the next mount's folder time moves.
         try fixture.origin.replace("feed.xml", Self.feed(Array(two.prefix(1)) + [Item(guid: "g0", title: "Zero", day: 1, file: "e3.mp3")]))
-        try fixture.mount()
+        try fixture.mount(waitFor: .paths(["\(Self.show)/2026-11-12 Two.mp3"]))
         var removed = backFilled
         #expect(
             Harness.eventually(10) {
