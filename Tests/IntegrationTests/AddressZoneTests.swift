@@ -111,7 +111,9 @@ struct AddressZoneTests {
         // it is not: a move to loopback is refused like any other hop.
         try loop.put("moved.xml", SafetyMount.feed(title: "Moved Feed", items: [("Moved", "\(loop.base)/x.mp3")]))
         try pub.configure(#"{"redirects": {"/moved.xml": "\#(loop.base)/moved.xml"}}"#)
-        let output = try mounts.mount(["\(pub.base)/feed.xml", "\(pub.base)/moved.xml"], environment: Self.environment)
+        let output = try mounts.mount(
+            ["\(pub.base)/feed.xml", "\(pub.base)/moved.xml"], environment: Self.environment,
+            waitFor: .paths(["Public Feed/Public.mp3"]))
         #expect(output.status == 0, "\(output.stderr)")
         #expect(output.stderr.contains("left out \(pub.base)/moved.xml"), "\(output.stderr)")
         #expect(SafetyMount.listing(origins.fixture.mountpoint) == ["Latest.m3u", "Public Feed"])
@@ -135,7 +137,8 @@ struct AddressZoneTests {
         // shown a fetch.
         try origins.reset()
         try mounts.mountOrThrow(
-            ["\(pub.base)/feed.xml", "\(pub.base)/moved.xml"], extra: ["-o", "allow_private"], environment: Self.environment)
+            ["\(pub.base)/feed.xml", "\(pub.base)/moved.xml"], extra: ["-o", "allow_private"], environment: Self.environment,
+            waitFor: .paths(["Moved Feed/Moved.mp3", "Public Feed/Public.mp3"]))
         #expect(SafetyMount.listing(origins.fixture.mountpoint) == ["Latest.m3u", "Moved Feed", "Public Feed"])
         for item in items {
             #expect(try read(folder + "/\(item.title).mp3") == origins.data, "\(item.title) with allow_private")
@@ -168,7 +171,8 @@ struct AddressZoneTests {
              ("Public back to private", "\(pub.base)/back.mp3")]
             + loopbackSpellings(port: loop.port)
         try priv.put("feed.xml", SafetyMount.feed(title: "Private Feed", items: items))
-        try mounts.mountOrThrow(["\(priv.base)/feed.xml"], environment: Self.environment)
+        let listed = Fixture.Listing.paths(["Private Feed/Private.mp3"])
+        try mounts.mountOrThrow(["\(priv.base)/feed.xml"], environment: Self.environment, waitFor: listed)
 
         let folder = origins.fixture.mountpoint + "/Private Feed"
         for title in ["Private", "Public", "Redirect to public"] {
@@ -189,7 +193,7 @@ struct AddressZoneTests {
         // whose zone is then where its URL leads (private), not "unknown".
         try priv.configure(#"{"status": {"/feed.xml": {"code": 503}}}"#)
         try origins.reset()
-        try mounts.mountOrThrow(["\(priv.base)/feed.xml"], environment: Self.environment)
+        try mounts.mountOrThrow(["\(priv.base)/feed.xml"], environment: Self.environment, waitFor: listed)
         // A remount shows the kept copy at once and hears the 503 in the
         // background (issue 21): the refresh keeps that listing.
         #expect(
@@ -220,7 +224,8 @@ struct AddressZoneTests {
             ("Public to loopback", "\(pub.base)/to-loopback.mp3"),
         ]
         try loop.put("feed.xml", SafetyMount.feed(title: "Loopback Feed", items: items))
-        try mounts.mountOrThrow(["\(loop.base)/feed.xml"], environment: Self.environment)
+        try mounts.mountOrThrow(
+            ["\(loop.base)/feed.xml"], environment: Self.environment, waitFor: .paths(["Loopback Feed/Loopback.mp3"]))
         let folder = origins.fixture.mountpoint + "/Loopback Feed"
         for title in ["Loopback", "Loopback name", "Private", "Public"] {
             #expect(try read(folder + "/\(title).mp3") == origins.data, "\(title)")

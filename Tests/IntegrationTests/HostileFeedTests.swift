@@ -131,7 +131,8 @@ struct HostileFeedTests {
         try fixture.origin.reset()
 
         let hostile = (Self.refusedFeeds.keys.sorted() + Self.inertFeeds.keys.sorted()).map { "\(base)/\($0)" }
-        let output = try mounts.mount(["\(base)/feed.xml"] + hostile)
+        let inert = fixture.publishedPaths + ["DTD Show/Dtd Episode.mp3", "XInclude Show"]
+        let output = try mounts.mount(["\(base)/feed.xml"] + hostile, waitFor: .paths(inert))
         #expect(output.status == 0, "\(output.stderr)")
         let pid = try #require(mounts.daemonPID)
         let memory = try #require(SafetyMount.memory(of: pid))
@@ -189,7 +190,7 @@ struct HostileFeedTests {
             ("Space in path", "\(base)/with space.mp3"),
         ]
         try fixture.origin.put("feed.xml", SafetyMount.feed(title: "Enclosures", items: items))
-        try mounts.mountOrThrow(["\(base)/feed.xml"])
+        try mounts.mountOrThrow(["\(base)/feed.xml"], waitFor: .paths(["Enclosures/Good.mp3"]))
         // Episodes only (the show's playlist lists exactly these).
         let listing = SafetyMount.listing(fixture.mountpoint + "/Enclosures").filter { !$0.hasSuffix(".m3u") }
         #expect(listing == ["Good.mp3", "Space in path.mp3"], "\(listing)")
@@ -236,7 +237,7 @@ struct HostileFeedTests {
         try fixture.origin.put("feed.xml", SafetyMount.feed(title: "Redirects", items: items))
         let json = try JSONSerialization.data(withJSONObject: ["redirects": redirects])
         try fixture.origin.configure(String(decoding: json, as: UTF8.self))
-        try mounts.mountOrThrow(["\(base)/feed.xml"])
+        try mounts.mountOrThrow(["\(base)/feed.xml"], waitFor: .paths(["Redirects/Good.mp3"]))
 
         let stats = try Self.expectRefused(
             targets.map { ($0.title, $0.reason) }, folder: fixture.mountpoint + "/Redirects", good: data,
@@ -277,7 +278,7 @@ struct HostileFeedTests {
         try fixture.origin.put("feed.xml", SafetyMount.feed(title: "Statuses", items: items))
         let json = try JSONSerialization.data(withJSONObject: ["status": statuses])
         try fixture.origin.configure(String(decoding: json, as: UTF8.self))
-        try mounts.mountOrThrow(["\(base)/feed.xml"])
+        try mounts.mountOrThrow(["\(base)/feed.xml"], waitFor: .paths(["Statuses/Good.mp3"]))
 
         let stats = try Self.expectRefused(
             cases.map { ($0.title, $0.reason) }, folder: fixture.mountpoint + "/Statuses", good: data,
@@ -305,7 +306,8 @@ struct HostileFeedTests {
         let base = fixture.origin.base
 
         // Alone, with the default limit: the mount fails and says why.
-        let alone = try mounts.mount(["\(base)/huge-feed"])
+        // Nothing to wait for: this mount is meant to fail.
+        let alone = try mounts.mount(["\(base)/huge-feed"], waitFor: .none)
         #expect(alone.status != 0)
         #expect(alone.stderr.contains("larger than the limit of 64 MiB"), "\(alone.stderr)")
         #expect(alone.stderr.contains("--max-feed-size"), "\(alone.stderr)")

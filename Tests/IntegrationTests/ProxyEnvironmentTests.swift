@@ -31,7 +31,8 @@ struct ProxyEnvironmentTests {
         try fixture.origin.put("ep.mp3", data)
         try fixture.origin.put(
             "feed.xml", SafetyMount.feed(title: "Proxied", items: [(title: "Ep", url: "\(fixture.origin.base)/ep.mp3")]))
-        try mounts.mountOrThrow(["\(fixture.origin.base)/feed.xml"], environment: Self.environment)
+        try mounts.mountOrThrow(
+            ["\(fixture.origin.base)/feed.xml"], environment: Self.environment, waitFor: .paths(["Proxied/Ep.mp3"]))
 
         let read = try Harness.run("cat", [fixture.mountpoint + "/Proxied/Ep.mp3"], timeout: 60)
         #expect(read.status == 0, "\(read.stderr)")
@@ -54,7 +55,8 @@ struct ProxyEnvironmentTests {
         try fixture.origin.put(
             "feed.xml", SafetyMount.feed(title: "Proxied", items: [(title: "Ep", url: "\(fixture.origin.base)/ep.mp3")]))
         // The only way to the origin is through the refusing proxy.
-        _ = try mounts.mount(["\(fixture.origin.base)/feed.xml"], extra: ["-o", "proxy=\(Self.refusing)"])
+        // Nothing to wait for: the feed cannot load through this proxy.
+        _ = try mounts.mount(["\(fixture.origin.base)/feed.xml"], extra: ["-o", "proxy=\(Self.refusing)"], waitFor: .none)
         let log = fixture.log()
         #expect(log.contains("proxy: every request goes through http://127.0.0.1:1"), "\(log)")
         #expect(log.contains("127.0.0.1, a loopback address"), "\(log)")

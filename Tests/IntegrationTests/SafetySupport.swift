@@ -20,8 +20,12 @@ final class SafetyMount {
 
     /// `podfs mount` of `feeds` on the fixture's mount point, in the
     /// background; returns the command's output (it may fail: tests look).
+    /// A mount that worked returns once it lists `waitFor` (`Fixture.mount`).
     @discardableResult
-    func mount(_ feeds: [String], extra: [String] = [], environment: [String: String] = [:]) throws -> Harness.Output {
+    func mount(
+        _ feeds: [String], extra: [String] = [], environment: [String: String] = [:],
+        waitFor listing: Fixture.Listing = .published
+    ) throws -> Harness.Output {
         let arguments = ["mount", "--cache-dir", fixture.cacheDirectory] + extra + feeds + [fixture.mountpoint]
         let output: Harness.Output
         if environment.isEmpty {
@@ -33,12 +37,19 @@ final class SafetyMount {
         if let pid = Fixture.daemonPID(in: output.text) {
             daemonPIDs.append(pid)
         }
+        if output.status == 0 {
+            try fixture.waitUntilListed(listing)
+        }
         return output
     }
 
-    /// Mounts and throws unless the mount worked.
-    func mountOrThrow(_ feeds: [String], extra: [String] = [], environment: [String: String] = [:]) throws {
-        let output = try mount(feeds, extra: extra, environment: environment)
+    /// Mounts and throws unless the mount worked; returns once it lists
+    /// `waitFor`.
+    func mountOrThrow(
+        _ feeds: [String], extra: [String] = [], environment: [String: String] = [:],
+        waitFor listing: Fixture.Listing = .published
+    ) throws {
+        let output = try mount(feeds, extra: extra, environment: environment, waitFor: listing)
         guard output.status == 0 else {
             throw HarnessError("podfs mount failed (\(output.status)): \(output.stderr)\nlog: \(fixture.log())")
         }
