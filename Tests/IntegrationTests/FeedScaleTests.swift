@@ -21,9 +21,17 @@ struct FeedScaleTests {
         try fixture.origin.put("\(name).xml", Data(feed.utf8))
     }
 
-    /// `podfs mount` of `urls` in the background; returns when it says it
-    /// is ready (the daemon is adopted by the fixture for cleanup).
-    private static func mount(_ fixture: Fixture, _ urls: [String], extra: [String] = []) throws {
+    /// The folder and episode of each feed of `publishFeed` named `names`,
+    /// as the mount lists them.
+    private static func listed(_ names: [String]) -> Fixture.Listing {
+        .paths(names.map { "Show \($0)/2026-11-01 Only.mp3" })
+    }
+
+    /// `podfs mount` of `urls` in the background; returns once it lists
+    /// `waitFor` (the daemon is adopted by the fixture for cleanup).
+    private static func mount(
+        _ fixture: Fixture, _ urls: [String], extra: [String] = [], waitFor listing: Fixture.Listing
+    ) throws {
         let output = try Harness.run(
             Harness.podfs, ["mount", "--cache-dir", fixture.cacheDirectory] + extra + urls + [fixture.mountpoint],
             timeout: 60)
@@ -33,6 +41,7 @@ struct FeedScaleTests {
         if let pid = Fixture.daemonPID(in: output.text) {
             fixture.adopt(daemonPID: pid)
         }
+        try fixture.waitUntilListed(listing)
     }
 
     /// The root's show folders (`Latest.m3u` is always there too).
@@ -58,8 +67,11 @@ struct FeedScaleTests {
         try fixture.origin.configure(#"{"hold_head": {"path": "/hang.xml", "seconds": 120}}"#)
         let refused = "http://127.0.0.1:1/refused.xml"
         let started = Date()
-        try Self.mount(fixture, names.map { "\(fixture.origin.base)/\($0).xml" } + [refused])
+        try Self.mount(fixture, names.map { "\(fixture.origin.base)/\($0).xml" } + [refused], waitFor: .none)
         print("cold mount with a hanging feed ready after \(Date().timeIntervalSince(started)) s")
+        // The shows that answer come while the held one stays held (far
+        // longer than the wait): none of them waits for it.
+        try fixture.waitUntilListed(Self.listed(["a", "b", "c"]))
         // Still held, and every other show is listed: it waited for nothing.
         #expect(try fixture.origin.held() == 1, "the hanging feed is still held by the origin")
         #expect(try Self.shows(fixture) == ["Show a", "Show b", "Show c"])
@@ -82,7 +94,7 @@ struct FeedScaleTests {
         let names = ["one", "two", "three"]
         for name in names { try Self.publishFeed(fixture, name) }
         let urls = names.map { "\(fixture.origin.base)/\($0).xml" }
-        try Self.mount(fixture, urls)
+        try Self.mount(fixture, urls, waitFor: Self.listed(names))
         let expected: Set<String> = ["Show one", "Show two", "Show three"]
         #expect(try Self.shows(fixture) == expected)
         try fixture.unmount()
@@ -90,7 +102,8 @@ struct FeedScaleTests {
         // Every feed request is held: the remount cannot have waited for one.
         try fixture.origin.reset()
         try fixture.origin.configure(#"{"hold_head": {"path": "*", "seconds": 120}}"#)
-        try Self.mount(fixture, urls)
+        // What the mount shows the moment it returns is the point here.
+        try Self.mount(fixture, urls, waitFor: .none)
         #expect(try Harness.eventually(10) { try fixture.origin.held() == 3 }, "the revalidations reached the origin")
         #expect(try Self.shows(fixture) == expected, "ready from the kept copies while all three are held")
         #expect(try fixture.origin.held() == 3)
@@ -99,7 +112,7 @@ struct FeedScaleTests {
 
         // No network at all: the origin is gone.
         fixture.origin.stop()
-        try Self.mount(fixture, urls)
+        try Self.mount(fixture, urls, waitFor: .none)
         #expect(try Self.shows(fixture) == expected)
         #expect(
             try Harness.sh("ls '\(fixture.mountpoint)/Show two'").contains("2026-11-01 Only.mp3"),
@@ -112,7 +125,9 @@ struct FeedScaleTests {
         defer { fixture.cleanup() }
         for name in ["busy", "calm"] { try Self.publishFeed(fixture, name) }
         try fixture.origin.configure(#"{"status": {"/busy.xml": {"code": 429, "count": 1, "retry_after": 2}}}"#)
-        try Self.mount(fixture, ["busy", "calm"].map { "\(fixture.origin.base)/\($0).xml" })
+        // "busy" comes after its Retry-After, which the test waits for.
+        let urls = ["busy", "calm"].map { "\(fixture.origin.base)/\($0).xml" }
+        try Self.mount(fixture, urls, waitFor: Self.listed(["calm"]))
         #expect(try Harness.eventually(30) { try Self.shows(fixture).contains("Show busy") })
         #expect(try fixture.origin.statuses("busy.xml") == [429, 200])
         let times = try fixture.origin.statusTimes("busy.xml")
@@ -153,7 +168,9 @@ struct FeedScaleTests {
                         "/temp.xml": {"code": 302, "location": "/temp-home.xml"}}}
             """#)
         let urls = ["moved", "named", "temp"].map { "\(fixture.origin.base)/\($0).xml" }
-        try Self.mount(fixture, urls)
+        let moved = Fixture.Listing.paths(
+            ["Show moved/2026-11-01 Only.mp3", "Show named/2026-11-02 Second.mp3", "Show temp/2026-11-01 Only.mp3"])
+        try Self.mount(fixture, urls, waitFor: moved)
         let expected: Set<String> = ["Show moved", "Show named", "Show temp"]
         #expect(try Self.shows(fixture) == expected)
         #expect(
@@ -164,7 +181,7 @@ struct FeedScaleTests {
 
         // From now on: the moved feeds are asked for at their new URLs only.
         try fixture.origin.reset()
-        try Self.mount(fixture, urls)
+        try Self.mount(fixture, urls, waitFor: moved)
         #expect(try Harness.eventually(20) { try fixture.origin.requests("named-home.xml") >= 1 })
         #expect(try Harness.eventually(20) { try fixture.origin.requests("moved-home.xml") >= 1 })
         #expect(try Harness.eventually(20) { try fixture.origin.requests("temp-home.xml") >= 1 })

@@ -9,8 +9,11 @@ struct PrivacyTests {
     // MARK: - Helpers
 
     /// Runs `podfs ARGUMENTS` in the background mode from `directory` under
-    /// umask 022; the daemon's PID goes to the fixture for cleanup.
-    private static func mount(_ fixture: Fixture, in directory: String, _ arguments: [String]) throws {
+    /// umask 022; the daemon's PID goes to the fixture for cleanup. Returns
+    /// once the mount lists `waitFor`.
+    private static func mount(
+        _ fixture: Fixture, in directory: String, _ arguments: [String], waitFor listing: Fixture.Listing = .published
+    ) throws {
         let quoted = arguments.map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }.joined(separator: " ")
         let output = try Harness.run(
             "/bin/sh", ["-c", "cd '\(directory)' && umask 022 && exec '\(Harness.podfs)' mount \(quoted)"], timeout: 60)
@@ -20,6 +23,7 @@ struct PrivacyTests {
         guard output.status == 0 else {
             throw HarnessError("podfs mount failed (\(output.status)): \(output.stderr)\nlog: \(fixture.log())")
         }
+        try fixture.waitUntilListed(listing)
     }
 
     /// Every entry below `root` (and `root`) with its mode, by `lstat`.
@@ -118,7 +122,9 @@ struct PrivacyTests {
         try Self.mount(
             fixture, in: fixture.directory,
             ["--cache-dir", fixture.cacheDirectory, "--log-level", "trace", "--refresh", "1", feedURL,
-             fixture.mountpoint])
+             fixture.mountpoint],
+            // The title without its invisible and control characters.
+            waitFor: .paths(["PaidShow2J/2026-11-01 Episode 1.mp3"]))
         let show = try #require(
             try FileManager.default.contentsOfDirectory(atPath: fixture.mountpoint).first { $0 != "Latest.m3u" })
         let episode = fixture.mountpoint + "/" + show + "/2026-11-01 Episode 1.mp3"

@@ -19,11 +19,14 @@ struct RemountTests {
         for round in 1...8 {
             let unmounted = try Harness.run("fusermount3", ["-u", fixture.mountpoint])
             try #require(unmounted.status == 0, "\(unmounted.stderr)")
-            let next = try Self.mount(fixture, cache: round % 2 == 0 ? "a" : "b")
+            // Waits for the listing only after the old daemon exited: a
+            // detached mount would otherwise read as one that never listed.
+            let next = try Self.mount(fixture, cache: round % 2 == 0 ? "a" : "b", waitFor: .none)
             // The old daemon's exit is where it would detach.
             #expect(Harness.eventually(30) { Self.exited(daemon) }, "round \(round): the old daemon exits")
             daemon = next
             #expect(Fixture.isMounted(fixture.mountpoint), "round \(round): the new mount is still there")
+            try fixture.waitUntilListed(.published)
             let copy = try Harness.run("/bin/sh", ["-c", "cat '\(fixture.path(0))' | wc -c"])
             #expect(copy.text.trimmingCharacters(in: .whitespacesAndNewlines) == "1000", "round \(round): \(copy.stderr)")
         }
@@ -51,8 +54,12 @@ struct RemountTests {
 
     /// `program mount` of the fixture's feed with a cache of its own (`name`
     /// under the fixture's folder): the two caches' daemons do not wait for
-    /// each other's lock. Returns the daemon's PID.
-    private static func mount(_ fixture: Fixture, cache name: String, program: String = Harness.podfs) throws -> pid_t {
+    /// each other's lock. Returns the daemon's PID once the mount lists
+    /// `waitFor`.
+    private static func mount(
+        _ fixture: Fixture, cache name: String, program: String = Harness.podfs,
+        waitFor listing: Fixture.Listing = .published
+    ) throws -> pid_t {
         let output = try Harness.run(
             program,
             ["mount", "--cache-dir", fixture.directory + "/cache-" + name, "\(fixture.origin.base)/feed.xml", fixture.mountpoint],
@@ -60,6 +67,7 @@ struct RemountTests {
         try #require(output.status == 0, "\(output.stderr)")
         let pid = try #require(Fixture.daemonPID(in: output.text))
         fixture.adopt(daemonPID: pid)
+        try fixture.waitUntilListed(listing)
         return pid
     }
 

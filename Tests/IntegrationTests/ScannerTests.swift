@@ -264,10 +264,7 @@ struct ScanLibrary: Sendable {
         if let pid = Fixture.daemonPID(in: output.text) {
             fixture.adopt(daemonPID: pid)
         }
-        let listed = Harness.eventually(30) {
-            mountPaths.allSatisfy { FileManager.default.fileExists(atPath: fixture.mountpoint + "/" + $0) }
-        }
-        guard listed else { throw HarnessError("the mount does not list every episode: \(mountPaths)") }
+        try fixture.waitUntilListed(.paths(mountPaths))
     }
 
     /// What the origin sent for episodes (.mp3) since its last reset.

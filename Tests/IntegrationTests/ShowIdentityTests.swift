@@ -34,7 +34,8 @@ struct ShowIdentityTests {
         try fixture.origin.put(path, Data(feed.utf8))
     }
 
-    /// `podfs mount` of `url` in the background; returns when it is ready.
+    /// `podfs mount` of `url` in the background; returns once it lists the
+    /// show's first episode (every version of the feed has it).
     private static func mount(_ fixture: Fixture, _ url: String) throws {
         let output = try Harness.run(
             Harness.podfs, ["mount", "--cache-dir", fixture.cacheDirectory, url, fixture.mountpoint], timeout: 60)
@@ -44,6 +45,7 @@ struct ShowIdentityTests {
         if let pid = Fixture.daemonPID(in: output.text) {
             fixture.adopt(daemonPID: pid)
         }
+        try fixture.waitUntilListed(.paths(["Show/" + episodePath]))
     }
 
     private static func episodeHash(_ fixture: Fixture) throws -> String {
