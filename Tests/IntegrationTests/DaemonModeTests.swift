@@ -8,12 +8,21 @@ import Testing
 struct DaemonModeTests {
     private static let mib = 1024 * 1024
 
-    /// `podfs mount` with these arguments (the fixture's cache and feed).
+    /// `podfs mount` with these arguments (the fixture's cache and feed);
+    /// a mount that worked returns once it lists what `publish` published
+    /// (its daemon is the fixture's to clean up).
     private static func mount(_ fixture: Fixture, _ extra: [String], on mountpoint: String) throws -> Harness.Output {
-        try Harness.run(
+        let output = try Harness.run(
             Harness.podfs,
             ["mount", "--cache-dir", fixture.cacheDirectory] + extra + ["\(fixture.origin.base)/feed.xml", mountpoint],
             timeout: 60)
+        if let pid = Fixture.daemonPID(in: output.text) {
+            fixture.adopt(daemonPID: pid)
+        }
+        if output.status == 0 {
+            try Fixture.waitUntilListed(fixture.publishedPaths, in: mountpoint)
+        }
+        return output
     }
 
     @Test func mountsThatCannotWorkFailAtOnceWithAMessage() throws {
@@ -123,7 +132,7 @@ struct DaemonModeTests {
         // of the same device stands in for it, and an empty fuse.conf for
         // /etc/fuse.conf (no user_allow_other), without touching the host.
         // Each step prints a tagged line for the checks below.
-        let script = """
+        let script = Fixture.shellListed + "\n" + """
             mknod -m 666 '\(home)/fuse' c 10 229 && mount --bind '\(home)/fuse' /dev/fuse
             mount --bind '\(home)/empty-conf' /etc/fuse.conf
             u() { runuser -u '\(user)' -- "$@"; }
@@ -131,6 +140,7 @@ struct DaemonModeTests {
             echo "refused: $(u "$P" mount --cache-dir '\(home)/cache' '\(feed)' '\(home)/root-owned' 2>&1; echo rc=$?)"
             echo "other: $(u "$P" mount --cache-dir '\(home)/cache' -o allow_other '\(feed)' '\(home)/mnt' 2>&1; echo rc=$?)"
             echo "mounted: $(u "$P" mount --cache-dir '\(home)/cache' '\(feed)' '\(home)/mnt' 2>&1; echo rc=$?)"
+            listed '\(file)' '\(user)'
             echo "line: $(grep ' \(home)/mnt ' /proc/self/mounts)"
             echo "uid: $(id -u '\(user)')"
             echo "sum: $(u sha256sum '\(file)' 2>&1)"
@@ -152,14 +162,15 @@ struct DaemonModeTests {
             echo '\(feed) \(home)/mnt fuse.podfs noauto,user,cache_dir=\(home)/cache 0 0' > '\(home)/fstab'
             mount --bind '\(home)/fstab' /etc/fstab
             echo "fstab: $(u mount '\(home)/mnt' 2>&1; echo rc=$?)"
+            listed '\(file)' '\(user)'
             echo "fstabsum: $(u sha256sum '\(file)' 2>&1)"
             echo "fstabumount: $(u umount '\(home)/mnt' 2>&1; echo rc=$?)"
             """
-        let output = try Harness.run("unshare", ["-m", "--propagation", "private", "sh", "-c", script], timeout: 120)
+        let output = try Harness.run("unshare", ["-m", "--propagation", "private", "sh", "-c", script], timeout: 300)
         // "tag: text" lines; a line without a known tag continues the last.
         let tags: Set = [
             "refused", "other", "mounted", "line", "uid", "sum", "root", "owner", "unmounted", "left", "fstab", "fstabsum",
-            "fstabumount", "termleft", "termpid",
+            "fstabumount", "termleft", "termpid", "not listed",
         ]
         var lines: [String: String] = [:]
         var last = ""
@@ -172,6 +183,7 @@ struct DaemonModeTests {
             }
         }
         let all = output.text + output.stderr
+        #expect(lines["not listed"] == nil, "the mounts list the episode: \(all)")
         // Not permitted: a directory the user does not own.
         #expect((lines["refused"] ?? "").contains("may not mount on") && (lines["refused"] ?? "").contains("rc=1"), "\(all)")
         // allow_other needs user_allow_other in /etc/fuse.conf.

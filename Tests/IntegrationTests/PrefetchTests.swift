@@ -112,6 +112,10 @@ struct PrefetchTests {
         let mounted = try Harness.run(
             Harness.podfs, [feed, fixture.mountpoint, "-o", "cache_dir=\(fixture.cacheDirectory),noauto"], timeout: 60)
         #expect(mounted.status == 0, "\(mounted.stderr)")
+        if let pid = Fixture.daemonPID(in: mounted.text) {
+            fixture.adopt(daemonPID: pid)
+        }
+        try fixture.waitUntilListed(.published)
         let output = try Harness.run(
             Harness.podfs, ["prefetch", "--cache-dir", fixture.cacheDirectory, "--latest", "2", feed], timeout: 120)
         #expect(output.status == 0, "\(output.text) \(output.stderr)")

@@ -91,7 +91,7 @@ struct SubscriptionTests {
         let again = try Self.podfs(["subscribe"] + cache + ["\(fixture.origin.base)/second.xml"])
         #expect(again.status == 0, "\(again.stderr)")
         try fixture.unmount()
-        try fixture.mount()
+        try fixture.mount(waitFor: .paths(fixture.publishedPaths + ["Second Show/2026-11-22 Only.mp3"]))
         #expect(try Self.root(fixture) == ["Second Show", Fixture.showTitle], "what was added is in")
         let listed = try Self.podfs(["subscriptions"] + cache)
         #expect(listed.text.contains("Second Show") && listed.text.contains("\(fixture.origin.base)/second.xml"))
@@ -209,6 +209,7 @@ struct SubscriptionTests {
         if let pid = Fixture.daemonPID(in: mount.text) {
             fixture.adopt(daemonPID: pid)
         }
+        try fixture.waitUntilListed(.published)
         let cache = ["--cache-dir", fixture.cacheDirectory]
 
         // The command edits the file, keeping its comments.
@@ -240,6 +241,7 @@ struct SubscriptionTests {
         if let pid = Fixture.daemonPID(in: remount.text) {
             fixture.adopt(daemonPID: pid)
         }
+        try fixture.waitUntilListed(.paths(fixture.publishedPaths + ["Show B/2026-11-22 Only.mp3"]))
         #expect(try Self.root(fixture) == ["Show B", Fixture.showTitle], "no SOURCE: the list the last mount used")
     }
 }

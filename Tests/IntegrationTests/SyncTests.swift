@@ -92,12 +92,19 @@ struct SyncTests {
             .filter { $0 != "Latest.m3u" }.sorted()
     }
 
-    private static func mount(_ fixture: Fixture, options: String, sources: [String] = []) throws -> Harness.Output {
+    /// `podfs mount` with a sync server; a mount that worked returns once
+    /// it lists `waitFor`.
+    private static func mount(
+        _ fixture: Fixture, options: String, sources: [String] = [], waitFor listing: Fixture.Listing = .published
+    ) throws -> Harness.Output {
         let output = try Harness.run(
             Harness.podfs, ["mount", "--cache-dir", fixture.cacheDirectory, "-o", options] + sources + [fixture.mountpoint],
             timeout: 60)
         if let pid = Fixture.daemonPID(in: output.text) {
             fixture.adopt(daemonPID: pid)
+        }
+        if output.status == 0 {
+            try fixture.waitUntilListed(listing)
         }
         return output
     }
@@ -128,7 +135,7 @@ struct SyncTests {
             try server.control("/_seed", #"{"user": "alice", "nextcloud": true, "add": ["\#(url("a"))"]}"#)
         }
         let options = "sync=\(syncURL),sync_password_file=\(password),sync_device=\(device),refresh=2"
-        let mounted = try Self.mount(fixture, options: options)
+        let mounted = try Self.mount(fixture, options: options, waitFor: .paths(["Show A/2026-11-22 Only.mp3"]))
         #expect(mounted.status == 0, "\(mounted.stderr)")
         #expect(Harness.eventually(15) { Self.shows(fixture) == ["Show A"] }, "the server's list mounted: \(Self.shows(fixture))")
 
@@ -177,7 +184,7 @@ struct SyncTests {
         // A password file others may read is refused, and so is the mount.
         chmod(password, 0o644)
         let options = "sync=http://alice@127.0.0.1:\(server.port),sync_password_file=\(password),refresh=2"
-        let open = try Self.mount(fixture, options: options, sources: ["\(fixture.origin.base)/feed.xml"])
+        let open = try Self.mount(fixture, options: options, sources: ["\(fixture.origin.base)/feed.xml"], waitFor: .none)
         #expect(open.status != 0)
         #expect(open.stderr.contains("chmod 600"), "\(open.stderr)")
         #expect(!Fixture.isMounted(fixture.mountpoint))
