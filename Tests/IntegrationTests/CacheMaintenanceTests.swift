@@ -105,10 +105,9 @@ struct CacheMaintenanceTests {
                 </channel></rss>
                 """.utf8))
         let otherPath = fixture.mountpoint + "/Other Show/2026-11-05 Other 1.mp3"
-        let otherName = "2026-11-05 Other 1.mp3"
+        let (otherName, otherShow) = ("2026-11-05 Other 1.mp3", "Other Show/2026-11-05 Other 1.mp3")
         let feedURL = "\(fixture.origin.base)/feed.xml"
-        let both = Fixture.Listing.paths(fixture.publishedPaths + ["Other Show/" + otherName])
-        try fixture.mount(extra: ["\(fixture.origin.base)/feed2.xml"], waitFor: both)
+        try fixture.mount(extra: ["\(fixture.origin.base)/feed2.xml"], waitFor: .paths(fixture.publishedPaths + [otherShow]))
         func readAll() throws {
             for index in sizes.indices {
                 let copy = fixture.directory + "/copy\(index)"
@@ -166,7 +165,7 @@ struct CacheMaintenanceTests {
 
         // A remount lists everything and fetches it all again.
         try fixture.origin.reset()
-        try fixture.mount(extra: ["\(fixture.origin.base)/feed2.xml"], waitFor: both)
+        try fixture.mount(extra: ["\(fixture.origin.base)/feed2.xml"], waitFor: .paths(fixture.publishedPaths + [otherShow]))
         try readAll()
         #expect(try fixture.origin.bytesSent("ep2.mp3") >= Int64(sizes[1]))
         #expect(try fixture.origin.bytesSent("other1.mp3") >= Int64(otherSize))

@@ -40,6 +40,11 @@ struct RefreshTests {
             """.utf8)
     }
 
+    /// The show's episodes of 2026-11-01 named `names`, as a mount lists them.
+    private static func listed(_ names: [String]) -> Fixture.Listing {
+        .paths(names.map { "\(show)/2026-11-01 \($0)" })
+    }
+
     private static func listing(_ fixture: Fixture) throws -> [String] {
         try Harness.sh("ls -1 '\(fixture.mountpoint)/\(show)'").split(separator: "\n").map(String.init).sorted()
     }
@@ -85,8 +90,7 @@ struct RefreshTests {
         ]
         try fixture.origin.put("feed.xml", Self.feed(first))
         try fixture.origin.configure(#"{"gzip": true}"#)
-        let episodes = ["2026-11-01 Same.mp3", "2026-11-01 Same (2).mp3", "2026-11-01 Start.mp3"]
-        try fixture.mount(extra: ["--refresh", "1"], waitFor: .paths(episodes.map { "\(Self.show)/\($0)" }))
+        try fixture.mount(extra: ["--refresh", "1"], waitFor: Self.listed(["Same.mp3", "Same (2).mp3", "Start.mp3"]))
         let show = "\(fixture.mountpoint)/\(Self.show)"
 
         // The folder: episodes, the cover, transcripts, chapters, playlist.
