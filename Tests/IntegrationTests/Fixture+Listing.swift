@@ -77,7 +77,13 @@ extension Fixture {
     /// its parent lists it: nothing is looked up that is not there, and
     /// nothing is asked of the origin.
     static func waitUntilListed(_ paths: [String], in mountpoint: String, within seconds: Double = listingDeadline) throws {
-        if Harness.eventually(seconds, { unlisted(paths, in: mountpoint).isEmpty }) { return }
+        let started = Date()
+        if Harness.eventually(seconds, { unlisted(paths, in: mountpoint).isEmpty }) {
+            // Said when it took a while: how often the wait matters.
+            let waited = Date().timeIntervalSince(started)
+            if waited >= 0.5 { print("waited \(String(format: "%.1f", waited)) s for \(mountpoint) to list \(paths)") }
+            return
+        }
         let missing = unlisted(paths, in: mountpoint)
         guard !missing.isEmpty else { return }
         let root = ((try? FileManager.default.contentsOfDirectory(atPath: mountpoint)) ?? []).sorted()
