@@ -28,19 +28,21 @@ extension Fixture {
     static let listingDeadline: Double = 60
 
     /// Shell lines that define `listed PATH [USER]`, for mounts made in a
-    /// script: waits, polling with `listingDeadline`, until PATH exists
-    /// (looked at as USER), and prints "not listed: PATH" if it never does.
+    /// script: waits, polling until `listingDeadline` has passed, until
+    /// PATH exists (looked at as USER), and prints "not listed: PATH" if it
+    /// never does.
     static var shellListed: String {
-        let polls = Int(listingDeadline * 10)
-        return """
-            listed() {
-              for i in $(seq \(polls)); do
-                if [ -n "$2" ]; then runuser -u "$2" -- test -e "$1"; else test -e "$1"; fi && return 0
-                sleep 0.1
-              done
-              echo "not listed: $1"
-            }
-            """
+        """
+        listed() {
+          end=$(( $(date +%s) + \(Int(listingDeadline)) ))
+          while :; do
+            if [ -n "$2" ]; then runuser -u "$2" -- test -e "$1"; else test -e "$1"; fi && return 0
+            [ "$(date +%s)" -lt "$end" ] || break
+            sleep 0.1
+          done
+          echo "not listed: $1"
+        }
+        """
     }
 
     // MARK: - Methods
