@@ -69,10 +69,7 @@ final class Fixture {
 
     /// The path of an episode inside the mount.
     func path(_ index: Int) -> String {
-        let episode = episodes[index]
-        let day = String(format: "%02d", index + 1)
-        _ = episode
-        return "\(mountpoint)/\(Fixture.showTitle)/2026-11-\(day) Episode \(index + 1).mp3"
+        "\(mountpoint)/\(Fixture.showTitle)/\(Self.listedName(of: episodes[index]))"
     }
 
     /// Where the local copy of an episode's bytes lives (the origin's file).
