@@ -17,11 +17,13 @@ public enum FeedDate {
     /// Parses `text` as an ISO 8601 or RFC 822 date; `nil` when neither fits
     /// or the date is outside `plausibleRange`.
     public static func parse(_ text: String) -> Int64? {
-        guard let seconds = parseAnyDate(text), plausibleRange.contains(seconds) else { return nil }
+        let common = text.utf8.withContiguousStorageIfAvailable(parseCommonForm) ?? nil
+        guard let seconds = common ?? parseAnyDate(text), plausibleRange.contains(seconds) else { return nil }
         return seconds
     }
 
-    private static func parseAnyDate(_ text: String) -> Int64? {
+    /// The general parser, every form (`parse` tries `parseCommonForm` first).
+    static func parseAnyDate(_ text: String) -> Int64? {
         let bytes = Array(text.utf8)
         var start = 0
         var end = bytes.count
@@ -125,6 +127,75 @@ public enum FeedDate {
     }
 
     // MARK: - RFC 822
+
+    /// The form nearly every feed writes, "Mon, 02 Nov 2026 10:00:00 GMT"
+    /// (the weekday optional, the zone GMT, UT, UTC or "+hhmm"), read in
+    /// place: the general parser makes an array per token, and a thousand
+    /// shows have a quarter of a million dates. `nil` for anything else or
+    /// a date it cannot assemble; the general parser then reads the text,
+    /// and gives the same answer for this form (`FeedDateTests`).
+    static func parseCommonForm(_ s: UnsafeBufferPointer<UInt8>) -> Int64? {
+        var i = 0
+        var end = s.count
+        while i < end, isSpace(s[i]) { i += 1 }
+        while end > i, isSpace(s[end - 1]) { end -= 1 }
+        func letters3(_ at: Int) -> (UInt8, UInt8, UInt8)? {
+            guard at + 3 <= end, isLetter(s[at]), isLetter(s[at + 1]), isLetter(s[at + 2]) else { return nil }
+            return (lowercased(s[at]), lowercased(s[at + 1]), lowercased(s[at + 2]))
+        }
+        func digits(_ at: Int, _ count: Int) -> Int64? {
+            guard at + count <= end else { return nil }
+            var value: Int64 = 0
+            for k in at..<(at + count) {
+                guard isDigit(s[k]) else { return nil }
+                value = value * 10 + Int64(s[k] - 0x30)
+            }
+            return value
+        }
+        if let day = letters3(i), weekdayBytes.contains(where: { $0 == day }) {
+            guard i + 5 <= end, s[i + 3] == UInt8(ascii: ","), s[i + 4] == 0x20 else { return nil }
+            i += 5
+        }
+        let dayDigits = i + 1 < end && isDigit(s[i + 1]) ? 2 : 1
+        guard let day = digits(i, dayDigits), i + dayDigits < end, s[i + dayDigits] == 0x20 else { return nil }
+        i += dayDigits + 1
+        guard let name = letters3(i), let month = monthBytes.firstIndex(where: { $0 == name }),
+            i + 3 < end, s[i + 3] == 0x20
+        else { return nil }
+        i += 4
+        guard let year = digits(i, 4), i + 4 < end, s[i + 4] == 0x20,
+            let hour = digits(i + 5, 2), i + 7 < end, s[i + 7] == UInt8(ascii: ":"),
+            let minute = digits(i + 8, 2), i + 10 < end, s[i + 10] == UInt8(ascii: ":"),
+            let second = digits(i + 11, 2), i + 13 < end, s[i + 13] == 0x20
+        else { return nil }
+        i += 14
+        let offset: Int64
+        switch end - i {
+        case 5 where s[i] == UInt8(ascii: "+") || s[i] == UInt8(ascii: "-"):
+            guard let hhmm = digits(i + 1, 4), hhmm / 100 <= 23, hhmm % 100 <= 59 else { return nil }
+            let minutes = hhmm / 100 * 60 + hhmm % 100
+            offset = s[i] == UInt8(ascii: "-") ? -minutes : minutes
+        case 3 where letters3(i).map({ $0 == (0x67, 0x6D, 0x74) || $0 == (0x75, 0x74, 0x63) }) == true:
+            offset = 0  // GMT, UTC
+        case 2 where lowercased(s[i]) == 0x75 && lowercased(s[i + 1]) == 0x74:
+            offset = 0  // UT
+        default:
+            return nil
+        }
+        return assemble(
+            year: year, month: Int64(month + 1), day: day, hour: hour, minute: minute, second: second,
+            offsetMinutes: offset)
+    }
+
+    private static let monthBytes = months.map { name in
+        let b = Array(name.utf8)
+        return (b[0], b[1], b[2])
+    }
+
+    private static let weekdayBytes = weekdays.map { name in
+        let b = Array(name.utf8)
+        return (b[0], b[1], b[2])
+    }
 
     private static func parseRFC822(_ raw: [UInt8]) -> Int64? {
         var year: Int64?

@@ -157,16 +157,24 @@ public enum Naming {
     /// table, else from the URL path when it names a known media type, else "".
     public static func fileExtension(mimeType: String?, url: String) -> String {
         if let mimeType {
-            let essence = mimeType.split(separator: ";", maxSplits: 1).first.map(String.init) ?? ""
-            // ASCII blanks dropped without Unicode's property tables, the
-            // rest as before.
-            let key = String(
-                String.UnicodeScalarView(
-                    essence.lowercased().unicodeScalars.filter { scalar in
-                        scalar.value < 0x80 ? !(scalar.value == 0x20 || (0x09...0x0D).contains(scalar.value))
-                            : !scalar.properties.isWhitespace
-                    }))
-            if let known = extensionsByMIMEType[key] { return known }
+            // Nearly every feed writes it plain ("audio/mpeg"): the key as it is.
+            let plain = mimeType.utf8.allSatisfy { byte in
+                byte > 0x20 && byte < 0x7F && byte != UInt8(ascii: ";") && !(byte >= 0x41 && byte <= 0x5A)
+            }
+            if plain {
+                if let known = extensionsByMIMEType[mimeType] { return known }
+            } else {
+                let essence = mimeType.split(separator: ";", maxSplits: 1).first.map(String.init) ?? ""
+                // ASCII blanks dropped without Unicode's property tables, the
+                // rest as before.
+                let key = String(
+                    String.UnicodeScalarView(
+                        essence.lowercased().unicodeScalars.filter { scalar in
+                            scalar.value < 0x80 ? !(scalar.value == 0x20 || (0x09...0x0D).contains(scalar.value))
+                                : !scalar.properties.isWhitespace
+                        }))
+                if let known = extensionsByMIMEType[key] { return known }
+            }
         }
         var path = Substring(url)
         if let end = path.firstIndex(where: { $0 == "?" || $0 == "#" }) { path = path[..<end] }
@@ -317,7 +325,7 @@ public enum Naming {
         _ parts: [(stem: String, ext: String)], assignmentOrder: [Int], keeping: [Int: String] = [:]
     ) -> [String] {
         var names = [String](repeating: "", count: parts.count)
-        var taken = Set<[UInt8]>()
+        var taken = Set<[UInt8]>(minimumCapacity: parts.count + keeping.count)
         for (index, name) in keeping where parts.indices.contains(index) {
             names[index] = name
             taken.insert(Array(name.utf8))
