@@ -9,7 +9,8 @@
 #       defaults: 1000 feeds (20-400 items each), 10 hosts, 50 ms
 #   PODFS_BENCH_BIN=PATH  runs that podfs instead of building this tree (before/after runs)
 #   PODFS_BENCH_PERF=FILE bench/many-feeds.sh   also records where the daemon's
-#       time goes until every show is listed (perf record -g; perf report -i FILE)
+#       time goes until every show is listed (perf record -g; perf report -i FILE),
+#       at PODFS_BENCH_PERF_HZ samples a second (499)
 #
 # The feeds are spread over H hosts (H delaying proxies on their own
 # ports, one origin behind them), as an OPML's feeds are spread over
@@ -128,7 +129,7 @@ pid=$(sed -n 's/.*pid \([0-9]*\).*/\1/p' <<<"$out" | head -1)
 perf_pid=""
 if [ -n "${PODFS_BENCH_PERF:-}" ]; then
   # Where the daemon's time goes until every show is listed (perf report -i FILE).
-  perf record -F 499 -g -p "$pid" -o "$PODFS_BENCH_PERF" >/dev/null 2>&1 &
+  perf record -F ${PODFS_BENCH_PERF_HZ:-499} -g -p "$pid" -o "$PODFS_BENCH_PERF" >/dev/null 2>&1 &
   perf_pid=$!
 fi
 for _ in $(seq 6000); do
@@ -139,7 +140,13 @@ listed=$(since "$t")
 origin_listed=$(awk -v a="$origin_before" -v b="$(origin_cpu)" 'BEGIN {printf "%.2f", b - a}')
 if [ -n "$perf_pid" ]; then kill -INT "$perf_pid"; wait "$perf_pid" 2>/dev/null || true; fi
 cpu=$(cpu_of "$pid")
+# One show's folder, looked into once every show is listed (a show listed
+# on arrival and not built yet is built then).
+one_show=$(ls "$mnt" | grep -v '^Latest.m3u$' | tail -1)
+t1=$(now); one_files=$(ls -l "$mnt/$one_show" | grep -c '^-'); one_time=$(since "$t1")
+# Every file listed: find builds every show still waiting.
 files=$(find "$mnt" -mindepth 2 -type f | wc -l)
+cold_all=$(since "$t")
 peak_kib=$(awk '/VmHWM/ {print $2}' "/proc/$pid/status")
 "$podfs" status --cache-dir "$cache" | sed -n 2p > "$work/summary"
 "$podfs" unmount "$mnt" >/dev/null
@@ -159,13 +166,15 @@ warm_peak_kib=$(awk '/VmHWM/ {print $2}' "/proc/$pid/status")
 
 awk -v feeds="$feeds" -v hosts="$hosts" -v delay="$delay" -v items="$items" -v curl="$curl_time" \
     -v cold="$cold" -v listed="$listed" -v warm="$warm" -v files="$files" -v peak="$peak_kib" \
-    -v cpu="$cpu" -v wcpu="$warm_cpu" -v ocurl="$origin_curl" -v olisted="$origin_listed" -v cores="$(nproc)" -v wpeak="$warm_peak_kib" -v wshows="$warm_shows" -v wall="$warm_all" -v wfiles="$warm_files" -v summary="$(cat "$work/summary")" 'BEGIN {
+    -v cpu="$cpu" -v wcpu="$warm_cpu" -v ocurl="$origin_curl" -v olisted="$origin_listed" -v cores="$(nproc)" -v wpeak="$warm_peak_kib" -v wshows="$warm_shows" -v wall="$warm_all" -v wfiles="$warm_files" -v call="$cold_all" -v one="$one_time" -v onefiles="$one_files" -v summary="$(cat "$work/summary")" 'BEGIN {
   allowed = 1.5 * curl; if (allowed < 3) allowed = 3
   target_kib = 64 * 1024 + files
   printf "podfs many-feeds bench: %d feeds (%d items) on %d hosts, +%d ms per request, plus a hanging host and a refusing port\n", feeds, items, hosts, delay
   printf "| figure | podfs | target |\n|---|---|---|\n"
   printf "| cold ready | %.2f s | <= 3 s |\n", cold
   printf "| every show listed | %.2f s (%.2f x curl) | <= 1.5 x curl, at least 3 s: %.2f s |\n", listed, listed / curl, allowed
+  printf "| cold, ls -l of one show once every show was listed | %.3f s (%d files) | |\n", one, onefiles
+  printf "| cold, every file listed (find, then) | %.2f s (%d files) | |\n", call, files
   printf "| warm remount ready | %.2f s (%d shows listed at once) | <= 0.5 s |\n", warm, wshows
   printf "| warm remount, every file listed (find) | %.2f s (%d files) | |\n", wall, wfiles
   printf "| peak RSS, cold | %.1f MiB for %d files: %.0f B/file over 64 MiB | <= 64 MiB + 1 KiB/file: %.1f MiB |\n", peak / 1024, files, (peak - 65536) * 1024 / files, target_kib / 1024

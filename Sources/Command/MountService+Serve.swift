@@ -45,6 +45,8 @@ extension MountService {
         /// Listed from the last mount's list, built when first looked into
         /// or by `building`.
         let building: KeptCopyPass?
+        /// Builds the shows the feeds' rounds list on arrival.
+        let arrivals: ArrivalBuilds
         /// Tells the kernel about the root once the session exists.
         let kernel: Locked<(any KernelCacheInvalidator)?>
     }
@@ -78,7 +80,7 @@ extension MountService {
                 mountpoint: mountpoint, fileSystemName: "podfs", options: fuseOptions,
                 fileSystem: fileSystem, logger: logger)
         } catch {
-            stopFeeds(parts, feeds)
+            stopFeeds(parts, listed, feeds)
             throw error
         }
         attach(session, parts, listed, feeds, logger: logger)
@@ -93,6 +95,7 @@ extension MountService {
         report("ready")
         if !feeds.startEarly {
             listed.building?.start()
+            listed.arrivals.start()
             feeds.refresher.start()
         }
         parts.keeper.start()
@@ -199,16 +202,10 @@ extension MountService {
                 kernel.withLock { $0 }?.invalidate(inode: Catalog.latestPlaylistInode)
             }
         }
-        guard !listable.isEmpty else {
-            let keptURLs = try Self.showKeptCopies(of: parts.feedURLs, loader: loader, catalog: catalog, adopt: adopt)
-            logger.info("kept copies shown", metadata: ["feeds": "\(keptURLs.count)", "episodes": "\(catalog.episodeCount)"])
-            Heap.giveBackFreedMemory()
-            parts.reader.evictIfOverLimit()
-            return Listed(keptURLs: keptURLs, building: nil, kernel: kernel)
-        }
-        catalog.list(listable) { url in
-            // Called from a request handler: the kernel is told from
-            // another thread (docs/DESIGN.md, "Feeds").
+        // Builds a placeholder's show from its kept copy: one something
+        // looks into (called from a request handler: the kernel is told
+        // from another thread, docs/DESIGN.md, "Feeds").
+        let build: @Sendable (String) -> Void = { url in
             guard let feed = loader.kept(url: url) else {
                 let dropped = catalog.dropPlaceholder(url: url)
                 DispatchQueue.global().async { forget(dropped) }
@@ -222,6 +219,29 @@ extension MountService {
                 DispatchQueue.global().async { forget(dropped) }
             }
         }
+        // Shows listed on arrival, built a batch at a time in the background.
+        let arrivals = ArrivalBuilds { urls in
+            let waiting = Set(catalog.placeholderURLs)
+            let batch = urls.filter { waiting.contains($0) }
+            guard !batch.isEmpty else { return }
+            do {
+                _ = try Self.showKeptCopies(of: batch, loader: loader, catalog: catalog, adopt: adopt)
+            } catch {
+                logger.error("could not build the shows listed", metadata: ["error": "\(error)"])
+            }
+            // A copy that gave no show: built alone, which drops it.
+            let left = Set(catalog.placeholderURLs)
+            for url in batch where left.contains(url) { build(url) }
+        }
+        guard !listable.isEmpty else {
+            let keptURLs = try Self.showKeptCopies(of: parts.feedURLs, loader: loader, catalog: catalog, adopt: adopt)
+            logger.info("kept copies shown", metadata: ["feeds": "\(keptURLs.count)", "episodes": "\(catalog.episodeCount)"])
+            catalog.list([], builder: build)
+            Heap.giveBackFreedMemory()
+            parts.reader.evictIfOverLimit()
+            return Listed(keptURLs: keptURLs, building: nil, arrivals: arrivals, kernel: kernel)
+        }
+        catalog.list(listable, builder: build)
         logger.info("shows listed from the last mount", metadata: ["feeds": "\(catalog.placeholderURLs.count)"])
         let (reader, answered) = (parts.reader, parts.answered)
         let building = KeptCopyPass(
@@ -232,7 +252,7 @@ extension MountService {
                 reader.evictIfOverLimit()
                 if answered.withLock({ $0 }) { reader.revalidateRecentlyRead() }
             })
-        return Listed(keptURLs: Set(catalog.placeholderURLs), building: building, kernel: kernel)
+        return Listed(keptURLs: Set(catalog.placeholderURLs), building: building, arrivals: arrivals, kernel: kernel)
     }
 
     /// Starts the feeds' fetches and the background pass over the listed
@@ -257,7 +277,8 @@ extension MountService {
             onFirstAnswer: {
                 answered.withLock { $0 = true }
                 reader.revalidateRecentlyRead()
-            })
+            },
+            onListed: { [arrivals = listed.arrivals] url in arrivals.listed(url) })
         // What the mount waits for before it is ready: a cold mount, every
         // feed; one with shows to list, the feeds it has nothing of, except
         // those that never answered last time.
@@ -265,6 +286,7 @@ extension MountService {
         let startEarly = !waitFor.isEmpty
         if startEarly {
             listed.building?.start()
+            listed.arrivals.start()
             refresher.start()
         } else {
             parts.feedStatus.markPending(urls: parts.feedURLs)
@@ -294,7 +316,7 @@ extension MountService {
         }
         // An empty list mounts an empty root, ready for `podfs subscribe`.
         if shown.isEmpty && unanswered.isEmpty && !parts.feedURLs.isEmpty {
-            stopFeeds(parts, feeds)
+            stopFeeds(parts, listed, feeds)
             throw MountError(
                 "no feed could be loaded and none is cached:\n  " + failures.joined(separator: "\n  ")
                     + "\nCheck the URL and the network, then mount again.")
@@ -303,10 +325,12 @@ extension MountService {
     }
 
     /// Stops the feeds before a mount that never served.
-    private func stopFeeds(_ parts: Parts, _ feeds: Feeds) {
+    private func stopFeeds(_ parts: Parts, _ listed: Listed, _ feeds: Feeds) {
+        listed.arrivals.stop()
         feeds.refresher.requestStop()
         parts.client.shutdown()
         feeds.refresher.waitUntilStopped()
+        listed.arrivals.waitUntilStopped()
     }
 
     /// From here on a feed that lands, and a reader that finds an episode
@@ -331,9 +355,11 @@ extension MountService {
     private func tearDown(_ session: FUSESession, _ parts: Parts, _ listed: Listed, _ feeds: Feeds, logger: Logger) {
         logger.info("unmounting: saving the cache index")
         listed.building?.stop()
+        listed.arrivals.stop()
         feeds.refresher.requestStop()
         parts.client.shutdown()
         listed.building?.waitUntilStopped()
+        listed.arrivals.waitUntilStopped()
         feeds.refresher.requestStop()
         feeds.refresher.waitUntilStopped()
         // After the client: a download's open or fill ends at once.

@@ -119,8 +119,10 @@ struct Prefetch: ParsableCommand {
     private func select(in mountpoint: String, feedURLs: [String], cacheDirectory: String) throws -> [PrefetchEpisode] {
         var quiet = Logger(label: "podfs")
         quiet.logLevel = .error
-        let snapshot = try CacheIndex(readingDirectory: cacheDirectory, logger: quiet).snapshot()
+        // The mount's files first: listing a show not built yet builds it,
+        // which registers its episodes in the index.
         let files = Self.episodeFiles(in: mountpoint)
+        let snapshot = try CacheIndex(readingDirectory: cacheDirectory, logger: quiet).snapshot()
         let cutoff = since.flatMap(Self.date)
         var chosen: [PrefetchEpisode] = []
         for url in feedURLs {

@@ -47,6 +47,10 @@ public final class FeedRefresher: Sendable {
     private let onInstalled: @Sendable () -> Void
     /// Called once, when the first feed of the mount fetched well.
     private let onFirstAnswer: @Sendable () -> Void
+    /// Told each feed listed on arrival (`Catalog.listArrived`), for the
+    /// mount's background pass to build; `nil`: a feed new to the mount is
+    /// built at once.
+    private let onListed: (@Sendable (_ url: String) -> Void)?
     private let hadAnAnswer = Locked(false)
     private let lifecycle = Locked(Lifecycle.idle)
     /// Signalled to wake the thread early (stop).
@@ -66,8 +70,10 @@ public final class FeedRefresher: Sendable {
         urls: [String], interval: Double?, limits: FeedSchedule.Limits = .standard, loader: FeedLoader,
         catalog: Catalog, reader: EpisodeReader, statusStore: FeedStatusStore, logger: Logger,
         onInstalled: @escaping @Sendable () -> Void = {},
-        onFirstAnswer: @escaping @Sendable () -> Void = {}
+        onFirstAnswer: @escaping @Sendable () -> Void = {},
+        onListed: (@Sendable (_ url: String) -> Void)? = nil
     ) {
+        self.onListed = onListed
         self.onInstalled = onInstalled
         self.onFirstAnswer = onFirstAnswer
         self.subscribed = Locked(urls)
@@ -267,6 +273,13 @@ public final class FeedRefresher: Sendable {
             return FeedRound.Ended(isTransient: isTransient, retryAfter: retryAfter)
         case .updated(let feed):
             do {
+                if !shown, let onListed, try listOnArrival(url: url, feed: feed) {
+                    onListed(url)
+                    logger.info(
+                        "feed listed", metadata: ["feed.url": .url(url), "episodes": "\(feed.episodes.count)"])
+                    note(url: url, ok: true, detail: "updated")
+                    return .settled
+                }
                 guard let change = try install(url: url, feed: feed) else { return .settled }
                 logger.info(
                     "feed refreshed",
@@ -300,6 +313,22 @@ public final class FeedRefresher: Sendable {
         reader.adopt(change.newFiles)
         invalidate(change)
         return change
+    }
+
+    /// Lists the show of a feed new to the mount before it is built
+    /// (`Catalog.listArrived`): whether it did. Unsubscribed meanwhile,
+    /// it is taken out again, as `install` does.
+    private func listOnArrival(url: String, feed: ParsedFeed) throws -> Bool {
+        guard isSubscribed(url), let placeholder = try catalog.listArrived(url: url, feed: feed) else { return false }
+        guard isSubscribed(url) else {
+            if let removal = catalog.remove(url: url) { invalidate(removal) }
+            return true
+        }
+        if let invalidator = invalidator.withLock({ $0 }) {
+            invalidator.invalidate(inode: Catalog.rootInode)
+            invalidator.invalidate(parent: Catalog.rootInode, name: placeholder.name)
+        }
+        return true
     }
 
     private func isSubscribed(_ url: String) -> Bool {

@@ -32,10 +32,17 @@ extension Catalog {
             let placeholders = tree.withLock { $0.placeholders }
             var taken = existing.union(placeholders.values.map { Array($0.name.utf8) }).union(Self.reservedRootNames)
             // A show built from a placeholder keeps the name it was listed with.
-            let names = feeds.map {
-                placeholders[$0.url]?.name
-                    ?? Naming.uniqueName(stem: Naming.sanitize($0.feed.title), suffix: "", taken: &taken)
+            let names = tree.withLock { tree in
+                taken.formUnion(tree.namesBeingBuilt.map { Array($0.utf8) })
+                let names = feeds.map {
+                    placeholders[$0.url]?.name
+                        ?? Naming.uniqueName(stem: Naming.sanitize($0.feed.title), suffix: "", taken: &taken)
+                }
+                tree.namesBeingBuilt.formUnion(names)
+                return names
             }
+            // Given back when installed, or when the registration fails.
+            defer { tree.withLock { $0.namesBeingBuilt.subtract(names) } }
             // In SOURCE order, so the first of two subscriptions with one
             // guid keeps it.
             let scopes = feeds.map { scope(url: $0.url, feed: $0.feed) }

@@ -1,3 +1,4 @@
+public import Feeds
 import FUSEBridge
 import Foundation
 
@@ -58,6 +59,42 @@ extension Catalog {
                 tree.placeholdersByInode[placeholder.inode] = placeholder
                 tree.rootOrder.append(placeholder.url)
             }
+        }
+    }
+
+    /// Lists the show of a feed that just arrived, new to this mount, as a
+    /// placeholder: its folder is in the root at once, and the show is
+    /// built (laid out, its files registered) when something looks into
+    /// it or by the mount's background pass, from the kept copy the loader
+    /// saved. The name, inode and time are the ones the build gives it, so
+    /// building changes nothing the kernel may have seen. `nil` when the
+    /// feed has a show or a placeholder, or was unsubscribed (the caller
+    /// then builds it at once).
+    ///
+    /// A thousand shows were listed at the pace of their builds, one batch
+    /// after another under `updating`; this takes only the tree's lock
+    /// (bench/HISTORY.md, "listed on arrival").
+    public func listArrived(url: String, feed: ParsedFeed) throws -> Placeholder? {
+        let inode = Self.inode(.show, id: try index.feedID(url: url))
+        let time = feed.lastBuildDate ?? feed.episodes.compactMap(\.published).max() ?? 0
+        let stem = Naming.sanitize(feed.title)
+        return tree.withLock { tree -> Placeholder? in
+            guard tree.placeholders[url] == nil, !tree.shows.contains(where: { $0.feedURL == url }),
+                !tree.removed.contains(url), tree.nodes[inode] == nil, tree.placeholdersByInode[inode] == nil
+            else { return nil }
+            let name = Naming.uniqueName(stem: stem, suffix: "") { candidate in
+                tree.showsByName[candidate] != nil || tree.placeholdersByName[candidate] != nil
+                    || tree.namesBeingBuilt.contains(candidate)
+                    || Self.reservedRootNames.contains(Array(candidate.utf8))
+            }
+            let placeholder = Placeholder(url: url, name: name, inode: inode, modificationTime: time)
+            if tree.rootOrder.isEmpty { tree.rootOrder = tree.shows.map(\.feedURL) }
+            tree.rootOrder.append(url)
+            tree.placeholders[url] = placeholder
+            tree.placeholdersByName[name] = placeholder
+            tree.placeholdersByInode[inode] = placeholder
+            tree.rootChangedAt = Self.wallClock()
+            return placeholder
         }
     }
 

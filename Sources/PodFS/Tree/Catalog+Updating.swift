@@ -118,7 +118,8 @@ extension Catalog {
             }
             // Installed in one hold of the tree's lock, in batch order.
             return tree.withLock { tree in
-                zip(prepared, built).map { item, built in
+                tree.namesBeingBuilt.subtract(prepared.map(\.name))
+                return zip(prepared, built).map { item, built in
                     built.map { show, newFiles in
                         install(item, show: show, newFiles: newFiles, into: &tree)
                     }
@@ -143,16 +144,20 @@ extension Catalog {
             name = placeholder.name
         } else {
             // A show new to the root: a name no show, placeholder or show
-            // new in this batch has (the tree cannot change meanwhile:
-            // `updating` is held). The tree's indexes are asked, not a set
+            // new in this batch has, kept from shows listed on arrival
+            // (`listArrived`, which does not wait for `updating`) until it
+            // is installed. The tree's indexes are asked, not a set
             // of every name made again for each new show (a thousand shows:
             // half a million names copied under the lock the listings take).
             let stem = Naming.sanitize(update.feed.title)
             name = tree.withLock { tree in
-                Naming.uniqueName(stem: stem, suffix: "") { [namesTaken] candidate in
+                let name = Naming.uniqueName(stem: stem, suffix: "") { [namesTaken] candidate in
                     tree.showsByName[candidate] != nil || tree.placeholdersByName[candidate] != nil
-                        || namesTaken.contains(candidate) || Self.reservedRootNames.contains(Array(candidate.utf8))
+                        || namesTaken.contains(candidate) || tree.namesBeingBuilt.contains(candidate)
+                        || Self.reservedRootNames.contains(Array(candidate.utf8))
                 }
+                tree.namesBeingBuilt.insert(name)
+                return name
             }
             namesTaken.insert(name)
         }

@@ -143,6 +143,10 @@ public final class Catalog: Sendable {
         /// placeholders' builds) never brings one back; only `update` (a
         /// subscription again, or a refresh, which checks the list) does.
         var removed: Set<String> = []
+        /// Names given to shows new to the root that are being built (by
+        /// `add` or a batch of updates) and not installed yet: a show
+        /// listed on arrival (`listArrived`) takes none of them.
+        var namesBeingBuilt: Set<String> = []
 
         /// The root folder's time: its newest show's, listed or built, and
         /// at least `rootChangedAt`.
@@ -194,6 +198,11 @@ public final class Catalog: Sendable {
     /// The feed URLs that have a directory.
     public var feedURLs: Set<String> {
         Set(tree.withLock { $0.shows.map(\.feedURL) })
+    }
+
+    /// Show folders in the root, built or listed as placeholders.
+    public var showFolderCount: Int {
+        tree.withLock { $0.shows.count + $0.placeholders.count }
     }
 
     public var episodeCount: Int {

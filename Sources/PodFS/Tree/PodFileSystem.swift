@@ -212,11 +212,10 @@ public final class PodFileSystem: FileSystem {
     private func attributes(of node: Catalog.Node) -> (Attributes, Double) {
         switch node {
         case .root:
-            let shows = catalog.shows
             let attributes = Attributes(
                 inode: Catalog.rootInode, kind: .directory, permissions: 0o555, size: 0,
                 modificationTime: catalog.rootModificationTime,
-                linkCount: UInt32(2 + shows.count))
+                linkCount: UInt32(2 + catalog.showFolderCount))
             return (attributes, cacheTimeout)
         case .show(let show):
             let attributes = Attributes(
