@@ -137,6 +137,7 @@ for _ in $(seq 6000); do
   sleep 0.02
 done
 listed=$(since "$t")
+listed_peak_kib=$(awk '/VmHWM/ {print $2}' "/proc/$pid/status")
 origin_listed=$(awk -v a="$origin_before" -v b="$(origin_cpu)" 'BEGIN {printf "%.2f", b - a}')
 if [ -n "$perf_pid" ]; then kill -INT "$perf_pid"; wait "$perf_pid" 2>/dev/null || true; fi
 cpu=$(cpu_of "$pid")
@@ -166,7 +167,7 @@ warm_peak_kib=$(awk '/VmHWM/ {print $2}' "/proc/$pid/status")
 
 awk -v feeds="$feeds" -v hosts="$hosts" -v delay="$delay" -v items="$items" -v curl="$curl_time" \
     -v cold="$cold" -v listed="$listed" -v warm="$warm" -v files="$files" -v peak="$peak_kib" \
-    -v cpu="$cpu" -v wcpu="$warm_cpu" -v ocurl="$origin_curl" -v olisted="$origin_listed" -v cores="$(nproc)" -v wpeak="$warm_peak_kib" -v wshows="$warm_shows" -v wall="$warm_all" -v wfiles="$warm_files" -v call="$cold_all" -v one="$one_time" -v onefiles="$one_files" -v summary="$(cat "$work/summary")" 'BEGIN {
+    -v cpu="$cpu" -v wcpu="$warm_cpu" -v ocurl="$origin_curl" -v olisted="$origin_listed" -v cores="$(nproc)" -v wpeak="$warm_peak_kib" -v wshows="$warm_shows" -v wall="$warm_all" -v wfiles="$warm_files" -v call="$cold_all" -v lpeak="$listed_peak_kib" -v one="$one_time" -v onefiles="$one_files" -v summary="$(cat "$work/summary")" 'BEGIN {
   allowed = 1.5 * curl; if (allowed < 3) allowed = 3
   target_kib = 64 * 1024 + files
   printf "podfs many-feeds bench: %d feeds (%d items) on %d hosts, +%d ms per request, plus a hanging host and a refusing port\n", feeds, items, hosts, delay
@@ -177,6 +178,7 @@ awk -v feeds="$feeds" -v hosts="$hosts" -v delay="$delay" -v items="$items" -v c
   printf "| cold, every file listed (find, then) | %.2f s (%d files) | |\n", call, files
   printf "| warm remount ready | %.2f s (%d shows listed at once) | <= 0.5 s |\n", warm, wshows
   printf "| warm remount, every file listed (find) | %.2f s (%d files) | |\n", wall, wfiles
+  printf "| peak RSS, cold, when every show was listed | %.1f MiB | |\n", lpeak / 1024
   printf "| peak RSS, cold | %.1f MiB for %d files: %.0f B/file over 64 MiB | <= 64 MiB + 1 KiB/file: %.1f MiB |\n", peak / 1024, files, (peak - 65536) * 1024 / files, target_kib / 1024
   printf "| peak RSS, warm remount, after every file was listed | %.1f MiB | %.1f MiB |\n", wpeak / 1024, target_kib / 1024
   printf "| curl --parallel (reference) | %.2f s | |\n", curl

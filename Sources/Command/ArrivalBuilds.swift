@@ -28,6 +28,8 @@ final class ArrivalBuilds: Sendable {
 
     /// Builds the shows of these URLs that are still placeholders.
     private let build: @Sendable (_ urls: [String]) -> Void
+    /// Run when the queue is empty after a build.
+    private let whenDone: @Sendable () -> Void
     private let queue = Locked(Queue())
     private let wake = DispatchSemaphore(value: 0)
     private let ended = DispatchSemaphore(value: 0)
@@ -35,8 +37,9 @@ final class ArrivalBuilds: Sendable {
 
     // MARK: - Init
 
-    init(build: @escaping @Sendable (_ urls: [String]) -> Void) {
+    init(build: @escaping @Sendable (_ urls: [String]) -> Void, whenDone: @escaping @Sendable () -> Void) {
         self.build = build
+        self.whenDone = whenDone
     }
 
     // MARK: - Methods
@@ -89,6 +92,7 @@ final class ArrivalBuilds: Sendable {
             guard let batch else { return }
             if !batch.isEmpty {
                 build(batch)
+                if queue.withLock({ $0.urls.isEmpty }) { whenDone() }
                 continue
             }
             if let waitFor {

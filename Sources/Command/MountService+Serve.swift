@@ -224,14 +224,19 @@ extension MountService {
             let waiting = Set(catalog.placeholderURLs)
             let batch = urls.filter { waiting.contains($0) }
             guard !batch.isEmpty else { return }
+            // Parsed on this thread, at its priority: the rounds' threads
+            // list what arrives first.
+            let feeds = batch.compactMap { url in loader.kept(url: url).map { (url: url, feed: $0) } }
             do {
-                _ = try Self.showKeptCopies(of: batch, loader: loader, catalog: catalog, adopt: adopt)
+                adopt(try catalog.add(feeds))
             } catch {
                 logger.error("could not build the shows listed", metadata: ["error": "\(error)"])
             }
             // A copy that gave no show: built alone, which drops it.
             let left = Set(catalog.placeholderURLs)
             for url in batch where left.contains(url) { build(url) }
+        } whenDone: {
+            Heap.giveBackFreedMemory()
         }
         guard !listable.isEmpty else {
             let keptURLs = try Self.showKeptCopies(of: parts.feedURLs, loader: loader, catalog: catalog, adopt: adopt)
