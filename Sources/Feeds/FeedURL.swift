@@ -14,6 +14,10 @@ internal import Glibc
 /// the feed parser puts where a document had a NUL or another forbidden
 /// character) is rejected, never shortened or glued.
 public enum FeedURL {
+    // MARK: - Private constants
+
+    private static let schemes = ["http://", "https://"]
+
     // MARK: - Public methods
 
     /// Resolves `raw` against `base` (RFC 3986, by libxml2's `xmlBuildURI`);
@@ -36,9 +40,15 @@ public enum FeedURL {
     /// `nil` when it holds a control character, a backslash or a damaged
     /// character.
     private static func percentEncoded(_ text: String) -> [UInt8]? {
+        // A native string's bytes are read in place.
+        if let encoded = text.utf8.withContiguousStorageIfAvailable(percentEncoded(utf8:)) { return encoded }
+        return Array(text.utf8).withUnsafeBufferPointer(percentEncoded(utf8:))
+    }
+
+    /// `percentEncoded(_:)` on the bytes of a `String` (valid UTF-8).
+    private static func percentEncoded(utf8 bytes: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
         var output: [UInt8] = []
-        output.reserveCapacity(text.utf8.count + 8)
-        let bytes = Array(text.utf8)
+        output.reserveCapacity(bytes.count + 8)
         var index = 0
         while index < bytes.count {
             let byte = bytes[index]
@@ -74,7 +84,7 @@ public enum FeedURL {
 
     /// `http://` or `https://` in any case at the start, lowercased.
     private static func scheme(of url: [UInt8]) -> String? {
-        for scheme in ["http://", "https://"] where url.count >= scheme.utf8.count {
+        for scheme in schemes where url.count >= scheme.utf8.count {
             if zip(url, scheme.utf8).allSatisfy({ ($0 | 0x20) == ($1 | 0x20) && ($1 != 0x3A || $0 == 0x3A) }) {
                 return scheme
             }
@@ -94,6 +104,8 @@ public enum FeedURL {
         let authority = rest[..<authorityEnd]
         let hostStart = authority.lastIndex(of: UInt8(ascii: "@")).map { $0 + 1 } ?? authority.startIndex
         guard isValidHostAndPort(authority[hostStart...]) else { return nil }
+        // Most URLs have their scheme in lowercase already.
+        if url.starts(with: scheme.utf8) { return String(decoding: url, as: UTF8.self) }
         return scheme + String(decoding: rest, as: UTF8.self)
     }
 
