@@ -131,6 +131,16 @@ struct XMLElement {
     /// when the element was cut off.
     var text: String {
         guard isComplete else { return "" }
+        // Most elements read hold one text node: decode it in place.
+        if let only = node.pointee.children, only.pointee.next == nil,
+            only.pointee.type == XML_TEXT_NODE || only.pointee.type == XML_CDATA_SECTION_NODE
+        {
+            guard let content = only.pointee.content else { return "" }
+            let buffer = UnsafeBufferPointer(start: content, count: strlen(content))
+            if !isInRecoveredDocument || !buffer.contains(0xEF) {
+                return String(decoding: buffer, as: UTF8.self)
+            }
+        }
         var bytes: [UInt8] = []
         Self.collectText(node, into: &bytes)
         if isInRecoveredDocument { Self.removeDamageMarkers(&bytes) }
@@ -168,26 +178,27 @@ struct XMLElement {
     /// without regard to case when `ignoringCase` is set. `nil` as well when
     /// the element is not intact. Unlike text, the value keeps
     /// `XMLInput.damageMarker`, so a URL with a NUL in it stays invalid.
-    func attribute(_ name: String, ignoringCase: Bool = false) -> String? {
+    func attribute(_ name: StaticString, ignoringCase: Bool = false) -> String? {
         guard isIntact else { return nil }
-        let wanted = ignoringCase ? name.lowercased() : name
         var attribute = node.pointee.properties
         while let current = attribute {
             defer { attribute = current.pointee.next }
-            guard let rawName = current.pointee.name else { continue }
-            var attributeName = String(cString: rawName)
-            if let colon = attributeName.firstIndex(of: ":") {
-                attributeName = String(attributeName[attributeName.index(after: colon)...])
+            guard let rawName = current.pointee.name,
+                Self.attributeName(rawName, matches: name, ignoringCase: ignoringCase)
+            else { continue }
+            // Most values are one text node: decode it in place.
+            if let only = current.pointee.children, only.pointee.next == nil, only.pointee.type == XML_TEXT_NODE,
+                let content = only.pointee.content
+            {
+                return String(cString: content)
             }
-            if (ignoringCase ? attributeName.lowercased() : attributeName) == wanted {
-                var bytes: [UInt8] = []
-                var child = current.pointee.children
-                while let text = child {
-                    Self.collectText(text, into: &bytes)
-                    child = text.pointee.next
-                }
-                return String(decoding: bytes, as: UTF8.self)
+            var bytes: [UInt8] = []
+            var child = current.pointee.children
+            while let text = child {
+                Self.collectText(text, into: &bytes)
+                child = text.pointee.next
             }
+            return String(decoding: bytes, as: UTF8.self)
         }
         return nil
     }
@@ -217,6 +228,37 @@ struct XMLElement {
             return name + colon + 1
         }
         return name
+    }
+
+    /// Whether an attribute called `rawName` (after any prefix) is `name`,
+    /// compared as `String`s, lowercased when `ignoringCase` is set. ASCII
+    /// names, all that feeds use, are compared as bytes: for them the
+    /// prefix ends at the first colon byte and lowercasing maps A-Z only.
+    private static func attributeName(
+        _ rawName: UnsafePointer<xmlChar>, matches name: StaticString, ignoringCase: Bool
+    ) -> Bool {
+        let wanted = UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount)
+        let length = strlen(rawName)
+        let written = UnsafeBufferPointer(start: rawName, count: length)
+        guard wanted.allSatisfy({ $0 < 0x80 }), written.allSatisfy({ $0 < 0x80 }) else {
+            var attributeName = String(cString: rawName)
+            if let colon = attributeName.firstIndex(of: ":") {
+                attributeName = String(attributeName[attributeName.index(after: colon)...])
+            }
+            let wantedName = name.description
+            return ignoringCase ? attributeName.lowercased() == wantedName.lowercased() : attributeName == wantedName
+        }
+        let start = written.firstIndex(of: UInt8(ascii: ":")).map { $0 + 1 } ?? 0
+        guard length - start == wanted.count else { return false }
+        for (offset, byte) in wanted.enumerated() {
+            let other = rawName[start + offset]
+            if ignoringCase ? asciiLowercased(other) != asciiLowercased(byte) : other != byte { return false }
+        }
+        return true
+    }
+
+    private static func asciiLowercased(_ byte: UInt8) -> UInt8 {
+        byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte | 0x20 : byte
     }
 
     private static func colonOffset(_ name: UnsafePointer<xmlChar>) -> Int? {
