@@ -33,7 +33,6 @@ public enum FeedParser {
         var title: XMLElement?
         var itunesTitle: XMLElement?
         var guid: XMLElement?
-        var dates: [XMLElement] = []
         var enclosures: [Candidate] = []
         var mediaContents: [Candidate] = []
         var image: XMLElement?
@@ -50,6 +49,16 @@ public enum FeedParser {
         "title", "guid", "id", "pubDate", "lastBuildDate", "date", "published", "updated", "issued", "modified",
         "url", "logo", "icon", "image", "new-feed-url",
     ]
+
+    /// Where an RSS item's date comes from, best first, whatever the order
+    /// in the document.
+    private static let rssDates: [(StaticString, XMLElement.Vocabulary)] = [
+        ("pubDate", .plain), ("date", .dublinCore), ("published", .atom), ("updated", .atom),
+    ]
+
+    /// Where an Atom entry's date comes from, best first, in the feed's
+    /// vocabulary.
+    private static let atomDates: [StaticString] = ["published", "issued", "updated", "modified"]
 
     // MARK: - Public methods
 
@@ -89,15 +98,23 @@ public enum FeedParser {
                 "not a podcast feed: the root element is <\(root.qualifiedName)>, "
                     + "expected <rss>, <feed> (Atom) or <rdf:RDF>")
         }
-        let intact = items.filter(\.isIntact)
         let isAtom = root.isNamed("feed", in: root.vocabulary)
-        let episodes = intact.compactMap {
-            isAtom ? atomEpisode($0, vocabulary: root.vocabulary, baseURL: baseURL) : rssEpisode($0, baseURL: baseURL)
+        var episodes: [ParsedEpisode] = []
+        episodes.reserveCapacity(items.count)
+        var dropped = 0
+        for item in items {
+            guard item.isIntact else {
+                dropped += 1
+                continue
+            }
+            let episode =
+                isAtom
+                ? atomEpisode(item, vocabulary: root.vocabulary, baseURL: baseURL) : rssEpisode(item, baseURL: baseURL)
+            if let episode { episodes.append(episode) }
         }
         feed.episodes = unique(episodes)
         guard document.isRecovered else { return feed }
 
-        let dropped = items.count - intact.count
         feed.warnings = document.warnings
         if dropped > 0 {
             feed.warnings.append("left out \(dropped) items that the document cuts off or damages")
@@ -135,28 +152,29 @@ public enum FeedParser {
 
     private static func rssEpisode(_ item: XMLElement, baseURL: String) -> ParsedEpisode? {
         var elements = ItemElements()
+        // One walk, dispatching on the vocabulary, then on the name's bytes.
         for child in item.children {
-            switch (child.vocabulary, child.localName) {
-            case (.plain, "enclosure"):
-                elements.enclosures.append(
-                    Candidate(
-                        url: child.attribute("url", ignoringCase: true), length: child.attribute("length"),
-                        type: child.attribute("type")))
-            case (.enclosureModule, "enclosure"):
+            switch child.vocabulary {
+            case .plain:
+                if child.hasLocalName("enclosure") {
+                    elements.enclosures.append(
+                        Candidate(
+                            url: child.attribute("url", ignoringCase: true), length: child.attribute("length"),
+                            type: child.attribute("type")))
+                } else if child.hasLocalName("title") {
+                    elements.title = elements.title ?? child
+                } else if child.hasLocalName("guid") {
+                    elements.guid = elements.guid ?? child
+                }
+            case .enclosureModule where child.hasLocalName("enclosure"):
                 elements.enclosures.append(
                     Candidate(
                         url: child.attribute("resource") ?? child.attribute("url"),
                         length: child.attribute("length"), type: child.attribute("type")))
-            case (.atom, "link"):
-                elements.enclosures += atomEnclosures([child])
-            case (.plain, "title"):
-                elements.title = elements.title ?? child
-            case (.itunes, "title"):
+            case .atom where child.hasLocalName("link"):
+                if let enclosure = atomEnclosure(child) { elements.enclosures.append(enclosure) }
+            case .itunes where child.hasLocalName("title"):
                 elements.itunesTitle = elements.itunesTitle ?? child
-            case (.plain, "guid"):
-                elements.guid = elements.guid ?? child
-            case (.plain, "pubDate"), (.dublinCore, "date"), (.atom, "published"), (.atom, "updated"):
-                elements.dates.append(child)
             default:
                 collectShared(child, into: &elements)
             }
@@ -169,11 +187,7 @@ public enum FeedParser {
         episode.guid = elements.guid?.trimmedText ?? nonEmpty(item.attribute("about"))
         // pubDate first, then dc:date, then Atom's dates, whatever the order
         // in the document.
-        let order: [(String, XMLElement.Vocabulary)] = [
-            ("pubDate", .plain), ("date", .dublinCore), ("published", .atom), ("updated", .atom),
-        ]
-        episode.published = firstDate(
-            order.flatMap { name, vocabulary in elements.dates.filter { $0.isNamed(name, in: vocabulary) } })
+        episode.published = firstDate(among: item, ranked: rssDates)
         addExtras(elements, to: &episode, baseURL: baseURL)
         return episode
     }
@@ -199,15 +213,15 @@ public enum FeedParser {
         _ entry: XMLElement, vocabulary: XMLElement.Vocabulary, baseURL: String
     ) -> ParsedEpisode? {
         var elements = ItemElements()
-        var links: [XMLElement] = []
+        var enclosures: [Candidate] = []
         for child in entry.children {
             if child.vocabulary == vocabulary {
-                switch child.localName {
-                case "link": links.append(child)
-                case "title": elements.title = elements.title ?? child
-                case "id": elements.guid = elements.guid ?? child
-                case "published", "issued", "updated", "modified": elements.dates.append(child)
-                default: break
+                if child.hasLocalName("link") {
+                    if let enclosure = atomEnclosure(child) { enclosures.append(enclosure) }
+                } else if child.hasLocalName("title") {
+                    elements.title = elements.title ?? child
+                } else if child.hasLocalName("id") {
+                    elements.guid = elements.guid ?? child
                 }
             } else {
                 collectShared(child, into: &elements)
@@ -216,40 +230,38 @@ public enum FeedParser {
         // Atom resolves relative links against `xml:base` where given.
         let base = entry.baseURL() ?? baseURL
         guard
-            var episode = choose(atomEnclosures(links), baseURL: base)
+            var episode = choose(enclosures, baseURL: base)
                 ?? choose(elements.mediaContents, baseURL: base)
         else { return nil }
         episode.title = elements.title?.trimmedText
         episode.guid = elements.guid?.trimmedText
-        episode.published = firstDate(
-            ["published", "issued", "updated", "modified"].flatMap { name in
-                elements.dates.filter { $0.isNamed(name, in: vocabulary) }
-            })
+        episode.published = firstDate(among: entry, ranked: atomDates.map { ($0, vocabulary) })
         addExtras(elements, to: &episode, baseURL: base)
         return episode
     }
 
-    private static func atomEnclosures(_ links: [XMLElement]) -> [Candidate] {
-        links.filter { $0.attribute("rel")?.trimmingWhitespace().lowercased() == "enclosure" }
-            .map {
-                Candidate(url: $0.attribute("href"), length: $0.attribute("length"), type: $0.attribute("type"))
-            }
+    /// A link that says it is an enclosure, as a candidate.
+    private static func atomEnclosure(_ link: XMLElement) -> Candidate? {
+        guard link.attribute("rel")?.trimmingWhitespace().lowercased() == "enclosure" else { return nil }
+        return Candidate(url: link.attribute("href"), length: link.attribute("length"), type: link.attribute("type"))
     }
 
     // MARK: - Fields every format shares
 
     /// Media RSS, `itunes:image` and the Podcasting 2.0 links.
     private static func collectShared(_ child: XMLElement, into elements: inout ItemElements) {
-        switch (child.vocabulary, child.localName) {
-        case (.media, "content"):
-            elements.mediaContents += mediaContents([child])
-        case (.media, "group") where child.isIntact:
-            elements.mediaContents += mediaContents(child.children("content", in: .media))
-        case (.itunes, "image"):
+        switch child.vocabulary {
+        case .media where child.hasLocalName("content"):
+            if let content = mediaContent(child) { elements.mediaContents.append(content) }
+        case .media where child.hasLocalName("group") && child.isIntact:
+            for content in child.children where content.isNamed("content", in: .media) {
+                if let content = mediaContent(content) { elements.mediaContents.append(content) }
+            }
+        case .itunes where child.hasLocalName("image"):
             elements.image = elements.image ?? child
-        case (.podcastIndex, "transcript"):
+        case .podcastIndex where child.hasLocalName("transcript"):
             elements.transcripts.append(child)
-        case (.podcastIndex, "chapters"):
+        case .podcastIndex where child.hasLocalName("chapters"):
             elements.chapters.append(child)
         default:
             break
@@ -281,19 +293,17 @@ public enum FeedParser {
 
     // MARK: - Enclosures
 
-    /// `media:content` elements as candidates, without those that say they
-    /// are not audio or video (thumbnails, documents).
-    private static func mediaContents(_ contents: [XMLElement]) -> [Candidate] {
-        contents.compactMap { content in
-            let type = normalizedType(content.attribute("type")) ?? ""
-            let medium = content.attribute("medium")?.trimmingWhitespace().lowercased() ?? ""
-            if ["image", "document", "executable"].contains(medium) || type.hasPrefix("image/")
-                || type.hasPrefix("text/")
-            {
-                return nil
-            }
-            return Candidate(url: content.attribute("url"), length: content.attribute("fileSize"), type: type)
+    /// A `media:content` element as a candidate, unless it says it is not
+    /// audio or video (thumbnails, documents).
+    private static func mediaContent(_ content: XMLElement) -> Candidate? {
+        let type = normalizedType(content.attribute("type")) ?? ""
+        let medium = content.attribute("medium")?.trimmingWhitespace().lowercased() ?? ""
+        switch medium {
+        case "image", "document", "executable": return nil
+        default: break
         }
+        if type.hasPrefix("image/") || type.hasPrefix("text/") { return nil }
+        return Candidate(url: content.attribute("url"), length: content.attribute("fileSize"), type: type)
     }
 
     /// The first usable audio or video enclosure, else the first usable one
@@ -335,6 +345,21 @@ public enum FeedParser {
         return value
     }
 
+    /// The first child of `parent` whose text is a date, trying the
+    /// children of each name in document order, name by name.
+    private static func firstDate(
+        among parent: XMLElement, ranked names: [(StaticString, XMLElement.Vocabulary)]
+    ) -> Int64? {
+        for (name, vocabulary) in names {
+            for child in parent.children where child.isNamed(name, in: vocabulary) {
+                if let text = child.trimmedText, let date = FeedDate.parse(text) {
+                    return date
+                }
+            }
+        }
+        return nil
+    }
+
     private static func firstDate(_ elements: [XMLElement?]) -> Int64? {
         for element in elements {
             if let text = element?.trimmedText, let date = FeedDate.parse(text) {
@@ -347,7 +372,7 @@ public enum FeedParser {
     /// Drops items that repeat an earlier item's identity and enclosure URL,
     /// keeping the first and the order.
     private static func unique(_ episodes: [ParsedEpisode]) -> [ParsedEpisode] {
-        var seen = Set<DuplicateKey>()
+        var seen = Set<DuplicateKey>(minimumCapacity: episodes.count)
         return episodes.filter { seen.insert(DuplicateKey(identity: $0.identity, url: $0.enclosureURL)).inserted }
     }
 }

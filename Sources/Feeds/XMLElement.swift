@@ -155,22 +155,29 @@ struct XMLElement {
     }
 
     /// Whether the element is called `name` in `vocabulary`.
-    func isNamed(_ name: String, in vocabulary: Vocabulary = .plain) -> Bool {
-        guard var pointer = localNamePointer else { return false }
-        for byte in name.utf8 {
-            guard pointer.pointee == byte else { return false }
-            pointer += 1
+    func isNamed(_ name: StaticString, in vocabulary: Vocabulary = .plain) -> Bool {
+        hasLocalName(name) && self.vocabulary == vocabulary
+    }
+
+    /// Whether the local name is `name`, byte for byte, in any vocabulary:
+    /// no `String` is made, so a walk can test each child against a few
+    /// names cheaply.
+    func hasLocalName(_ name: StaticString) -> Bool {
+        guard let pointer = localNamePointer else { return false }
+        let wanted = UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount)
+        for (offset, byte) in wanted.enumerated() where pointer[offset] != byte {
+            return false
         }
-        return pointer.pointee == 0 && self.vocabulary == vocabulary
+        return pointer[wanted.count] == 0
     }
 
     /// Child elements called `name` in `vocabulary`.
-    func children(_ name: String, in vocabulary: Vocabulary = .plain) -> [XMLElement] {
+    func children(_ name: StaticString, in vocabulary: Vocabulary = .plain) -> [XMLElement] {
         children.filter { $0.isNamed(name, in: vocabulary) }
     }
 
     /// The first child element called `name` in `vocabulary`.
-    func child(_ name: String, in vocabulary: Vocabulary = .plain) -> XMLElement? {
+    func child(_ name: StaticString, in vocabulary: Vocabulary = .plain) -> XMLElement? {
         children.first { $0.isNamed(name, in: vocabulary) }
     }
 
