@@ -23,7 +23,10 @@ public enum FeedURL {
     /// Resolves `raw` against `base` (RFC 3986, by libxml2's `xmlBuildURI`);
     /// `nil` when the result is not a usable http(s) URL.
     public static func resolveHTTP(_ raw: String, base: String) -> String? {
-        guard let encoded = percentEncoded(raw.trimmingWhitespace()), !encoded.isEmpty else { return nil }
+        let trimmed = raw.trimmingWhitespace()
+        // Most URLs in feeds come out as written: keep the string.
+        if trimmed.utf8.withContiguousStorageIfAvailable(isKeptAsWritten) == true { return trimmed }
+        guard let encoded = percentEncoded(trimmed), !encoded.isEmpty else { return nil }
         // An absolute URL needs no resolving (`xmlBuildURI` would return it
         // unchanged), and libxml2 refuses some that browsers accept.
         if scheme(of: encoded) != nil { return validated(encoded) }
@@ -82,8 +85,20 @@ public enum FeedURL {
         return output
     }
 
+    /// Whether `resolveHTTP` returns `url` unchanged: an absolute URL with
+    /// its scheme in lowercase that `validated` accepts (so every byte is
+    /// printable ASCII that needs no escape) and whose every `%` starts an
+    /// escape, so that `percentEncoded` changes nothing.
+    private static func isKeptAsWritten(_ url: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard let scheme = scheme(of: url), url.starts(with: scheme.utf8) else { return false }
+        for index in url.indices where url[index] == UInt8(ascii: "%") {
+            guard index + 2 < url.count, isHexDigit(url[index + 1]), isHexDigit(url[index + 2]) else { return false }
+        }
+        return isValid(url, schemeLength: scheme.utf8.count)
+    }
+
     /// `http://` or `https://` in any case at the start, lowercased.
-    private static func scheme(of url: [UInt8]) -> String? {
+    private static func scheme(of url: some Collection<UInt8>) -> String? {
         for scheme in schemes where url.count >= scheme.utf8.count {
             if zip(url, scheme.utf8).allSatisfy({ ($0 | 0x20) == ($1 | 0x20) && ($1 != 0x3A || $0 == 0x3A) }) {
                 return scheme
@@ -93,24 +108,31 @@ public enum FeedURL {
     }
 
     private static func validated(_ url: [UInt8]) -> String? {
-        guard let scheme = scheme(of: url) else { return nil }
+        guard let scheme = scheme(of: url),
+            url.withUnsafeBufferPointer({ isValid($0, schemeLength: scheme.utf8.count) })
+        else { return nil }
+        // Most URLs have their scheme in lowercase already.
+        if url.starts(with: scheme.utf8) { return String(decoding: url, as: UTF8.self) }
+        return scheme + String(decoding: url[scheme.utf8.count...], as: UTF8.self)
+    }
+
+    /// Whether `url`, whose scheme takes its first `schemeLength` bytes, has
+    /// only characters RFC 3986 allows and a valid host and port.
+    private static func isValid(_ url: UnsafeBufferPointer<UInt8>, schemeLength: Int) -> Bool {
         for byte in url where byte <= 0x20 || byte >= 0x7F || byte == UInt8(ascii: "\\") || isEscapedASCII(byte) {
-            return nil
+            return false
         }
-        let rest = url[scheme.utf8.count...]
+        let rest = url[schemeLength...]
         let authorityEnd =
             rest.firstIndex { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }
             ?? rest.endIndex
         let authority = rest[..<authorityEnd]
         let hostStart = authority.lastIndex(of: UInt8(ascii: "@")).map { $0 + 1 } ?? authority.startIndex
-        guard isValidHostAndPort(authority[hostStart...]) else { return nil }
-        // Most URLs have their scheme in lowercase already.
-        if url.starts(with: scheme.utf8) { return String(decoding: url, as: UTF8.self) }
-        return scheme + String(decoding: rest, as: UTF8.self)
+        return isValidHostAndPort(authority[hostStart...])
     }
 
     /// `host`, `host:port`, `[v6]` or `[v6]:port`.
-    private static func isValidHostAndPort(_ text: ArraySlice<UInt8>) -> Bool {
+    private static func isValidHostAndPort(_ text: Slice<UnsafeBufferPointer<UInt8>>) -> Bool {
         var host = text
         var port = text[text.endIndex...]
         if text.first == UInt8(ascii: "[") {
