@@ -212,10 +212,15 @@ private final class ParseState {
     /// start tag were (most likely) in that start tag's attributes.
     var fatalErrorsAtLastTag = 0
 
+    /// Slots of the table below: 2^`keptNameSlotBits`.
+    private static let keptNameSlotBits = 8
+
     /// Whether an element called `name` is one whose text is kept, by the
     /// address of the name in the parser's dictionary (names are interned,
-    /// so a feed has a few dozen).
-    private var keepsTextByName: [UnsafeRawPointer: Bool] = [:]
+    /// so a feed has a few dozen): a direct-mapped table, a slot by a hash
+    /// of the address, that forgets a name only when another takes its slot.
+    private var keptNames = [UnsafeRawPointer?](repeating: nil, count: 1 << ParseState.keptNameSlotBits)
+    private var keptNameKeepsText = [Bool](repeating: false, count: 1 << ParseState.keptNameSlotBits)
 
     // MARK: - Init
 
@@ -242,13 +247,19 @@ private final class ParseState {
 
     private func isWanted(_ node: xmlNodePtr) -> Bool {
         guard let textOf, let name = node.pointee.name else { return false }
-        if let known = keepsTextByName[UnsafeRawPointer(name)] { return known }
+        let address = UnsafeRawPointer(name)
+        // Names lie next to each other in the dictionary's pools: spread
+        // the addresses by a multiplicative hash.
+        let hash = UInt(bitPattern: address) &* 0x9E37_79B9_7F4A_7C15
+        let slot = Int(bitPattern: hash >> (UInt.bitWidth - Self.keptNameSlotBits))
+        if keptNames[slot] == address { return keptNameKeepsText[slot] }
         var local = String(cString: name)
         if let colon = local.lastIndex(of: ":") {
             local = String(local[local.index(after: colon)...])
         }
         let keeps = textOf.contains(local)
-        keepsTextByName[UnsafeRawPointer(name)] = keeps
+        keptNames[slot] = address
+        keptNameKeepsText[slot] = keeps
         return keeps
     }
 
