@@ -219,14 +219,21 @@ private final class ParseState {
     /// address of the name in the parser's dictionary (names are interned,
     /// so a feed has a few dozen): a direct-mapped table, a slot by a hash
     /// of the address, that forgets a name only when another takes its slot.
-    private var keptNames = [UnsafeRawPointer?](repeating: nil, count: 1 << ParseState.keptNameSlotBits)
-    private var keptNameKeepsText = [Bool](repeating: false, count: 1 << ParseState.keptNameSlotBits)
+    /// Raw memory, freed in `deinit`: a class's array property would be
+    /// checked for exclusive access at each of the many lookups.
+    private let keptNames: UnsafeMutableBufferPointer<(name: UnsafeRawPointer?, keepsText: Bool)>
 
-    // MARK: - Init
+    // MARK: - Init and deinit
 
     init(recovering: Bool, textOf: Set<String>?) {
         self.recovering = recovering
         self.textOf = textOf
+        keptNames = .allocate(capacity: 1 << Self.keptNameSlotBits)
+        keptNames.initialize(repeating: (nil, false))
+    }
+
+    deinit {
+        keptNames.deallocate()
     }
 
     // MARK: - Methods
@@ -252,14 +259,13 @@ private final class ParseState {
         // the addresses by a multiplicative hash.
         let hash = UInt(bitPattern: address) &* 0x9E37_79B9_7F4A_7C15
         let slot = Int(bitPattern: hash >> (UInt.bitWidth - Self.keptNameSlotBits))
-        if keptNames[slot] == address { return keptNameKeepsText[slot] }
+        if keptNames[slot].name == address { return keptNames[slot].keepsText }
         var local = String(cString: name)
         if let colon = local.lastIndex(of: ":") {
             local = String(local[local.index(after: colon)...])
         }
         let keeps = textOf.contains(local)
-        keptNames[slot] = address
-        keptNameKeepsText[slot] = keeps
+        keptNames[slot] = (address, keeps)
         return keeps
     }
 
