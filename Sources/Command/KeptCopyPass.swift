@@ -62,8 +62,10 @@ final class KeptCopyPass: Sendable {
             logger.error("could not show the kept copies", metadata: ["error": "\(error)"])
         }
         guard !stopping.withLock({ $0 }) else { return }
-        // A placeholder whose kept copy gave no show waits for its feed.
-        for url in catalog.placeholderURLs { dropped(catalog.dropPlaceholder(url: url)) }
+        // A placeholder of this pass whose kept copy gave no show waits for
+        // its feed; one listed on arrival meanwhile is `ArrivalBuilds`'s.
+        let left = Set(catalog.placeholderURLs)
+        for url in urls where left.contains(url) { dropped(catalog.dropPlaceholder(url: url)) }
         logger.info(
             "kept copies shown",
             metadata: [

@@ -86,7 +86,10 @@ final class LiveSubscriptions: Sendable {
             switch request.command {
             case "subscribe": return subscribe(request.arguments)
             case "unsubscribe": return unsubscribe(request.arguments, purge: request.purge)
-            case "names": return ControlSocket.Response(ok: true, lines: catalog.shows.map { "\($0.feedURL)\t\($0.name)" })
+            case "names":
+                // Built or listed and not built yet: every folder of the root.
+                return ControlSocket.Response(
+                    ok: true, lines: catalog.placeholdersToSave.map { "\($0.url)\t\($0.name)" })
             default: return ControlSocket.Response(ok: false, lines: ["unknown request '\(request.command)'"])
             }
         }
@@ -262,7 +265,7 @@ final class LiveSubscriptions: Sendable {
     }
 
     private func catalogName(_ url: String) -> String? {
-        catalog.shows.first { $0.feedURL == url }?.name
+        catalog.placeholdersToSave.first { $0.url == url }?.name
     }
 
     /// Applies an edit of the list file made outside podfs: feeds added

@@ -64,6 +64,24 @@ import Testing
         }
     }
 
+    @Test func aPathIntoAShowNotBuiltYetBuildsIt() throws {
+        try withIndex { index, logger in
+            let catalog = try Catalog(feeds: [], index: index, logger: logger)
+            let url = "https://a.example/feed"
+            let feed = try Self.feed("Alpha")
+            catalog.list([]) { url in _ = try? catalog.add([(url: url, feed: feed)]) }
+            let placeholder = try #require(try catalog.listArrived(url: url, feed: feed))
+            // What a player opening a saved path asks, after `ls` of the root.
+            guard case .episode(let episode) = catalog.lookup(parent: placeholder.inode, name: "2026-11-02 E0.mp3")
+            else {
+                Issue.record("a name inside a show listed on arrival is found")
+                return
+            }
+            #expect(episode.url == "https://cdn.example/Alpha/0.mp3")
+            #expect(catalog.placeholderURLs.isEmpty)
+        }
+    }
+
     @Test func aShowThatArrivesTakesANameNoShowOrPlaceholderHas() throws {
         try withIndex { index, logger in
             let catalog = try Catalog(feeds: [], index: index, logger: logger)

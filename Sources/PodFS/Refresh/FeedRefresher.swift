@@ -9,8 +9,9 @@ import Locking
 /// interval, on a thread of its own; each round fetches concurrently within
 /// the bounds of `FeedSchedule` (docs/DESIGN.md, "Feeds").
 ///
-/// A feed that changed, or one the mount did not show yet, gets its new
-/// listing in the catalogue as soon as its fetch lands. A feed that changed gets its new listing in the catalogue, and the
+/// A feed that changed gets its new listing in the catalogue as soon as its
+/// fetch lands; one the mount did not show yet is listed at once and built
+/// by the mount's background pass (`onListed`) or when looked into. The
 /// kernel is told to forget what it cached of the show folder (names that
 /// came or went, the folder's attributes, the playlist) — from this thread,
 /// never from inside a request handler (libfuse `doc/README.notifications`).
@@ -273,7 +274,9 @@ public final class FeedRefresher: Sendable {
             return FeedRound.Ended(isTransient: isTransient, retryAfter: retryAfter)
         case .updated(let feed):
             do {
-                if !shown, let onListed, try listOnArrival(url: url, feed: feed) {
+                if !shown, let onListed, let listed = try listOnArrival(url: url, feed: feed) {
+                    // Unsubscribed meanwhile: taken out again, nothing to say.
+                    guard listed else { return .settled }
                     onListed(url)
                     logger.info(
                         "feed listed", metadata: ["feed.url": .url(url), "episodes": "\(feed.episodes.count)"])
@@ -316,13 +319,15 @@ public final class FeedRefresher: Sendable {
     }
 
     /// Lists the show of a feed new to the mount before it is built
-    /// (`Catalog.listArrived`): whether it did. Unsubscribed meanwhile,
-    /// it is taken out again, as `install` does.
-    private func listOnArrival(url: String, feed: ParsedFeed) throws -> Bool {
-        guard isSubscribed(url), let placeholder = try catalog.listArrived(url: url, feed: feed) else { return false }
+    /// (`Catalog.listArrived`): `true` when it did, `false` when it did
+    /// and the feed was unsubscribed meanwhile (it is taken out again, as
+    /// `install` does), `nil` when it did not (the caller builds it).
+    private func listOnArrival(url: String, feed: ParsedFeed) throws -> Bool? {
+        guard isSubscribed(url) else { return false }
+        guard let placeholder = try catalog.listArrived(url: url, feed: feed) else { return nil }
         guard isSubscribed(url) else {
             if let removal = catalog.remove(url: url) { invalidate(removal) }
-            return true
+            return false
         }
         if let invalidator = invalidator.withLock({ $0 }) {
             invalidator.invalidate(inode: Catalog.rootInode)

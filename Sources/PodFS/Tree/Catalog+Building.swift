@@ -24,25 +24,28 @@ extension Catalog {
     @discardableResult
     public func add(_ feeds: [(url: String, feed: ParsedFeed)]) throws -> [Show] {
         try updating.withLock { _ in
-            let (present, existing) = tree.withLock { tree in
-                (Set(tree.shows.map(\.feedURL)).union(tree.removed), Set(tree.shows.map { Array($0.name.utf8) }))
-            }
-            var seen = present
-            let feeds = feeds.filter { seen.insert($0.url).inserted }
-            let placeholders = tree.withLock { $0.placeholders }
-            var taken = existing.union(placeholders.values.map { Array($0.name.utf8) }).union(Self.reservedRootNames)
-            // A show built from a placeholder keeps the name it was listed with.
-            let names = tree.withLock { tree in
-                taken.formUnion(tree.namesBeingBuilt.map { Array($0.utf8) })
+            // One hold of the tree: the feeds it lacks, and their names
+            // (a show built from a placeholder keeps the name it was listed
+            // with), kept from shows listed on arrival until installed.
+            let (feeds, placeholders, names) = tree.withLock { tree in
+                var seen = Set(tree.shows.map(\.feedURL)).union(tree.removed)
+                let feeds = feeds.filter { seen.insert($0.url).inserted }
+                var taken = Set(tree.shows.map { Array($0.name.utf8) })
+                    .union(tree.placeholders.values.map { Array($0.name.utf8) }).union(Self.reservedRootNames)
+                    .union(tree.beingBuilt.values.map { Array($0.utf8) })
                 let names = feeds.map {
-                    placeholders[$0.url]?.name
+                    tree.placeholders[$0.url]?.name
                         ?? Naming.uniqueName(stem: Naming.sanitize($0.feed.title), suffix: "", taken: &taken)
                 }
-                tree.namesBeingBuilt.formUnion(names)
-                return names
+                for (feed, name) in zip(feeds, names) { tree.beingBuilt[feed.url] = name }
+                return (feeds, tree.placeholders, names)
             }
             // Given back when installed, or when the registration fails.
-            defer { tree.withLock { $0.namesBeingBuilt.subtract(names) } }
+            defer {
+                tree.withLock { tree in
+                    for feed in feeds { tree.beingBuilt[feed.url] = nil }
+                }
+            }
             // In SOURCE order, so the first of two subscriptions with one
             // guid keeps it.
             let scopes = feeds.map { scope(url: $0.url, feed: $0.feed) }

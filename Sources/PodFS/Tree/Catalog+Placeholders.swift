@@ -13,7 +13,8 @@ import Foundation
 extension Catalog {
     // MARK: - Nested types
 
-    /// A show as the last mount listed it.
+    /// A show listed before it is built: as the last mount listed it, or
+    /// as its feed arrived in this one (`listArrived`).
     public struct Placeholder: Codable, Sendable, Equatable {
         public var url: String
         public var name: String
@@ -79,12 +80,13 @@ extension Catalog {
         let time = feed.lastBuildDate ?? feed.episodes.compactMap(\.published).max() ?? 0
         let stem = Naming.sanitize(feed.title)
         return tree.withLock { tree -> Placeholder? in
-            guard tree.placeholders[url] == nil, !tree.shows.contains(where: { $0.feedURL == url }),
-                !tree.removed.contains(url), tree.nodes[inode] == nil, tree.placeholdersByInode[inode] == nil
+            guard tree.placeholders[url] == nil, tree.beingBuilt[url] == nil,
+                !tree.shows.contains(where: { $0.feedURL == url }), !tree.removed.contains(url),
+                tree.nodes[inode] == nil, tree.placeholdersByInode[inode] == nil
             else { return nil }
             let name = Naming.uniqueName(stem: stem, suffix: "") { candidate in
                 tree.showsByName[candidate] != nil || tree.placeholdersByName[candidate] != nil
-                    || tree.namesBeingBuilt.contains(candidate)
+                    || tree.beingBuilt.values.contains(candidate)
                     || Self.reservedRootNames.contains(Array(candidate.utf8))
             }
             let placeholder = Placeholder(url: url, name: name, inode: inode, modificationTime: time)

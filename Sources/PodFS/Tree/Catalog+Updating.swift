@@ -118,7 +118,9 @@ extension Catalog {
             }
             // Installed in one hold of the tree's lock, in batch order.
             return tree.withLock { tree in
-                tree.namesBeingBuilt.subtract(prepared.map(\.name))
+                for item in prepared where tree.beingBuilt[item.update.url] == item.name {
+                    tree.beingBuilt[item.update.url] = nil
+                }
                 return zip(prepared, built).map { item, built in
                     built.map { show, newFiles in
                         install(item, show: show, newFiles: newFiles, into: &tree)
@@ -153,10 +155,10 @@ extension Catalog {
             name = tree.withLock { tree in
                 let name = Naming.uniqueName(stem: stem, suffix: "") { [namesTaken] candidate in
                     tree.showsByName[candidate] != nil || tree.placeholdersByName[candidate] != nil
-                        || namesTaken.contains(candidate) || tree.namesBeingBuilt.contains(candidate)
+                        || namesTaken.contains(candidate) || tree.beingBuilt.values.contains(candidate)
                         || Self.reservedRootNames.contains(Array(candidate.utf8))
                 }
-                tree.namesBeingBuilt.insert(name)
+                tree.beingBuilt[update.url] = name
                 return name
             }
             namesTaken.insert(name)

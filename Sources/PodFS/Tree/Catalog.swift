@@ -143,10 +143,11 @@ public final class Catalog: Sendable {
         /// placeholders' builds) never brings one back; only `update` (a
         /// subscription again, or a refresh, which checks the list) does.
         var removed: Set<String> = []
-        /// Names given to shows new to the root that are being built (by
-        /// `add` or a batch of updates) and not installed yet: a show
-        /// listed on arrival (`listArrived`) takes none of them.
-        var namesBeingBuilt: Set<String> = []
+        /// Shows new to the root being built (by `add` or a batch of
+        /// updates) and not installed yet: feed URL to the name given. A
+        /// show listed on arrival (`listArrived`) takes none of these names,
+        /// and is not listed while its feed's show is being built.
+        var beingBuilt: [String: String] = [:]
 
         /// The root folder's time: its newest show's, listed or built, and
         /// at least `rootChangedAt`.
@@ -222,7 +223,12 @@ public final class Catalog: Sendable {
     }
 
     public func lookup(parent: UInt64, name: String) -> Node? {
-        tree.withLock { tree in
+        // A path into a show not built yet (a player's saved path after
+        // `ls` of the root, which builds nothing): built first.
+        if let url = tree.withLock({ $0.nodes[parent] == nil ? $0.placeholdersByInode[parent]?.url : nil }) {
+            build(url: url)
+        }
+        return tree.withLock { tree in
             switch tree.nodes[parent] {
             case .root:
                 if name == LatestPlaylist.name { return .playlist(tree.latest) }
