@@ -256,7 +256,7 @@ public final class FeedRefresher: Sendable {
         guard isSubscribed(url) else { return .settled }
         // A feed the mount does not show yet is asked for in full: its kept
         // copy, if any, did not parse.
-        let shown = catalog.feedURLs.contains(url) || catalog.placeholderURLs.contains(url)
+        let shown = catalog.isListed(url: url)
         let outcome = loader.refresh(url: url, conditional: shown)
         // A fetch cut short by the unmount says nothing about the feed: it
         // stays pending (a feed still pending when a mount ends holds no
@@ -329,10 +329,7 @@ public final class FeedRefresher: Sendable {
             if let removal = catalog.remove(url: url) { invalidate(removal) }
             return false
         }
-        if let invalidator = invalidator.withLock({ $0 }) {
-            invalidator.invalidate(inode: Catalog.rootInode)
-            invalidator.invalidate(parent: Catalog.rootInode, name: placeholder.name)
-        }
+        invalidateNewFolder(named: placeholder.name)
         return true
     }
 
@@ -364,10 +361,7 @@ public final class FeedRefresher: Sendable {
             invalidator.invalidate(inode: Catalog.rootInode)
         }
         if change.isNewShow {
-            // The kernel can know nothing inside a folder that did not
-            // exist: the root and the folder's name are all it may hold.
-            invalidator.invalidate(inode: Catalog.rootInode)
-            invalidator.invalidate(parent: Catalog.rootInode, name: change.showName)
+            invalidateNewFolder(named: change.showName)
             return
         }
         for name in change.addedNames + change.removedNames {
@@ -380,6 +374,15 @@ public final class FeedRefresher: Sendable {
             // newest show's (`Catalog.rootModificationTime`).
             invalidator.invalidate(inode: Catalog.rootInode)
         }
+    }
+
+    /// Tells the kernel a folder came into the root: it can know nothing
+    /// inside a folder that did not exist, so the root and the folder's
+    /// name are all it may hold.
+    private func invalidateNewFolder(named name: String) {
+        guard let invalidator = invalidator.withLock({ $0 }) else { return }
+        invalidator.invalidate(inode: Catalog.rootInode)
+        invalidator.invalidate(parent: Catalog.rootInode, name: name)
     }
 
     private func note(url: String, ok: Bool, detail: String) {

@@ -92,8 +92,7 @@ extension Catalog {
         let missing = files.filter { reused[$0.key] == nil }
         let records = Dictionary(zip(missing.map(\.key), registered.records), uniquingKeysWith: { first, _ in first })
         let showInode = Self.inode(.show, id: registered.feedID)
-        let newest = feed.episodes.compactMap(\.published).max()
-        let feedTime = feed.lastBuildDate ?? newest ?? 0
+        let feedTime = Self.feedTime(feed)
         let listing =
             Self.listingSignature(files.lazy.map(\.name)) &+ Self.listingSignature(CollectionOfOne(layout.playlistName))
         let showTime = Self.folderTime(feedTime: feedTime, listing: listing, before: shownBefore, now: Self.wallClock())

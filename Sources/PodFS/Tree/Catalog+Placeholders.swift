@@ -55,10 +55,7 @@ extension Catalog {
                 && tree.placeholdersByName[placeholder.name] == nil && tree.nodes[placeholder.inode] == nil
                 && !tree.rootOrder.contains(placeholder.url)
             {
-                tree.placeholders[placeholder.url] = placeholder
-                tree.placeholdersByName[placeholder.name] = placeholder
-                tree.placeholdersByInode[placeholder.inode] = placeholder
-                tree.rootOrder.append(placeholder.url)
+                tree.insert(placeholder)
             }
         }
     }
@@ -77,7 +74,7 @@ extension Catalog {
     /// (bench/HISTORY.md, "listed on arrival").
     public func listArrived(url: String, feed: ParsedFeed) throws -> Placeholder? {
         let inode = Self.inode(.show, id: try index.feedID(url: url))
-        let time = feed.lastBuildDate ?? feed.episodes.compactMap(\.published).max() ?? 0
+        let time = Self.feedTime(feed)
         let stem = Naming.sanitize(feed.title)
         return tree.withLock { tree -> Placeholder? in
             guard tree.placeholders[url] == nil, tree.beingBuilt[url] == nil,
@@ -91,10 +88,7 @@ extension Catalog {
             }
             let placeholder = Placeholder(url: url, name: name, inode: inode, modificationTime: time)
             if tree.rootOrder.isEmpty { tree.rootOrder = tree.shows.map(\.feedURL) }
-            tree.rootOrder.append(url)
-            tree.placeholders[url] = placeholder
-            tree.placeholdersByName[name] = placeholder
-            tree.placeholdersByInode[inode] = placeholder
+            tree.insert(placeholder)
             tree.rootChangedAt = Self.wallClock()
             return placeholder
         }
@@ -112,6 +106,11 @@ extension Catalog {
             tree.rootChangedAt = Catalog.wallClock()
             return placeholder
         }
+    }
+
+    /// Whether the root has a folder of the feed at `url`, built or not.
+    public func isListed(url: String) -> Bool {
+        tree.withLock { tree in tree.placeholders[url] != nil || tree.shows.contains { $0.feedURL == url } }
     }
 
     /// The URLs of shows listed and not built yet.
@@ -141,10 +140,18 @@ extension Catalog {
     // MARK: - Internal methods
 
     /// The show named `name` in the root, built from its placeholder.
+    /// A name inside a placeholder's folder (a player's saved path after
+    /// `ls` of the root, which builds nothing): the show is built first.
     func lookupPlaceholder(parent: UInt64, name: String) -> Node? {
-        guard parent == Catalog.rootInode, let url = tree.withLock({ $0.placeholdersByName[name]?.url }) else {
-            return nil
+        if parent != Catalog.rootInode {
+            guard let url = tree.withLock({ $0.placeholdersByInode[parent]?.url }) else { return nil }
+            build(url: url)
+            return tree.withLock { tree in
+                guard case .show(let show) = tree.nodes[parent] else { return nil }
+                return show.byName[name]
+            }
         }
+        guard let url = tree.withLock({ $0.placeholdersByName[name]?.url }) else { return nil }
         build(url: url)
         return tree.withLock { $0.showsByName[name].map { .show($0) } }
     }

@@ -136,6 +136,14 @@ public final class Catalog: Sendable {
         var guidClaims: [String: String] = [:]
         /// Feed URLs refused a guid another subscription holds, logged once.
         var guidRefusals: Set<String> = []
+        /// Lists a placeholder (the caller checked it is new to the root).
+        mutating func insert(_ placeholder: Placeholder) {
+            placeholders[placeholder.url] = placeholder
+            placeholdersByName[placeholder.name] = placeholder
+            placeholdersByInode[placeholder.inode] = placeholder
+            rootOrder.append(placeholder.url)
+        }
+
         /// When a show last came into the root or left it in this mount
         /// (seconds since the epoch): the root's time is at least this.
         var rootChangedAt: Int64 = 0
@@ -223,12 +231,7 @@ public final class Catalog: Sendable {
     }
 
     public func lookup(parent: UInt64, name: String) -> Node? {
-        // A path into a show not built yet (a player's saved path after
-        // `ls` of the root, which builds nothing): built first.
-        if let url = tree.withLock({ $0.nodes[parent] == nil ? $0.placeholdersByInode[parent]?.url : nil }) {
-            build(url: url)
-        }
-        return tree.withLock { tree in
+        tree.withLock { tree in
             switch tree.nodes[parent] {
             case .root:
                 if name == LatestPlaylist.name { return .playlist(tree.latest) }
@@ -283,6 +286,11 @@ public final class Catalog: Sendable {
     /// never a trap.
     static func inode(_ kind: InodeKind, id: Int64) -> UInt64 {
         (UInt64(truncatingIfNeeded: id) << 2) | kind.rawValue
+    }
+
+    /// A feed's own time: its last build date, else its newest episode's.
+    static func feedTime(_ feed: ParsedFeed) -> Int64 {
+        feed.lastBuildDate ?? feed.episodes.compactMap(\.published).max() ?? 0
     }
 
     /// The time a show folder shows: its feed's (the last build date, else
