@@ -307,7 +307,7 @@ final class LiveSubscriptions: Sendable {
     /// A feed loaded and kept as a mount keeps its feeds.
     private func load(_ url: String) -> SubscriptionResolver.Loaded {
         switch loader.refresh(url: url, conditional: false) {
-        case .updated(let feed): return .feed(feed)
+        case .updated(let feed, _): return .feed(feed)
         case .notModified: return loader.kept(url: url).map { .feed($0) } ?? .failed(reason: "the feed gave nothing new")
         case .failed(let reason, _, _):
             return reason.hasPrefix(FeedLoader.doesNotParse) ? .notAFeed(reason: reason) : .failed(reason: reason)

@@ -109,11 +109,30 @@ import ReadRules
                 return
             }
             source.answer.withLock { $0 = .success(.body(Self.feed(["A", "B"]), etag: nil, lastModified: nil)) }
-            guard case .updated(let feed) = loader.refresh(url: Self.url) else {
+            guard case .updated(let feed, kept: true) = loader.refresh(url: Self.url) else {
                 Issue.record("a new episode is a change")
                 return
             }
             #expect(feed.episodes.count == 2)
         }
+    }
+
+    @Test func aCopyTheIndexRefusesIsReportedNotKept() throws {
+        let directory = NSTemporaryDirectory() + "podfs-loader-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var logger = Logger(label: "test")
+        logger.logLevel = .critical
+        _ = try CacheIndex(directory: directory, logger: logger)
+        // Opened for reading only: every save fails, as on a full disk.
+        let index = try CacheIndex(readingDirectory: directory, logger: logger)
+        let source = ScriptedSource()
+        let loader = FeedLoader(source: source, index: index, logger: logger)
+        source.answer.withLock { $0 = .success(.body(Self.feed(["A"]), etag: "\"v1\"", lastModified: nil)) }
+        guard case .updated(let feed, kept: false) = loader.refresh(url: Self.url, conditional: false) else {
+            Issue.record("a copy the index refused is a change that was not kept")
+            return
+        }
+        #expect(feed.episodes.count == 1)
+        #expect(try index.feedBody(url: Self.url) == nil)
     }
 }

@@ -63,7 +63,7 @@ import ReadRules
     @Test func aPermanentRedirectIsRememberedAndTheKeptCopyStaysUnderTheOldURL() throws {
         try withLoader { loader, web, index, directory in
             web.pages.withLock { $0[Self.old] = (Self.feed(title: "Moved"), movedTo: Self.new) }
-            guard case .updated(let feed) = loader.refresh(url: Self.old) else {
+            guard case .updated(let feed, _) = loader.refresh(url: Self.old) else {
                 Issue.record("the feed loads through its redirect")
                 return
             }
@@ -94,7 +94,7 @@ import ReadRules
                 $0[Self.old] = (Self.feed(title: "Old home", newFeedURL: Self.new), movedTo: nil)
                 $0[Self.new] = (Self.feed(title: "New home"), movedTo: nil)
             }
-            guard case .updated(let feed) = loader.refresh(url: Self.old) else {
+            guard case .updated(let feed, _) = loader.refresh(url: Self.old) else {
                 Issue.record("the feed loads")
                 return
             }
@@ -111,7 +111,7 @@ import ReadRules
                 $0[Self.old] = (Self.feed(title: "Old home", newFeedURL: Self.new), movedTo: nil)
                 $0[Self.new] = ("<html>not a feed</html>", movedTo: nil)
             }
-            guard case .updated(let feed) = loader.refresh(url: Self.old) else {
+            guard case .updated(let feed, _) = loader.refresh(url: Self.old) else {
                 Issue.record("the old feed still loads")
                 return
             }

@@ -23,8 +23,11 @@ public struct FeedLoader: Sendable {
 
     /// What a refresh of a feed found.
     public enum RefreshOutcome: Sendable {
-        /// A new copy that parses; it was kept.
-        case updated(ParsedFeed)
+        /// A new copy that parses; `kept`: whether it replaced the kept
+        /// copy (a full disk can refuse it). A show built later from the
+        /// kept copy would find an older copy or none, so one not kept is
+        /// built from `feed`.
+        case updated(ParsedFeed, kept: Bool)
         /// `304 Not Modified`, or the same bytes as the kept copy.
         case notModified
         /// Nothing usable: why, in words for the log and `podfs status`;
@@ -65,13 +68,13 @@ public struct FeedLoader: Sendable {
         let storedFeed = { () -> ParsedFeed? in stored.flatMap { try? FeedParser.parse($0.body, baseURL: url) } }
         let reason: String
         switch fetch(url: url, validators: stored.map { FeedValidators(etag: $0.etag, lastModified: $0.lastModified) }, stored: stored) {
-        case .updated(let feed):
+        case .updated(let feed, _):
             return .fresh(feed)
         case .notModified:
             if let feed = storedFeed() { return .fresh(feed) }
             // The origin confirmed a copy that no longer parses (a damaged
             // index, an older parser's copy): ask for the whole feed.
-            if case .updated(let feed) = fetch(url: url, validators: nil, stored: nil) { return .fresh(feed) }
+            if case .updated(let feed, _) = fetch(url: url, validators: nil, stored: nil) { return .fresh(feed) }
             reason = "the origin said the feed did not change, but the kept copy does not parse"
         case .failed(let why, _, _):
             reason = why
@@ -160,8 +163,8 @@ public struct FeedLoader: Sendable {
         {
             (feed, body, etag, lastModified) = moved
         }
-        save(url: url, body: body, etag: etag, lastModified: lastModified)
-        return .updated(feed)
+        let kept = save(url: url, body: body, etag: etag, lastModified: lastModified)
+        return .updated(feed, kept: kept)
     }
 
     /// Fetches the `itunes:new-feed-url` of the feed subscribed as `url`;
@@ -193,13 +196,18 @@ public struct FeedLoader: Sendable {
         }
     }
 
-    private func save(url: String, body: [UInt8], etag: String?, lastModified: String?) {
+    /// Keeps `body` as the feed's copy; returns whether it was kept. One
+    /// not kept costs only the copy: the feed in hand is still shown.
+    @discardableResult
+    private func save(url: String, body: [UInt8], etag: String?, lastModified: String?) -> Bool {
         do {
             try index.saveFeedBody(
                 url: url, body: body, etag: etag, lastModified: lastModified,
                 fetchedAt: Int64(Date().timeIntervalSince1970))
+            return true
         } catch {
             logger.warning("could not keep a copy of the feed", metadata: ["feed.url": .url(url), "error": "\(error)"])
+            return false
         }
     }
 }

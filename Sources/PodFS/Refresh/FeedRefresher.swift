@@ -11,10 +11,13 @@ import Locking
 ///
 /// A feed that changed gets its new listing in the catalogue as soon as its
 /// fetch lands; one the mount did not show yet is listed at once and built
-/// by the mount's background pass (`onListed`) or when looked into. The
-/// kernel is told to forget what it cached of the show folder (names that
-/// came or went, the folder's attributes, the playlist) — from this thread,
-/// never from inside a request handler (libfuse `doc/README.notifications`).
+/// from its kept copy by the mount's background pass (`onListed`) or when
+/// looked into, unless its copy could not be kept (a full disk): that
+/// build would find an older copy or none, so it is built at once from the
+/// feed in hand. The kernel is told to forget what it cached of the show
+/// folder (names that came or went, the folder's attributes, the
+/// playlist) — from this thread, never from inside a request handler
+/// (libfuse `doc/README.notifications`).
 /// A feed that fails to fetch or parse keeps its listing; the log and
 /// `podfs status` say why.
 public final class FeedRefresher: Sendable {
@@ -49,8 +52,8 @@ public final class FeedRefresher: Sendable {
     /// Called once, when the first feed of the mount fetched well.
     private let onFirstAnswer: @Sendable () -> Void
     /// Told each feed listed on arrival (`Catalog.listArrived`), for the
-    /// mount's background pass to build; `nil`: a feed new to the mount is
-    /// built at once.
+    /// mount's background pass to build from its kept copy; `nil`: a feed
+    /// new to the mount is built at once.
     private let onListed: (@Sendable (_ url: String) -> Void)?
     private let hadAnAnswer = Locked(false)
     private let lifecycle = Locked(Lifecycle.idle)
@@ -272,9 +275,10 @@ public final class FeedRefresher: Sendable {
                 metadata: ["feed.url": .url(url), "reason": "\(reason)"])
             note(url: url, ok: false, detail: shown ? reason + " (showing the last good copy)" : reason)
             return FeedRound.Ended(isTransient: isTransient, retryAfter: retryAfter)
-        case .updated(let feed):
+        case .updated(let feed, let kept):
             do {
-                if !shown, let onListed, let listed = try listOnArrival(url: url, feed: feed) {
+                // A copy not kept cannot build the show later: built now.
+                if !shown, kept, let onListed, let listed = try listOnArrival(url: url, feed: feed) {
                     // Unsubscribed meanwhile: taken out again, nothing to say.
                     guard listed else { return .settled }
                     onListed(url)
