@@ -78,6 +78,7 @@ struct MountService {
         var empty = sigset_t()
         sigemptyset(&empty)
         pthread_sigmask(SIG_SETMASK, &empty, nil)
+        Heap.limitArenas(cores: ProcessInfo.processInfo.activeProcessorCount)
         signal(SIGPIPE, SIG_IGN)
         // Past a file size limit (ulimit -f) a write should fail with EFBIG,
         // which the reader survives, not kill the daemon.
