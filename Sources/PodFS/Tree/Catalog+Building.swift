@@ -195,11 +195,15 @@ extension Catalog {
 
     /// Puts `show` in the tree in place of `previous` (or at the end).
     static func install(_ show: Show, replacing previous: Show?, into tree: inout Tree) {
-        if let placeholder = tree.placeholders.removeValue(forKey: show.feedURL) {
+        let placeholder = tree.placeholders.removeValue(forKey: show.feedURL)
+        if let placeholder {
             tree.placeholdersByName[placeholder.name] = nil
             tree.placeholdersByInode[placeholder.inode] = nil
         }
-        if !tree.rootOrder.isEmpty, previous == nil, !tree.rootOrder.contains(show.feedURL) {
+        // The root's order names every show and placeholder: a show built
+        // from a placeholder keeps its place; a new one goes last.
+        if !tree.rootOrder.isEmpty, previous == nil, placeholder == nil {
+            assert(!tree.rootOrder.contains(show.feedURL), "a new show is in the root's order already")
             tree.rootOrder.append(show.feedURL)
         }
         if let previous, let position = tree.shows.firstIndex(where: { $0.inode == previous.inode }) {
@@ -208,6 +212,7 @@ extension Catalog {
             tree.shows.append(show)
         }
         tree.showsByName[show.name] = show
+        tree.showsByURL[show.feedURL] = show
         tree.nodes[show.inode] = .show(show)
         tree.nodes[show.playlist.inode] = .playlist(show.playlist)
         for episode in show.episodes + show.extras {

@@ -78,7 +78,7 @@ extension Catalog {
         let stem = Naming.sanitize(feed.title)
         return tree.withLock { tree -> Placeholder? in
             guard tree.placeholders[url] == nil, tree.beingBuilt[url] == nil,
-                !tree.shows.contains(where: { $0.feedURL == url }), !tree.removed.contains(url),
+                tree.showsByURL[url] == nil, !tree.removed.contains(url),
                 tree.nodes[inode] == nil, tree.placeholdersByInode[inode] == nil
             else { return nil }
             let name = Naming.uniqueName(stem: stem, suffix: "") { candidate in
@@ -110,12 +110,12 @@ extension Catalog {
 
     /// Whether the root has a folder of the feed at `url`, built or not.
     public func isListed(url: String) -> Bool {
-        tree.withLock { tree in tree.placeholders[url] != nil || tree.shows.contains { $0.feedURL == url } }
+        tree.withLock { tree in tree.placeholders[url] != nil || tree.showsByURL[url] != nil }
     }
 
     /// The URLs of shows listed and not built yet.
     public var placeholderURLs: [String] {
-        tree.withLock { tree in tree.rootOrder.filter { tree.placeholders[$0] != nil } }
+        tree.withLock { tree in tree.placeholders.isEmpty ? [] : tree.rootOrder.filter { tree.placeholders[$0] != nil } }
     }
 
     /// What the next mount lists before it builds anything: every show, in
@@ -168,9 +168,8 @@ extension Catalog {
         guard !tree.rootOrder.isEmpty else {
             return tree.shows.map { DirectoryEntry(name: $0.name, inode: $0.inode, kind: .directory) }
         }
-        let shows = Dictionary(tree.shows.map { ($0.feedURL, $0) }, uniquingKeysWith: { first, _ in first })
         return tree.rootOrder.compactMap { url in
-            if let show = shows[url] { return DirectoryEntry(name: show.name, inode: show.inode, kind: .directory) }
+            if let show = tree.showsByURL[url] { return DirectoryEntry(name: show.name, inode: show.inode, kind: .directory) }
             return tree.placeholders[url].map { DirectoryEntry(name: $0.name, inode: $0.inode, kind: .directory) }
         }
     }

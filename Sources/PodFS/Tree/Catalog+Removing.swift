@@ -31,9 +31,10 @@ extension Catalog {
                 let previousTime = tree.rootChangedAt
                 tree.rootChangedAt = max(Catalog.wallClock(), tree.rootChangedAt.saturatingAdding(1))
                 var removal: Removal?
-                if let position = tree.shows.firstIndex(where: { $0.feedURL == url }) {
+                if tree.showsByURL[url] != nil, let position = tree.shows.firstIndex(where: { $0.feedURL == url }) {
                     let show = tree.shows.remove(at: position)
                     if tree.showsByName[show.name] === show { tree.showsByName[show.name] = nil }
+                    tree.showsByURL[url] = nil
                     removal = Removal(name: show.name, show: show)
                 }
                 if let placeholder = tree.placeholders.removeValue(forKey: url) {

@@ -67,7 +67,7 @@ extension Catalog {
         // previous names cannot change meanwhile; a new show's name can
         // (another show may take it), and then the layout is made again.
         let (before, provisional) = tree.withLock { tree in
-            (tree.shows.first { $0.feedURL == url }, Naming.sanitize(feed.title))
+            (tree.showsByURL[url], Naming.sanitize(feed.title))
         }
         // A show keeps its scope for the mount: its files' keys are what the
         // reader and open files use (a feed that gains a guid is moved to
@@ -137,7 +137,7 @@ extension Catalog {
     private func prepare(_ update: Update, namesTaken: inout Set<String>) -> Prepared {
         var update = update
         let (previous, placeholder) = tree.withLock { tree in
-            (tree.shows.first { $0.feedURL == update.url }, tree.placeholders[update.url])
+            (tree.showsByURL[update.url], tree.placeholders[update.url])
         }
         let name: String
         if let previous {

@@ -115,6 +115,10 @@ public final class Catalog: Sendable {
             didSet { refreshLatest(now: Catalog.wallClock()) }
         }
         var showsByName: [String: Show] = [:]
+        /// The shows by feed URL: a feed's round asks the tree whether it
+        /// is listed, and a thousand feeds asked it of a thousand shows one
+        /// by one, under the tree's lock.
+        var showsByURL: [String: Show] = [:]
         /// Every node served in this mount, files that left their feed
         /// included (they stay readable while open).
         var nodes: [UInt64: Node] = [
