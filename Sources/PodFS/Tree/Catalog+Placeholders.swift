@@ -113,6 +113,18 @@ extension Catalog {
         tree.withLock { tree in tree.placeholders[url] != nil || tree.showsByURL[url] != nil }
     }
 
+    /// The feed URL of the show that lists each of `keys`, for those of
+    /// files the mount has built (files that left their feed included).
+    public func feedURLs(ofFilesKeyed keys: Set<String>) -> [String: String] {
+        tree.withLock { tree in
+            var owners: [String: String] = [:]
+            for key in keys {
+                if let file = tree.filesByKey[key] { owners[key] = file.folder.feedURL }
+            }
+            return owners
+        }
+    }
+
     /// The URLs of shows listed and not built yet.
     public var placeholderURLs: [String] {
         tree.withLock { tree in tree.placeholders.isEmpty ? [] : tree.rootOrder.filter { tree.placeholders[$0] != nil } }
