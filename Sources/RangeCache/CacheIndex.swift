@@ -227,7 +227,7 @@ public final class CacheIndex: Sendable {
                                 lastModified: nil, ranges: []))
                             continue
                         }
-                        if Self.enclosurePath(existing.url) != Self.enclosurePath(episode.url) {
+                        if Self.pathsDiffer(existing.url, episode.url) {
                             try Self.forgetVariant(db, key: episode.key)
                         }
                         try insert.reset()
