@@ -11,6 +11,7 @@
 #   PODFS_BENCH_PERF=FILE bench/many-feeds.sh   also records where the daemon's
 #       time goes until every show is listed (perf record -g; perf report -i FILE),
 #       at PODFS_BENCH_PERF_HZ samples a second (499)
+#   PODFS_BENCH_PERF_WARM=FILE  the same for the warm remount's find
 #
 # The feeds are spread over H hosts (H delaying proxies on their own
 # ports, one origin behind them), as an OPML's feeds are spread over
@@ -159,15 +160,27 @@ warm=$(since "$t")
 pid=$(sed -n 's/.*pid \([0-9]*\).*/\1/p' <<<"$out" | head -1)
 warm_shows=$(ls "$mnt" | wc -l)
 warm_cpu=$(cpu_of "$pid")
+perf_pid=""
+if [ -n "${PODFS_BENCH_PERF_WARM:-}" ]; then
+  # Where the daemon's time goes while the warm remount's find builds shows.
+  perf record -F ${PODFS_BENCH_PERF_HZ:-499} -g -p "$pid" -o "$PODFS_BENCH_PERF_WARM" >/dev/null 2>&1 &
+  perf_pid=$!
+  sleep 0.5
+fi
 # Every file listed: builds every show that the background pass has not.
 warm_files=$(find "$mnt" -mindepth 2 -type f | wc -l)
+if [ -n "$perf_pid" ]; then kill -INT "$perf_pid"; wait "$perf_pid" 2>/dev/null || true; fi
 warm_all=$(since "$t")
 warm_peak_kib=$(awk '/VmHWM/ {print $2}' "/proc/$pid/status")
+# The same find again, every show built and the kernel's caches dropped:
+# what listing every file costs through FUSE alone, without the builds.
+sync; echo 2 > /proc/sys/vm/drop_caches
+t=$(now); find "$mnt" -mindepth 2 -type f >/dev/null; again=$(since "$t")
 "$podfs" unmount "$mnt" >/dev/null
 
 awk -v feeds="$feeds" -v hosts="$hosts" -v delay="$delay" -v items="$items" -v curl="$curl_time" \
     -v cold="$cold" -v listed="$listed" -v warm="$warm" -v files="$files" -v peak="$peak_kib" \
-    -v cpu="$cpu" -v wcpu="$warm_cpu" -v ocurl="$origin_curl" -v olisted="$origin_listed" -v cores="$(nproc)" -v wpeak="$warm_peak_kib" -v wshows="$warm_shows" -v wall="$warm_all" -v wfiles="$warm_files" -v call="$cold_all" -v lpeak="$listed_peak_kib" -v one="$one_time" -v onefiles="$one_files" -v summary="$(cat "$work/summary")" 'BEGIN {
+    -v cpu="$cpu" -v wcpu="$warm_cpu" -v ocurl="$origin_curl" -v olisted="$origin_listed" -v cores="$(nproc)" -v wpeak="$warm_peak_kib" -v wshows="$warm_shows" -v wall="$warm_all" -v wfiles="$warm_files" -v call="$cold_all" -v lpeak="$listed_peak_kib" -v again="$again" -v one="$one_time" -v onefiles="$one_files" -v summary="$(cat "$work/summary")" 'BEGIN {
   allowed = 1.5 * curl; if (allowed < 3) allowed = 3
   target_kib = 64 * 1024 + files
   printf "podfs many-feeds bench: %d feeds (%d items) on %d hosts, +%d ms per request, plus a hanging host and a refusing port\n", feeds, items, hosts, delay
@@ -178,6 +191,7 @@ awk -v feeds="$feeds" -v hosts="$hosts" -v delay="$delay" -v items="$items" -v c
   printf "| cold, every file listed (find, then) | %.2f s (%d files) | |\n", call, files
   printf "| warm remount ready | %.2f s (%d shows listed at once) | <= 0.5 s |\n", warm, wshows
   printf "| warm remount, every file listed (find) | %.2f s (%d files) | |\n", wall, wfiles
+  printf "| find again, every show built, kernel caches dropped | %.2f s | |\n", again
   printf "| peak RSS, cold, when every show was listed | %.1f MiB | |\n", lpeak / 1024
   printf "| peak RSS, cold | %.1f MiB for %d files: %.0f B/file over 64 MiB | <= 64 MiB + 1 KiB/file: %.1f MiB |\n", peak / 1024, files, (peak - 65536) * 1024 / files, target_kib / 1024
   printf "| peak RSS, warm remount, after every file was listed | %.1f MiB | %.1f MiB |\n", wpeak / 1024, target_kib / 1024
