@@ -171,6 +171,7 @@ fi
 warm_files=$(find "$mnt" -mindepth 2 -type f | wc -l)
 if [ -n "$perf_pid" ]; then kill -INT "$perf_pid"; wait "$perf_pid" 2>/dev/null || true; fi
 warm_all=$(since "$t")
+warm_find_cpu=$(awk -v a="$(cpu_of "$pid")" -v b="$warm_cpu" 'BEGIN {printf "%.2f", a - b}')
 warm_peak_kib=$(awk '/VmHWM/ {print $2}' "/proc/$pid/status")
 # The same find again, every show built and the kernel's caches dropped:
 # what listing every file costs through FUSE alone, without the builds.
@@ -180,7 +181,7 @@ t=$(now); find "$mnt" -mindepth 2 -type f >/dev/null; again=$(since "$t")
 
 awk -v feeds="$feeds" -v hosts="$hosts" -v delay="$delay" -v items="$items" -v curl="$curl_time" \
     -v cold="$cold" -v listed="$listed" -v warm="$warm" -v files="$files" -v peak="$peak_kib" \
-    -v cpu="$cpu" -v wcpu="$warm_cpu" -v ocurl="$origin_curl" -v olisted="$origin_listed" -v cores="$(nproc)" -v wpeak="$warm_peak_kib" -v wshows="$warm_shows" -v wall="$warm_all" -v wfiles="$warm_files" -v call="$cold_all" -v lpeak="$listed_peak_kib" -v again="$again" -v one="$one_time" -v onefiles="$one_files" -v summary="$(cat "$work/summary")" 'BEGIN {
+    -v cpu="$cpu" -v wcpu="$warm_cpu" -v ocurl="$origin_curl" -v olisted="$origin_listed" -v cores="$(nproc)" -v wpeak="$warm_peak_kib" -v wshows="$warm_shows" -v wall="$warm_all" -v wfiles="$warm_files" -v call="$cold_all" -v lpeak="$listed_peak_kib" -v again="$again" -v wfcpu="$warm_find_cpu" -v one="$one_time" -v onefiles="$one_files" -v summary="$(cat "$work/summary")" 'BEGIN {
   allowed = 1.5 * curl; if (allowed < 3) allowed = 3
   target_kib = 64 * 1024 + files
   printf "podfs many-feeds bench: %d feeds (%d items) on %d hosts, +%d ms per request, plus a hanging host and a refusing port\n", feeds, items, hosts, delay
@@ -190,7 +191,7 @@ awk -v feeds="$feeds" -v hosts="$hosts" -v delay="$delay" -v items="$items" -v c
   printf "| cold, ls -l of one show once every show was listed | %.3f s (%d files) | |\n", one, onefiles
   printf "| cold, every file listed (find, then) | %.2f s (%d files) | |\n", call, files
   printf "| warm remount ready | %.2f s (%d shows listed at once) | <= 0.5 s |\n", warm, wshows
-  printf "| warm remount, every file listed (find) | %.2f s (%d files) | |\n", wall, wfiles
+  printf "| warm remount, every file listed (find) | %.2f s (%d files; daemon CPU %.2f s) | |\n", wall, wfiles, wfcpu
   printf "| find again, every show built, kernel caches dropped | %.2f s | |\n", again
   printf "| peak RSS, cold, when every show was listed | %.1f MiB | |\n", lpeak / 1024
   printf "| peak RSS, cold | %.1f MiB for %d files: %.0f B/file over 64 MiB | <= 64 MiB + 1 KiB/file: %.1f MiB |\n", peak / 1024, files, (peak - 65536) * 1024 / files, target_kib / 1024
