@@ -159,6 +159,10 @@ out=$("$podfs" mount --cache-dir "$cache" --refresh off "$list" "$mnt" 2>>"$work
 warm=$(since "$t")
 pid=$(sed -n 's/.*pid \([0-9]*\).*/\1/p' <<<"$out" | head -1)
 warm_shows=$(ls "$mnt" | wc -l)
+# A show looked into while the background pass builds the others from
+# their kept copies: its own build waits for none of theirs.
+warm_one=$(ls "$mnt" | grep -v '^Latest.m3u$' | sed -n 500p)
+t1=$(now); warm_one_files=$(ls -l "$mnt/$warm_one" | grep -c '^-'); warm_one_time=$(since "$t1")
 warm_cpu=$(cpu_of "$pid")
 perf_pid=""
 if [ -n "${PODFS_BENCH_PERF_WARM:-}" ]; then
@@ -181,7 +185,7 @@ t=$(now); find "$mnt" -mindepth 2 -type f >/dev/null; again=$(since "$t")
 
 awk -v feeds="$feeds" -v hosts="$hosts" -v delay="$delay" -v items="$items" -v curl="$curl_time" \
     -v cold="$cold" -v listed="$listed" -v warm="$warm" -v files="$files" -v peak="$peak_kib" \
-    -v cpu="$cpu" -v wcpu="$warm_cpu" -v ocurl="$origin_curl" -v olisted="$origin_listed" -v cores="$(nproc)" -v wpeak="$warm_peak_kib" -v wshows="$warm_shows" -v wall="$warm_all" -v wfiles="$warm_files" -v call="$cold_all" -v lpeak="$listed_peak_kib" -v again="$again" -v wfcpu="$warm_find_cpu" -v one="$one_time" -v onefiles="$one_files" -v summary="$(cat "$work/summary")" 'BEGIN {
+    -v cpu="$cpu" -v wcpu="$warm_cpu" -v ocurl="$origin_curl" -v olisted="$origin_listed" -v cores="$(nproc)" -v wpeak="$warm_peak_kib" -v wshows="$warm_shows" -v wall="$warm_all" -v wfiles="$warm_files" -v call="$cold_all" -v lpeak="$listed_peak_kib" -v again="$again" -v wone="$warm_one_time" -v wonefiles="$warm_one_files" -v wfcpu="$warm_find_cpu" -v one="$one_time" -v onefiles="$one_files" -v summary="$(cat "$work/summary")" 'BEGIN {
   allowed = 1.5 * curl; if (allowed < 3) allowed = 3
   target_kib = 64 * 1024 + files
   printf "podfs many-feeds bench: %d feeds (%d items) on %d hosts, +%d ms per request, plus a hanging host and a refusing port\n", feeds, items, hosts, delay
@@ -191,6 +195,7 @@ awk -v feeds="$feeds" -v hosts="$hosts" -v delay="$delay" -v items="$items" -v c
   printf "| cold, ls -l of one show once every show was listed | %.3f s (%d files) | |\n", one, onefiles
   printf "| cold, every file listed (find, then) | %.2f s (%d files) | |\n", call, files
   printf "| warm remount ready | %.2f s (%d shows listed at once) | <= 0.5 s |\n", warm, wshows
+  printf "| warm remount, ls -l of one show right after ready | %.3f s (%d files) | |\n", wone, wonefiles
   printf "| warm remount, every file listed (find) | %.2f s (%d files; daemon CPU %.2f s) | |\n", wall, wfiles, wfcpu
   printf "| find again, every show built, kernel caches dropped | %.2f s | |\n", again
   printf "| peak RSS, cold, when every show was listed | %.1f MiB | |\n", lpeak / 1024
