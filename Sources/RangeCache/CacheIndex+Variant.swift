@@ -102,10 +102,8 @@ extension CacheIndex {
     }
 
     /// A URL's path: without its scheme, host, query and fragment. Read
-    /// as bytes, with no copy: asked twice of every episode each time a
-    /// show is registered, it was 6 % of a warm remount's CPU while a
-    /// `find` built a thousand shows, copying each URL into an array and
-    /// walking it by characters (bench/HISTORY.md).
+    /// as bytes, with no copy: it is asked twice of every episode each
+    /// time a show is registered (bench/HISTORY.md).
     static func enclosurePath(_ url: String) -> Substring.UTF8View {
         let bytes = url.utf8
         let (slash, question, hash) = (UInt8(ascii: "/"), UInt8(ascii: "?"), UInt8(ascii: "#"))

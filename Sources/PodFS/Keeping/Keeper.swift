@@ -333,13 +333,17 @@ public final class Keeper: Sendable {
         // plan comes when they are. Once every listed show is built, the
         // plan alone decides (a key of an episode that left its feed, or
         // of a feed no longer mounted, is ordinary cache again).
-        // Asked of the last mount's keys, not of every file: a set of every
-        // built show's keys, made at each plan while a thousand shows were
-        // being built, was 14 % of the daemon's CPU (bench/HISTORY.md).
+        // The last mount's keys are struck off as the built shows' files
+        // are met, rather than every built file's key gathered into a set
+        // at each plan while a thousand shows are built (bench/HISTORY.md);
+        // with nothing kept last time (the default), there is nothing to do.
         if !seed.isEmpty, !catalog.placeholderURLs.isEmpty {
-            let built = Set(shows.map(\.feedURL))
-            let owners = catalog.feedURLs(ofFilesKeyed: seed)
-            keys.formUnion(seed.filter { key in !(owners[key].map(built.contains) ?? false) })
+            var unplanned = seed
+            for show in shows where !unplanned.isEmpty {
+                for file in show.episodes { unplanned.remove(file.key) }
+                for file in show.extras { unplanned.remove(file.key) }
+            }
+            keys.formUnion(unplanned)
         }
         reader.keep(keys)
         let newlyUnfit = progress.withLock { progress in

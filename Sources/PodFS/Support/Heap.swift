@@ -28,14 +28,17 @@ public enum Heap {
     /// Shows are built on whichever thread asks (a FUSE worker's lookup,
     /// a refresh, the background pass), and each thread that meets a busy
     /// arena gets one of its own: the memory a build frees stays in that
-    /// arena, unused by the next build on another thread. A thousand
-    /// shows built cold then peaked 267-280 MiB, 234-245 with two arenas
-    /// (bench/HISTORY.md). A `MALLOC_ARENA_MAX` or `GLIBC_TUNABLES` in
-    /// the environment is the user's choice and is left as it is; under a
-    /// sanitizer this does nothing (see `giveBackFreedMemory`).
+    /// arena, unused by the next build on another thread: a thousand shows
+    /// built cold peaked well over their memory target (bench/HISTORY.md).
+    /// An arena limit in the environment (`MALLOC_ARENA_MAX`, or
+    /// `glibc.malloc.arena_max` in `GLIBC_TUNABLES`) is the user's choice
+    /// and is left as it is; under a sanitizer this does nothing (see
+    /// `giveBackFreedMemory`).
     public static func limitArenas(cores: Int) {
         let environment = ProcessInfo.processInfo.environment
-        guard environment["MALLOC_ARENA_MAX"] == nil, environment["GLIBC_TUNABLES"] == nil, let mallopt else { return }
+        guard environment["MALLOC_ARENA_MAX"] == nil,
+            environment["GLIBC_TUNABLES"]?.contains("glibc.malloc.arena_max") != true, let mallopt
+        else { return }
         _ = mallopt(arenaMax, Int32(max(2, cores)))
     }
 
@@ -49,6 +52,8 @@ public enum Heap {
 
     private static let trim: Trim? = glibcHeapFunction("malloc_trim").map { unsafeBitCast($0, to: Trim.self) }
     private static let mallopt: MallOpt? = glibcHeapFunction("mallopt").map { unsafeBitCast($0, to: MallOpt.self) }
+
+    // MARK: - Private methods
 
     /// One of glibc's heap functions, which Swift's Glibc module does not
     /// declare (no `malloc.h`); `nil` where it does not exist, or under a

@@ -28,14 +28,20 @@ extension Catalog {
             // (a show built from a placeholder keeps the name it was listed
             // with), kept from shows listed on arrival until installed.
             let (feeds, placeholders, names) = tree.withLock { tree in
-                var seen = Set(tree.shows.map(\.feedURL)).union(tree.removed)
-                let feeds = feeds.filter { seen.insert($0.url).inserted }
-                var taken = Set(tree.shows.map { Array($0.name.utf8) })
-                    .union(tree.placeholders.values.map { Array($0.name.utf8) }).union(Self.reservedRootNames)
-                    .union(tree.beingBuilt.values.map { Array($0.utf8) })
-                let names = feeds.map {
-                    tree.placeholders[$0.url]?.name
-                        ?? Naming.uniqueName(stem: Naming.sanitize($0.feed.title), suffix: "", taken: &taken)
+                var seen = tree.removed
+                let feeds = feeds.filter { tree.showsByURL[$0.url] == nil && seen.insert($0.url).inserted }
+                // The tree's indexes are asked, not a set of every name made
+                // for each add (a show looked into is one add).
+                var given = Set<String>()
+                let names = feeds.map { entry -> String in
+                    if let name = tree.placeholders[entry.url]?.name { return name }
+                    let name = Naming.uniqueName(stem: Naming.sanitize(entry.feed.title), suffix: "") { [given] candidate in
+                        tree.showsByName[candidate] != nil || tree.placeholdersByName[candidate] != nil
+                            || given.contains(candidate) || tree.beingBuilt.values.contains(candidate)
+                            || Self.reservedRootNames.contains(Array(candidate.utf8))
+                    }
+                    given.insert(name)
+                    return name
                 }
                 for (feed, name) in zip(feeds, names) { tree.beingBuilt[feed.url] = name }
                 return (feeds, tree.placeholders, names)

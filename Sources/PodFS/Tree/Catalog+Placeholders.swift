@@ -48,12 +48,13 @@ extension Catalog {
             return placeholder
         }
         tree.withLock { tree in
-            tree.rootOrder = tree.shows.map(\.feedURL)
+            // The root's order names every show and placeholder.
+            if tree.rootOrder.isEmpty { tree.rootOrder = tree.shows.map(\.feedURL) }
             for placeholder in placeholders
             where tree.placeholders[placeholder.url] == nil && tree.showsByName[placeholder.name] == nil
                 && !Catalog.reservedRootNames.contains(Array(placeholder.name.utf8))
                 && tree.placeholdersByName[placeholder.name] == nil && tree.nodes[placeholder.inode] == nil
-                && !tree.rootOrder.contains(placeholder.url)
+                && tree.showsByURL[placeholder.url] == nil
             {
                 tree.insert(placeholder)
             }
@@ -111,18 +112,6 @@ extension Catalog {
     /// Whether the root has a folder of the feed at `url`, built or not.
     public func isListed(url: String) -> Bool {
         tree.withLock { tree in tree.placeholders[url] != nil || tree.showsByURL[url] != nil }
-    }
-
-    /// The feed URL of the show that lists each of `keys`, for those of
-    /// files the mount has built (files that left their feed included).
-    public func feedURLs(ofFilesKeyed keys: Set<String>) -> [String: String] {
-        tree.withLock { tree in
-            var owners: [String: String] = [:]
-            for key in keys {
-                if let file = tree.filesByKey[key] { owners[key] = file.folder.feedURL }
-            }
-            return owners
-        }
     }
 
     /// The URLs of shows listed and not built yet.
