@@ -200,7 +200,7 @@ final class LiveSubscriptions: Sendable {
                     throw error
                 }
                 if listed { tell(.add, entry.url) }
-                let name = change?.showName ?? catalogName(entry.url) ?? entry.feed.title ?? shown
+                let name = change?.showName ?? catalog.folderName(url: entry.url) ?? entry.feed.title ?? shown
                 lines.append(change == nil ? "already subscribed: \(name) (\(shown))" : "subscribed: \(name) (\(shown))")
             } catch {
                 return ControlSocket.Response(ok: false, lines: lines + ["\(shown): \(error)"])
@@ -262,10 +262,6 @@ final class LiveSubscriptions: Sendable {
 
     private func tell(_ intent: PendingChanges.Intent, _ url: String) {
         localChange.withLock { $0 }?(intent, url)
-    }
-
-    private func catalogName(_ url: String) -> String? {
-        catalog.placeholdersToSave.first { $0.url == url }?.name
     }
 
     /// Applies an edit of the list file made outside podfs: feeds added

@@ -36,9 +36,7 @@ extension Catalog {
                 let names = feeds.map { entry -> String in
                     if let name = tree.placeholders[entry.url]?.name { return name }
                     let name = Naming.uniqueName(stem: Naming.sanitize(entry.feed.title), suffix: "") { [given] candidate in
-                        tree.showsByName[candidate] != nil || tree.placeholdersByName[candidate] != nil
-                            || given.contains(candidate) || tree.beingBuilt.values.contains(candidate)
-                            || Self.reservedRootNames.contains(Array(candidate.utf8))
+                        given.contains(candidate) || tree.isNameTaken(candidate)
                     }
                     given.insert(name)
                     return name

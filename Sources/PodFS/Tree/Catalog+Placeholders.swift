@@ -51,10 +51,8 @@ extension Catalog {
             // The root's order names every show and placeholder.
             if tree.rootOrder.isEmpty { tree.rootOrder = tree.shows.map(\.feedURL) }
             for placeholder in placeholders
-            where tree.placeholders[placeholder.url] == nil && tree.showsByName[placeholder.name] == nil
-                && !Catalog.reservedRootNames.contains(Array(placeholder.name.utf8))
-                && tree.placeholdersByName[placeholder.name] == nil && tree.nodes[placeholder.inode] == nil
-                && tree.showsByURL[placeholder.url] == nil
+            where tree.placeholders[placeholder.url] == nil && tree.showsByURL[placeholder.url] == nil
+                && !tree.isNameTaken(placeholder.name) && tree.nodes[placeholder.inode] == nil
             {
                 tree.insert(placeholder)
             }
@@ -82,11 +80,7 @@ extension Catalog {
                 tree.showsByURL[url] == nil, !tree.removed.contains(url),
                 tree.nodes[inode] == nil, tree.placeholdersByInode[inode] == nil
             else { return nil }
-            let name = Naming.uniqueName(stem: stem, suffix: "") { candidate in
-                tree.showsByName[candidate] != nil || tree.placeholdersByName[candidate] != nil
-                    || tree.beingBuilt.values.contains(candidate)
-                    || Self.reservedRootNames.contains(Array(candidate.utf8))
-            }
+            let name = Naming.uniqueName(stem: stem, suffix: "") { tree.isNameTaken($0) }
             let placeholder = Placeholder(url: url, name: name, inode: inode, modificationTime: time)
             if tree.rootOrder.isEmpty { tree.rootOrder = tree.shows.map(\.feedURL) }
             tree.insert(placeholder)
@@ -107,6 +101,11 @@ extension Catalog {
             tree.rootChangedAt = Catalog.wallClock()
             return placeholder
         }
+    }
+
+    /// The name of the root's folder of the feed at `url`, built or not.
+    public func folderName(url: String) -> String? {
+        tree.withLock { tree in tree.showsByURL[url]?.name ?? tree.placeholders[url]?.name }
     }
 
     /// Whether the root has a folder of the feed at `url`, built or not.

@@ -31,7 +31,7 @@ extension Catalog {
                 let previousTime = tree.rootChangedAt
                 tree.rootChangedAt = max(Catalog.wallClock(), tree.rootChangedAt.saturatingAdding(1))
                 var removal: Removal?
-                if tree.showsByURL[url] != nil, let position = tree.shows.firstIndex(where: { $0.feedURL == url }) {
+                if let listed = tree.showsByURL[url], let position = tree.shows.firstIndex(where: { $0 === listed }) {
                     let show = tree.shows.remove(at: position)
                     if tree.showsByName[show.name] === show { tree.showsByName[show.name] = nil }
                     tree.showsByURL[url] = nil

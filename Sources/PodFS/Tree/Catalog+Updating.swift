@@ -154,9 +154,7 @@ extension Catalog {
             let stem = Naming.sanitize(update.feed.title)
             name = tree.withLock { tree in
                 let name = Naming.uniqueName(stem: stem, suffix: "") { [namesTaken] candidate in
-                    tree.showsByName[candidate] != nil || tree.placeholdersByName[candidate] != nil
-                        || namesTaken.contains(candidate) || tree.beingBuilt.values.contains(candidate)
-                        || Self.reservedRootNames.contains(Array(candidate.utf8))
+                    namesTaken.contains(candidate) || tree.isNameTaken(candidate)
                 }
                 tree.beingBuilt[update.url] = name
                 return name

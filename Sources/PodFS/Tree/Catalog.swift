@@ -140,6 +140,14 @@ public final class Catalog: Sendable {
         var guidClaims: [String: String] = [:]
         /// Feed URLs refused a guid another subscription holds, logged once.
         var guidRefusals: Set<String> = []
+        /// Whether a folder new to the root may not take `name`: a show or
+        /// a placeholder has it, a show being built was given it, or it is
+        /// one of the root's own files.
+        func isNameTaken(_ name: String) -> Bool {
+            showsByName[name] != nil || placeholdersByName[name] != nil || beingBuilt.values.contains(name)
+                || Catalog.reservedRootNames.contains(Array(name.utf8))
+        }
+
         /// Lists a placeholder (the caller checked it is new to the root).
         mutating func insert(_ placeholder: Placeholder) {
             placeholders[placeholder.url] = placeholder
