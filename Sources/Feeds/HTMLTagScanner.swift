@@ -7,6 +7,9 @@
 /// Comments and the contents of `<script>`, `<style>`, `<title>` and the
 /// other raw-text elements are skipped, so markup inside them is never
 /// taken for a tag. Pages in ASCII-compatible encodings only (not UTF-16).
+///
+/// Generic over the page's bytes so that a test can count how many times
+/// each byte is read (the bound above, checked without a clock).
 struct HTMLTagScanner {
     // MARK: - Nested types
 
@@ -21,7 +24,7 @@ struct HTMLTagScanner {
 
         /// The decoded value of the first attribute called `name`
         /// (lowercase), as a browser keeps only the first of duplicates.
-        func attribute(_ name: String, in bytes: [UInt8]) -> String? {
+        func attribute<Bytes: HTMLBytes>(_ name: String, in bytes: Bytes) -> String? {
             guard let attribute = attributes.first(where: { $0.name == name }) else { return nil }
             return HTMLTagScanner.decodedValue(bytes[attribute.value])
         }
@@ -40,7 +43,7 @@ struct HTMLTagScanner {
     // MARK: - Internal methods
 
     /// Calls `body` with each start tag of `bytes`, in document order.
-    static func forEachStartTag(in bytes: [UInt8], _ body: (Tag) -> Void) {
+    static func forEachStartTag<Bytes: HTMLBytes>(in bytes: Bytes, _ body: (Tag) -> Void) {
         var index = 0
         while let open = bytes[index...].firstIndex(of: UInt8(ascii: "<")), open + 1 < bytes.count {
             let first = bytes[open + 1]
@@ -70,7 +73,7 @@ struct HTMLTagScanner {
     /// A value with its character references decoded: the five XML ones
     /// and numeric ones, each ending in `;` (a URL's `&b=2` stays as it is).
     /// A reference to a character that cannot be is U+FFFD.
-    static func decodedValue(_ raw: ArraySlice<UInt8>) -> String {
+    static func decodedValue<Raw: HTMLBytes>(_ raw: Raw) -> String {
         var output: [UInt8] = []
         output.reserveCapacity(raw.count)
         var index = raw.startIndex
@@ -93,7 +96,7 @@ struct HTMLTagScanner {
 
     /// Reads a tag whose name starts at `nameAt`: the tag and the index
     /// after its `>`, or `nil` when the page ends inside it.
-    private static func readTag(in bytes: [UInt8], nameAt start: Int) -> (tag: Tag, next: Int)? {
+    private static func readTag<Bytes: HTMLBytes>(in bytes: Bytes, nameAt start: Int) -> (tag: Tag, next: Int)? {
         var index = start
         while index < bytes.count, !isSpace(bytes[index]), bytes[index] != slash, bytes[index] != greaterThan {
             index += 1
@@ -115,8 +118,8 @@ struct HTMLTagScanner {
 
     /// Reads the attribute whose name starts at `start`: it and the index
     /// after it, or `nil` when the page ends inside a quoted value.
-    private static func readAttribute(
-        in bytes: [UInt8], at start: Int
+    private static func readAttribute<Bytes: HTMLBytes>(
+        in bytes: Bytes, at start: Int
     ) -> ((name: String, value: Range<Int>), Int)? {
         // The first character may be `=`, which then belongs to the name.
         var index = start + 1
@@ -143,7 +146,7 @@ struct HTMLTagScanner {
 
     /// The index after a comment whose text starts at `start`: after `-->`
     /// or `--!>`, or at once for `<!-->` and `<!--->`.
-    private static func commentEnd(in bytes: [UInt8], from start: Int) -> Int? {
+    private static func commentEnd<Bytes: HTMLBytes>(in bytes: Bytes, from start: Int) -> Int? {
         let dash = UInt8(ascii: "-")
         if byte(bytes, start) == greaterThan { return start + 1 }
         if byte(bytes, start) == dash, byte(bytes, start + 1) == greaterThan { return start + 2 }
@@ -162,7 +165,7 @@ struct HTMLTagScanner {
 
     /// Where tokenizing resumes after the start tag of `name` ending at
     /// `start`: after its end tag for a raw-text element, else `start`.
-    private static func rawTextEnd(of name: String, in bytes: [UInt8], from start: Int) -> Int? {
+    private static func rawTextEnd<Bytes: HTMLBytes>(of name: String, in bytes: Bytes, from start: Int) -> Int? {
         guard rawTextElements.contains(name) else { return start }
         let nameBytes = Array(name.utf8)
         var index = start
@@ -201,11 +204,11 @@ struct HTMLTagScanner {
     }
 
     /// The byte at `index`, or 0 past the end.
-    private static func byte(_ bytes: [UInt8], _ index: Int) -> UInt8 {
+    private static func byte<Bytes: HTMLBytes>(_ bytes: Bytes, _ index: Int) -> UInt8 {
         index < bytes.count ? bytes[index] : 0
     }
 
-    private static func lowercased(_ bytes: ArraySlice<UInt8>) -> String {
+    private static func lowercased<Slice: Collection<UInt8>>(_ bytes: Slice) -> String {
         String(decoding: bytes.map { $0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0 }, as: UTF8.self)
     }
 
@@ -218,3 +221,9 @@ struct HTMLTagScanner {
         byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0C || byte == 0x0D
     }
 }
+
+/// Bytes the scanner can read: a page, or a part of one, indexed by offset.
+protocol HTMLBytes: RandomAccessCollection<UInt8> where Index == Int, SubSequence: HTMLBytes {}
+
+extension Array: HTMLBytes where Element == UInt8 {}
+extension ArraySlice: HTMLBytes where Element == UInt8 {}
