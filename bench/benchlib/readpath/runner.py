@@ -115,6 +115,12 @@ def main_run(args):
                 raise RuntimeError("building passthru.c failed: " + err)
             ctx.passthru = f"{work}/passthru"
         ctx.origin = Origin(work, args.delay_ms, args.python_origin)
+        if ctx.origin.kind != "nginx" and not args.python_origin:
+            # origin.py is slower than nginx and uneven (curl's cold rate
+            # varied 1.9-5.3 GB/s over three reps), so ratios against curl
+            # are not those of the tables measured with nginx.
+            print("bench/run: WARNING: nginx is not installed; the origin is origin.py, whose figures are not "
+                  "comparable with nginx's (apt-get install nginx-light)", file=sys.stderr, flush=True)
         write_feed(ctx)
         fuse = make_contestants(ctx, names)
         if args.python_origin or ctx.origin.kind != "nginx":
