@@ -109,7 +109,7 @@ import Testing
     }
 
     /// Linear time, counted rather than timed: on hostile pages of
-    /// 20 kB, the scanner reads each byte a bounded number of times.
+    /// 8 kB, the scanner reads each byte a bounded number of times.
     @Test func readsEachByteOfAHostilePageABoundedNumberOfTimes() {
         let pieces = [
             "<link", "<link rel=\"alternate", "<link href='", "<link rel=alternate type=application/rss+xml href=/x>",
@@ -117,13 +117,13 @@ import Testing
             "<script></scrip", "<!-- -- -", "<a href=\"&#x2F;&amp;\">",
         ]
         for piece in pieces {
-            let page = CountedBytes(Array(String(repeating: piece, count: 20_000 / piece.utf8.count + 1).utf8))
+            let page = CountedBytes(Array(String(repeating: piece, count: 8_000 / piece.utf8.count + 1).utf8))
             HTMLTagScanner.forEachStartTag(in: page) { tag in _ = tag.attribute("href", in: page) }
             #expect(page.reads.count <= 6 * page.count, "\(piece): \(page.reads.count) reads of \(page.count) bytes")
             #expect(page.reads.count >= page.count / 2, "\(piece): the page was read")
         }
         let found = FeedLinkDiscovery.feedLinks(
-            inHTML: Array(String(repeating: pieces[3], count: 100_000).utf8), base: Self.page)
+            inHTML: Array(String(repeating: pieces[3], count: 1_000).utf8), base: Self.page)
         #expect(found == ["https://www.example.org/x"])
     }
 
