@@ -42,8 +42,10 @@ struct HTMLTagScanner {
 
     // MARK: - Internal methods
 
-    /// Calls `body` with each start tag of `bytes`, in document order.
+    /// Calls `body` with each start tag of `bytes` (a whole page, indexed
+    /// from 0), in document order.
     static func forEachStartTag<Bytes: HTMLBytes>(in bytes: Bytes, _ body: (Tag) -> Void) {
+        assert(bytes.startIndex == 0, "a whole page, indexed from 0")
         var index = 0
         while let open = bytes[index...].firstIndex(of: UInt8(ascii: "<")), open + 1 < bytes.count {
             let first = bytes[open + 1]
@@ -208,7 +210,7 @@ struct HTMLTagScanner {
         index < bytes.count ? bytes[index] : 0
     }
 
-    private static func lowercased<Slice: Collection<UInt8>>(_ bytes: Slice) -> String {
+    private static func lowercased<Part: Collection<UInt8>>(_ bytes: Part) -> String {
         String(decoding: bytes.map { $0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0 }, as: UTF8.self)
     }
 
@@ -222,7 +224,8 @@ struct HTMLTagScanner {
     }
 }
 
-/// Bytes the scanner can read: a page, or a part of one, indexed by offset.
+/// Bytes the scanner can read: a page, or a part of one, indexed by its
+/// offset in the page.
 protocol HTMLBytes: RandomAccessCollection<UInt8> where Index == Int, SubSequence: HTMLBytes {}
 
 extension Array: HTMLBytes where Element == UInt8 {}
