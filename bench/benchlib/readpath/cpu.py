@@ -19,6 +19,14 @@ def cpu_snapshot():
     return time.time(), busy / tick, own
 
 
+def machine_busy():
+    """Core-seconds the whole machine has been busy (user, nice, system, irq, softirq): a
+    download's work on loopback is largely the kernel's, in softirq."""
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:8]]
+    return (sum(fields[0:3]) + fields[5] + fields[6]) / os.sysconf("SC_CLK_TCK")
+
+
 def foreign_pct(a, b):
     return max(0.0, 100 * ((b[1] - a[1]) - (b[2] - a[2])) / max(1e-3, b[0] - a[0]) / os.cpu_count())
 

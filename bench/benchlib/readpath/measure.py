@@ -4,6 +4,7 @@ import http.client, json, os, random, re, select, shlex, subprocess, sys, time
 
 from benchlib import BENCH, MiB, run, spawn, stop
 from benchlib.readpath import FILE
+from benchlib.readpath.cpu import machine_busy
 
 
 class Session:
@@ -63,6 +64,14 @@ def seq_read(ctx, target, n=1):
             ok = False
     wall = time.perf_counter() - t0
     return wall if ok else None
+
+
+def cold_phase(ctx, s, target, r):
+    """(a): one whole read; its wall seconds and the CPU the whole machine used meanwhile
+    (origin, reader and daemon: what one cold read costs, whoever pays it)."""
+    busy = machine_busy()
+    r["cold_s"].append(s.phase("a", seq_read, ctx, target))
+    r["cold_cpu"].append(machine_busy() - busy)
 
 
 def sha_check(ctx, target, r):
@@ -187,12 +196,12 @@ def ttfb_phase(ctx, s, target, r):
 
 def bench_baseline(ctx, name):
     """curl from the origin, or dd / pread of the local file (page cache)."""
-    r = {k: [] for k in ("cold_s", "cold_tr", "rand", "rand_n", "rand_tr", "conc_s", "conc_tr", "ttfb_ms",
+    r = {k: [] for k in ("cold_s", "cold_cpu", "cold_tr", "rand", "rand_n", "rand_tr", "conc_s", "conc_tr", "ttfb_ms",
                          "ttfb_open_ms", "sha_ok", "bad_ttfb")}
     target = ctx.origin.url + FILE if name == "curl" else ctx.local
     for rep in ctx.reps:
         with Session(ctx) as s:
-            r["cold_s"].append(s.phase("a", seq_read, ctx, target))
+            cold_phase(ctx, s, target, r)
             rand_phase(ctx, s, target, rep, r)
             r["conc_s"].append(s.phase("e", seq_read, ctx, target, ctx.args.readers))
             ttfb_phase(ctx, s, target, r)
@@ -207,13 +216,13 @@ def bench_baseline(ctx, name):
 
 
 def bench_fuse(ctx, fs):
-    r = {k: [] for k in ("cold_s", "cold_tr", "warm_s", "warm_tr", "remount_s", "remount_tr", "rss", "rss_mount",
+    r = {k: [] for k in ("cold_s", "cold_cpu", "cold_tr", "warm_s", "warm_tr", "remount_s", "remount_tr", "rss", "rss_mount",
                          "rand", "rand_n", "rand_tr", "rand_open_tr", "conc_s", "conc_tr", "ttfb_ms",
                          "ttfb_open_ms", "ttfb_tr", "sha_ok", "bad_ttfb")}
     for rep in ctx.reps:
         with Session(ctx, fs) as s:                                     # (a) cold, (b) warm, (g) RSS
             r["rss_mount"].append(fs.rss_mib())
-            r["cold_s"].append(s.phase("a", seq_read, ctx, fs.path))
+            cold_phase(ctx, s, fs.path, r)
             r["rss"].append(fs.rss_mib())
             r["warm_s"].append(s.phase("b", seq_read, ctx, fs.path))
             s.phase("sha", sha_check, ctx, fs.path, r)
