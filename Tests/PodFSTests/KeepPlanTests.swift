@@ -109,4 +109,49 @@ import Testing
             #expect(KeepPlan.parsePinned(Array(bad.utf8)) == nil, "\(bad)")
         }
     }
+
+    // MARK: - What the last mount kept, while shows are left to build
+
+    /// Built shows as the keeper meets them: each with its episodes' and
+    /// extras' keys.
+    private let built: [(episodes: [String], extras: [String])] = [
+        (episodes: ["a-1", "a-2"], extras: ["a-cover", "a-2.vtt"]),
+        (episodes: ["b-1"], extras: []),
+    ]
+
+    private func spared(_ lastKept: Set<String>, leftToBuild: Bool) -> Set<String> {
+        KeepPlan.stillSpared(lastKept: lastKept, showsLeftToBuild: leftToBuild, builtShows: built) { show in
+            show.episodes + show.extras
+        }
+    }
+
+    @Test func whileShowsAreLeftToBuildTheirKeptFilesStaySparedAndBuiltShowsFilesAreThePlans() {
+        // "c-7" is a file of a show not built yet; "a-0" left its built feed.
+        let lastKept: Set<String> = ["a-2", "a-2.vtt", "b-1", "c-7", "a-0"]
+        #expect(spared(lastKept, leftToBuild: true) == ["c-7", "a-0"])
+    }
+
+    @Test func onceEveryShowIsBuiltThePlanAloneDecides() {
+        #expect(spared(["a-2", "c-7", "a-0"], leftToBuild: false).isEmpty)
+    }
+
+    @Test func nothingKeptLastTimeSparesNothingAndMeetsNoFile() {
+        var met = 0
+        let result = KeepPlan.stillSpared(lastKept: [], showsLeftToBuild: true, builtShows: built) { show in
+            met += 1
+            return show.episodes
+        }
+        #expect(result.isEmpty)
+        #expect(met == 0)
+    }
+
+    @Test func theWalkStopsOnceEveryKeptKeyIsStruckOff() {
+        var met = 0
+        let result = KeepPlan.stillSpared(lastKept: ["a-1"], showsLeftToBuild: true, builtShows: built) { show in
+            met += 1
+            return show.episodes + show.extras
+        }
+        #expect(result.isEmpty)
+        #expect(met == 1)
+    }
 }

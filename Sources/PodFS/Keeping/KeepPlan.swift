@@ -139,3 +139,28 @@ public struct KeepPlan: Sendable, Equatable {
     /// The largest N a show or mount may ask for.
     public static let maximumLatest = 10_000
 }
+
+extension KeepPlan {
+    /// What the last mount kept (`lastKept`: its report's keys and the
+    /// pins) that this mount still spares beside its plan: while listed
+    /// shows are left to build, the keys no built show has a file of.
+    /// Their plan comes when their show is built; a file of a built show
+    /// is the plan's to keep or not. A file that left its feed stays kept
+    /// until every show is built, then the plan alone decides (it, and a
+    /// feed no longer mounted, are ordinary cache again).
+    ///
+    /// The keys are struck off as the built shows' files are met, rather
+    /// than every built file's key gathered into a set at each plan while
+    /// a thousand shows are built; with nothing kept last time (the
+    /// default) there is nothing to do.
+    static func stillSpared<Shows: Sequence, Keys: Sequence<String>>(
+        lastKept: Set<String>, showsLeftToBuild: Bool, builtShows: Shows, keysOf keys: (Shows.Element) -> Keys
+    ) -> Set<String> {
+        guard showsLeftToBuild, !lastKept.isEmpty else { return [] }
+        var unplanned = lastKept
+        for show in builtShows where !unplanned.isEmpty {
+            for key in keys(show) { unplanned.remove(key) }
+        }
+        return unplanned
+    }
+}

@@ -330,21 +330,12 @@ public final class Keeper: Sendable {
             }
         }
         // What the last mount kept of shows not built yet stays kept: their
-        // plan comes when they are. Once every listed show is built, the
-        // plan alone decides (a key of an episode that left its feed, or
-        // of a feed no longer mounted, is ordinary cache again).
-        // The last mount's keys are struck off as the built shows' files
-        // are met, rather than every built file's key gathered into a set
-        // at each plan while a thousand shows are built (bench/HISTORY.md);
-        // with nothing kept last time (the default), there is nothing to do.
-        if !seed.isEmpty, !catalog.placeholderURLs.isEmpty {
-            var unplanned = seed
-            for show in shows where !unplanned.isEmpty {
-                for file in show.episodes { unplanned.remove(file.key) }
-                for file in show.extras { unplanned.remove(file.key) }
-            }
-            keys.formUnion(unplanned)
-        }
+        // plan comes when they are (`KeepPlan.stillSpared`).
+        let showsLeftToBuild = !seed.isEmpty && !catalog.placeholderURLs.isEmpty
+        keys.formUnion(
+            KeepPlan.stillSpared(lastKept: seed, showsLeftToBuild: showsLeftToBuild, builtShows: shows) { show in
+                [show.episodes, show.extras].joined().lazy.map(\.key)
+            })
         reader.keep(keys)
         let newlyUnfit = progress.withLock { progress in
             progress.plan = plan
