@@ -7,8 +7,10 @@ import ReadRules
 /// `chunkPool`) and hands each to the episode's writer, which
 /// writes it to the scratch file at its own offset and only then marks it
 /// present, so a reader woken by it finds the bytes on disk. A chunk is
-/// handed over when full and whenever the bytes waiting in the socket are
-/// all gathered, so nobody waits for bytes that already arrived. Its
+/// handed over when full, whenever the bytes waiting in the socket are
+/// all gathered, and after each of libcurl's hand-overs of a response's
+/// first `minimumFetch` bytes, so nobody waits for bytes that already
+/// arrived. Its
 /// progress lives in the episode's state (`fetches[id]`), where readers see
 /// what is already on its way.
 final class Fetch: FetchSink {
@@ -66,7 +68,10 @@ final class Fetch: FetchSink {
     }
 
     func receive(body: UnsafeRawBufferPointer) -> Bool {
-        timing.withLock { $0.bytes += Int64(body.count) }
+        let before = timing.withLock { timing in
+            defer { timing.bytes += Int64(body.count) }
+            return timing.bytes
+        }
         var remaining = body
         while !remaining.isEmpty {
             let full: BodyChunk? = gathered.withLock { chunk in
@@ -78,6 +83,11 @@ final class Fetch: FetchSink {
             }
             if let full, !reader.fetch(self, handOff: full) { return false }
         }
+        // The first bytes of a response go over as they come: a reader that
+        // opened or jumped here waits for them, and the rest of libcurl's
+        // batch (the end of which hands over the rest) may be a whole probe
+        // behind them.
+        if before < reader.tuning.minimumFetch { return handOffGathered() }
         return true
     }
 
