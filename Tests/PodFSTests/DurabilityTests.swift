@@ -12,11 +12,9 @@ import Testing
 /// durable step that fails").
 @Suite struct DurabilityTests {
     @Test func aStoppedEpisodesStepsAreTriedAgainByTheTimerWithoutAFlushThread() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("durability-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: directory) }
-        var logger = Logger(label: "test")
-        logger.logLevel = .critical
-        let index = try CacheIndex(directory: directory.path, logger: logger)
+        let scratch = try TemporaryIndex("durability")
+        defer { scratch.remove() }
+        let (index, logger) = (scratch.index, scratch.logger)
         let durability = Durability(index: index, disk: DiskSpace(directory: index.directory), logger: logger)
         let episode = Episode(
             inode: 7, parent: 1, key: "k7", url: "http://o/7.mp3", guid: nil, name: "7.mp3", modificationTime: 0,

@@ -69,11 +69,9 @@ import Testing
     }
 
     @Test func aFeedOfExtremesGivesFilesInRange() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("extremes-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: directory) }
-        var logger = Logger(label: "test")
-        logger.logLevel = .critical
-        let index = try CacheIndex(directory: directory.path, logger: logger)
+        let scratch = try TemporaryIndex("extremes")
+        defer { scratch.remove() }
+        let (index, logger) = (scratch.index, scratch.logger)
         let parsed = try FeedParser.parse(Self.feed, baseURL: "https://x.example/feed.xml")
         let catalog = try Catalog(feeds: [(url: "https://x.example/feed.xml", feed: parsed)], index: index, logger: logger)
         let show = try #require(catalog.shows.first)

@@ -50,11 +50,9 @@ import Testing
     }
 
     @Test func aReadAtTheProbesStartIsAnsweredBeforeTheBatchEnds() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("first-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: directory) }
-        var logger = Logger(label: "test")
-        logger.logLevel = .critical
-        let index = try CacheIndex(directory: directory.path, logger: logger)
+        let scratch = try TemporaryIndex("first")
+        defer { scratch.remove() }
+        let (index, logger) = (scratch.index, scratch.logger)
         let url = "http://o/a.mp3"
         let length: Int64 = 4 * 1024 * 1024
         _ = try index.register(feeds: [(feedURL: "http://o/feed.xml", episodes: [("k", url)])])

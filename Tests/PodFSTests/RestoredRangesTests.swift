@@ -18,11 +18,9 @@ import Testing
     }
 
     @Test func rangesWithoutALengthAreForgottenByTheFirstFlush() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("restored-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: directory) }
-        var logger = Logger(label: "test")
-        logger.logLevel = .critical
-        let index = try CacheIndex(directory: directory.path, logger: logger)
+        let scratch = try TemporaryIndex("restored")
+        defer { scratch.remove() }
+        let (index, logger) = (scratch.index, scratch.logger)
         _ = try index.register(feeds: [(feedURL: "http://o/feed.xml", episodes: [("k", "http://o/a.mp3")])])
         try index.commitRanges([(key: "k", ranges: [0..<100])])
         let record = try #require(try index.episode(key: "k"))
