@@ -10,9 +10,8 @@ import ReadRules
 /// handed over when full, whenever the bytes waiting in the socket are
 /// all gathered, and after each of libcurl's hand-overs of a response's
 /// first `minimumFetch` bytes, so nobody waits for bytes that already
-/// arrived. Its
-/// progress lives in the episode's state (`fetches[id]`), where readers see
-/// what is already on its way.
+/// arrived. Its progress lives in the episode's state (`fetches[id]`),
+/// where readers see what is already on its way.
 final class Fetch: FetchSink {
     // MARK: - Properties
 
