@@ -176,6 +176,9 @@ class Origin:
             self.drops = 0
             self.holds = 0
             self.paths = {}
+            # Responses begun before this reset end without a "finished"
+            # record: their bytes belong to the counters just zeroed.
+            self.generation = getattr(self, "generation", 0) + 1
 
     def _path_stats(self, path):
         st = self.paths.get(path)
@@ -227,9 +230,10 @@ class Origin:
 
     def begin_response(self):
         """A non-control request came in; `end_response` follows, whatever
-        becomes of it."""
+        becomes of it. Returns the counters' generation it began in."""
         with self.lock:
             self.in_progress += 1
+            return self.generation
 
     def end_response(self):
         """A response begun by `begin_response` ended: no byte more is sent
@@ -486,10 +490,14 @@ class Origin:
                     self._body_fault("hold", path, length))
 
     # ---- log ------------------------------------------------------------
-    def count_finished(self, path, range_header, nbytes):
+    def count_finished(self, path, range_header, nbytes, generation):
         """A response of path ended (done or cut short): its Range header
-        (None without one) and the body bytes it sent."""
+        (None without one) and the body bytes it sent. A response begun
+        before the last reset is not recorded (a client may have read it
+        whole and asked for the reset before this thread got here)."""
         with self.lock:
+            if generation != self.generation:
+                return
             self._path_stats(path).setdefault("finished", []).append({"range": range_header, "sent": nbytes})
 
     def log(self, method, path, rng, status, nbytes, started=None):
@@ -730,14 +738,14 @@ class Handler(BaseHTTPRequestHandler):
         status, nbytes = "-", 0
         rng = self.headers.get("Range")
         started = time.time()
-        self.origin.begin_response()
+        generation = self.origin.begin_response()
         try:
             status, nbytes = self._serve(path, rng)
         except (ConnectionError, BrokenPipeError, socket.timeout):
             self.close_connection = True
         finally:
             try:
-                self.origin.count_finished(path, rng, nbytes)
+                self.origin.count_finished(path, rng, nbytes, generation)
                 self.origin.log(self.command, path, rng, status, nbytes, started)
             finally:
                 self.origin.end_response()

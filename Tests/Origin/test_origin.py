@@ -207,6 +207,36 @@ class OriginTest(unittest.TestCase):
         s = self.control("/_origin/stats", method="GET")
         self.assertEqual((s["requests"], s["bytes"], s["paths"]), (0, 0, {}))
 
+    def test_a_response_begun_before_a_reset_leaves_no_finished_record(self):
+        # A client can read a response whole and ask for a reset before the
+        # origin's thread records the response's end. Forced here: the
+        # response is held across the reset, then released.
+        import threading
+        self.control("/_origin/config", {"hold": {"path": "/other.mp3", "after_bytes": 4, "count": 1}})
+        reader = threading.Thread(target=lambda: self.request("GET", "/other.mp3"))
+        reader.start()
+        try:
+            deadline = time.time() + 10
+            while self.control("/_origin/stats", method="GET")["held"] != 1:
+                self.assertLess(time.time(), deadline, "the response was never held")
+                time.sleep(0.01)
+            self.control("/_origin/reset")
+        finally:
+            self.control("/_origin/release")
+            reader.join(10)
+        deadline = time.time() + 10
+        while (s := self.control("/_origin/stats", method="GET"))["in_progress"] != 0:
+            self.assertLess(time.time(), deadline, "the response never ended at the origin")
+            time.sleep(0.01)
+        self.assertNotIn("finished", s["paths"].get("/other.mp3", {}))
+        # One begun after the reset is recorded.
+        self.request("GET", "/other.mp3")
+        deadline = time.time() + 10
+        while "finished" not in (s := self.control("/_origin/stats", method="GET"))["paths"].get("/other.mp3", {}):
+            self.assertLess(time.time(), deadline, "the response's end was never recorded")
+            time.sleep(0.01)
+        self.assertEqual(s["paths"]["/other.mp3"]["finished"], [{"range": None, "sent": 16}])
+
     def test_drop(self):
         self.control("/_origin/config", {"drop": {"path": "/ep.mp3", "after_bytes": 1000, "count": 1}})
         c = self.conn()
