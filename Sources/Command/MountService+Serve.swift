@@ -67,6 +67,7 @@ extension MountService {
         let lock = try CacheLock(directory: cacheDirectory, owner: .mount(mountpoint))
         defer { lock.release() }
         let parts = try makeParts(logger: logger)
+        rehearse(logger: logger)
         let listed = try listShows(parts, logger: logger)
         let fileSystem = PodFileSystem(
             catalog: parts.catalog, reader: parts.reader, logger: logger,
@@ -125,6 +126,20 @@ extension MountService {
     }
 
     // MARK: - Private methods
+
+    /// Plays a cold open and first read through a reader of its own, in the
+    /// background while the feeds load, so the listener's first open runs
+    /// code this process has run before (`Rehearsal`).
+    private func rehearse(logger: Logger) {
+        DispatchQueue.global(qos: .utility).async {
+            let started = DispatchTime.now().uptimeNanoseconds
+            let directory = FileManager.default.temporaryDirectory.path + "/podfs-rehearsal-\(getpid())"
+            let played = Rehearsal.run(in: directory, logger: logger)
+            let took = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e6
+            logger.debug(
+                "rehearsed a first read", metadata: ["played": "\(played)", "ms": "\(Int(took.rounded()))"])
+        }
+    }
 
     /// The index, the HTTP client, the catalogue (empty) and the reader.
     private func makeParts(logger: Logger) throws -> Parts {

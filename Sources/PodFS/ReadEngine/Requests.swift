@@ -4,11 +4,25 @@ import RangeCache
 // The driver's side of the requests the read rules carry as tokens
 // (`Episode.Token`): made from the FUSE replies, resolved to answer them.
 
+/// What a token holds for a reply given as a protocol: the reply in a
+/// class of the driver's own, so resolving the token checks a class and
+/// never asks the Swift runtime whether a type conforms to a protocol. That
+/// question is answered once per type and process by scanning every
+/// conformance the process has loaded, which the first open and read of a
+/// mount paid for (docs/DESIGN.md, "The read path").
+private final class Held<Reply: Sendable>: Sendable {
+    let reply: Reply
+
+    init(_ reply: Reply) {
+        self.reply = reply
+    }
+}
+
 extension Episode.Token {
     /// The request this token holds, as the driver made it: a token of
     /// one kind always holds the same type (the inits below), so anything
     /// else is a bug that stops here.
-    fileprivate func held<Request>(as type: Request.Type) -> Request {
+    fileprivate func held<Request: AnyObject>(as type: Request.Type) -> Request {
         guard let request = request as? Request else {
             preconditionFailure("a token holds \(Swift.type(of: request)), not \(type)")
         }
@@ -18,20 +32,20 @@ extension Episode.Token {
 
 extension Episode.Token where Kind == Episode.ReadRequest {
     init(_ reply: any DataReplying) {
-        self.init(wrapping: reply)
+        self.init(wrapping: Held(reply))
     }
 
     /// The read's reply.
-    var reply: any DataReplying { held(as: (any DataReplying).self) }
+    var reply: any DataReplying { held(as: Held<any DataReplying>.self).reply }
 }
 
 extension Episode.Token where Kind == Episode.OpenRequest {
     init(_ reply: any OpenReplying) {
-        self.init(wrapping: reply)
+        self.init(wrapping: Held(reply))
     }
 
     /// The open's reply.
-    var reply: any OpenReplying { held(as: (any OpenReplying).self) }
+    var reply: any OpenReplying { held(as: Held<any OpenReplying>.self).reply }
 }
 
 extension Episode.Token where Kind == Episode.SizeRequest {
