@@ -9,10 +9,9 @@ import ReadRules
 /// its own, so the listener's first open does not pay for code run for the
 /// first time in this process.
 ///
-/// The Swift runtime builds a generic type's metadata, and looks up a
-/// type's conformance to a protocol, the first time a process needs them,
-/// and keeps them; the first open and read of a mount paid about half a
-/// millisecond for this (docs/DESIGN.md, "The read path"). The rehearsal
+/// The Swift runtime builds a generic type's metadata the first time a
+/// process needs it, and keeps it; the first open and read of a mount paid
+/// for that (docs/DESIGN.md, "The first open of a process"). The rehearsal
 /// runs the reader's real code on a throwaway episode: a cache index and
 /// scratch file of its own in a temporary directory, a source that answers
 /// from memory, replies that go nowhere; and the scan-ahead's pattern sees
