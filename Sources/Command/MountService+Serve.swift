@@ -129,11 +129,13 @@ extension MountService {
 
     /// Plays a cold open and first read through a reader of its own, in the
     /// background while the feeds load, so the listener's first open runs
-    /// code this process has run before (`Rehearsal`).
+    /// code this process has run before (`Rehearsal`). Its directory is in
+    /// the cache, private to its owner, and the cache's lock makes it this
+    /// mount's alone: one a killed daemon left is replaced here.
     private func rehearse(logger: Logger) {
+        let directory = cacheDirectory + "/rehearsal"
         DispatchQueue.global(qos: .utility).async {
             let started = DispatchTime.now().uptimeNanoseconds
-            let directory = FileManager.default.temporaryDirectory.path + "/podfs-rehearsal-\(getpid())"
             let played = Rehearsal.run(in: directory, logger: logger)
             let took = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e6
             logger.debug(

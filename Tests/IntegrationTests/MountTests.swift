@@ -155,6 +155,30 @@ struct MountTests {
         try fixture.unmount()
     }
 
+    /// The mount rehearses a first read in its cache (`Rehearsal`): it is
+    /// played, reaches no origin, and leaves nothing behind, also when a
+    /// killed daemon left its directory.
+    @Test func theMountRehearsesAFirstReadAndLeavesNothing() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        try fixture.publish(Fixture.episodes(sizes: [100_000]))
+        let left = fixture.cacheDirectory + "/rehearsal"
+        try FileManager.default.createDirectory(atPath: left + "/data", withIntermediateDirectories: true)
+        try Data("left by a killed daemon".utf8).write(to: URL(fileURLWithPath: left + "/data/k"))
+        try fixture.mount(extra: ["--log-level", "debug"])
+        let played = Harness.eventually(10) { fixture.log().contains("rehearsed a first read") }
+        #expect(played, "the log says it was rehearsed: \(fixture.log().suffix(2000))")
+        let line = fixture.log().split(separator: "\n").first { $0.contains("rehearsed a first read") } ?? ""
+        #expect(line.contains("played=true"), "\(line)")
+        #expect(!FileManager.default.fileExists(atPath: left), "its directory is gone")
+        let asked = (try fixture.origin.stats()["paths"] as? [String: Any])?.keys.sorted() ?? []
+        #expect(asked == ["/feed.xml"], "the origin was asked for the feed alone: \(asked)")
+        let copy = fixture.directory + "/copy"
+        try Harness.sh("cat '\(fixture.path(0))' > '\(copy)'")
+        #expect(try Harness.sha256(copy) == fixture.originHash(0))
+        try fixture.unmount()
+    }
+
     @Test func statusShowsWhatIsCachedWhileMounted() throws {
         let fixture = try Fixture()
         defer { fixture.cleanup() }

@@ -9,7 +9,7 @@ import RangeCache
 /// never asks the Swift runtime whether a type conforms to a protocol. That
 /// question is answered once per type and process by scanning every
 /// conformance the process has loaded, which the first open and read of a
-/// mount paid for (docs/DESIGN.md, "The read path").
+/// mount paid for (docs/DESIGN.md, "The first open of a process").
 private final class Held<Reply: Sendable>: Sendable {
     let reply: Reply
 
