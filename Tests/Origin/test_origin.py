@@ -95,6 +95,14 @@ class OriginTest(unittest.TestCase):
         self.assertEqual(r.status, 200, data)
         return json.loads(data)
 
+    def stats_when(self, key, value, message):
+        """The stats, polled until `key` is `value` (10 s at most)."""
+        deadline = time.time() + 10
+        while (s := self.control("/_origin/stats", method="GET"))[key] != value:
+            self.assertLess(time.time(), deadline, message)
+            time.sleep(0.01)
+        return s
+
     def setUp(self):
         self.control("/_origin/config/clear")
         self.control("/_origin/reset")
@@ -216,18 +224,12 @@ class OriginTest(unittest.TestCase):
         reader = threading.Thread(target=lambda: self.request("GET", "/other.mp3"))
         reader.start()
         try:
-            deadline = time.time() + 10
-            while self.control("/_origin/stats", method="GET")["held"] != 1:
-                self.assertLess(time.time(), deadline, "the response was never held")
-                time.sleep(0.01)
+            self.stats_when("held", 1, "the response was never held")
             self.control("/_origin/reset")
         finally:
             self.control("/_origin/release")
             reader.join(10)
-        deadline = time.time() + 10
-        while (s := self.control("/_origin/stats", method="GET"))["in_progress"] != 0:
-            self.assertLess(time.time(), deadline, "the response never ended at the origin")
-            time.sleep(0.01)
+        s = self.stats_when("in_progress", 0, "the response never ended at the origin")
         self.assertNotIn("finished", s["paths"].get("/other.mp3", {}))
         # One begun after the reset is recorded.
         self.request("GET", "/other.mp3")
@@ -284,10 +286,7 @@ class OriginTest(unittest.TestCase):
         reader = threading.Thread(target=fetch)
         reader.start()
         try:
-            deadline = time.time() + 10
-            while (s := self.control("/_origin/stats", method="GET"))["held"] != 1:
-                self.assertLess(time.time(), deadline, "the response was never held")
-                time.sleep(0.01)
+            s = self.stats_when("held", 1, "the response was never held")
             # Held (the origin says so): 100 bytes sent, the response not
             # ended at the origin nor complete at the reader.
             self.assertEqual((s["paths"]["/ep.mp3"]["bytes"], s["in_progress"]), (100, 1))
@@ -301,10 +300,7 @@ class OriginTest(unittest.TestCase):
         self.assertFalse(reader.is_alive(), "the response did not complete after the release")
         r, data = got["response"]
         self.assertEqual((r.status, data), (206, BIG[:1000]))
-        deadline = time.time() + 10
-        while (s := self.control("/_origin/stats", method="GET"))["in_progress"] != 0:
-            self.assertLess(time.time(), deadline, "the response never ended at the origin")
-            time.sleep(0.01)
+        s = self.stats_when("in_progress", 0, "the response never ended at the origin")
         self.assertEqual((s["held"], s["holds"], s["paths"]["/ep.mp3"]["holds"]), (0, 1, 1))
         self.assertEqual(s["paths"]["/ep.mp3"]["bytes"], 1000)
         self.assertEqual(s["paths"]["/ep.mp3"]["finished"], [{"range": "bytes=0-999", "sent": 1000}])
@@ -341,10 +337,7 @@ class OriginTest(unittest.TestCase):
         reader = threading.Thread(target=lambda: got.update(response=self.request("GET", "/other.mp3")))
         reader.start()
         try:
-            deadline = time.time() + 10
-            while self.control("/_origin/stats", method="GET")["held"] != 1:
-                self.assertLess(time.time(), deadline, "the request was never held")
-                time.sleep(0.01)
+            self.stats_when("held", 1, "the request was never held")
             s = self.control("/_origin/stats", method="GET")
             self.assertEqual(s["paths"]["/other.mp3"]["requests"], 1)
             self.assertEqual(s["paths"]["/other.mp3"]["statuses"], [])
