@@ -70,6 +70,16 @@ final class Transfer {
         return value
     }()
 
+    /// libcurl's receive buffer for a request of `range`: 512 KiB, so a
+    /// long body comes in few pieces; a quarter of a short range (at least
+    /// 16 KiB), so its first bytes are handed over before the rest is
+    /// received and copied (a probe's reader waits for its first 4 KiB).
+    static func receiveBuffer(for range: Range<Int64>?) -> Int {
+        let most = 512 * 1024
+        guard let range, range.count < Int64(most) else { return most }
+        return max(16 * 1024, Int(range.count) / 4)
+    }
+
     /// Sets every option; the `userdata` pointer is this object, kept alive
     /// by the client until the transfer completes.
     func configure(userdata: UnsafeMutableRawPointer, userAgent: String, proxy: HTTPProxy?) {
@@ -88,7 +98,7 @@ final class Transfer {
         podfs_curl_easy_setopt_long(easy, CURLOPT_LOW_SPEED_LIMIT, 1)
         podfs_curl_easy_setopt_long(easy, CURLOPT_LOW_SPEED_TIME, Self.lowSpeedTime)
         podfs_curl_easy_setopt_long(easy, CURLOPT_TCP_KEEPALIVE, 1)
-        podfs_curl_easy_setopt_long(easy, CURLOPT_BUFFERSIZE, 512 * 1024)
+        podfs_curl_easy_setopt_long(easy, CURLOPT_BUFFERSIZE, Self.receiveBuffer(for: request.range))
         podfs_curl_easy_setopt_str(easy, CURLOPT_USERAGENT, userAgent)
         // The proxy the user asked for, else none: "" also makes libcurl
         // ignore http_proxy, https_proxy and ALL_PROXY, which would void the
