@@ -165,6 +165,9 @@ class Origin:
         self.log_lock = threading.Lock()
         # Variants issued per stitched path (never reset: names stay unique).
         self.variants = {}
+        # Which reset the counters are in: a response records its end only
+        # in the generation it began in (`count_finished`).
+        self.generation = 0
         self.reset()
 
     # ---- counters -------------------------------------------------------
@@ -178,7 +181,7 @@ class Origin:
             self.paths = {}
             # Responses begun before this reset end without a "finished"
             # record: their bytes belong to the counters just zeroed.
-            self.generation = getattr(self, "generation", 0) + 1
+            self.generation += 1
 
     def _path_stats(self, path):
         st = self.paths.get(path)

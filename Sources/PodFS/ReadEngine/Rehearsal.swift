@@ -13,7 +13,7 @@ import ReadRules
 /// process needs it, and keeps it; the first open and read of a mount paid
 /// for that (docs/DESIGN.md, "The first open of a process"). The rehearsal
 /// runs the reader's real code on a throwaway episode: a cache index and
-/// scratch file of its own in a temporary directory, a source that answers
+/// scratch file of its own in the directory it is given, a source that answers
 /// from memory, replies that go nowhere; and the scan-ahead's pattern sees
 /// the open and the close. It shares nothing with the mount's reader (no
 /// index, no kernel session, no network) and removes its directory when
