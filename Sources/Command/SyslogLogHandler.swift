@@ -35,18 +35,15 @@ struct SyslogLogHandler: LogHandler {
         set { metadata[key] = newValue }
     }
 
-    func log(
-        level: Logger.Level, message: Logger.Message, metadata explicit: Logger.Metadata?,
-        source: String, file: String, function: String, line: UInt
-    ) {
-        var text = "\(level): \(message)"
-        let merged = metadata.merging(explicit ?? [:]) { _, new in new }
+    func log(event: LogEvent) {
+        var text = "\(event.level): \(event.message)"
+        let merged = metadata.merging(event.metadata ?? [:]) { _, new in new }
         for (key, value) in merged.sorted(by: { $0.key < $1.key }) {
             text += " \(key)=\(value)"
         }
         // Through "%s": the message is data, never a format string.
         text.withCString { pointer in
-            withVaList([pointer]) { vsyslog(Self.priority(level), "%s", $0) }
+            withVaList([pointer]) { vsyslog(Self.priority(event.level), "%s", $0) }
         }
     }
 
