@@ -95,13 +95,17 @@ class OriginTest(unittest.TestCase):
         self.assertEqual(r.status, 200, data)
         return json.loads(data)
 
-    def stats_when(self, key, value, message):
-        """The stats, polled until `key` is `value` (10 s at most)."""
+    def stats_until(self, ok, message):
+        """The stats, polled until `ok` holds of them (10 s at most)."""
         deadline = time.time() + 10
-        while (s := self.control("/_origin/stats", method="GET"))[key] != value:
+        while not ok(s := self.control("/_origin/stats", method="GET")):
             self.assertLess(time.time(), deadline, message)
             time.sleep(0.01)
         return s
+
+    def stats_when(self, key, value, message):
+        """The stats, polled until `key` is `value` (10 s at most)."""
+        return self.stats_until(lambda s: s[key] == value, message)
 
     def setUp(self):
         self.control("/_origin/config/clear")
@@ -233,10 +237,8 @@ class OriginTest(unittest.TestCase):
         self.assertNotIn("finished", s["paths"].get("/other.mp3", {}))
         # One begun after the reset is recorded.
         self.request("GET", "/other.mp3")
-        deadline = time.time() + 10
-        while "finished" not in (s := self.control("/_origin/stats", method="GET"))["paths"].get("/other.mp3", {}):
-            self.assertLess(time.time(), deadline, "the response's end was never recorded")
-            time.sleep(0.01)
+        s = self.stats_until(lambda s: "finished" in s["paths"].get("/other.mp3", {}),
+                             "the response's end was never recorded")
         self.assertEqual(s["paths"]["/other.mp3"]["finished"], [{"range": None, "sent": 16}])
 
     def test_drop(self):
