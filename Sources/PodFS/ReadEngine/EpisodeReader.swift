@@ -138,8 +138,10 @@ public final class EpisodeReader: Sendable {
     func open(_ episode: Episode, reply: any OpenReplying, forKeeper: Bool) {
         known.meet(episode)
         let handle = kernel.newHandle()
-        // Asked only of an episode's audio that holds nothing yet.
-        let stitches = episode.isEpisode && episode.state.withLock(\.holdsNothing) && showStitches(episode)
+        // Taken of an episode's audio that holds nothing yet
+        // (`inheritStitching`), under the same lock as the open: one
+        // round of the episode's lock, which is its state's first.
+        let stitches = episode.isEpisode && showStitches(episode)
         let (inherited, effects) = episode.state.withLock { state in
             let inherited = stitches ? state.inheritStitching() : nil
             let effects = state.open(
