@@ -218,35 +218,43 @@ final class Transfer {
     }
 
     private func receiveHeaderLine(_ bytes: UnsafeRawBufferPointer) -> Bool {
-        // Trim CR/LF as bytes: "\r\n" is one Character in Swift, so
-        // String.hasSuffix("\n") would not see it.
+        // Read as bytes, as HTTP writes them: a String's characters would
+        // cost grapheme breaking on every line of every response ("\r\n"
+        // is even one Character, which String.hasSuffix("\n") misses).
         var count = bytes.count
         while count > 0, bytes[count - 1] == 0x0a || bytes[count - 1] == 0x0d { count -= 1 }
-        let line = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[0..<count]), as: UTF8.self)
-        if line.hasPrefix("HTTP/") {
+        let line = UnsafeRawBufferPointer(rebasing: bytes[0..<count])
+        if line.starts(with: "HTTP/".utf8) {
             // A new response in a redirect chain (or after 100-continue).
             if let previous = pendingStatus, RedirectRule.isFollowed(status: previous) {
                 redirectStatuses.append(previous)
             }
             pendingHeaders.removeAll(keepingCapacity: true)
-            pendingStatus = HTTPResponseHead.status(ofStatusLine: line)
+            pendingStatus = HTTPResponseHead.status(ofStatusLine: String(decoding: line, as: UTF8.self))
             return true
         }
-        guard let colon = line.firstIndex(of: ":") else { return true }
-        let name = line[..<colon].lowercased()
-        var value = line[line.index(after: colon)...]
+        guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else { return true }
+        // Names are kept in lower case (`HTTPResponseHead.header`).
+        let name = String(unsafeUninitializedCapacity: colon) { name in
+            for index in 0..<colon { name[index] = line[index].asciiLowercased }
+            return colon
+        }
         // A field value has no white space at either end (RFC 9110, 5.5).
-        while value.first == " " || value.first == "\t" { value = value.dropFirst() }
-        while value.last == " " || value.last == "\t" { value = value.dropLast() }
+        let isBlank = { (byte: UInt8) in byte == 0x20 || byte == 0x09 }
+        var lower = colon + 1
+        var upper = line.count
+        while lower < upper, isBlank(line[lower]) { lower += 1 }
+        while upper > lower, isBlank(line[upper - 1]) { upper -= 1 }
+        let value = String(decoding: UnsafeRawBufferPointer(rebasing: line[lower..<upper]), as: UTF8.self)
         if name == "location", RedirectRule.isFollowed(status: pendingStatus),
-            let problem = RedirectRule.problem(location: String(value))
+            let problem = RedirectRule.problem(location: value)
         {
             // The Location may carry the feed's token on to the next hop.
             let shown = FeedURL.redacted(String(value.prefix(200)), for: .log)
             refusal = "podfs does not follow this redirect: \(problem) (Location: \(shown.debugDescription))"
             return false
         }
-        pendingHeaders.append((name: name, value: String(value)))
+        pendingHeaders.append((name: name, value: value))
         return true
     }
 

@@ -31,6 +31,18 @@ import Testing
         #expect(head("content-length", value).contentLength == nil, "\(value)")
     }
 
+    /// Names are kept in lower case as they arrive; a name asked for in
+    /// any case finds them, and values keep what is inside their blanks.
+    @Test func headersAreFoundByNameInAnyCase() {
+        let head = HTTPResponseHead(
+            status: 206, headers: [(name: "etag", value: "\"a b\""), (name: "x-note", value: "é x")],
+            effectiveURL: "http://o.example/a")
+        #expect(head.header("ETag") == "\"a b\"")
+        #expect(head.header("etag") == "\"a b\"")
+        #expect(head.header("X-Note") == "é x")
+        #expect(head.header("Date") == nil)
+    }
+
     // MARK: - Content-Range
 
     @Test func contentRangeReadsItsThreeNumbers() {
@@ -38,6 +50,8 @@ import Testing
         #expect(numbers("BYTES 5-9/*") == "5 9 *")
         #expect(numbers("bytes */2147483648") == "-1 -1 2147483648")
         #expect(numbers("bytes 0-0/1") == "0 0 1")
+        #expect(numbers(" \tbytes 1-2/3\t ") == "1 2 3")
+        #expect(numbers("ByTeS 1-2/3") == "1 2 3")
     }
 
     private func numbers(_ value: String) -> String? {
