@@ -3,7 +3,14 @@
 #include <curl/curl.h>
 #include <netinet/in.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
+
+/* The network thread's wake-up: an eventfd polled beside libcurl's sockets
+   (EFD_* are macros Swift cannot import). */
+static inline int podfs_wakeup_eventfd(void) {
+    return eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+}
 
 /* curl_easy_setopt, curl_easy_getinfo and curl_multi_setopt are variadic;
    Swift calls them through these typed wrappers. */

@@ -29,6 +29,14 @@ public final class HTTPClient: Sendable {
         var commands: [Command] = []
         var nextID: UInt64 = 1
         var running = true
+        /// The loop is in `curl_multi_poll`, or about to be: a new command
+        /// must wake it.
+        var loopSleeps = false
+
+        /// Whether the command just queued must wake the loop: not when
+        /// one queued before already did, nor when the loop is awake (it
+        /// looks at the queue under this lock before it sleeps).
+        var wakesLoop: Bool { loopSleeps && commands.count == 1 }
     }
 
     /// Lives on the network thread only.
@@ -48,6 +56,12 @@ public final class HTTPClient: Sendable {
     /// whatever the environment says.
     private let proxy: HTTPProxy?
     private let finished = DispatchSemaphore(value: 0)
+    /// Wakes the network thread from `curl_multi_poll` when commands
+    /// arrive: an eventfd, which costs the waker less than libcurl's own
+    /// `curl_multi_wakeup` (a socket pair here). Written only when the
+    /// queue was empty; the loop looks at the queue again before it
+    /// sleeps, so commands queued from its own callbacks need no write.
+    private let wakeup = Wakeup()
 
     // MARK: - Init and deinit
 
@@ -75,19 +89,18 @@ public final class HTTPClient: Sendable {
     /// Starts a transfer; the delegate hears about it on the network thread.
     @discardableResult
     public func start(_ request: HTTPRequest, delegate: any HTTPTransferDelegate) -> TransferID {
-        let outcome: (TransferID, Transfer?) = state.withLock { state in
+        let outcome: (TransferID, Transfer?, wake: Bool) = state.withLock { state in
             let id = state.nextID
             state.nextID += 1
             guard state.running, let transfer = Transfer(request: request, delegate: delegate, id: id, policy: policy) else {
-                return (TransferID(raw: id), nil)
+                return (TransferID(raw: id), nil, false)
             }
             state.commands.append(.start(transfer))
-            return (TransferID(raw: id), transfer)
+            return (TransferID(raw: id), transfer, state.wakesLoop)
         }
+        if outcome.wake { wakeup.wake() }
         if outcome.1 == nil {
             delegate.complete(error: HTTPError(kind: .cancelled, message: "the HTTP client is shut down", url: request.url))
-        } else {
-            curl_multi_wakeup(multi.handle)
         }
         return outcome.0
     }
@@ -95,8 +108,11 @@ public final class HTTPClient: Sendable {
     /// Aborts a transfer; its delegate gets `complete` with `.cancelled`
     /// unless it already completed.
     public func cancel(_ id: TransferID) {
-        state.withLock { $0.commands.append(.cancel(id.raw)) }
-        curl_multi_wakeup(multi.handle)
+        let wake = state.withLock { state in
+            state.commands.append(.cancel(id.raw))
+            return state.wakesLoop
+        }
+        if wake { wakeup.wake() }
     }
 
     /// Stops the network thread after cancelling every transfer; waits for it.
@@ -107,7 +123,7 @@ public final class HTTPClient: Sendable {
             return was
         }
         guard wasRunning else { return }
-        curl_multi_wakeup(multi.handle)
+        wakeup.wake()
         finished.wait()
     }
 
@@ -157,9 +173,46 @@ public final class HTTPClient: Sendable {
                 loop.active.removeValue(forKey: transfer.id)
                 transfer.finish(code: code)
             }
+            // Commands queued meanwhile (a callback's new transfer) are
+            // taken at once; else the loop says it sleeps, and a command
+            // queued from now on writes the eventfd.
+            let idle = state.withLock { state in
+                state.loopSleeps = state.commands.isEmpty && state.running
+                return state.loopSleeps
+            }
+            guard idle else { continue }
+            var extra = curl_waitfd(fd: wakeup.descriptor, events: Int16(CURL_WAIT_POLLIN), revents: 0)
             var numfds: Int32 = 0
-            curl_multi_poll(multi.handle, nil, 0, 1000, &numfds)
+            curl_multi_poll(multi.handle, &extra, 1, 1000, &numfds)
+            state.withLock { $0.loopSleeps = false }
+            if extra.revents != 0 { wakeup.drain() }
         }
+    }
+}
+
+/// An eventfd the network thread polls beside libcurl's sockets.
+private final class Wakeup: Sendable {
+    let descriptor: Int32
+
+    init() {
+        descriptor = podfs_wakeup_eventfd()
+        precondition(descriptor >= 0, "eventfd failed: \(String(cString: strerror(errno)))")
+    }
+
+    deinit {
+        close(descriptor)
+    }
+
+    /// Makes the descriptor readable (a counter: many writes, one wake).
+    func wake() {
+        var one: UInt64 = 1
+        _ = write(descriptor, &one, 8)
+    }
+
+    /// Reads the counter back to zero.
+    func drain() {
+        var count: UInt64 = 0
+        _ = read(descriptor, &count, 8)
     }
 }
 
