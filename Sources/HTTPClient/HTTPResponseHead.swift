@@ -58,8 +58,7 @@ public struct HTTPResponseHead: Sendable {
 
     /// The value of the last header with this (case-insensitive) name.
     public func header(_ name: String) -> String? {
-        // The names asked for are written in lower case: no copy then.
-        let wanted = name.utf8.contains(where: { $0.isASCIIUppercase }) ? name.lowercased() : name
+        let wanted = name.lowercased()
         return headers.last(where: { $0.name == wanted })?.value
     }
 
@@ -70,7 +69,7 @@ public struct HTTPResponseHead: Sendable {
     /// `Content-Length`: `nil` when absent, malformed or above
     /// `largestPosition`.
     public var contentLength: Int64? {
-        header("content-length").flatMap { Self.decimal($0.trimmingBlanks()) }
+        header("content-length").flatMap { Self.decimal($0.trimmingCharacters(in: " \t")) }
     }
 
     /// `Content-Range: bytes a-b/total` (or `bytes */total` on a 416).
@@ -83,12 +82,10 @@ public struct HTTPResponseHead: Sendable {
     /// malformed or inconsistent (b < a, b >= total, a number above
     /// `largestPosition`) is `nil`.
     public static func parseContentRange(_ value: String) -> ContentRange? {
-        let trimmed = value.trimmingBlanks()
+        let trimmed = value.trimmingCharacters(in: " \t")
         // The range unit is case-insensitive and followed by one space
         // (RFC 9110, 14.4).
-        guard trimmed.utf8.count > 6,
-            zip(trimmed.utf8.prefix(6), "bytes ".utf8).allSatisfy({ $0.asciiLowercased == $1 })
-        else { return nil }
+        guard trimmed.utf8.count > 6, trimmed.prefix(6).lowercased() == "bytes " else { return nil }
         let spec = trimmed.dropFirst(6)
         let parts = spec.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
         guard parts.count == 2 else { return nil }
@@ -137,25 +134,11 @@ public struct HTTPResponseHead: Sendable {
 }
 
 extension StringProtocol {
-    /// Without spaces and tabs at either end, found as bytes (no
-    /// grapheme breaking, no allocation).
-    func trimmingBlanks() -> Substring {
-        let text = Substring(self)
-        let isBlank = { (byte: UInt8) in byte == 0x20 || byte == 0x09 }
-        guard let first = text.utf8.firstIndex(where: { !isBlank($0) }),
-            let last = text.utf8.lastIndex(where: { !isBlank($0) })
-        else { return text[text.endIndex...] }
-        // The byte after the last one kept is a blank or the end: a whole
-        // character's boundary.
-        return text[first..<text.utf8.index(after: last)]
+    fileprivate func trimmingCharacters(in set: String) -> String {
+        let chars = Set(set)
+        var s = Substring(self)
+        while let c = s.first, chars.contains(c) { s = s.dropFirst() }
+        while let c = s.last, chars.contains(c) { s = s.dropLast() }
+        return String(s)
     }
-}
-
-extension UInt8 {
-    /// An ASCII capital letter.
-    var isASCIIUppercase: Bool { (0x41...0x5a).contains(self) }
-
-    /// The byte, its ASCII capital letter made small (header names are
-    /// ASCII and case-insensitive).
-    var asciiLowercased: UInt8 { isASCIIUppercase ? self | 0x20 : self }
 }

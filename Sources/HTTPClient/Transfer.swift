@@ -340,3 +340,9 @@ final class Transfer {
         return HTTPError(kind: kind, message: "HTTP transfer failed: \(detail)", url: request.url)
     }
 }
+
+extension UInt8 {
+    /// The byte, its ASCII capital letter made small (header names are
+    /// ASCII and case-insensitive).
+    fileprivate var asciiLowercased: UInt8 { (0x41...0x5a).contains(self) ? self | 0x20 : self }
+}
