@@ -11,26 +11,35 @@ internal import Darwin
 /// is reported as a race and real races drown in the noise. TSan intercepts
 /// `pthread_mutex_lock`, so with this type a TSan report means a real bug.
 /// The API mirrors `Mutex.withLock` so the two read the same.
-public final class Locked<Value>: @unchecked Sendable {
-    // MARK: - Private properties
+///
+/// A struct around one object, which holds the value and, allocated with
+/// it, the mutex: a lock is one allocation, not two (an episode's state and
+/// a fetch's parts each have theirs, made on the path of a first byte).
+/// Copies share the object, as references to a class would.
+public struct Locked<Value>: @unchecked Sendable {
+    // MARK: - Nested types
 
-    /// Heap-allocated so its address never moves (pthread requires that).
-    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-    /// Touched only while `mutex` is held.
-    private var value: Value
-
-    // MARK: - Init and deinit
-
-    public init(_ value: sending Value) {
-        self.value = value
-        mutex = .allocate(capacity: 1)
-        mutex.initialize(to: pthread_mutex_t())
-        pthread_mutex_init(mutex, nil)
+    /// The value in the header, the mutex as the one tail element: its
+    /// address never moves (pthread requires that).
+    fileprivate final class Storage: ManagedBuffer<Value, pthread_mutex_t> {
+        deinit {
+            _ = withUnsafeMutablePointerToElements { pthread_mutex_destroy($0) }
+        }
     }
 
-    deinit {
-        pthread_mutex_destroy(mutex)
-        mutex.deallocate()
+    // MARK: - Private properties
+
+    private let storage: Storage
+
+    // MARK: - Init
+
+    public init(_ value: sending Value) {
+        let buffer = Storage.create(minimumCapacity: 1) { _ in value }
+        storage = unsafeDowncast(buffer, to: Storage.self)
+        storage.withUnsafeMutablePointerToElements { mutex in
+            mutex.initialize(to: pthread_mutex_t())
+            _ = pthread_mutex_init(mutex, nil)
+        }
     }
 
     // MARK: - Public methods
@@ -40,8 +49,16 @@ public final class Locked<Value>: @unchecked Sendable {
     public func withLock<Result, Failure: Error>(
         _ body: (inout sending Value) throws(Failure) -> sending Result
     ) throws(Failure) -> sending Result {
+        let mutex = storage.mutex
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
-        return try body(&value)
+        return try body(&storage.header)
+    }
+}
+
+extension Locked.Storage {
+    /// The mutex, at the address it keeps while the object lives.
+    fileprivate var mutex: UnsafeMutablePointer<pthread_mutex_t> {
+        withUnsafeMutablePointerToElements { $0 }
     }
 }
