@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-internal import Glibc
+public import Glibc
 #elseif canImport(Darwin)
-internal import Darwin
+public import Darwin
 #endif
 
 /// A value guarded by a `pthread_mutex_t`: the one lock type in podfs.
@@ -20,19 +20,26 @@ public struct Locked<Value>: @unchecked Sendable {
     // MARK: - Nested types
 
     /// The value in the header, the mutex as the one tail element: its
-    /// address never moves (pthread requires that).
-    fileprivate final class Storage: ManagedBuffer<Value, pthread_mutex_t> {
+    /// address never moves (pthread requires that). The init and
+    /// `withLock` are inlinable, so each caller's code is made for its own
+    /// value type (unspecialised, they look up the generic storage's
+    /// metadata on every call; bench/HISTORY.md, "2026-11-29 (third)").
+    @usableFromInline
+    final class Storage: ManagedBuffer<Value, pthread_mutex_t> {
         deinit {
             _ = withUnsafeMutablePointerToElements { pthread_mutex_destroy($0) }
         }
     }
 
-    // MARK: - Private properties
+    // MARK: - Properties
 
-    private let storage: Storage
+    /// Internal for the inlinable methods only.
+    @usableFromInline
+    let storage: Storage
 
     // MARK: - Init
 
+    @inlinable
     public init(_ value: sending Value) {
         let buffer = Storage.create(minimumCapacity: 1) { _ in value }
         storage = unsafeDowncast(buffer, to: Storage.self)
@@ -46,6 +53,7 @@ public struct Locked<Value>: @unchecked Sendable {
 
     /// Runs `body` with exclusive access to the value. Not reentrant: do not
     /// call `withLock` on the same instance from inside `body`.
+    @inlinable
     public func withLock<Result, Failure: Error>(
         _ body: (inout sending Value) throws(Failure) -> sending Result
     ) throws(Failure) -> sending Result {
@@ -58,7 +66,8 @@ public struct Locked<Value>: @unchecked Sendable {
 
 extension Locked.Storage {
     /// The mutex, at the address it keeps while the object lives.
-    fileprivate var mutex: UnsafeMutablePointer<pthread_mutex_t> {
+    @inlinable
+    var mutex: UnsafeMutablePointer<pthread_mutex_t> {
         withUnsafeMutablePointerToElements { $0 }
     }
 }
