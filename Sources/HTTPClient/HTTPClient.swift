@@ -62,6 +62,8 @@ public final class HTTPClient: Sendable {
     /// queue was empty; the loop looks at the queue again before it
     /// sleeps, so commands queued from its own callbacks need no write.
     private let wakeup = Wakeup()
+    /// Easy handles of ended transfers, for the next ones.
+    private let handles = EasyHandles()
 
     // MARK: - Init and deinit
 
@@ -92,7 +94,9 @@ public final class HTTPClient: Sendable {
         let outcome: (TransferID, Transfer?, wake: Bool) = state.withLock { state in
             let id = state.nextID
             state.nextID += 1
-            guard state.running, let transfer = Transfer(request: request, delegate: delegate, id: id, policy: policy) else {
+            guard state.running,
+                let transfer = Transfer(request: request, delegate: delegate, id: id, policy: policy, handles: handles)
+            else {
                 return (TransferID(raw: id), nil, false)
             }
             state.commands.append(.start(transfer))

@@ -1,6 +1,7 @@
 internal import CCurl
 internal import Feeds
 import Glibc
+import Locking
 
 /// One libcurl easy handle and the delegate it feeds.
 ///
@@ -15,6 +16,8 @@ final class Transfer {
     let id: UInt64
 
     private let policy: AddressPolicy
+    /// Where the easy handle goes back when the transfer is done.
+    private let handles: EasyHandles
     private var headerList: UnsafeMutablePointer<curl_slist>?
     private var pendingHeaders: [(name: String, value: String)] = []
     /// The status of the response whose headers are arriving (`nil` when
@@ -41,8 +44,12 @@ final class Transfer {
 
     // MARK: - Init and deinit
 
-    init?(request: HTTPRequest, delegate: any HTTPTransferDelegate, id: UInt64, policy: AddressPolicy) {
-        guard let easy = curl_easy_init() else { return nil }
+    init?(
+        request: HTTPRequest, delegate: any HTTPTransferDelegate, id: UInt64, policy: AddressPolicy,
+        handles: EasyHandles
+    ) {
+        guard let easy = handles.take() else { return nil }
+        self.handles = handles
         self.request = request
         self.delegate = delegate
         self.easy = easy
@@ -54,7 +61,7 @@ final class Transfer {
     }
 
     deinit {
-        curl_easy_cleanup(easy)
+        handles.giveBack(easy)
         if let headerList { curl_slist_free_all(headerList) }
         errorBuffer.deallocate()
     }
@@ -345,4 +352,48 @@ extension UInt8 {
     /// The byte, its ASCII capital letter made small (header names are
     /// ASCII and case-insensitive).
     fileprivate var asciiLowercased: UInt8 { (0x41...0x5a).contains(self) ? self | 0x20 : self }
+}
+
+/// Easy handles kept for the next transfers: one made anew costs
+/// `curl_easy_init` (an allocation of several KiB, set to its defaults) on
+/// the thread that starts the transfer, which for a probe is the FUSE
+/// worker whose open waits. A handle given back is reset to libcurl's
+/// defaults (`curl_easy_reset`), so nothing of a transfer's options reaches
+/// the next; what a reset keeps (the DNS cache, cookies, which podfs never
+/// turns on) is the multi handle's anyway. At most `kept` wait.
+final class EasyHandles: Sendable {
+    /// A handle no transfer holds: only this pool touches it.
+    private struct Idle: @unchecked Sendable {
+        let easy: UnsafeMutableRawPointer
+    }
+
+    private let free = Locked<[Idle]>([])
+    private let kept: Int
+
+    init(kept: Int = 16) {
+        self.kept = kept
+    }
+
+    deinit {
+        free.withLock { handles in
+            for idle in handles { curl_easy_cleanup(idle.easy) }
+            handles.removeAll()
+        }
+    }
+
+    /// A handle with libcurl's default options; `nil` if none can be made.
+    func take() -> UnsafeMutableRawPointer? {
+        free.withLock { $0.popLast() }?.easy ?? curl_easy_init()
+    }
+
+    /// Takes back a handle no multi handle holds any more.
+    func giveBack(_ easy: UnsafeMutableRawPointer) {
+        curl_easy_reset(easy)
+        let kept = free.withLock { handles in
+            guard handles.count < self.kept else { return false }
+            handles.append(Idle(easy: easy))
+            return true
+        }
+        if !kept { curl_easy_cleanup(easy) }
+    }
 }

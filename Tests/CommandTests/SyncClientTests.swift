@@ -91,6 +91,31 @@ import Testing
 
     // MARK: - Against the test server
 
+    /// The HTTP client hands an ended transfer's libcurl handle to the next
+    /// one (reset to libcurl's defaults): a request without credentials
+    /// after one with them is refused, and one with them after that is
+    /// served again.
+    @Test func aReusedHandleKeepsNoCredentials() throws {
+        guard let server = try TestSyncServer.start() else { return }
+        defer { server.stop() }
+        try server.post("/_seed", #"{"user": "alice", "device": "laptop", "add": []}"#)
+        let client = HTTPClient(logger: Logger(label: "test"))
+        defer { client.shutdown() }
+        let url = "http://127.0.0.1:\(server.port)/api/2/devices/alice.json"
+        func status(_ credentials: HTTPCredentials?) throws -> Int {
+            let response = try client.fetchAll(HTTPRequest(url: url, credentials: credentials), limit: 1 << 20)
+            // The transfer's handle goes back once the network thread lets
+            // go of it, a moment after the answer.
+            usleep(50_000)
+            return response.head.status
+        }
+        let alice = HTTPCredentials.basic(user: "alice", password: "secret")
+        #expect(try status(alice) == 200)
+        #expect(try status(nil) == 401)
+        #expect(try status(alice) == 200)
+        #expect(try status(nil) == 401)
+    }
+
     @Test func pullsAndPushesAgainstBothLayoutsAndSaysWhatWentWrong() throws {
         guard let server = try TestSyncServer.start() else { return }
         defer { server.stop() }
