@@ -22,8 +22,8 @@ public struct Locked<Value>: @unchecked Sendable {
     /// The value in the header, the mutex as the one tail element: its
     /// address never moves (pthread requires that). The init and
     /// `withLock` are inlinable, so each caller's code is made for its own
-    /// value type (unspecialised, they look up the generic storage's
-    /// metadata on every call; bench/HISTORY.md, "2026-11-29 (third)").
+    /// value type (unspecialised, they would look up the generic
+    /// storage's metadata on every call).
     @usableFromInline
     final class Storage: ManagedBuffer<Value, pthread_mutex_t> {
         deinit {
