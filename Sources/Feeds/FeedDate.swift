@@ -141,7 +141,7 @@ public enum FeedDate {
         while end > i, isSpace(s[end - 1]) { end -= 1 }
         func letters3(_ at: Int) -> (UInt8, UInt8, UInt8)? {
             guard at + 3 <= end, isLetter(s[at]), isLetter(s[at + 1]), isLetter(s[at + 2]) else { return nil }
-            return (lowercased(s[at]), lowercased(s[at + 1]), lowercased(s[at + 2]))
+            return (s[at].asciiLowercased, s[at + 1].asciiLowercased, s[at + 2].asciiLowercased)
         }
         func digits(_ at: Int, _ count: Int) -> Int64? {
             guard at + count <= end else { return nil }
@@ -177,7 +177,7 @@ public enum FeedDate {
             offset = s[i] == UInt8(ascii: "-") ? -minutes : minutes
         case 3 where letters3(i).map({ $0 == (0x67, 0x6D, 0x74) || $0 == (0x75, 0x74, 0x63) }) == true:
             offset = 0  // GMT, UTC
-        case 2 where lowercased(s[i]) == 0x75 && lowercased(s[i + 1]) == 0x74:
+        case 2 where s[i].asciiLowercased == 0x75 && s[i + 1].asciiLowercased == 0x74:
             offset = 0  // UT
         default:
             return nil
@@ -205,7 +205,7 @@ public enum FeedDate {
         var offset: Int64?
         var pm: Bool?
         for token in tokens(raw) {
-            let lower = token.map(lowercased)
+            let lower = token.map { $0.asciiLowercased }
             if lower.contains(UInt8(ascii: ":")), time == nil, let first = lower.first, isDigit(first) {
                 // "12:00:00", also glued to a zone: "12:00:00GMT", "12:00+0100".
                 var cut = 0
@@ -335,7 +335,7 @@ public enum FeedDate {
     }
 
     private static func namedOffset(_ s: [UInt8]) -> Int64? {
-        let lower = String(decoding: s.map(lowercased), as: UTF8.self)
+        let lower = String(decoding: s.map { $0.asciiLowercased }, as: UTF8.self)
         if let known = namedZones[lower] { return known }
         // RFC 2822 §4.3: RFC 822 got the military zones' signs backwards, so
         // they carry no reliable information and count as UTC.
@@ -413,9 +413,5 @@ public enum FeedDate {
 
     private static func isSpace(_ b: UInt8) -> Bool {
         b == 0x20 || b == 0x09 || b == 0x0A || b == 0x0D
-    }
-
-    private static func lowercased(_ b: UInt8) -> UInt8 {
-        b >= 0x41 && b <= 0x5A ? b + 0x20 : b
     }
 }

@@ -259,13 +259,9 @@ struct XMLElement {
         guard length - start == wanted.count else { return false }
         for (offset, byte) in wanted.enumerated() {
             let other = rawName[start + offset]
-            if ignoringCase ? asciiLowercased(other) != asciiLowercased(byte) : other != byte { return false }
+            if ignoringCase ? other.asciiLowercased != byte.asciiLowercased : other != byte { return false }
         }
         return true
-    }
-
-    private static func asciiLowercased(_ byte: UInt8) -> UInt8 {
-        byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte | 0x20 : byte
     }
 
     private static func colonOffset(_ name: UnsafePointer<xmlChar>) -> Int? {

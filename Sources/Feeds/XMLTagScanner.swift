@@ -215,7 +215,7 @@ struct XMLTagScanner {
     /// The part of a qualified name after its prefix, ASCII lowercased.
     private static func localName(_ name: ArraySlice<UInt8>) -> String {
         let local = name.lastIndex(of: UInt8(ascii: ":")).map { name[($0 + 1)...] } ?? name
-        return String(decoding: local.map { $0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0 }, as: UTF8.self)
+        return String(decoding: local.map { $0.asciiLowercased }, as: UTF8.self)
     }
 
     /// Bytes that may appear in a name: anything but white space and the

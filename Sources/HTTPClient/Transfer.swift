@@ -348,12 +348,6 @@ final class Transfer {
     }
 }
 
-extension UInt8 {
-    /// The byte, its ASCII capital letter made small (header names are
-    /// ASCII and case-insensitive).
-    fileprivate var asciiLowercased: UInt8 { (0x41...0x5a).contains(self) ? self | 0x20 : self }
-}
-
 /// Easy handles kept for the next transfers: one made anew costs
 /// `curl_easy_init` (an allocation of several KiB, set to its defaults) on
 /// the thread that starts the transfer, which for a probe is the FUSE
@@ -377,7 +371,6 @@ final class EasyHandles: Sendable {
     deinit {
         free.withLock { handles in
             for idle in handles { curl_easy_cleanup(idle.easy) }
-            handles.removeAll()
         }
     }
 
