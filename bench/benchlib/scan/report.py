@@ -13,8 +13,9 @@ def report(args, podfs, rows, expected, library_bytes):
                             text=True).stdout.strip()
     lines = [f"Library scan benchmark ({datetime.date.today()}): {args.shows} shows x {args.episodes} episodes, "
              f"{library_bytes / 1e9:.2f} GB (8-11 min MP3s at 128 kb/s, ID3v2.3 tag, 277 KB embedded cover); "
-             f"origin {args.delay_ms:.0f} ms away behind one {args.rate_mb:g} MB/s link shared by all connections; "
-             f"podfs {podfs} (repository at {commit}).", "",
+             f"origin {args.delay_ms:.0f} ms away "
+             + (f"behind one {args.rate_mb:g} MB/s link shared by all connections; " if rate else "with no rate cap; ")
+             + f"podfs {podfs} (repository at {commit}).", "",
              "| scan | time | found | from the origin (scan end / until unmount) | requests | per library file | target | met |",
              "|---|---|---|---|---|---|---|---|"]
     for name, result, end, total, requests in rows:
@@ -38,7 +39,7 @@ def report(args, podfs, rows, expected, library_bytes):
             rows_text = [f"{end / 1e6:,.1f} / {total / 1e6:,.1f} MB", f"{requests[0]:,} ({requests[1]} files)",
                          f"{per_file / 1024:,.0f} KiB"]
             if name in ("cold", "ffprobe"):
-                limit = max(expected * rtt, total / rate)
+                limit = max(expected * rtt, total / rate if rate else 0)  # --rate-mb 0: no cap
                 target = f"≤ {1.5 * limit:.1f} s; ≤ 1024 KiB/file"
                 met = "yes" if result["seconds"] <= 1.5 * limit and per_file <= MiB else "no"
             elif name == "remount" and offline is not None:
@@ -48,9 +49,11 @@ def report(args, podfs, rows, expected, library_bytes):
                 target, met = "0 bytes", "yes" if total == 0 else "no"
         lines.append(f"| {label} | {result['seconds']:.1f} s | {found} | " + " | ".join(rows_text)
                      + f" | {target} | {met} |")
-    lines += ["", f"The link's limit: the whole library ({library_bytes / 1e6:,.0f} MB) takes "
-              f"{library_bytes / rate:.0f} s at {args.rate_mb:g} MB/s; one round trip per file {expected * rtt:.1f} s; "
-              f"the budget of 1 MiB a file ({expected} MiB) {expected * MiB / rate:.1f} s. A cold scan's target is "
+    link = (f"the whole library ({library_bytes / 1e6:,.0f} MB) takes {library_bytes / rate:.0f} s at "
+            f"{args.rate_mb:g} MB/s; one round trip per file {expected * rtt:.1f} s; the budget of 1 MiB a file "
+            f"({expected} MiB) {expected * MiB / rate:.1f} s" if rate
+            else f"no rate cap (--rate-mb 0); one round trip per file {expected * rtt:.1f} s")
+    lines += ["", f"The link's limit: {link}. A cold scan's target is "
               "1.5 × the larger of one round trip per file and its fetched bytes at the link's rate, with at most "
               "1 MiB a file; a remount's, 2 × the offline scan + 2 s with validations only (issue 29)."]
     text = "\n".join(lines)
