@@ -109,10 +109,21 @@ enum Harness {
         return pid
     }
 
-    /// Whether a process is still running (not gone, not a zombie).
+    /// Whether a process is still running: some thread of it is neither
+    /// gone nor a zombie. Its main thread alone shows as a zombie while
+    /// the others still exit, holding the process's files (a killed
+    /// daemon's /dev/fuse: a request it had taken then ends with EIO, not
+    /// with the dead connection's ENOTCONN).
     static func isAlive(_ pid: pid_t) -> Bool {
         guard kill(pid, 0) == 0 else { return false }
-        let status = (try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)) ?? ""
+        let threads = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? ["\(pid)"]
+        return threads.contains { isRunning(stat: "/proc/\(pid)/task/\($0)/stat") }
+    }
+
+    /// Whether the thread whose `stat` file is at `path` is neither gone
+    /// nor a zombie.
+    private static func isRunning(stat path: String) -> Bool {
+        let status = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
         guard let close = status.lastIndex(of: ")") else { return false }
         let state = status[status.index(after: close)...].drop { $0 == " " }.first
         return state != "Z" && state != "X"
