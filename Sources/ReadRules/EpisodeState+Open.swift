@@ -28,12 +28,10 @@ extension EpisodeRules.State {
     ///
     /// `seenByKernel` false: an open of the cache's own (the keeper's, a
     /// scan's fetch ahead), whose `keep_cache` the kernel never sees.
-    /// `link` (what the mount measured) sizes the probe (`probeSize`).
     public mutating func open(
         handle: UInt64, reply: EpisodeRules.OpenToken, now: Double, feedLength: Int64?, tuning: ReadTuning,
-        link: LinkEstimate = LinkEstimate(), seenByKernel: Bool = true
+        seenByKernel: Bool = true
     ) -> [Effect] {
-        let probeSize = Self.probeSize(link: link, tuning: tuning)
         claim = .opened(keptUntil: claim.keptUntil)
         let opening = EpisodeRules.OpenWaiter(
             reply: reply, handle: handle, openedAt: now, opener: seenByKernel ? .kernel : .cache)
@@ -63,7 +61,7 @@ extension EpisodeRules.State {
             // Nothing cached: open now (keep_cache off all the same). Only
             // with a size from the feed: a file the kernel thinks empty
             // would read as empty, not fail, if the probe failed.
-            let probe = probeID == nil ? [Effect.probe(startProbe(minimumFetch: probeSize))] : []
+            let probe = probeID == nil ? [Effect.probe(startProbe(minimumFetch: tuning.minimumFetch))] : []
             handles[handle] = EpisodeRules.HandleState(generation: generation, opener: opening.opener)
             validation.openedEarly(handle)
             let answer = Effect.answerOpen(
@@ -77,7 +75,7 @@ extension EpisodeRules.State {
         // its head, and would not: this open asks with a probe of its own.)
         let headOnItsWay = fetches.values.contains { $0.generation == generation && !$0.headArrived }
         if probeID != nil || (!revalidating && headOnItsWay) { return [] }
-        return [.probe(startProbe(minimumFetch: probeSize))]
+        return [.probe(startProbe(minimumFetch: tuning.minimumFetch))]
     }
 
     /// Forgets open file `handle` at `now`: a sequential reader's place is
@@ -103,21 +101,6 @@ extension EpisodeRules.State {
     /// answered when the response comes), `false` to answer now.
     public mutating func statWaits(_ answer: @autoclosure () -> EpisodeRules.SizeToken) -> Bool {
         validation.statEarly(answer())
-    }
-
-    /// How many bytes an open's probe asks for: `minimumFetch`, and on a
-    /// far, fast link (`ReadPlan.isFarAndFast`) as far as a scan reads
-    /// (`scanReach`). There the probe's bytes come in about its round trip
-    /// either way, and a reader that reads on would otherwise wait a round
-    /// trip more for the rest of the head before its windows: a `cp` of
-    /// a second episode sent three requests one after the other before
-    /// the bulk, where `curl` pays a connect and one. A scanner reads that
-    /// far anyway (its budget). Not before the link is known: on a slow
-    /// line a probe that never yields would keep a jump waiting behind it,
-    /// so a mount's first open sends the small one.
-    static func probeSize(link: LinkEstimate, tuning: ReadTuning) -> Int64 {
-        guard ReadPlan.isFarAndFast(link: link, tuning: tuning) else { return tuning.minimumFetch }
-        return max(tuning.minimumFetch, tuning.scanReach)
     }
 
     /// Registers the open's probe: the first missing bytes (or one byte),

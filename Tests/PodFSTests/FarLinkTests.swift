@@ -58,39 +58,6 @@ import Testing
         #expect(!ReadPlan.isFarAndFast(link: loopback, tuning: tuning), "loopback holds about 1 MiB")
     }
 
-    @Test func anOpenOnAFarFastLinkProbesAsFarAsAScanReads() {
-        // A later episode of a mount whose link is far and fast: its probe
-        // brings the head to the scan's reach, where a slow or unknown link
-        // (a mount's first open) keeps the small probe.
-        for (link, size) in [(farAndFast, mib), (homeLine, 256 * kib), (LinkEstimate(), 256 * kib)] {
-            var state = Episode.State()
-            let probes = ReadBench.probes(
-                state.open(handle: 1, reply: .fake(), now: 1000, feedLength: length, tuning: ReadTuning(), link: link))
-            #expect(probes.map(\.range) == [0..<size], "\(link)")
-        }
-    }
-
-    @Test func aReaderOfALaterEpisodeWaitsForTwoRequestsBeforeItsWindows() throws {
-        // The probe to the scan's reach; reads within it fetch nothing, a
-        // scanner's budget; the first read past it gets the windows.
-        var bench = ReadBench(length: nil)
-        bench.state = Episode.State()
-        bench.tuning = ReadTuning()
-        bench.link = farAndFast
-        let probe = try #require(ReadBench.probes(bench.open(1, feedLength: length)).first)
-        #expect(probe.range == 0..<mib)
-        bench.head(probe.id, probe.range, total: length)
-        bench.land(probe.range)
-        var fetched: [Range<Int64>] = []
-        for step in Int64(0)..<8 {
-            fetched += ReadBench.fetched(bench.read(at: step * 128 * kib))
-        }
-        #expect(fetched.isEmpty, "the head came with the probe: \(fetched)")
-        let windows = ReadBench.fetched(bench.read(at: mib))
-        let largest = bench.tuning.maximumLinkWindow
-        #expect(windows.first == mib..<mib + largest, "\(windows)")
-    }
-
     @Test func aListenerPastTheScanReachGetsTheLargestWindowAtOnce() throws {
         var bench = try readTheHead(link: farAndFast)
         // The first read past the scan's reach: the rest of the head and on

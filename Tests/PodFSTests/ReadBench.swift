@@ -96,7 +96,7 @@ struct ReadBench {
         -> [Episode.State.Effect]
     {
         state.open(
-            handle: handle, reply: reply, now: now, feedLength: feedLength ?? state.length, tuning: tuning, link: link)
+            handle: handle, reply: reply, now: now, feedLength: feedLength ?? state.length, tuning: tuning)
     }
 
     mutating func read(

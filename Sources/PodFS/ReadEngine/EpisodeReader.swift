@@ -142,12 +142,12 @@ public final class EpisodeReader: Sendable {
         // (`inheritStitching`), under the same lock as the open: one
         // round of the episode's lock, which is its state's first.
         let stitches = episode.isEpisode && showStitches(episode)
-        let link = network.estimate.withLock { $0 }
         let (inherited, effects) = episode.state.withLock { state in
             let inherited = stitches ? state.inheritStitching() : nil
             let effects = state.open(
                 handle: handle, reply: Episode.OpenToken(reply), now: monotonicSeconds(), feedLength: episode.feedLength,
-                tuning: tuning, link: link, seenByKernel: !forKeeper)
+                tuning: tuning,
+                seenByKernel: !forKeeper)
             return (inherited, effects)
         }
         if let inherited { known.stitchingShows.inherit(episode, reason: inherited) }
