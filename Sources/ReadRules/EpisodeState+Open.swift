@@ -223,12 +223,14 @@ extension EpisodeRules.State {
         return [answer, .check(startProbe(range: first..<first + 1, minimumFetch: 1))]
     }
 
-    /// What the first response of a mount should fetch: the first missing
-    /// bytes (useful anyway), or one byte when all is cached.
+    /// What the first response of a mount should fetch: the first bytes
+    /// neither here nor on their way (useful anyway: a lapsed confirmation's
+    /// probe while a listener's stream runs asked again for what the stream
+    /// brings), or one byte when all is.
     private func probeRange(minimumFetch: Int64) -> Range<Int64> {
         guard let length else { return 0..<minimumFetch }
         guard length > 0 else { return 0..<1 }
-        if let gap = present.gaps(in: 0..<length).first {
+        if let gap = uncoveredGaps(in: 0..<length).first {
             return gap.lowerBound..<min(gap.upperBound, gap.lowerBound + minimumFetch)
         }
         return 0..<1

@@ -104,6 +104,47 @@ struct SeekTests {
         try fixture.unmount()
     }
 
+    /// A lapsed confirmation (`revalidate_after`) while a listener's stream
+    /// is on its way: the next open's probe asks for bytes neither cached
+    /// nor on their way, not again for the stream's (guarantee 2).
+    @Test func aLapsedConfirmationsProbeAsksForNothingTheStreamBrings() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        let size = 16 * Self.mib
+        try fixture.publish(Fixture.episodes(sizes: [size]))
+        try fixture.mount(extra: ["-o", "revalidate_after=1"])
+        try fixture.origin.reset()
+        try fixture.origin.configure(#"{"hold": {"path": "/ep1.mp3", "after_bytes": 1048576, "seconds": 120}}"#)
+        defer { _ = try? fixture.origin.clearFaults() }
+        let devNull = open("/dev/null", O_WRONLY)
+        defer { close(devNull) }
+        let holder = try Harness.spawn(
+            "sh", ["-c", "exec 3<'\(fixture.path(0))'; exec sleep 600"], stdout: devNull, stderr: devNull)
+        var holderStatus: Int32 = 0
+        defer { if kill(holder, SIGKILL) == 0 { waitpid(holder, &holderStatus, 0) } }
+        // The listener reads past the first MiB: its stream is held after
+        // a MiB of its body, the rest still on its way.
+        try Harness.sh("dd if='\(fixture.path(0))' of=/dev/null bs=128k count=12 iflag=direct status=none")
+        #expect(Harness.eventually(60) { ((try? fixture.origin.held()) ?? 0) >= 1 }, "the stream was never held")
+        let before = try fixture.origin.ranges("ep1.mp3")
+        let stream = try #require(before.compactMap(Self.byteRange).max { $0.lowerBound < $1.lowerBound })
+        // An hour on, as far as the mount's confirmation knows: the next
+        // open asks the origin again.
+        Thread.sleep(forTimeInterval: 1.5)
+        try Harness.sh("head -c 4096 '\(fixture.path(0))' > /dev/null")
+        let asked = try fixture.origin.ranges("ep1.mp3").dropFirst(before.count).compactMap(Self.byteRange)
+        #expect(!asked.isEmpty, "the open asked the origin again")
+        #expect(!asked.contains { $0.overlaps(stream) }, "asked again for what the stream \(stream) brings: \(asked)")
+        try fixture.origin.clearFaults()
+        try fixture.origin.release()
+        #expect(try fixture.hashOfCopy() == fixture.originHash())
+        let sent = try fixture.origin.bytesSent("ep1.mp3")
+        #expect(sent <= Int64(size + size / 50), "origin sent \(sent) bytes for a \(size)-byte file")
+        kill(holder, SIGKILL)
+        waitpid(holder, &holderStatus, 0)
+        try fixture.unmount()
+    }
+
     /// A read that joined a stream whose bytes were just ahead, and the
     /// stream then brought nothing: the read is judged again while it
     /// waits (`Episode.State.recheckDue`) and gets a fetch of its own, not

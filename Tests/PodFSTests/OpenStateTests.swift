@@ -148,6 +148,20 @@ import Testing
         #expect(!state.validated)
     }
 
+    /// A lapsed confirmation's probe while a fetch is on its way (a
+    /// listener's stream an hour on) asks for bytes neither here nor on
+    /// their way: each byte crosses the network once.
+    @Test func aRevalidatingProbeFetchesNothingAFetchOnItsWayBrings() throws {
+        var state = cached(validated: true, present: [0..<mib])
+        #expect(answers(state.open(handle: 1, reply: .fake(), now: 101, feedLength: nil, tuning: tuning)).count == 1)
+        let onItsWay = ReadBench.fetched(read(&state, at: mib, now: 102))
+        let stream = try #require(onItsWay.first, "the uncached read asks for its bytes")
+        let late = 100 + tuning.revalidateAfter + 1
+        let probe = try #require(probes(state.open(handle: 2, reply: .fake(), now: late, feedLength: nil, tuning: tuning)).first)
+        #expect(!probe.range.overlaps(stream), "the probe \(probe.range) asks again for \(stream)")
+        #expect(probe.range.lowerBound == stream.upperBound, "the first bytes neither here nor on their way")
+    }
+
     /// After a revalidation probe that failed, the episode is as if never
     /// confirmed: an open joins a fetch whose head has not come (its head
     /// confirms the version) rather than sending a probe of its own.
