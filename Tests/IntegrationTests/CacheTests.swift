@@ -49,14 +49,10 @@ struct CacheTests {
         #expect((Int(usage ?? "") ?? .max) <= 14 * 1024, "the cache is under its cap on disk: \(usage ?? "")")
 
         // Episode 2 is now the least recently read, but it is open: episode 3 goes instead.
-        let devNull = open("/dev/null", O_WRONLY)
-        defer { close(devNull) }
-        let holder = try Harness.spawn("sh", ["-c", "exec 3<'\(fixture.path(1))'; exec sleep 30"], stdout: devNull, stderr: devNull)
-        var holderStatus: Int32 = 0
-        defer { if kill(holder, SIGKILL) == 0 { waitpid(holder, &holderStatus, 0) } }
+        let holder = try FileHolder(fixture.path(1), seconds: 30)
         // The holder has the episode open once its shell has exec'd sleep.
         #expect(Harness.eventually {
-            ((try? String(contentsOfFile: "/proc/\(holder)/comm", encoding: .utf8)) ?? "").hasPrefix("sleep")
+            ((try? String(contentsOfFile: "/proc/\(holder.pid)/comm", encoding: .utf8)) ?? "").hasPrefix("sleep")
         })
         try fixture.origin.reset()
         let copy = fixture.directory + "/copy"
@@ -83,8 +79,7 @@ struct CacheTests {
                 + "\(usage ?? "") KiB, after the second \(onDisk) KiB; origin bytes to refetch the evicted episode \(refetched)")
         let status = try Harness.run(Harness.podfs, ["status", "--cache-dir", fixture.cacheDirectory])
         #expect(status.text.contains("cap used"), "status shows the cap: \(status.text)")
-        kill(holder, SIGKILL)
-        waitpid(holder, &holderStatus, 0)
+        holder.stop()
         try fixture.unmount()
     }
 }

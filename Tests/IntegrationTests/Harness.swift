@@ -116,7 +116,9 @@ enum Harness {
     /// with the dead connection's ENOTCONN).
     static func isAlive(_ pid: pid_t) -> Bool {
         guard kill(pid, 0) == 0 else { return false }
-        let threads = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? ["\(pid)"]
+        guard let threads = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task") else {
+            return isRunning(stat: "/proc/\(pid)/stat")
+        }
         return threads.contains { isRunning(stat: "/proc/\(pid)/task/\($0)/stat") }
     }
 
@@ -193,6 +195,29 @@ struct HarnessError: Error, CustomStringConvertible {
 }
 
 /// A file for a child's output (a pipe could fill and block it).
+/// A process that keeps a file open, as a player holds its file, until
+/// `stop()` or the end of the holder's scope: podfs sees an open file
+/// throughout.
+final class FileHolder {
+    let pid: pid_t
+
+    init(_ path: String, seconds: Int = 600) throws {
+        let devNull = open("/dev/null", O_WRONLY)
+        defer { close(devNull) }
+        pid = try Harness.spawn(
+            "sh", ["-c", "exec 3<'\(path)'; exec sleep \(seconds)"], stdout: devNull, stderr: devNull)
+    }
+
+    deinit { stop() }
+
+    /// Ends the process (the file closes) and reaps it.
+    func stop() {
+        guard kill(pid, SIGKILL) == 0 else { return }
+        var status: Int32 = 0
+        waitpid(pid, &status, 0)
+    }
+}
+
 final class TempFile {
     let path: String
     let handle: FileHandle

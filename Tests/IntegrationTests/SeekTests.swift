@@ -24,12 +24,7 @@ struct SeekTests {
         // The listener keeps the episode open throughout (a player holds
         // its file): fetches nobody reads would stop 2 s after the last
         // close (`stopUnreadStreams`), and the fill below is a listener's.
-        let devNull = open("/dev/null", O_WRONLY)
-        defer { close(devNull) }
-        let holder = try Harness.spawn(
-            "sh", ["-c", "exec 3<'\(fixture.path(0))'; exec sleep 600"], stdout: devNull, stderr: devNull)
-        var holderStatus: Int32 = 0
-        defer { if kill(holder, SIGKILL) == 0 { waitpid(holder, &holderStatus, 0) } }
+        let holder = try FileHolder(fixture.path(0))
         // The player starts the episode: 4.5 MiB read, past the head
         // (`Tuning.head`), read-ahead streaming.
         // O_DIRECT: no read-ahead of the kernel's waits on the held stream,
@@ -99,8 +94,7 @@ struct SeekTests {
         #expect(
             total <= Int64(size + slack),
             "origin sent \(total) bytes for a \(size)-byte file: \((try? fixture.origin.finished("ep1.mp3")) ?? [])")
-        kill(holder, SIGKILL)
-        waitpid(holder, &holderStatus, 0)
+        holder.stop()
         try fixture.unmount()
     }
 
@@ -116,12 +110,7 @@ struct SeekTests {
         try fixture.origin.reset()
         try fixture.origin.configure(#"{"hold": {"path": "/ep1.mp3", "after_bytes": 1048576, "seconds": 120}}"#)
         defer { _ = try? fixture.origin.clearFaults() }
-        let devNull = open("/dev/null", O_WRONLY)
-        defer { close(devNull) }
-        let holder = try Harness.spawn(
-            "sh", ["-c", "exec 3<'\(fixture.path(0))'; exec sleep 600"], stdout: devNull, stderr: devNull)
-        var holderStatus: Int32 = 0
-        defer { if kill(holder, SIGKILL) == 0 { waitpid(holder, &holderStatus, 0) } }
+        let holder = try FileHolder(fixture.path(0))
         // The listener reads past the first MiB: its stream is held after
         // a MiB of its body, the rest still on its way.
         try Harness.sh("dd if='\(fixture.path(0))' of=/dev/null bs=128k count=12 iflag=direct status=none")
@@ -140,8 +129,7 @@ struct SeekTests {
         #expect(try fixture.hashOfCopy() == fixture.originHash())
         let sent = try fixture.origin.bytesSent("ep1.mp3")
         #expect(sent <= Int64(size + size / 50), "origin sent \(sent) bytes for a \(size)-byte file")
-        kill(holder, SIGKILL)
-        waitpid(holder, &holderStatus, 0)
+        holder.stop()
         try fixture.unmount()
     }
 
