@@ -1,11 +1,12 @@
-"""What the benchmarks share (bench/run, bench/player, bench/scan, bench/keep): the
-processes they start, each stopped by PID, the mounts they check, the podfs binary they
-measure, and the test origin (its command line, its delay proxy's, its control calls).
+"""What the benchmarks share (bench/run, bench/player, bench/scan, bench/keep,
+bench/first-byte, bench/far-read): the processes they start, each stopped by PID, the
+mounts they check (and a fresh mount of a feed), the podfs binary they measure, and the
+test origin (its command line, its delay proxy's, its control calls).
 Standard library only.
 
 The benchmarks' own parts live beside this module: `readpath` is bench/run's library,
 `scan` is bench/scan's."""
-import json, os, shlex, signal, socket, subprocess, sys, time, urllib.request
+import contextlib, json, os, shlex, shutil, signal, socket, subprocess, sys, tempfile, time, urllib.request
 
 BENCH = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))  # bench/
 REPO = os.path.dirname(BENCH)
@@ -115,6 +116,35 @@ def podfs_binary(path):
     if not podfs:
         sys.exit("no podfs binary: run swift build -c release --product podfs, or pass --podfs PATH")
     return podfs
+
+
+@contextlib.contextmanager
+def fresh_mount(work, podfs, feed_url, show, files):
+    """podfs mounting `feed_url` with a new cache under `work`: yields the show's folder
+    once it lists `files` entries and 1 s passed. Afterwards unmounted, the daemon stopped
+    by PID and the cache removed (many mounts' dirty pages would make the kernel throttle
+    the later ones' cache writes)."""
+    mnt, cache = tempfile.mkdtemp(dir=work), tempfile.mkdtemp(dir=work)
+    log = open(f"{cache}.log", "w")
+    daemon = spawn([podfs, "mount", "-f", "--cache-dir", cache, feed_url, mnt], stdout=log, stderr=log)
+    try:
+        folder = f"{mnt}/{show}"
+        wait_for(lambda: daemon.poll() is not None or (os.path.isdir(folder) and len(os.listdir(folder)) >= files),
+                 30, "the show's listing")
+        if daemon.poll() is not None:
+            with open(f"{cache}.log") as f:
+                raise RuntimeError(f"podfs exited with {daemon.returncode}: {f.read()[-2000:]}")
+        time.sleep(1)
+        yield folder
+    finally:
+        if mounted(mnt):
+            subprocess.run(["fusermount3", "-u", mnt], stderr=subprocess.DEVNULL)
+        stop(daemon)
+        if mounted(mnt):
+            subprocess.run(["fusermount3", "-u", "-z", mnt], stderr=subprocess.DEVNULL)
+        log.close()
+        shutil.rmtree(cache, ignore_errors=True)
+        os.unlink(f"{cache}.log")
 
 
 def free_port():
