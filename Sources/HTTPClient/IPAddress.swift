@@ -56,6 +56,6 @@ public enum IPAddress: Sendable, Hashable, CustomStringConvertible {
             withUnsafeMutableBytes(of: &address) { $0.copyBytes(from: bytes) }
             inet_ntop(AF_INET6, &address, &text, socklen_t(text.count))
         }
-        return String(cString: text)
+        return text.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
     }
 }

@@ -1,4 +1,4 @@
-public import RangeCache
+import RangeCache
 
 extension EpisodeRules.State {
     /// What the driver does after an event, outside the episode's lock, in

@@ -1,4 +1,4 @@
-public import RangeCache
+import RangeCache
 
 /// The body events: bytes of a fetch arrived from the network, and the
 /// writer stored them (or could not). Bytes become `present` only once

@@ -1,4 +1,4 @@
-public import RangeCache
+import RangeCache
 
 /// The fetch-ended events: whether a fetch that stopped is tried again from
 /// where it stopped, or ends; then who of those that waited for it is

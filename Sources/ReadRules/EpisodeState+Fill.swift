@@ -1,4 +1,4 @@
-public import RangeCache
+import RangeCache
 
 /// The cache's own downloads (docs/DESIGN.md, "Offline by policy"): a kept
 /// or pinned episode is completed by fills, one fetch at a time, each from

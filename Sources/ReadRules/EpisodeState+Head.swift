@@ -1,4 +1,4 @@
-public import RangeCache
+import RangeCache
 
 /// The response-head event: a response's status, length and validators
 /// against what is cached. A changed validator or length drops the cached

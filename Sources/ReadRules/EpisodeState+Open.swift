@@ -1,4 +1,4 @@
-public import RangeCache
+import RangeCache
 
 /// The open, release and probe events. The first open of an episode in a
 /// mount, and the first after `revalidateAfter`, asks the origin (with

@@ -1,4 +1,4 @@
-public import RangeCache
+import RangeCache
 
 /// The read event: which bytes a read is answered with, which fetches it
 /// starts, and where it waits. Each byte is asked of the origin by at most

@@ -1,4 +1,4 @@
-public import RangeCache
+import RangeCache
 
 extension EpisodeRules {
     /// What a replaced version left for the files opened on it: the bytes

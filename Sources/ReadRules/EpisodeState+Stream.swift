@@ -1,4 +1,4 @@
-public import RangeCache
+import RangeCache
 
 /// Unstable origins are streamed whole (docs/DESIGN.md, "Episodes and their
 /// variants"): an episode whose origin serves different bytes per request

@@ -1,4 +1,4 @@
-public import RangeCache
+import RangeCache
 
 /// Streams nobody reads (docs/DESIGN.md, "Who reads"): a scanner opens a
 /// file, reads its tags and closes it; a listener keeps it open while it

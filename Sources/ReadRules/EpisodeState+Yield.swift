@@ -1,4 +1,4 @@
-public import RangeCache
+import RangeCache
 
 /// The listener comes first (docs/DESIGN.md, "Join or jump"): a read whose
 /// bytes a running fetch would bring later than a request of its own

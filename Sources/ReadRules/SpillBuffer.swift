@@ -1,4 +1,4 @@
-public import RangeCache
+import RangeCache
 
 /// Fetched bytes that could not be written to the cache (a full disk, a
 /// file size limit, a failing disk), kept in memory so the readers waiting

@@ -1,5 +1,5 @@
 import Logging
-public import RangeCache
+import RangeCache
 
 extension EpisodeRules {
     /// Which of the origin's variants an episode's cached bytes are, and

@@ -32,12 +32,12 @@ struct DaemonModeTests {
         let missing = try Self.mount(fixture, [], on: fixture.directory + "/missing")
         #expect(missing.status == 1 && missing.stderr.contains("does not exist; create it first"), "\(missing.stderr)")
         let file = fixture.directory + "/a-file"
-        FileManager.default.createFile(atPath: file, contents: Data("x".utf8))
+        _ = FileManager.default.createFile(atPath: file, contents: Data("x".utf8))
         let notDirectory = try Self.mount(fixture, [], on: file)
         #expect(notDirectory.status == 1 && notDirectory.stderr.contains("is not a directory"), "\(notDirectory.stderr)")
         let full = fixture.directory + "/full"
         try FileManager.default.createDirectory(atPath: full, withIntermediateDirectories: true)
-        FileManager.default.createFile(atPath: full + "/notes.txt", contents: Data("keep".utf8))
+        _ = FileManager.default.createFile(atPath: full + "/notes.txt", contents: Data("keep".utf8))
         let notEmpty = try Self.mount(fixture, [], on: full)
         #expect(notEmpty.status == 1 && notEmpty.stderr.contains("is not empty"), "\(notEmpty.stderr)")
         #expect(notEmpty.stderr.contains("-o nonempty"))
@@ -70,7 +70,7 @@ struct DaemonModeTests {
         try fixture.publish(Fixture.episodes(sizes: [1000]))
         // In a private mount namespace, a plain file hides the device node.
         let fake = fixture.directory + "/not-a-device"
-        FileManager.default.createFile(atPath: fake, contents: Data())
+        _ = FileManager.default.createFile(atPath: fake, contents: Data())
         let script = """
             mount --bind '\(fake)' /dev/fuse && \
             '\(Harness.podfs)' mount --cache-dir '\(fixture.cacheDirectory)' '\(fixture.origin.base)/feed.xml' \

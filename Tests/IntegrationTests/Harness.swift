@@ -224,7 +224,7 @@ final class TempFile {
 
     init() throws {
         path = NSTemporaryDirectory() + "podfs-out-\(UUID().uuidString)"
-        FileManager.default.createFile(atPath: path, contents: nil)
+        _ = FileManager.default.createFile(atPath: path, contents: nil)
         guard let handle = FileHandle(forWritingAtPath: path) else { throw HarnessError("cannot create \(path)") }
         self.handle = handle
     }

@@ -60,8 +60,8 @@ struct PrivacyTests {
         // A cache made by an older podfs: 0755 directories, 0644 files.
         let cache = fixture.cacheDirectory
         try FileManager.default.createDirectory(atPath: cache + "/data", withIntermediateDirectories: true)
-        FileManager.default.createFile(atPath: cache + "/notes", contents: Data("old".utf8))
-        FileManager.default.createFile(atPath: cache + "/data/stray", contents: Data("old".utf8))
+        _ = FileManager.default.createFile(atPath: cache + "/notes", contents: Data("old".utf8))
+        _ = FileManager.default.createFile(atPath: cache + "/data/stray", contents: Data("old".utf8))
         chmod(cache, 0o755)
         chmod(cache + "/data", 0o755)
         chmod(cache + "/notes", 0o644)

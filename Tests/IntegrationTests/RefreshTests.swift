@@ -262,7 +262,7 @@ struct RefreshTests {
         // Once it loads, it gets its folder without a remount.
         try fixture.origin.put("missing.xml", Self.feed([Item(guid: "late", title: "Late", day: 3, file: "ep1.mp3")]))
         #expect(
-            try Harness.eventually { (try? Harness.sh("ls '\(fixture.mountpoint)'"))?.contains(Self.show) == true },
+            Harness.eventually { (try? Harness.sh("ls '\(fixture.mountpoint)'"))?.contains(Self.show) == true },
             "a SOURCE that failed at mount time appears at its first good refresh")
         #expect(try Harness.sh("ls -1 '\(fixture.mountpoint)/\(Self.show)'").contains("2026-11-03 Late.mp3"))
 

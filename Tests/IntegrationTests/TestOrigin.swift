@@ -29,7 +29,7 @@ final class TestOrigin {
         let portFile = root + "/../origin.port"
         try? FileManager.default.removeItem(atPath: portFile)
         let log = FileHandle(forWritingAtPath: root + "/../origin.log")
-            ?? { FileManager.default.createFile(atPath: root + "/../origin.log", contents: nil)
+            ?? { _ = FileManager.default.createFile(atPath: root + "/../origin.log", contents: nil)
                  return FileHandle(forWritingAtPath: root + "/../origin.log") }()
         guard let log else { throw HarnessError("cannot create the origin's log") }
         defer { try? log.close() }

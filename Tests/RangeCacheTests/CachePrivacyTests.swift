@@ -24,10 +24,10 @@ import Testing
             let cache = root + "/cache"
             let outside = root + "/outside"
             try FileManager.default.createDirectory(atPath: cache + "/data/deep", withIntermediateDirectories: true)
-            FileManager.default.createFile(atPath: cache + "/index.sqlite", contents: Data())
-            FileManager.default.createFile(atPath: cache + "/data/deep/a", contents: Data())
-            FileManager.default.createFile(atPath: cache + "/strict", contents: Data())
-            FileManager.default.createFile(atPath: outside, contents: Data())
+            _ = FileManager.default.createFile(atPath: cache + "/index.sqlite", contents: Data())
+            _ = FileManager.default.createFile(atPath: cache + "/data/deep/a", contents: Data())
+            _ = FileManager.default.createFile(atPath: cache + "/strict", contents: Data())
+            _ = FileManager.default.createFile(atPath: outside, contents: Data())
             try FileManager.default.createSymbolicLink(atPath: cache + "/link", withDestinationPath: outside)
             for path in [cache, cache + "/data", cache + "/data/deep"] { chmod(path, 0o755) }
             for path in [cache + "/index.sqlite", cache + "/data/deep/a", outside] { chmod(path, 0o644) }
@@ -64,7 +64,7 @@ import Testing
     @Test func writtenFilesArePrivateEvenWhenTheyExisted() throws {
         try withDirectory { root in
             let path = root + "/cache-size"
-            FileManager.default.createFile(atPath: path, contents: Data("x".utf8))
+            _ = FileManager.default.createFile(atPath: path, contents: Data("x".utf8))
             chmod(path, 0o644)
             #expect(CachePrivacy.writeFile(path, Array("none".utf8)) == 0)
             #expect(mode(path) == 0o600)
@@ -75,7 +75,7 @@ import Testing
     @Test func aReplacedFileIsPrivateWholeAndLeavesNothingAside() throws {
         try withDirectory { root in
             let path = root + "/feed-moves.json"
-            FileManager.default.createFile(atPath: path, contents: Data("old".utf8))
+            _ = FileManager.default.createFile(atPath: path, contents: Data("old".utf8))
             chmod(path, 0o644)
             #expect(CachePrivacy.replaceFile(path, Array("new".utf8)) == nil)
             #expect(FileManager.default.contents(atPath: path) == Data("new".utf8))

@@ -98,7 +98,7 @@ import Testing
         try withIndex { index in
             try cache(index, key: oldKey, 0..<4_000, etag: "\"v1\"")
             // Left by a crash before a take-over's commit: no row owns it.
-            FileManager.default.createFile(atPath: index.dataPath(forKey: newKey), contents: Data([1, 2, 3]))
+            _ = FileManager.default.createFile(atPath: index.dataPath(forKey: newKey), contents: Data([1, 2, 3]))
 
             let record = try #require(
                 try index.register(

@@ -1,4 +1,4 @@
-public import Feeds
+import Feeds
 public import Logging
 
 extension Logger.MetadataValue {
