@@ -224,9 +224,9 @@ extension EpisodeRules.State {
     }
 
     /// What the first response of a mount should fetch: the first bytes
-    /// neither here nor on their way (useful anyway: a lapsed confirmation's
-    /// probe while a listener's stream runs asked again for what the stream
-    /// brings), or one byte when all is.
+    /// neither here nor on their way (useful anyway; not those of a stream
+    /// on its way, which a lapsed confirmation's probe would ask for twice),
+    /// or one byte when all are.
     private func probeRange(minimumFetch: Int64) -> Range<Int64> {
         guard let length else { return 0..<minimumFetch }
         guard length > 0 else { return 0..<1 }
