@@ -53,8 +53,9 @@ fi
 
 # N feeds of 20-400 items, with show notes (text no file shows).
 python3 - "$www/f" "$feeds" "$seed" <<'PY'
-import random, sys
+import random, sys, time, email.utils
 root, n, seed = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+now = time.time()
 rng = random.Random(seed)
 months = "Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split()
 notes = '<p>Show notes with <a href="https://example.org/">links</a> and a paragraph of text.</p>' * 3
@@ -66,11 +67,15 @@ for f in range(n):
            'xmlns:itunes="http://www.itunes.com/dtds/podcast-1.0.dtd"><channel>'
            '<title>Show %d</title><description>%s</description>\n' % (f, notes)]
     for i in reversed(range(items)):
+        # Each show's newest episode is recent (hours apart), so Latest.m3u
+        # lists some; the others are from 2000 on.
+        date = (email.utils.formatdate(now - 3600 * (f + 1), usegmt=True) if i == items - 1
+                else 'Mon, %d %s %d 10:00:00 GMT' % (1 + i % 28, months[(i // 28) % 12], 2000 + i // 336))
         out.append(
             '<item><title>Episode %d of show %d</title><guid>s%d-e%d</guid>'
-            '<pubDate>Mon, %d %s %d 10:00:00 GMT</pubDate><description><![CDATA[%s]]></description>'
+            '<pubDate>%s</pubDate><description><![CDATA[%s]]></description>'
             '<enclosure url="{{BASE}}/e/%d/%d.mp3" length="%d" type="audio/mpeg"/></item>\n'
-            % (i, f, f, i, 1 + i % 28, months[(i // 28) % 12], 2000 + i // 336, notes, f, i, 30000000 + i))
+            % (i, f, f, i, date, notes, f, i, 30000000 + i))
     out.append('</channel></rss>\n')
     with open("%s/%d.xml" % (root, f), "w") as fh:
         fh.write("".join(out))
@@ -186,11 +191,23 @@ warm_peak_kib=$(awk '/VmHWM/ {print $2}' "/proc/$pid/status")
 # what listing every file costs through FUSE alone, without the builds.
 sync; echo 2 > /proc/sys/vm/drop_caches 2>/dev/null || echo "could not drop the kernel's caches: find again is from them" >&2
 t=$(now); find "$mnt" -mindepth 2 -type f >/dev/null; again=$(since "$t")
+latest_all=$(grep -c '^#EXTINF' "$mnt/Latest.m3u" || true)
+"$podfs" unmount "$mnt" >/dev/null
+
+# Latest.m3u read the moment a warm remount is ready: every show listed
+# and not built yet is built first (it lists the newest of each).
+out=$("$podfs" mount --cache-dir "$cache" --refresh off "$list" "$mnt" 2>>"$work/mount.err")
+t=$(now); latest_now=$(grep -c '^#EXTINF' "$mnt/Latest.m3u" || true); latest_time=$(since "$t")
+"$podfs" unmount "$mnt" >/dev/null
+# The same the moment a cold mount (a cache of its own) is ready: the shows
+# listed on arrival are built first.
+out=$("$podfs" mount --cache-dir "$work/cache-cold" --refresh off "$list" "$mnt" 2>>"$work/mount.err")
+t=$(now); latest_cold=$(grep -c '^#EXTINF' "$mnt/Latest.m3u" || true); latest_cold_time=$(since "$t")
 "$podfs" unmount "$mnt" >/dev/null
 
 awk -v feeds="$feeds" -v hosts="$hosts" -v delay="$delay" -v items="$items" -v curl="$curl_time" \
     -v cold="$cold" -v listed="$listed" -v warm="$warm" -v files="$files" -v peak="$peak_kib" \
-    -v cpu="$cpu" -v wcpu="$warm_cpu" -v ocurl="$origin_curl" -v olisted="$origin_listed" -v cores="$(nproc)" -v wpeak="$warm_peak_kib" -v wshows="$warm_shows" -v wall="$warm_all" -v wfiles="$warm_files" -v call="$cold_all" -v lpeak="$listed_peak_kib" -v again="$again" -v wone="$warm_one_time" -v wonefiles="$warm_one_files" -v wfcpu="$warm_find_cpu" -v one="$one_time" -v onefiles="$one_files" -v summary="$(cat "$work/summary")" 'BEGIN {
+    -v cpu="$cpu" -v wcpu="$warm_cpu" -v ocurl="$origin_curl" -v olisted="$origin_listed" -v cores="$(nproc)" -v wpeak="$warm_peak_kib" -v wshows="$warm_shows" -v wall="$warm_all" -v wfiles="$warm_files" -v call="$cold_all" -v lpeak="$listed_peak_kib" -v again="$again" -v wone="$warm_one_time" -v wonefiles="$warm_one_files" -v wfcpu="$warm_find_cpu" -v lnow="$latest_now" -v lall="$latest_all" -v ltime="$latest_time" -v lcold="$latest_cold" -v lctime="$latest_cold_time" -v one="$one_time" -v onefiles="$one_files" -v summary="$(cat "$work/summary")" 'BEGIN {
   allowed = 1.5 * curl; if (allowed < 3) allowed = 3
   target_kib = 64 * 1024 + files
   printf "podfs many-feeds bench: %d feeds (%d items) on %d hosts, +%d ms per request, plus a hanging host and a refusing port\n", feeds, items, hosts, delay
@@ -203,6 +220,8 @@ awk -v feeds="$feeds" -v hosts="$hosts" -v delay="$delay" -v items="$items" -v c
   printf "| warm remount, ls -l of one show right after ready | %.3f s (%d files) | |\n", wone, wonefiles
   printf "| warm remount, every file listed (find) | %.2f s (%d files; daemon CPU %.2f s) | |\n", wall, wfiles, wfcpu
   printf "| find again, every show built, kernel caches dropped | %.2f s | |\n", again
+  printf "| warm remount, cat Latest.m3u right after ready | %.2f s (%d of %d entries) | every entry |\n", ltime, lnow, lall
+  printf "| cold (new cache), cat Latest.m3u right after ready | %.2f s (%d of %d entries) | every entry |\n", lctime, lcold, lall
   printf "| peak RSS, cold, when every show was listed | %.1f MiB | |\n", lpeak / 1024
   printf "| peak RSS, cold | %.1f MiB for %d files: %.0f B/file over 64 MiB | <= 64 MiB + 1 KiB/file: %.1f MiB |\n", peak / 1024, files, (peak - 65536) * 1024 / files, target_kib / 1024
   printf "| peak RSS, warm remount, after every file was listed | %.1f MiB | %.1f MiB |\n", wpeak / 1024, target_kib / 1024

@@ -206,10 +206,12 @@ extension MountService {
             guard let placeholder, let invalidator = kernel.withLock({ $0 }) else { return }
             invalidator.invalidate(inode: Catalog.rootInode)
             invalidator.invalidate(parent: Catalog.rootInode, name: placeholder.name)
+            // What it added to `Latest.m3u` from the last mount is gone.
+            invalidator.invalidate(inode: Catalog.latestPlaylistInode)
         }
-        // A show built from its kept copy may change `Latest.m3u` (a
-        // placeholder adds nothing to it); the kernel is told from another
-        // thread, as a build may run in a request handler.
+        // A show built from its kept copy may change `Latest.m3u` (one
+        // listed on arrival added nothing to it); the kernel is told from
+        // another thread, as a build may run in a request handler.
         let told = Locked(catalog.latestPlaylist)
         let adopt: @Sendable ([Catalog.Show]) -> Void = { [adopt = parts.adopt] shows in
             adopt(shows)
@@ -236,34 +238,44 @@ extension MountService {
                 DispatchQueue.global().async { forget(dropped) }
             }
         }
+        // Builds the shows of placeholders still listed, a batch at a time
+        // (one registration, one install each): shows listed on arrival,
+        // in the background; every show at once when `Latest.m3u` is
+        // opened, in its request handler.
+        let buildListed: @Sendable ([String]) -> Void = { urls in
+            guard urls.count > 1 else { return urls.forEach(build) }
+            for start in stride(from: 0, to: urls.count, by: ArrivalBuilds.batchSize) {
+                let waiting = Set(catalog.placeholderURLs)
+                let batch = urls[start..<min(start + ArrivalBuilds.batchSize, urls.count)].filter { waiting.contains($0) }
+                guard !batch.isEmpty else { continue }
+                // Parsed on the caller's thread, at its priority: the
+                // rounds' threads list what arrives first.
+                let feeds = batch.compactMap { url in loader.kept(url: url).map { (url: url, feed: $0) } }
+                do {
+                    adopt(try catalog.add(feeds))
+                } catch {
+                    logger.error("could not build the shows listed", metadata: ["error": "\(error)"])
+                }
+                // A copy that gave no show: built alone, which drops it.
+                let left = Set(catalog.placeholderURLs)
+                for url in batch where left.contains(url) { build(url) }
+            }
+        }
         // Shows listed on arrival, built a batch at a time in the background.
         let arrivals = ArrivalBuilds { urls in
-            let waiting = Set(catalog.placeholderURLs)
-            let batch = urls.filter { waiting.contains($0) }
-            guard !batch.isEmpty else { return }
-            // Parsed on this thread, at its priority: the rounds' threads
-            // list what arrives first.
-            let feeds = batch.compactMap { url in loader.kept(url: url).map { (url: url, feed: $0) } }
-            do {
-                adopt(try catalog.add(feeds))
-            } catch {
-                logger.error("could not build the shows listed", metadata: ["error": "\(error)"])
-            }
-            // A copy that gave no show: built alone, which drops it.
-            let left = Set(catalog.placeholderURLs)
-            for url in batch where left.contains(url) { build(url) }
+            buildListed(urls)
         } whenDone: {
             Heap.giveBackFreedMemory()
         }
         guard !listable.isEmpty else {
             let keptURLs = try Self.showKeptCopies(of: parts.feedURLs, loader: loader, catalog: catalog, adopt: adopt)
             logger.info("kept copies shown", metadata: ["feeds": "\(keptURLs.count)", "episodes": "\(catalog.episodeCount)"])
-            catalog.list([], builder: build)
+            catalog.list([], builder: buildListed)
             Heap.giveBackFreedMemory()
             parts.reader.evictIfOverLimit()
             return Listed(keptURLs: keptURLs, building: nil, arrivals: arrivals, kernel: kernel)
         }
-        catalog.list(listable, builder: build)
+        catalog.list(listable, builder: buildListed)
         logger.info("shows listed from the last mount", metadata: ["feeds": "\(catalog.placeholderURLs.count)"])
         let (reader, answered) = (parts.reader, parts.answered)
         let building = KeptCopyPass(

@@ -128,4 +128,35 @@ struct LatestPlaylistMountTests {
         #expect(Harness.eventually(20) { seen = (try? Harness.sh("cat '\(latest)'")) ?? ""; return seen == newer }, "\(seen)")
         try fixture.unmount()
     }
+
+    /// A player given `Latest.m3u` the moment `podfs mount` returns reads
+    /// every show's newest episodes, with the size `stat` shows after the
+    /// open, and a time that is not 1970 before it is opened. A cold mount
+    /// lists its shows as their feeds arrive and builds them once arrivals
+    /// pause for 0.25 s (`ArrivalBuilds`), so its open always comes first
+    /// (without building on open it read "#EXTM3U" alone); a remount of two
+    /// shows builds them too soon to race, and is checked for the same
+    /// answer.
+    @Test func aPlaylistOpenedTheMomentTheMountReturnsListsEveryShow() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        let hour = 3600
+        try Self.publish(fixture, "feed.xml", "Alpha", [Item(title: "New", file: "a1.mp3", age: hour)])
+        try Self.publish(fixture, "beta.xml", "Beta", [Item(title: "Newer", file: "b1.mp3", age: 60)])
+        let expected = Self.playlist([
+            ("Beta", "Newer", "\(Self.day(60)) Newer.mp3"), ("Alpha", "New", "\(Self.day(hour)) New.mp3"),
+        ])
+        let latest = fixture.mountpoint + "/Latest.m3u"
+        for mount in ["cold", "warm"] {
+            try fixture.mount(extra: ["\(fixture.origin.base)/beta.xml"], waitFor: .none)
+            // What the kernel is told first (stat), then what a player reads.
+            let before = try Harness.sh("stat -c %Y '\(latest)'").trimmingCharacters(in: .whitespacesAndNewlines)
+            #expect((Int(before) ?? 0) > 0, "\(mount): Latest.m3u's time before any show is built")
+            let text = try Harness.sh("cat '\(latest)'")
+            #expect(text == expected, "\(mount)")
+            let size = try Harness.sh("stat -c %s '\(latest)'").trimmingCharacters(in: .whitespacesAndNewlines)
+            #expect(size == String(expected.utf8.count), "\(mount)")
+            try fixture.unmount()
+        }
+    }
 }

@@ -37,9 +37,9 @@ import Testing
             let url = "https://a.example/feed"
             let feed = try Self.feed("Alpha", dates: ["Mon, 02 Nov 2026 10:00:00 GMT", "Sun, 01 Nov 2026 10:00:00 GMT"])
             let built = Locked<[String]>([])
-            catalog.list([]) { url in
-                built.withLock { $0.append(url) }
-                _ = try? catalog.add([(url: url, feed: feed)])
+            catalog.list([]) { urls in
+                built.withLock { $0.append(contentsOf: urls) }
+                _ = try? catalog.add(urls.map { (url: $0, feed: feed) })
             }
             let placeholder = try #require(try catalog.listArrived(url: url, feed: feed))
             #expect(placeholder.name == "Alpha")
@@ -69,7 +69,7 @@ import Testing
             let catalog = try Catalog(feeds: [], index: index, logger: logger)
             let url = "https://a.example/feed"
             let feed = try Self.feed("Alpha")
-            catalog.list([]) { url in _ = try? catalog.add([(url: url, feed: feed)]) }
+            catalog.list([]) { urls in _ = try? catalog.add(urls.map { (url: $0, feed: feed) }) }
             let placeholder = try #require(try catalog.listArrived(url: url, feed: feed))
             // What a player opening a saved path asks, after `ls` of the root.
             guard case .episode(let episode) = catalog.lookup(parent: placeholder.inode, name: "2026-11-02 E0.mp3")

@@ -2,7 +2,7 @@ import Feeds
 import Foundation
 import Locking
 import Logging
-import PodFS
+@testable import PodFS
 import RangeCache
 import Testing
 
@@ -22,6 +22,26 @@ import Testing
     }
 
     private static let urls = ["https://a.example/feed", "https://b.example/feed", "https://c.example/feed"]
+
+    /// A feed whose one episode is `hours` old, so `Latest.m3u` lists it.
+    private static func recentFeed(_ title: String, hours: Int) throws -> ParsedFeed {
+        let formatter = DateFormatter()
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        let date = formatter.string(from: Date().addingTimeInterval(-3600 * Double(hours)))
+        let document = """
+            <rss version="2.0"><channel><title>\(title)</title>
+            <item><title>New \(title)</title><guid>1</guid><pubDate>\(date)</pubDate>
+            <enclosure url="https://cdn.example/\(title).mp3"/></item>
+            </channel></rss>
+            """
+        return try FeedParser.parse(Array(document.utf8), baseURL: "https://feeds.example/")
+    }
+
+    private static func text(_ playlist: Playlist) -> String {
+        String(decoding: playlist.content, as: UTF8.self)
+    }
 
     private func withIndex(_ body: (CacheIndex, Logger) throws -> Void) throws {
         let directory = NSTemporaryDirectory() + "podfs-placeholders-\(UUID().uuidString)"
@@ -43,10 +63,10 @@ import Testing
 
             let catalog = try Catalog(feeds: [], index: index, logger: logger)
             let built = Locked<[String]>([])
-            catalog.list(saved) { url in
-                built.withLock { $0.append(url) }
+            catalog.list(saved) { urls in
+                built.withLock { $0.append(contentsOf: urls) }
                 // The feed's title changed meanwhile: the folder keeps its name.
-                _ = try? catalog.add([(url: url, feed: try! Self.feed("Renamed"))])
+                _ = try? catalog.add(urls.map { (url: $0, feed: try! Self.feed("Renamed")) })
             }
             let listed = catalog.children(of: Catalog.rootInode) ?? []
             // `Latest.m3u` is always listed, after the shows.
@@ -74,13 +94,76 @@ import Testing
     @Test func aPlaceholderWithoutAKeptCopyIsDroppedAndItsNameFreed() throws {
         try withIndex { index, logger in
             let catalog = try Catalog(feeds: [], index: index, logger: logger)
-            catalog.list([Catalog.Placeholder(url: Self.urls[0], name: "Alpha", inode: 77, modificationTime: 0)]) { url in
-                catalog.dropPlaceholder(url: url)
+            catalog.list([Catalog.Placeholder(url: Self.urls[0], name: "Alpha", inode: 77, modificationTime: 0)]) { urls in
+                urls.forEach { catalog.dropPlaceholder(url: $0) }
             }
             #expect(catalog.lookup(parent: Catalog.rootInode, name: "Alpha") == nil)
             #expect(catalog.children(of: Catalog.rootInode)?.map(\.name) == ["Latest.m3u"])
             try catalog.add([(url: Self.urls[1], feed: try Self.feed("Alpha"))])
             #expect(catalog.children(of: Catalog.rootInode)?.map(\.name) == ["Alpha", "Latest.m3u"])
+        }
+    }
+
+    /// A remount lists its shows from the last mount before it builds
+    /// them: `Latest.m3u` lists what they added then (saved with the show
+    /// list), whole at once, and building one changes nothing the kernel
+    /// was told.
+    @Test func aRemountsLatestPlaylistListsItsShowsBeforeTheyAreBuilt() throws {
+        try withIndex { index, logger in
+            let feeds = [
+                (url: Self.urls[0], feed: try Self.recentFeed("Alpha", hours: 2)),
+                (url: Self.urls[1], feed: try Self.recentFeed("Beta", hours: 1)),
+            ]
+            let first = try Catalog(feeds: feeds, index: index, logger: logger)
+            let whole = Self.text(first.latestPlaylist)
+            #expect(whole.components(separatedBy: "#EXTINF").count == 3, "\(whole)")
+            // Through the show list's JSON, as a remount reads it.
+            let saved = try JSONDecoder().decode(
+                [Catalog.Placeholder].self, from: JSONEncoder().encode(first.placeholdersToSave))
+
+            let catalog = try Catalog(feeds: [], index: index, logger: logger)
+            let built = Locked<[String]>([])
+            catalog.list(saved) { urls in
+                built.withLock { $0.append(contentsOf: urls) }
+                _ = try? catalog.add(feeds.filter { urls.contains($0.url) })
+            }
+            let listed = catalog.latestPlaylist
+            #expect(Self.text(listed) == whole)
+            #expect(listed.modificationTime == first.latestPlaylist.modificationTime)
+            #expect(!catalog.buildShowsLatestLacks(), "every show's part is known")
+            #expect(built.withLock { $0 }.isEmpty)
+
+            _ = catalog.lookup(parent: Catalog.rootInode, name: "Beta")
+            #expect(built.withLock { $0 } == [Self.urls[1]])
+            #expect(catalog.latestPlaylist === listed, "a build that adds the same makes no new playlist")
+
+            // A show unsubscribed before it was built takes its part along.
+            catalog.remove(url: Self.urls[0])
+            #expect(!Self.text(catalog.latestPlaylist).contains("Alpha"))
+            #expect(Self.text(catalog.latestPlaylist).contains("Beta/"))
+        }
+    }
+
+    /// A show listed on arrival adds nothing to `Latest.m3u` until it is
+    /// built: opening the playlist builds it first. Before, the playlist
+    /// has the root's time, not 1970.
+    @Test func aShowListedOnArrivalIsBuiltForTheLatestPlaylist() throws {
+        try withIndex { index, logger in
+            let feed = try Self.recentFeed("Alpha", hours: 3)
+            let catalog = try Catalog(feeds: [], index: index, logger: logger)
+            let built = Locked<[String]>([])
+            catalog.list([]) { urls in
+                built.withLock { $0.append(contentsOf: urls) }
+                _ = try? catalog.add(urls.map { (url: $0, feed: feed) })
+            }
+            _ = try #require(try catalog.listArrived(url: Self.urls[0], feed: feed))
+            #expect(Self.text(catalog.latestPlaylist) == "#EXTM3U\n")
+            #expect(catalog.latestPlaylist.modificationTime > 0)
+
+            #expect(catalog.buildShowsLatestLacks())
+            #expect(built.withLock { $0 } == [Self.urls[0]])
+            #expect(Self.text(catalog.latestPlaylist).contains("#EXTINF:-1,Alpha — New Alpha\nAlpha/"))
+            #expect(!catalog.buildShowsLatestLacks(), "nothing left to build")
         }
     }
 }

@@ -73,7 +73,7 @@ import Testing
             }
             _ = try? catalog.add([(url: url, feed: feed)])
         }
-        catalog.list([], builder: build)
+        catalog.list([], builder: { $0.forEach(build) })
         let listed = Locked<[String]>([])
         let refresher = FeedRefresher(
             urls: [Self.url], interval: nil, loader: loader, catalog: catalog,

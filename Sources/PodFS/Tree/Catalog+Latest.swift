@@ -8,8 +8,13 @@ import FUSEBridge
 /// in the same step, and a `stat` or a read never makes it. A `Playlist` is
 /// immutable: a file opened before reads the version it opened, and one
 /// made with the same bytes and time is not made at all, so the kernel is
-/// told only of a real change (`Change.latestChanged`). A show listed as a
-/// placeholder adds nothing to it until it is built.
+/// told only of a real change (`Change.latestChanged`).
+///
+/// A show listed from the last mount and not built yet adds what it added
+/// then (`Placeholder.latest`, saved with the show list), so a remount's
+/// playlist is whole at once. A show listed on arrival adds nothing until
+/// it is built; opening the playlist builds such shows first
+/// (`buildShowsLatestLacks`).
 extension Catalog {
     // MARK: - Properties
 
@@ -53,11 +58,26 @@ extension Catalog.Tree {
     /// newest episode's, or the root's when it lists none; the same bytes
     /// and time keep the same `Playlist`.
     mutating func refreshLatest(now: Int64) {
-        let (bytes, newest) = LatestPlaylist.content(of: shows.map { ($0.name, $0.latest) }, now: now)
+        let (bytes, newest) = LatestPlaylist.content(of: latestSources, now: now)
         let time = newest ?? rootTime
         let current = latest
         guard bytes != current.content || time != current.modificationTime else { return }
         nodes[Catalog.latestPlaylistInode] = .playlist(
             Playlist(inode: Catalog.latestPlaylistInode, name: LatestPlaylist.name, content: bytes, modificationTime: time))
+    }
+
+    /// What `Latest.m3u` is made of: each show's part, then what each show
+    /// listed from the last mount and not built yet added then (its build
+    /// adds the same, so the kernel is told nothing new).
+    private var latestSources: [LatestPlaylist.Source] {
+        let built = shows.map { (folder: $0.name, entries: $0.latest) }
+        guard !placeholders.isEmpty else { return built }
+        return built
+            + rootOrder.compactMap { url in
+                guard let placeholder = placeholders[url], let latest = placeholder.latest, !latest.isEmpty else {
+                    return nil
+                }
+                return (folder: placeholder.name, entries: latest)
+            }
     }
 }

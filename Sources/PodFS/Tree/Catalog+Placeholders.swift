@@ -23,6 +23,10 @@ extension Catalog {
         /// The show's listing (`Catalog.listingSignature`); `nil` in a list
         /// an earlier podfs saved.
         public var listing: UInt64?
+        /// What the show adds to `Latest.m3u` (`Show.latest`), as the last
+        /// mount built it; `nil` when not known (a show listed on arrival,
+        /// a list an earlier podfs saved): opening the playlist builds it.
+        var latest: [LatestPlaylist.Entry]?
 
         public init(url: String, name: String, inode: UInt64, modificationTime: Int64, listing: UInt64? = nil) {
             self.url = url
@@ -36,10 +40,11 @@ extension Catalog {
     // MARK: - Methods
 
     /// Lists `placeholders` (in order) for shows the tree does not have;
-    /// `builder` builds the show of a URL (from its kept copy, through
-    /// `add`) when something looks into it before the background pass did.
-    /// A name or inode already taken is left out.
-    public func list(_ placeholders: [Placeholder], builder: @escaping @Sendable (_ url: String) -> Void) {
+    /// `builder` builds the shows of URLs (from their kept copies, through
+    /// `add`) when something looks into one before the background pass
+    /// did, or opens `Latest.m3u`, which lists every show (`buildAll`). A
+    /// name or inode already taken is left out.
+    public func list(_ placeholders: [Placeholder], builder: @escaping @Sendable (_ urls: [String]) -> Void) {
         self.builder.withLock { $0 = builder }
         // A list an earlier podfs saved numbers shows as it did.
         let placeholders = placeholders.map { saved in
@@ -56,6 +61,8 @@ extension Catalog {
             {
                 tree.insert(placeholder)
             }
+            // What the last mount's shows added to `Latest.m3u`, at once.
+            tree.refreshLatest(now: Catalog.wallClock())
         }
     }
 
@@ -85,6 +92,9 @@ extension Catalog {
             if tree.rootOrder.isEmpty { tree.rootOrder = tree.shows.map(\.feedURL) }
             tree.insert(placeholder)
             tree.rootChangedAt = Self.wallClock()
+            // A `Latest.m3u` that lists nothing has the root's time (once:
+            // a round lists a thousand shows this way).
+            if tree.shows.isEmpty, tree.latest.modificationTime == 0 { tree.refreshLatest(now: Self.wallClock()) }
             return placeholder
         }
     }
@@ -99,6 +109,7 @@ extension Catalog {
             tree.placeholdersByInode[placeholder.inode] = nil
             tree.rootOrder.removeAll { $0 == url }
             tree.rootChangedAt = Catalog.wallClock()
+            if placeholder.latest?.isEmpty == false { tree.refreshLatest(now: Catalog.wallClock()) }
             return placeholder
         }
     }
@@ -125,9 +136,11 @@ extension Catalog {
             Self.rootEntries(tree).compactMap { entry in
                 if let placeholder = tree.placeholdersByInode[entry.inode] { return placeholder }
                 guard case .show(let show) = tree.nodes[entry.inode] else { return nil }
-                return Placeholder(
+                var placeholder = Placeholder(
                     url: show.feedURL, name: show.name, inode: show.inode, modificationTime: show.modificationTime,
                     listing: show.listing)
+                placeholder.latest = show.latest
+                return placeholder
             }
         }
     }
@@ -159,7 +172,23 @@ extension Catalog {
     /// Builds the show of a placeholder now, on the caller's thread.
     func build(url: String) {
         guard let builder = builder.withLock({ $0 }) else { return }
-        builder(url)
+        builder([url])
+    }
+
+    /// Builds every show listed whose part of `Latest.m3u` is not known
+    /// (listed on arrival, or by an earlier podfs), now, on the caller's
+    /// thread: what the playlist must hold before it is read. A show
+    /// listed from the last mount adds what it added then, unbuilt.
+    /// Returns whether there was any.
+    func buildShowsLatestLacks() -> Bool {
+        let urls = tree.withLock { tree in
+            tree.placeholders.isEmpty ? [] : tree.rootOrder.filter { tree.placeholders[$0].map { $0.latest == nil } ?? false }
+        }
+        guard !urls.isEmpty, let builder = builder.withLock({ $0 }) else { return false }
+        // Last first: the mount's background pass builds arrivals first
+        // first, and the two meet once rather than parse the same batches.
+        builder(urls.reversed())
+        return true
     }
 
     /// The root's entries: in `rootOrder` while placeholders exist, so a

@@ -41,6 +41,8 @@ extension Catalog {
                     tree.placeholdersByName[placeholder.name] = nil
                     tree.placeholdersByInode[placeholder.inode] = nil
                     removal = removal ?? Removal(name: placeholder.name, show: nil)
+                    // What it added to the playlist of the newest leaves it.
+                    if placeholder.latest?.isEmpty == false { tree.refreshLatest(now: Catalog.wallClock()) }
                 }
                 guard let removal else {
                     tree.rootChangedAt = previousTime

@@ -186,7 +186,7 @@ public final class Catalog: Sendable {
     let logger: Logger
     let tree = Locked(Tree())
     /// Builds the shows of placeholders on demand (set by the mount).
-    let builder = Locked<(@Sendable (_ url: String) -> Void)?>(nil)
+    let builder = Locked<(@Sendable (_ urls: [String]) -> Void)?>(nil)
     /// Held by `update` from start to end: one refresh at a time may read,
     /// rebuild and swap the tree.
     let updating = Locked(0)

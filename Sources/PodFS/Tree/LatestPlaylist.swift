@@ -12,8 +12,9 @@ import ReadRules
 enum LatestPlaylist {
     // MARK: - Nested types
 
-    /// One episode the playlist may list.
-    struct Entry: Sendable, Equatable {
+    /// One episode the playlist may list; saved with the show list, so a
+    /// remount's playlist lists shows before they are built.
+    struct Entry: Sendable, Equatable, Codable {
         /// Its publication date, seconds since the epoch.
         var published: Int64
         /// The title on one line (else the file name), for `#EXTINF`.

@@ -115,10 +115,19 @@ public final class PodFileSystem: FileSystem {
         case .episode(let episode):
             guard let scanAhead else { return reader.open(episode, reply: reply) }
             reader.open(episode, reply: ScanNotedOpen(reply: reply, episode: episode, scanAhead: scanAhead))
-        case .playlist(let playlist):
+        case .playlist(var playlist):
             let handle = nextPlaylistHandle.add(1, ordering: .relaxed).newValue
+            var options = OpenOptions(handle: handle)
+            // `Latest.m3u` lists every show's newest episodes: shows listed
+            // and not built whose part is not known (a cold mount's
+            // arrivals) are built first, and the kernel drops the size it
+            // was told before.
+            if inode == Catalog.latestPlaylistInode, catalog.buildShowsLatestLacks() {
+                playlist = catalog.latestPlaylist
+                options.dropAttributes = true
+            }
             openPlaylists.withLock { $0[handle] = playlist }
-            reply.opened(OpenOptions(handle: handle))
+            reply.opened(options)
         case .root, .show: reply.fail(.isDirectory)
         case nil: reply.fail(.notFound)
         }
