@@ -21,8 +21,10 @@ final class ArrivalBuilds: Sendable {
 
     // MARK: - Properties
 
-    /// How long arrivals must pause before a batch is built.
-    static let pause = 0.25
+    /// How long arrivals must pause before a batch is built (seconds).
+    /// `PODFS_TEST_ARRIVAL_PAUSE` is for the integration tests only: a
+    /// longer pause keeps shows listed and not built while a test acts.
+    static let pause = ProcessInfo.processInfo.environment["PODFS_TEST_ARRIVAL_PAUSE"].flatMap(Double.init) ?? 0.25
     /// Shows built in one batch (one registration, one install).
     static let batchSize = 16
 

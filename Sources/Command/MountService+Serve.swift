@@ -243,10 +243,12 @@ extension MountService {
         // in the background; every show at once when `Latest.m3u` is
         // opened, in its request handler.
         let buildListed: @Sendable ([String]) -> Void = { urls in
-            guard urls.count > 1 else { return urls.forEach(build) }
-            for start in stride(from: 0, to: urls.count, by: ArrivalBuilds.batchSize) {
-                let waiting = Set(catalog.placeholderURLs)
-                let batch = urls[start..<min(start + ArrivalBuilds.batchSize, urls.count)].filter { waiting.contains($0) }
+            var waiting = Set(catalog.placeholderURLs)
+            let listed = urls.filter { waiting.contains($0) }
+            guard listed.count > 1 else { return listed.forEach(build) }
+            for start in stride(from: 0, to: listed.count, by: ArrivalBuilds.batchSize) {
+                if start > 0 { waiting = Set(catalog.placeholderURLs) }
+                let batch = listed[start..<min(start + ArrivalBuilds.batchSize, listed.count)].filter { waiting.contains($0) }
                 guard !batch.isEmpty else { continue }
                 // Parsed on the caller's thread, at its priority: the
                 // rounds' threads list what arrives first.
@@ -276,6 +278,9 @@ extension MountService {
             return Listed(keptURLs: keptURLs, building: nil, arrivals: arrivals, kernel: kernel)
         }
         catalog.list(listable, builder: buildListed)
+        // What the kernel may have seen: the playlist with what the listed
+        // shows added last time.
+        told.withLock { $0 = catalog.latestPlaylist }
         logger.info("shows listed from the last mount", metadata: ["feeds": "\(catalog.placeholderURLs.count)"])
         let (reader, answered) = (parts.reader, parts.answered)
         let building = KeptCopyPass(

@@ -133,10 +133,9 @@ struct LatestPlaylistMountTests {
     /// every show's newest episodes, with the size `stat` shows after the
     /// open, and a time that is not 1970 before it is opened. A cold mount
     /// lists its shows as their feeds arrive and builds them once arrivals
-    /// pause for 0.25 s (`ArrivalBuilds`), so its open always comes first
-    /// (without building on open it read "#EXTM3U" alone); a remount of two
-    /// shows builds them too soon to race, and is checked for the same
-    /// answer.
+    /// pause (`ArrivalBuilds`, 0.25 s; 30 s here, so the open comes first
+    /// for certain: without building on open it read "#EXTM3U" alone). A
+    /// remount lists them with what they added last time.
     @Test func aPlaylistOpenedTheMomentTheMountReturnsListsEveryShow() throws {
         let fixture = try Fixture()
         defer { fixture.cleanup() }
@@ -148,7 +147,9 @@ struct LatestPlaylistMountTests {
         ])
         let latest = fixture.mountpoint + "/Latest.m3u"
         for mount in ["cold", "warm"] {
-            try fixture.mount(extra: ["\(fixture.origin.base)/beta.xml"], waitFor: .none)
+            try fixture.mount(
+                extra: ["\(fixture.origin.base)/beta.xml"], launcher: ["env", "PODFS_TEST_ARRIVAL_PAUSE=30"],
+                waitFor: .none)
             // What the kernel is told first (stat), then what a player reads.
             let before = try Harness.sh("stat -c %Y '\(latest)'").trimmingCharacters(in: .whitespacesAndNewlines)
             #expect((Int(before) ?? 0) > 0, "\(mount): Latest.m3u's time before any show is built")

@@ -25,15 +25,26 @@ import Testing
 
     /// A feed whose one episode is `hours` old, so `Latest.m3u` lists it.
     private static func recentFeed(_ title: String, hours: Int) throws -> ParsedFeed {
+        try recentFeed(title, ages: [hours])
+    }
+
+    /// A feed of episodes `ages` hours old (the first titled "New ...").
+    private static func recentFeed(_ title: String, ages: [Int]) throws -> ParsedFeed {
         let formatter = DateFormatter()
         formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
         formatter.timeZone = TimeZone(identifier: "UTC")
         formatter.locale = Locale(identifier: "en_US_POSIX")
-        let date = formatter.string(from: Date().addingTimeInterval(-3600 * Double(hours)))
+        let items = ages.enumerated().map { position, hours in
+            let date = formatter.string(from: Date().addingTimeInterval(-3600 * Double(hours)))
+            let name = position == 0 ? "New \(title)" : "\(title) \(position)"
+            return """
+                <item><title>\(name)</title><guid>\(position)</guid><pubDate>\(date)</pubDate>
+                <enclosure url="https://cdn.example/\(title)/\(position).mp3"/></item>
+                """
+        }
         let document = """
             <rss version="2.0"><channel><title>\(title)</title>
-            <item><title>New \(title)</title><guid>1</guid><pubDate>\(date)</pubDate>
-            <enclosure url="https://cdn.example/\(title).mp3"/></item>
+            \(items.joined(separator: "\n"))
             </channel></rss>
             """
         return try FeedParser.parse(Array(document.utf8), baseURL: "https://feeds.example/")
@@ -130,7 +141,7 @@ import Testing
             let listed = catalog.latestPlaylist
             #expect(Self.text(listed) == whole)
             #expect(listed.modificationTime == first.latestPlaylist.modificationTime)
-            #expect(!catalog.buildShowsLatestLacks(), "every show's part is known")
+            #expect(!catalog.buildShowsForLatest(), "every show's part is known")
             #expect(built.withLock { $0 }.isEmpty)
 
             _ = catalog.lookup(parent: Catalog.rootInode, name: "Beta")
@@ -141,6 +152,41 @@ import Testing
             catalog.remove(url: Self.urls[0])
             #expect(!Self.text(catalog.latestPlaylist).contains("Alpha"))
             #expect(Self.text(catalog.latestPlaylist).contains("Beta/"))
+        }
+    }
+
+    /// The show list keeps what each show adds to `Latest.m3u` now and no
+    /// more (the 100 newest of all shows): a show none of whose episodes
+    /// is among them saves none, and the remount's playlist is the same.
+    @Test func theShowListKeepsOnlyWhatTheLatestPlaylistLists() throws {
+        try withIndex { index, logger in
+            let feeds = [
+                (url: Self.urls[0], feed: try Self.recentFeed("Alpha", ages: Array(1...120))),
+                (url: Self.urls[1], feed: try Self.recentFeed("Beta", ages: [200])),
+                (url: Self.urls[2], feed: try Self.recentFeed("Gamma", ages: [50, 300])),
+            ]
+            let first = try Catalog(feeds: feeds, index: index, logger: logger)
+            let saved = first.placeholdersToSave
+            #expect(saved.map { $0.latest?.count } == [99, 0, 1])
+
+            let catalog = try Catalog(feeds: [], index: index, logger: logger)
+            catalog.list(saved) { urls in _ = try? catalog.add(feeds.filter { urls.contains($0.url) }) }
+            #expect(Self.text(catalog.latestPlaylist) == Self.text(first.latestPlaylist))
+            #expect(!catalog.buildShowsForLatest())
+        }
+    }
+
+    /// A placeholder whose kept copy gives no show is dropped, and what it
+    /// added to `Latest.m3u` with it.
+    @Test func aDroppedPlaceholderTakesItsPartOfTheLatestPlaylistAlong() throws {
+        try withIndex { index, logger in
+            let first = try Catalog(
+                feeds: [(url: Self.urls[0], feed: try Self.recentFeed("Alpha", hours: 2))], index: index, logger: logger)
+            let catalog = try Catalog(feeds: [], index: index, logger: logger)
+            catalog.list(first.placeholdersToSave) { urls in urls.forEach { catalog.dropPlaceholder(url: $0) } }
+            #expect(Self.text(catalog.latestPlaylist).contains("Alpha/"))
+            #expect(catalog.lookup(parent: Catalog.rootInode, name: "Alpha") == nil, "its kept copy gave nothing")
+            #expect(Self.text(catalog.latestPlaylist) == "#EXTM3U\n")
         }
     }
 
@@ -160,10 +206,10 @@ import Testing
             #expect(Self.text(catalog.latestPlaylist) == "#EXTM3U\n")
             #expect(catalog.latestPlaylist.modificationTime > 0)
 
-            #expect(catalog.buildShowsLatestLacks())
+            #expect(catalog.buildShowsForLatest())
             #expect(built.withLock { $0 } == [Self.urls[0]])
             #expect(Self.text(catalog.latestPlaylist).contains("#EXTINF:-1,Alpha — New Alpha\nAlpha/"))
-            #expect(!catalog.buildShowsLatestLacks(), "nothing left to build")
+            #expect(!catalog.buildShowsForLatest(), "nothing left to build")
         }
     }
 }

@@ -114,6 +114,37 @@ import Testing
         #expect(Self.paths(shows) == ["Alpha/a0.mp3", "Zeta/z1.mp3", "Zeta/z2.mp3", "Alpha/a2.mp3", "Alpha/a1.mp3"])
     }
 
+    /// The merge of each show's newest-first entries lists what a sort of
+    /// every entry would: 200 random rounds, some shows out of order.
+    @Test func theMergeListsWhatASortOfEveryEntryWould() {
+        var generator = SplitMix(seed: 40)
+        for _ in 0..<200 {
+            let shows: [LatestPlaylist.Source] = (0..<Int.random(in: 0...12, using: &generator)).map { show in
+                // Coarse times, so that ties are common; some beyond the window.
+                var entries = (0..<Int.random(in: 0...30, using: &generator)).map { position in
+                    LatestPlaylist.Entry(
+                        published: Self.now - Int64.random(in: 0...20, using: &generator) * Self.day,
+                        title: "e\(position)", name: "s\(show)e\(position).mp3")
+                }
+                if Bool.random(using: &generator) { entries.sort { $0.published > $1.published } }
+                return ("Show \(show)", entries)
+            }
+            let cutoff = Self.now - LatestPlaylist.window
+            let reference = shows.enumerated()
+                .flatMap { show, source in
+                    source.entries.enumerated().map { (entry: $1, show: show, position: $0, folder: source.folder) }
+                }
+                .filter { $0.entry.published >= cutoff }
+                .sorted { a, b in
+                    a.entry.published != b.entry.published
+                        ? a.entry.published > b.entry.published : (a.show, a.position) < (b.show, b.position)
+                }
+                .prefix(LatestPlaylist.limit)
+            #expect(Self.paths(shows) == reference.map { "\($0.folder)/\($0.entry.name)" })
+            #expect(LatestPlaylist.content(of: shows, now: Self.now).newest == reference.first?.entry.published)
+        }
+    }
+
     @Test func nothingToListIsTheHeaderAlone() {
         #expect(LatestPlaylist.content(of: [], now: Self.now).bytes == Array("#EXTM3U\n".utf8))
         #expect(LatestPlaylist.content(of: [], now: Self.now).newest == nil)
@@ -243,5 +274,22 @@ import Testing
         formatter.timeZone = TimeZone(identifier: "UTC")
         formatter.locale = Locale(identifier: "en_US_POSIX")
         return formatter.string(from: Date(timeIntervalSince1970: TimeInterval(time)))
+    }
+}
+
+/// A seeded generator, so a failing round can be run again.
+private struct SplitMix: RandomNumberGenerator {
+    var state: UInt64
+
+    init(seed: UInt64) {
+        state = seed
+    }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
     }
 }

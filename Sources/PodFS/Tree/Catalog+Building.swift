@@ -199,11 +199,8 @@ extension Catalog {
 
     /// Puts `show` in the tree in place of `previous` (or at the end).
     static func install(_ show: Show, replacing previous: Show?, into tree: inout Tree) {
-        let placeholder = tree.placeholders.removeValue(forKey: show.feedURL)
-        if let placeholder {
-            tree.placeholdersByName[placeholder.name] = nil
-            tree.placeholdersByInode[placeholder.inode] = nil
-        }
+        // The playlist of the newest is made again when the show comes in.
+        let placeholder = tree.removePlaceholder(url: show.feedURL, refreshingLatest: false)
         // The root's order names every show and placeholder: a show built
         // from a placeholder keeps its place; a new one goes last.
         if !tree.rootOrder.isEmpty, previous == nil, placeholder == nil {

@@ -14,7 +14,7 @@ import FUSEBridge
 /// then (`Placeholder.latest`, saved with the show list), so a remount's
 /// playlist is whole at once. A show listed on arrival adds nothing until
 /// it is built; opening the playlist builds such shows first
-/// (`buildShowsLatestLacks`).
+/// (`buildShowsForLatest`).
 extension Catalog {
     // MARK: - Properties
 
@@ -69,7 +69,7 @@ extension Catalog.Tree {
     /// What `Latest.m3u` is made of: each show's part, then what each show
     /// listed from the last mount and not built yet added then (its build
     /// adds the same, so the kernel is told nothing new).
-    private var latestSources: [LatestPlaylist.Source] {
+    var latestSources: [LatestPlaylist.Source] {
         let built = shows.map { (folder: $0.name, entries: $0.latest) }
         guard !placeholders.isEmpty else { return built }
         return built

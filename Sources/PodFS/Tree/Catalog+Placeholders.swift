@@ -42,8 +42,8 @@ extension Catalog {
     /// Lists `placeholders` (in order) for shows the tree does not have;
     /// `builder` builds the shows of URLs (from their kept copies, through
     /// `add`) when something looks into one before the background pass
-    /// did, or opens `Latest.m3u`, which lists every show (`buildAll`). A
-    /// name or inode already taken is left out.
+    /// did, or opens `Latest.m3u`, which lists every show
+    /// (`buildShowsForLatest`). A name or inode already taken is left out.
     public func list(_ placeholders: [Placeholder], builder: @escaping @Sendable (_ urls: [String]) -> Void) {
         self.builder.withLock { $0 = builder }
         // A list an earlier podfs saved numbers shows as it did.
@@ -94,7 +94,7 @@ extension Catalog {
             tree.rootChangedAt = Self.wallClock()
             // A `Latest.m3u` that lists nothing has the root's time (once:
             // a round lists a thousand shows this way).
-            if tree.shows.isEmpty, tree.latest.modificationTime == 0 { tree.refreshLatest(now: Self.wallClock()) }
+            if tree.shows.isEmpty, tree.latest === Catalog.emptyLatestPlaylist { tree.refreshLatest(now: Self.wallClock()) }
             return placeholder
         }
     }
@@ -104,12 +104,9 @@ extension Catalog {
     @discardableResult
     public func dropPlaceholder(url: String) -> Placeholder? {
         tree.withLock { tree in
-            guard let placeholder = tree.placeholders.removeValue(forKey: url) else { return nil }
-            tree.placeholdersByName[placeholder.name] = nil
-            tree.placeholdersByInode[placeholder.inode] = nil
+            guard let placeholder = tree.removePlaceholder(url: url) else { return nil }
             tree.rootOrder.removeAll { $0 == url }
             tree.rootChangedAt = Catalog.wallClock()
-            if placeholder.latest?.isEmpty == false { tree.refreshLatest(now: Catalog.wallClock()) }
             return placeholder
         }
     }
@@ -131,15 +128,31 @@ extension Catalog {
 
     /// What the next mount lists before it builds anything: every show, in
     /// the root's order.
+    ///
+    /// Each keeps what it adds to `Latest.m3u` now, and no more: an entry
+    /// left out is older than the 100 listed, and the window only drops
+    /// the oldest, so it could come back only if a show listed were taken
+    /// out before it is built (its build then tells the kernel).
     public var placeholdersToSave: [Placeholder] {
         tree.withLock { tree in
-            Self.rootEntries(tree).compactMap { entry in
-                if let placeholder = tree.placeholdersByInode[entry.inode] { return placeholder }
-                guard case .show(let show) = tree.nodes[entry.inode] else { return nil }
-                var placeholder = Placeholder(
-                    url: show.feedURL, name: show.name, inode: show.inode, modificationTime: show.modificationTime,
-                    listing: show.listing)
-                placeholder.latest = show.latest
+            let sources = tree.latestSources
+            var listed = [String: [LatestPlaylist.Entry]]()
+            for pick in LatestPlaylist.picks(of: sources, now: Self.wallClock()) {
+                listed[sources[pick.show].folder, default: []].append(pick.entry)
+            }
+            return Self.rootEntries(tree).compactMap { entry in
+                var placeholder: Placeholder
+                if let listedBefore = tree.placeholdersByInode[entry.inode] {
+                    placeholder = listedBefore
+                    // Not known stays not known: its build says.
+                    if placeholder.latest == nil { return placeholder }
+                } else {
+                    guard case .show(let show) = tree.nodes[entry.inode] else { return nil }
+                    placeholder = Placeholder(
+                        url: show.feedURL, name: show.name, inode: show.inode, modificationTime: show.modificationTime,
+                        listing: show.listing)
+                }
+                placeholder.latest = listed[placeholder.name] ?? []
                 return placeholder
             }
         }
@@ -180,7 +193,7 @@ extension Catalog {
     /// thread: what the playlist must hold before it is read. A show
     /// listed from the last mount adds what it added then, unbuilt.
     /// Returns whether there was any.
-    func buildShowsLatestLacks() -> Bool {
+    func buildShowsForLatest() -> Bool {
         let urls = tree.withLock { tree in
             tree.placeholders.isEmpty ? [] : tree.rootOrder.filter { tree.placeholders[$0].map { $0.latest == nil } ?? false }
         }

@@ -37,12 +37,8 @@ extension Catalog {
                     tree.showsByURL[url] = nil
                     removal = Removal(name: show.name, show: show)
                 }
-                if let placeholder = tree.placeholders.removeValue(forKey: url) {
-                    tree.placeholdersByName[placeholder.name] = nil
-                    tree.placeholdersByInode[placeholder.inode] = nil
+                if let placeholder = tree.removePlaceholder(url: url) {
                     removal = removal ?? Removal(name: placeholder.name, show: nil)
-                    // What it added to the playlist of the newest leaves it.
-                    if placeholder.latest?.isEmpty == false { tree.refreshLatest(now: Catalog.wallClock()) }
                 }
                 guard let removal else {
                     tree.rootChangedAt = previousTime

@@ -156,6 +156,18 @@ public final class Catalog: Sendable {
             rootOrder.append(placeholder.url)
         }
 
+        /// Takes the placeholder of `url` out of the tree's indexes (the
+        /// caller sees to `rootOrder`); what it added to `Latest.m3u` leaves
+        /// it, unless `refreshingLatest` is false (a show takes its place).
+        @discardableResult
+        mutating func removePlaceholder(url: String, refreshingLatest: Bool = true) -> Placeholder? {
+            guard let placeholder = placeholders.removeValue(forKey: url) else { return nil }
+            placeholdersByName[placeholder.name] = nil
+            placeholdersByInode[placeholder.inode] = nil
+            if refreshingLatest, placeholder.latest?.isEmpty == false { refreshLatest(now: Catalog.wallClock()) }
+            return placeholder
+        }
+
         /// When a show last came into the root or left it in this mount
         /// (seconds since the epoch): the root's time is at least this.
         var rootChangedAt: Int64 = 0

@@ -58,25 +58,93 @@ enum LatestPlaylist {
 
     /// The playlist's bytes, made at `now` from `shows` in the root's
     /// order, and the newest date it lists (`nil` when it lists nothing).
+    ///
+    /// A show's entries are newest first, ties in listing order
+    /// (`entries(of:now:)`; others are put in that order first), so the
+    /// playlist is a merge of them that stops at `limit`: it is made again
+    /// at every show installed, and a sort of every show's entries each
+    /// time grew with the square of the shows.
     static func content(of shows: [Source], now: Int64) -> (bytes: [UInt8], newest: Int64?) {
+        let picked = picks(of: shows, now: now)
+        var text = "#EXTM3U\n"
+        for pick in picked {
+            let folder = shows[pick.show].folder
+            // A line starting with '#' would read as a comment.
+            let path = folder.hasPrefix("#") ? "./" + folder + "/" + pick.entry.name : folder + "/" + pick.entry.name
+            text += "#EXTINF:-1,\(folder) — \(pick.entry.title)\n\(path)\n"
+        }
+        return (Array(text.utf8), picked.first?.entry.published)
+    }
+
+    /// The entries the playlist made at `now` from `shows` lists, in its
+    /// order, each with its show's position in `shows` (`content`).
+    static func picks(of shows: [Source], now: Int64) -> [(show: Int, entry: Entry)] {
         let cutoff = now.saturatingAdding(-window)
-        var picked: [(published: Int64, show: Int, position: Int)] = []
+        let shows = shows.map { source -> Source in
+            let entries = source.entries
+            let newestFirst = zip(entries, entries.dropFirst()).allSatisfy { $0.published >= $1.published }
+            if newestFirst { return source }
+            // A stable sort: the listing order breaks ties.
+            let ordered = entries.enumerated().sorted { a, b in
+                a.element.published != b.element.published ? a.element.published > b.element.published : a.offset < b.offset
+            }
+            return (source.folder, ordered.map(\.element))
+        }
+        // Each show's next entry, the newest (then the first show) on top.
+        var heads = PriorityQueue<(published: Int64, show: Int, position: Int)> { a, b in
+            a.published != b.published ? a.published > b.published : a.show < b.show
+        }
         for (show, source) in shows.enumerated() {
-            for (position, entry) in source.entries.enumerated() where entry.published >= cutoff {
-                picked.append((entry.published, show, position))
+            guard let first = source.entries.first, first.published >= cutoff else { continue }
+            heads.insert((first.published, show, 0))
+        }
+        var picked: [(show: Int, entry: Entry)] = []
+        while picked.count < limit, let head = heads.popFirst() {
+            let entries = shows[head.show].entries
+            picked.append((head.show, entries[head.position]))
+            let next = head.position + 1
+            if next < entries.count, entries[next].published >= cutoff {
+                heads.insert((entries[next].published, head.show, next))
             }
         }
-        picked.sort { a, b in
-            a.published != b.published ? a.published > b.published : (a.show, a.position) < (b.show, b.position)
+        return picked
+    }
+}
+
+/// A binary heap: `ordered(a, b)` when `a` comes out before `b`.
+struct PriorityQueue<Element> {
+    private var elements: [Element] = []
+    private let ordered: (Element, Element) -> Bool
+
+    init(ordered: @escaping (Element, Element) -> Bool) {
+        self.ordered = ordered
+    }
+
+    mutating func insert(_ element: Element) {
+        elements.append(element)
+        var child = elements.count - 1
+        while child > 0 {
+            let parent = (child - 1) / 2
+            guard ordered(elements[child], elements[parent]) else { break }
+            elements.swapAt(child, parent)
+            child = parent
         }
-        var text = "#EXTM3U\n"
-        for pick in picked.prefix(limit) {
-            let folder = shows[pick.show].folder
-            let entry = shows[pick.show].entries[pick.position]
-            // A line starting with '#' would read as a comment.
-            let path = folder.hasPrefix("#") ? "./" + folder + "/" + entry.name : folder + "/" + entry.name
-            text += "#EXTINF:-1,\(folder) — \(entry.title)\n\(path)\n"
+    }
+
+    mutating func popFirst() -> Element? {
+        guard !elements.isEmpty else { return nil }
+        elements.swapAt(0, elements.count - 1)
+        let first = elements.removeLast()
+        var parent = 0
+        while true {
+            let left = 2 * parent + 1
+            guard left < elements.count else { break }
+            let right = left + 1
+            let child = right < elements.count && ordered(elements[right], elements[left]) ? right : left
+            guard ordered(elements[child], elements[parent]) else { break }
+            elements.swapAt(child, parent)
+            parent = child
         }
-        return (Array(text.utf8), picked.first?.published)
+        return first
     }
 }

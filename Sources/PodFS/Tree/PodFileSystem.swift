@@ -120,10 +120,11 @@ public final class PodFileSystem: FileSystem {
             var options = OpenOptions(handle: handle)
             // `Latest.m3u` lists every show's newest episodes: shows listed
             // and not built whose part is not known (a cold mount's
-            // arrivals) are built first, and the kernel drops the size it
-            // was told before.
-            if inode == Catalog.latestPlaylistInode, catalog.buildShowsLatestLacks() {
-                playlist = catalog.latestPlaylist
+            // arrivals) are built first. The kernel drops the size it was
+            // told before (by this build, or by one in the background whose
+            // word to the kernel may come after the first read).
+            if inode == Catalog.latestPlaylistInode {
+                if catalog.buildShowsForLatest() { playlist = catalog.latestPlaylist }
                 options.dropAttributes = true
             }
             openPlaylists.withLock { $0[handle] = playlist }
