@@ -1,5 +1,6 @@
 @testable import Feeds
 import Testing
+import TestSupport
 
 /// Finding the feeds an HTML page links to.
 @Suite struct FeedLinkDiscoveryTests {

@@ -1,5 +1,6 @@
 import Feeds
 import Testing
+import TestSupport
 
 /// Editing SOURCE files: plain URL lists and OPML, changed in place.
 @Suite struct SubscriptionFileTests {

@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import RangeCache
 import Testing
+import TestSupport
 
 @testable import PodFS
 @testable import ReadRules
@@ -117,7 +118,7 @@ import Testing
     /// The merge of each show's newest-first entries lists what a sort of
     /// every entry would: 200 random rounds, some shows out of order.
     @Test func theMergeListsWhatASortOfEveryEntryWould() {
-        var generator = SplitMix(seed: 40)
+        var generator = SeededGenerator(state: 40)
         for _ in 0..<200 {
             let shows: [LatestPlaylist.Source] = (0..<Int.random(in: 0...12, using: &generator)).map { show in
                 // Coarse times, so that ties are common; some beyond the window.
@@ -274,22 +275,5 @@ import Testing
         formatter.timeZone = TimeZone(identifier: "UTC")
         formatter.locale = Locale(identifier: "en_US_POSIX")
         return formatter.string(from: Date(timeIntervalSince1970: TimeInterval(time)))
-    }
-}
-
-/// A seeded generator, so a failing round can be run again.
-private struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-
-    init(seed: UInt64) {
-        state = seed
-    }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

@@ -1,9 +1,13 @@
 /// SplitMix64, seeded: small, fast, and the same sequence on every
 /// machine, so a failing case of a randomised test can be replayed.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
+public struct SeededGenerator: RandomNumberGenerator {
+    public var state: UInt64
 
-    mutating func next() -> UInt64 {
+    public init(state: UInt64) {
+        self.state = state
+    }
+
+    public mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
