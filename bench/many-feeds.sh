@@ -193,7 +193,7 @@ warm_peak_kib=$(awk '/VmHWM/ {print $2}' "/proc/$pid/status")
 # what listing every file costs through FUSE alone, without the builds.
 sync; echo 2 > /proc/sys/vm/drop_caches 2>/dev/null || echo "could not drop the kernel's caches: find again is from them" >&2
 t=$(now); find "$mnt" -mindepth 2 -type f >/dev/null; again=$(since "$t")
-cp "$mnt/Latest.m3u" "$work/latest-built.m3u"
+cp "$mnt/Latest.m3u" "$work/latest-built.m3u" || : > "$work/latest-built.m3u"
 latest_all=$(grep -c '^#EXTINF' "$work/latest-built.m3u" || true)
 "$podfs" unmount "$mnt" >/dev/null
 show_list_kib=$(( $(stat -c %s "$cache/shows.json" 2>/dev/null || echo 0) / 1024 ))
@@ -201,14 +201,16 @@ show_list_kib=$(( $(stat -c %s "$cache/shows.json" 2>/dev/null || echo 0) / 1024
 # Latest.m3u read the moment a warm remount is ready: every show listed
 # and not built yet is built first (it lists the newest of each).
 out=$("$podfs" mount --cache-dir "$cache" --refresh off "$list" "$mnt" 2>>"$work/mount.err")
-t=$(now); cp "$mnt/Latest.m3u" "$work/latest-warm.m3u"; latest_time=$(since "$t")
+t=$(now); cp "$mnt/Latest.m3u" "$work/latest-warm.m3u" || : > "$work/latest-warm.m3u"; latest_time=$(since "$t")
 latest_warm=$(cmp -s "$work/latest-warm.m3u" "$work/latest-built.m3u" && echo same || echo differs)
+latest_warm="$latest_warm, $(grep -c '^#EXTINF' "$work/latest-warm.m3u" || true) entries"
 "$podfs" unmount "$mnt" >/dev/null
 # The same the moment a cold mount (a cache of its own) is ready: the shows
 # listed on arrival are built first.
 out=$("$podfs" mount --cache-dir "$work/cache-cold" --refresh off "$list" "$mnt" 2>>"$work/mount.err")
-t=$(now); cp "$mnt/Latest.m3u" "$work/latest-cold.m3u"; latest_cold_time=$(since "$t")
+t=$(now); cp "$mnt/Latest.m3u" "$work/latest-cold.m3u" || : > "$work/latest-cold.m3u"; latest_cold_time=$(since "$t")
 latest_cold=$(cmp -s "$work/latest-cold.m3u" "$work/latest-built.m3u" && echo same || echo differs)
+latest_cold="$latest_cold, $(grep -c '^#EXTINF' "$work/latest-cold.m3u" || true) entries"
 "$podfs" unmount "$mnt" >/dev/null
 
 awk -v feeds="$feeds" -v hosts="$hosts" -v delay="$delay" -v items="$items" -v curl="$curl_time" \
@@ -226,7 +228,7 @@ awk -v feeds="$feeds" -v hosts="$hosts" -v delay="$delay" -v items="$items" -v c
   printf "| warm remount, ls -l of one show right after ready | %.3f s (%d files) | |\n", wone, wonefiles
   printf "| warm remount, every file listed (find) | %.2f s (%d files; daemon CPU %.2f s) | |\n", wall, wfiles, wfcpu
   printf "| find again, every show built, kernel caches dropped | %.2f s | |\n", again
-  printf "| warm remount, cat Latest.m3u right after ready | %.2f s (%s, %d entries once every show is built) | the same |\n", ltime, lnow, lall
+  printf "| warm remount, cat Latest.m3u right after ready | %.2f s (%s; %d once every show is built) | the same |\n", ltime, lnow, lall
   printf "| cold (new cache), cat Latest.m3u right after ready | %.2f s (%s) | the same |\n", lctime, lcold
   printf "| shows.json (what a remount lists at once) | %d KiB | |\n", slkib
   printf "| peak RSS, cold, when every show was listed | %.1f MiB | |\n", lpeak / 1024

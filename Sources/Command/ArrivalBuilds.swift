@@ -24,7 +24,9 @@ final class ArrivalBuilds: Sendable {
     /// How long arrivals must pause before a batch is built (seconds).
     /// `PODFS_TEST_ARRIVAL_PAUSE` is for the integration tests only: a
     /// longer pause keeps shows listed and not built while a test acts.
-    static let pause = ProcessInfo.processInfo.environment["PODFS_TEST_ARRIVAL_PAUSE"].flatMap(Double.init) ?? 0.25
+    static let pause =
+        ProcessInfo.processInfo.environment["PODFS_TEST_ARRIVAL_PAUSE"].flatMap(Double.init)
+        .flatMap { $0.isFinite && $0 >= 0 && $0 <= 3600 ? $0 : nil } ?? 0.25
     /// Shows built in one batch (one registration, one install).
     static let batchSize = 16
 

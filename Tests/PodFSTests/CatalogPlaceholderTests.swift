@@ -29,13 +29,13 @@ import Testing
     }
 
     /// A feed of episodes `ages` hours old (the first titled "New ...").
-    private static func recentFeed(_ title: String, ages: [Int]) throws -> ParsedFeed {
+    private static func recentFeed(_ title: String, ages: [Int], now: Date = Date()) throws -> ParsedFeed {
         let formatter = DateFormatter()
         formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
         formatter.timeZone = TimeZone(identifier: "UTC")
         formatter.locale = Locale(identifier: "en_US_POSIX")
         let items = ages.enumerated().map { position, hours in
-            let date = formatter.string(from: Date().addingTimeInterval(-3600 * Double(hours)))
+            let date = formatter.string(from: now.addingTimeInterval(-3600 * Double(hours)))
             let name = position == 0 ? "New \(title)" : "\(title) \(position)"
             return """
                 <item><title>\(name)</title><guid>\(position)</guid><pubDate>\(date)</pubDate>
@@ -173,6 +173,29 @@ import Testing
             catalog.list(saved) { urls in _ = try? catalog.add(feeds.filter { urls.contains($0.url) }) }
             #expect(Self.text(catalog.latestPlaylist) == Self.text(first.latestPlaylist))
             #expect(!catalog.buildShowsForLatest())
+        }
+    }
+
+    /// Episodes of the same time keep the root's order of their shows,
+    /// whatever order the shows are built in: the playlist a remount lists
+    /// before building is the one it has after.
+    @Test func tiesKeepTheRootsOrderWhateverOrderShowsAreBuiltIn() throws {
+        try withIndex { index, logger in
+            let now = Date()
+            let feeds = try ["Alpha", "Beta", "Gamma"].enumerated().map { position, title in
+                (url: Self.urls[position], feed: try Self.recentFeed(title, ages: [5], now: now))
+            }
+            let first = try Catalog(feeds: feeds, index: index, logger: logger)
+            let catalog = try Catalog(feeds: [], index: index, logger: logger)
+            catalog.list(first.placeholdersToSave) { urls in
+                _ = try? catalog.add(feeds.filter { urls.contains($0.url) })
+            }
+            let listed = catalog.latestPlaylist
+            #expect(Self.text(listed) == Self.text(first.latestPlaylist))
+            for name in ["Gamma", "Alpha", "Beta"] {
+                _ = catalog.lookup(parent: Catalog.rootInode, name: name)
+                #expect(catalog.latestPlaylist === listed, "after \(name) was built")
+            }
         }
     }
 

@@ -66,18 +66,25 @@ extension Catalog.Tree {
             Playlist(inode: Catalog.latestPlaylistInode, name: LatestPlaylist.name, content: bytes, modificationTime: time))
     }
 
-    /// What `Latest.m3u` is made of: each show's part, then what each show
-    /// listed from the last mount and not built yet added then (its build
-    /// adds the same, so the kernel is told nothing new).
+    /// What `Latest.m3u` is made of, in the root's order (ties keep it): each
+    /// show's part, and what each show listed from the last mount and not
+    /// built yet added then (its build adds the same, in the same place, so
+    /// the kernel is told nothing new). `shows` is the truth: a show taken
+    /// out leaves it before `showsByURL` and `rootOrder`.
     var latestSources: [LatestPlaylist.Source] {
-        let built = shows.map { (folder: $0.name, entries: $0.latest) }
-        guard !placeholders.isEmpty else { return built }
-        return built
-            + rootOrder.compactMap { url in
-                guard let placeholder = placeholders[url], let latest = placeholder.latest, !latest.isEmpty else {
-                    return nil
-                }
-                return (folder: placeholder.name, entries: latest)
+        guard !rootOrder.isEmpty else { return shows.map { (folder: $0.name, entries: $0.latest) } }
+        var built = [String: Catalog.Show](minimumCapacity: shows.count)
+        for show in shows { built[show.feedURL] = show }
+        var sources: [LatestPlaylist.Source] = []
+        sources.reserveCapacity(rootOrder.count)
+        for url in rootOrder {
+            if let show = built.removeValue(forKey: url) {
+                sources.append((folder: show.name, entries: show.latest))
+            } else if let latest = placeholders[url]?.latest, !latest.isEmpty {
+                sources.append((folder: placeholders[url]!.name, entries: latest))
             }
+        }
+        // None is left out of the root's order; if one were, it comes last.
+        return sources + shows.filter { built[$0.feedURL] != nil }.map { (folder: $0.name, entries: $0.latest) }
     }
 }

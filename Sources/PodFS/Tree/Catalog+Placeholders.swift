@@ -104,9 +104,11 @@ extension Catalog {
     @discardableResult
     public func dropPlaceholder(url: String) -> Placeholder? {
         tree.withLock { tree in
-            guard let placeholder = tree.removePlaceholder(url: url) else { return nil }
-            tree.rootOrder.removeAll { $0 == url }
+            guard tree.placeholders[url] != nil else { return nil }
+            // The root's time first: a playlist left empty takes it.
             tree.rootChangedAt = Catalog.wallClock()
+            let placeholder = tree.removePlaceholder(url: url)
+            tree.rootOrder.removeAll { $0 == url }
             return placeholder
         }
     }
@@ -130,9 +132,12 @@ extension Catalog {
     /// the root's order.
     ///
     /// Each keeps what it adds to `Latest.m3u` now, and no more: an entry
-    /// left out is older than the 100 listed, and the window only drops
-    /// the oldest, so it could come back only if a show listed were taken
-    /// out before it is built (its build then tells the kernel).
+    /// left out is older than the 100 listed (or as old, and later in the
+    /// root's order), and the window drops the oldest first. So the next
+    /// mount's playlist is whole at once unless a show was taken out or
+    /// its feed changed meanwhile: then it is short of what that brings
+    /// until the shows are built (each build tells the kernel; opening
+    /// the playlist does not build them).
     public var placeholdersToSave: [Placeholder] {
         tree.withLock { tree in
             let sources = tree.latestSources

@@ -61,9 +61,9 @@ enum LatestPlaylist {
     ///
     /// A show's entries are newest first, ties in listing order
     /// (`entries(of:now:)`; others are put in that order first), so the
-    /// playlist is a merge of them that stops at `limit`: it is made again
-    /// at every show installed, and a sort of every show's entries each
-    /// time grew with the square of the shows.
+    /// playlist is a merge of them that stops at `limit`. It is made again
+    /// at every show installed: a look at each entry's order is left of
+    /// the sort of every entry each time.
     static func content(of shows: [Source], now: Int64) -> (bytes: [UInt8], newest: Int64?) {
         let picked = picks(of: shows, now: now)
         var text = "#EXTM3U\n"
