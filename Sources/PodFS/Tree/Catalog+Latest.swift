@@ -80,8 +80,8 @@ extension Catalog.Tree {
         for url in rootOrder {
             if let show = built.removeValue(forKey: url) {
                 sources.append((folder: show.name, entries: show.latest))
-            } else if let latest = placeholders[url]?.latest, !latest.isEmpty {
-                sources.append((folder: placeholders[url]!.name, entries: latest))
+            } else if let placeholder = placeholders[url], let latest = placeholder.latest, !latest.isEmpty {
+                sources.append((folder: placeholder.name, entries: latest))
             }
         }
         // None is left out of the root's order; if one were, it comes last.
