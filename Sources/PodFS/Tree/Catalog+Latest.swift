@@ -33,7 +33,7 @@ extension Catalog {
     /// Names no show folder may take in the root.
     static let reservedRootNames: Set<[UInt8]> = [Array(LatestPlaylist.name.utf8)]
 
-    /// `Latest.m3u` before any show is built.
+    /// `Latest.m3u` before the catalogue is made (then with the root's time).
     static let emptyLatestPlaylist = Playlist(
         inode: latestPlaylistInode, name: LatestPlaylist.name, content: Array("#EXTM3U\n".utf8), modificationTime: 0)
 }

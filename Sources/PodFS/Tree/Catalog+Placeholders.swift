@@ -92,9 +92,6 @@ extension Catalog {
             if tree.rootOrder.isEmpty { tree.rootOrder = tree.shows.map(\.feedURL) }
             tree.insert(placeholder)
             tree.rootChangedAt = Self.wallClock()
-            // A `Latest.m3u` that lists nothing has the root's time (once:
-            // a round lists a thousand shows this way).
-            if tree.shows.isEmpty, tree.latest === Catalog.emptyLatestPlaylist { tree.refreshLatest(now: Self.wallClock()) }
             return placeholder
         }
     }

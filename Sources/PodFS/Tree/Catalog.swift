@@ -181,12 +181,16 @@ public final class Catalog: Sendable {
         /// and is not listed while its feed's show is being built.
         var beingBuilt: [String: String] = [:]
 
+        /// When the tree was made (the mount's start).
+        let madeAt = Catalog.wallClock()
         /// The root folder's time: its newest show's, listed or built, and
-        /// at least `rootChangedAt`.
+        /// at least `rootChangedAt`; when the tree was made while it lists
+        /// nothing (not 1970).
         var rootTime: Int64 {
-            max(
+            let time = max(
                 shows.map(\.modificationTime).max() ?? 0, placeholders.values.map(\.modificationTime).max() ?? 0,
                 rootChangedAt)
+            return time > 0 ? time : madeAt
         }
     }
 
@@ -213,6 +217,10 @@ public final class Catalog: Sendable {
         self.index = index
         self.logger = logger
         try add(feeds)
+        // `Latest.m3u` with no show in it has the root's time.
+        tree.withLock { tree in
+            if tree.latest === Catalog.emptyLatestPlaylist { tree.refreshLatest(now: Catalog.wallClock()) }
+        }
     }
 
     // MARK: - Reading
