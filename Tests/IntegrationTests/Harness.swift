@@ -194,7 +194,6 @@ struct HarnessError: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
-/// A file for a child's output (a pipe could fill and block it).
 /// A process that keeps a file open, as a player holds its file, until
 /// `stop()` or the end of the holder's scope: podfs sees an open file
 /// throughout.
@@ -218,6 +217,7 @@ final class FileHolder {
     }
 }
 
+/// A file for a child's output (a pipe could fill and block it).
 final class TempFile {
     let path: String
     let handle: FileHandle

@@ -146,8 +146,7 @@ public final class EpisodeReader: Sendable {
             let inherited = stitches ? state.inheritStitching() : nil
             let effects = state.open(
                 handle: handle, reply: Episode.OpenToken(reply), now: monotonicSeconds(), feedLength: episode.feedLength,
-                tuning: tuning,
-                seenByKernel: !forKeeper)
+                tuning: tuning, seenByKernel: !forKeeper)
             return (inherited, effects)
         }
         if let inherited { known.stitchingShows.inherit(episode, reason: inherited) }

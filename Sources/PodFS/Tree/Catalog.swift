@@ -217,10 +217,9 @@ public final class Catalog: Sendable {
         self.index = index
         self.logger = logger
         try add(feeds)
-        // `Latest.m3u` with no show in it has the root's time.
-        tree.withLock { tree in
-            if tree.latest === Catalog.emptyLatestPlaylist { tree.refreshLatest(now: Catalog.wallClock()) }
-        }
+        // `Latest.m3u` with no show in it has the root's time (with shows,
+        // `add` made it, and this makes nothing).
+        tree.withLock { $0.refreshLatest(now: Catalog.wallClock()) }
     }
 
     // MARK: - Reading
