@@ -59,6 +59,34 @@ import Testing
         #expect(plan.kept.isEmpty && plan.order.isEmpty && plan.unfit.isEmpty && plan.keptBytes == 0)
     }
 
+    @Test func everyShowsCoverIsKeptAfterThePinsAndBeforeTheNewest() {
+        var a = show("a", count: 3)
+        a.cover = KeepPlan.Candidate(key: "a-cover", date: 0, size: 5)
+        var b = show("b", count: 3)
+        b.cover = KeepPlan.Candidate(key: "b-cover", date: 9 * 86_400, size: 0)
+        // With nothing to keep, the covers still are: in the shows' order,
+        // whatever their dates.
+        let none = KeepPlan(shows: [a, b], mountLatest: 0, settings: KeepSettings(), cap: nil)
+        #expect(none.kept == ["a-cover": .cover, "b-cover": .cover])
+        #expect(none.order == ["a-cover", "b-cover"])
+        #expect(none.keptBytes == 5)
+        let plan = KeepPlan(shows: [a, b], mountLatest: 1, settings: KeepSettings(pinned: ["b-1"]), cap: nil)
+        #expect(plan.order == ["b-1", "a-cover", "b-cover", "a-3", "b-3"])
+        #expect(plan.kept["b-1"] == .pinned && plan.kept["a-3"] == .latest)
+        // Two shows naming the same cover keep it once.
+        var c = show("c", count: 1)
+        c.cover = a.cover
+        #expect(KeepPlan(shows: [a, c], mountLatest: 0, settings: KeepSettings(), cap: nil).order == ["a-cover"])
+    }
+
+    @Test func aCoverCountsInTheCapLikeAnyKeptFile() {
+        var a = show("a", count: 2)
+        a.cover = KeepPlan.Candidate(key: "a-cover", date: 0, size: 25)
+        let plan = KeepPlan(shows: [a], mountLatest: 2, settings: KeepSettings(), cap: 30)
+        #expect(plan.kept == ["a-cover": .cover])
+        #expect(plan.unfit == ["a-2", "a-1"])
+    }
+
     @Test func aCapKeepsPinsThenTheNewestThatFit() {
         // 3 shows x newest 2, 10 bytes each = 60 bytes wanted, a pin of an
         // old one besides; a cap of 35 bytes holds the pin and the two

@@ -1,11 +1,11 @@
 public import RangeCache
 import ReadRules
 
-/// Which episodes a mount keeps complete offline, and why (docs/DESIGN.md,
-/// "Offline by policy"): the newest N of each show (the mount's N, or the
-/// show's own), and every pinned episode. A plain value made from the
-/// catalogue and the settings; the keeper downloads in its `order`, and
-/// eviction spares its `kept`.
+/// Which files a mount keeps complete offline, and why (docs/DESIGN.md,
+/// "Offline by policy"): every show's cover, the newest N episodes of each
+/// show (the mount's N, or the show's own), and every pinned episode. A
+/// plain value made from the catalogue and the settings; the keeper
+/// downloads in its `order`, and eviction spares its `kept`.
 ///
 /// Kept episodes count in the cache's cap. When they alone would pass it,
 /// pins come first, then the newest that fit; the rest are `unfit`, said
@@ -13,10 +13,13 @@ import ReadRules
 public struct KeepPlan: Sendable, Equatable {
     // MARK: - Nested types
 
-    /// Why an episode is kept (`user.podfs.kept`).
+    /// Why a file is kept (`user.podfs.kept` of an episode).
     public enum Reason: String, Sendable {
         case latest
         case pinned
+        /// A show's cover, whatever the settings: a few hundred KB that
+        /// give its real size to `ls -l` and the show's art offline.
+        case cover
     }
 
     /// An episode as the plan sees it.
@@ -34,15 +37,17 @@ public struct KeepPlan: Sendable, Equatable {
         }
     }
 
-    /// A show: its identity (`CacheScope.keyScope`) and episodes, in
-    /// listing order.
+    /// A show: its identity (`CacheScope.keyScope`), episodes in listing
+    /// order, and its cover if the feed names one.
     public struct Show: Sendable, Equatable {
         public var identity: String
         public var episodes: [Candidate]
+        public var cover: Candidate?
 
-        public init(identity: String, episodes: [Candidate]) {
+        public init(identity: String, episodes: [Candidate], cover: Candidate? = nil) {
             self.identity = identity
             self.episodes = episodes
+            self.cover = cover
         }
     }
 
@@ -54,7 +59,8 @@ public struct KeepPlan: Sendable, Equatable {
     /// Episodes that would be kept but do not fit the cap, most wanted
     /// first.
     public private(set) var unfit: [String] = []
-    /// The order to complete them in: pins, then newest first.
+    /// The order to complete them in: pins, then the covers in the shows'
+    /// order, then newest first.
     public private(set) var order: [String] = []
     /// Each show's N as it applies (its own, else the mount's), by identity.
     public private(set) var latest: [String: Int] = [:]
@@ -70,6 +76,7 @@ public struct KeepPlan: Sendable, Equatable {
         var wanted: [(candidate: Candidate, reason: Reason)] = []
         var seen = Set<String>()
         for show in shows {
+            if let cover = show.cover, seen.insert(cover.key).inserted { wanted.append((cover, .cover)) }
             let n = max(0, settings.showLatest[show.identity] ?? mountLatest)
             latest[show.identity] = n
             // Newest first; the listing's order breaks a tie.
@@ -83,11 +90,19 @@ public struct KeepPlan: Sendable, Equatable {
                 wanted.append((candidate, pinned ? .pinned : .latest))
             }
         }
-        // Pins first, then the newest; stable for equal dates.
+        // Pins first, then the covers (small, and seen by every listing) in
+        // the shows' order, then the newest; stable for equal dates.
+        let group: (Reason) -> Int = { reason in
+            switch reason {
+            case .pinned: 0
+            case .cover: 1
+            case .latest: 2
+            }
+        }
         let ranked = wanted.enumerated().sorted { a, b in
             let (x, y) = (a.element, b.element)
-            if (x.reason == .pinned) != (y.reason == .pinned) { return x.reason == .pinned }
-            if x.candidate.date != y.candidate.date { return x.candidate.date > y.candidate.date }
+            if group(x.reason) != group(y.reason) { return group(x.reason) < group(y.reason) }
+            if x.reason != .cover, x.candidate.date != y.candidate.date { return x.candidate.date > y.candidate.date }
             return a.offset < b.offset
         }.map(\.element)
         for (candidate, reason) in ranked {

@@ -62,8 +62,9 @@ extension Keeper {
             }
             let now = reader.fillProgress(episode)
             if now.holdsAll {
-                logger.info(
-                    "kept an episode offline: complete",
+                // A cover of each show would be a thousand lines.
+                logger.log(
+                    level: episode.isEpisode ? .info : .debug, "kept an episode offline: complete",
                     metadata: ["episode": "\(episode.name)", "bytes": "\(now.length ?? now.present)"])
                 return
             }
@@ -102,12 +103,23 @@ extension Keeper {
         return !reader.fillProgress(episode).streamsWhole
     }
 
+    /// Says why `episode` could not be completed and when it is tried
+    /// again: an episode in a minute; a cover (or a transcript or
+    /// chapters) in an hour, at notice level, as feeds often name art
+    /// their host no longer has, and a thousand shows' would fill the log.
     func fail(_ episode: Episode, why: String) {
-        logger.warning(
-            "could not keep an episode offline; trying again in a minute",
-            metadata: ["episode": "\(episode.name)", "reason": "\(why)"])
-        progress.withLock { $0.failedUntil[episode.key] = monotonicSeconds() + 60 }
+        let retry = episode.isEpisode ? Self.episodeRetry : Self.extraRetry
+        logger.log(
+            level: episode.isEpisode ? .warning : .notice,
+            "could not keep \(episode.isEpisode ? "an episode" : "a show's file") offline; trying again in \(episode.isEpisode ? "a minute" : "an hour")",
+            metadata: ["episode": "\(episode.name)", "reason": "\(why)", "url": .url(episode.url)])
+        progress.withLock { $0.failedUntil[episode.key] = monotonicSeconds() + retry }
     }
+
+    /// Seconds before a failed episode, or a failed cover, transcript or
+    /// chapters file, is tried again.
+    static let episodeRetry = 60.0
+    static let extraRetry = 3600.0
 
     /// Records how a download goes and writes the report.
     func note(_ episode: Episode, show: Catalog.Show, began: (time: Double, bytes: Int64), paused: Bool) {

@@ -303,8 +303,9 @@ public final class Keeper: Sendable {
     /// The plan for the shows as they are now, with these pins and Ns.
     private func makePlan(_ shows: [Catalog.Show], settings: KeepSettings) -> KeepPlan {
         // A show none of whose episodes can be kept (no latest, nothing
-        // pinned: the default) gives the plan no candidates; a thousand
-        // shows' 200,000 episodes were sorted at every plan for nothing.
+        // pinned: the default) gives the plan no episodes, only its cover;
+        // a thousand shows' 200,000 episodes were sorted at every plan for
+        // nothing.
         let candidates = shows.map { show in
             let identity = show.scope.keyScope
             let wanted = (settings.showLatest[identity] ?? mountLatest) > 0 || !settings.pinned.isEmpty
@@ -312,7 +313,8 @@ public final class Keeper: Sendable {
                 identity: identity,
                 episodes: wanted
                     ? show.episodes.map { KeepPlan.Candidate(key: $0.key, date: $0.modificationTime, size: $0.size) }
-                    : [])
+                    : [],
+                cover: show.cover.map { KeepPlan.Candidate(key: $0.key, date: $0.modificationTime, size: $0.size) })
         }
         return KeepPlan(
             shows: candidates, mountLatest: mountLatest, settings: settings, cap: keepRoom)
@@ -381,6 +383,7 @@ public final class Keeper: Sendable {
     /// The transcripts and chapters that go with `episode`: extras of its
     /// show published with it whose names begin with its name's stem.
     static func companions(of episode: Episode, in show: Catalog.Show) -> [Episode] {
+        guard episode.isEpisode else { return [] }
         let stem = episode.name.split(separator: ".", omittingEmptySubsequences: false).dropLast().joined(separator: ".")
         guard !stem.isEmpty else { return [] }
         return show.extras.filter { $0.modificationTime == episode.modificationTime && $0.name.hasPrefix(stem + ".") }

@@ -107,6 +107,7 @@ extension Catalog {
         var episodes: [Episode] = []
         episodes.reserveCapacity(files.count)
         var extras: [Episode] = []
+        var cover: Episode?
         let folder = Episode.Folder(inode: showInode, feedURL: url)
         for item in files {
             let episode: Episode
@@ -124,6 +125,7 @@ extension Catalog {
                 newFiles.append(episode)
             }
             if item.kind == .episode { episodes.append(episode) } else { extras.append(episode) }
+            if item.kind == .cover { cover = episode }
         }
         let content = content ?? layout.playlist()
         let playlist: Playlist
@@ -143,7 +145,7 @@ extension Catalog {
         byName[playlist.name] = .playlist(playlist)
         let show = Show(
             inode: showInode, name: name, feedURL: url, scope: layout.scope, modificationTime: showTime,
-            episodes: episodes, extras: extras, playlist: playlist,
+            episodes: episodes, extras: extras, cover: cover, playlist: playlist,
             latest: LatestPlaylist.entries(of: layout.episodes, now: Self.wallClock()), byName: byName,
             names: layout.names, listing: listing)
         return (show, newFiles)

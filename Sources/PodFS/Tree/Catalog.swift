@@ -33,6 +33,8 @@ public final class Catalog: Sendable {
         public let episodes: [Episode]
         /// Cover, transcripts and chapters, in listing order.
         public let extras: [Episode]
+        /// The cover among `extras`, if the feed names one.
+        public let cover: Episode?
         public let playlist: Playlist
         /// What it adds to the root's `Latest.m3u` (`LatestPlaylist`).
         let latest: [LatestPlaylist.Entry]
@@ -46,8 +48,8 @@ public final class Catalog: Sendable {
 
         init(
             inode: UInt64, name: String, feedURL: String, scope: CacheScope, modificationTime: Int64,
-            episodes: [Episode], extras: [Episode], playlist: Playlist, latest: [LatestPlaylist.Entry],
-            byName: [String: Node], names: [String: String], listing: UInt64
+            episodes: [Episode], extras: [Episode], cover: Episode?, playlist: Playlist,
+            latest: [LatestPlaylist.Entry], byName: [String: Node], names: [String: String], listing: UInt64
         ) {
             self.inode = inode
             self.name = name
@@ -56,6 +58,7 @@ public final class Catalog: Sendable {
             self.modificationTime = modificationTime
             self.episodes = episodes
             self.extras = extras
+            self.cover = cover
             self.playlist = playlist
             self.latest = latest
             self.byName = byName
