@@ -101,7 +101,6 @@ struct RefreshTests {
         #expect(try Self.listing(fixture) == expected.sorted())
         _ = try Harness.sh("ls -l '\(show)'")
         #expect(try fixture.origin.requests("t/e1.vtt") == 0, "ls -l must not fetch transcripts")
-        #expect(try fixture.origin.requests("art/cover.png") == 0, "ls -l must not fetch the cover")
 
         // Bytes equal the origin's, with cat and with cp.
         let copy = fixture.directory + "/copy"
@@ -179,6 +178,69 @@ struct RefreshTests {
         #expect(status.text.contains("last refresh: ok"), "\(status.text)")
         close(descriptor)
         heldOpen = false
+        try fixture.unmount()
+    }
+
+    /// Every show's cover is kept (docs/DESIGN.md, "Offline by policy"):
+    /// fetched once in the background, so `stat` shows its real size
+    /// before anything opens it (the kernel is told to drop the size it
+    /// was shown, 0, which it would keep 30 s), and it reads with the
+    /// origin gone. The episodes are not fetched (`keep_latest` is 0).
+    @Test func aShowsCoverIsKeptWithItsRealSizeBeforeAnythingOpensIt() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        let cover = Harness.bytes(count: 70_001, seed: 9)
+        try fixture.origin.put("art/cover.png", cover)
+        try fixture.origin.put("e1.mp3", Harness.bytes(count: 1000, seed: 1))
+        try fixture.origin.put("feed.xml", Self.feed([Item(guid: "g1", title: "One", day: 1, file: "e1.mp3")]))
+        // The cover's answer waits until the kernel has been shown size 0.
+        try fixture.origin.configure(#"{"hold_head": {"path": "/art/cover.png", "seconds": 120}}"#)
+        defer { _ = try? fixture.origin.clearFaults() }
+        try fixture.mount(waitFor: Self.listed(["One.mp3"]))
+        let path = "\(fixture.mountpoint)/\(Self.show)/cover.png"
+        let size = { try Harness.sh("stat -c %s '\(path)'").trimmingCharacters(in: .whitespacesAndNewlines) }
+        #expect(
+            try Harness.eventually { (try fixture.origin.stats()["held"] as? NSNumber)?.intValue ?? 0 >= 1 },
+            "the keeper asks for the cover without anything opening it; log: \(fixture.log().suffix(3000))")
+        #expect(try size() == "0", "the size before the origin answered")
+        try fixture.origin.release()
+        #expect(
+            try Harness.eventually(10) { try size() == "70001" },
+            "stat shows the real size without an open, long before the kernel's 30 s; log: \(fixture.log().suffix(3000))")
+        #expect(try Harness.eventually { try fixture.origin.bytesSent("art/cover.png") == 70_001 })
+        #expect(try fixture.origin.requests("art/cover.png") == 1, "one request for the whole cover")
+        #expect(try fixture.origin.requests("e1.mp3") == 0, "no episode is fetched")
+
+        // The origin gone: the cover is there, byte for byte.
+        try fixture.unmount()
+        fixture.origin.stop()
+        try fixture.mount(waitFor: Self.listed(["One.mp3"]))
+        #expect(try size() == "70001")
+        let copy = fixture.directory + "/cover-offline.png"
+        try Harness.sh("cp '\(path)' '\(copy)'")
+        #expect(FileManager.default.contents(atPath: copy) == cover)
+        try fixture.unmount()
+    }
+
+    /// A cover the host no longer has (a 404, as feeds often name) leaves
+    /// the show as it was, says why once at notice level and is asked for
+    /// again in an hour, not in a minute.
+    @Test func aCoverTheHostNoLongerHasIsSaidOnceAndNotAskedForAgainAtOnce() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        try fixture.origin.put("e1.mp3", Harness.bytes(count: 1000, seed: 1))
+        try fixture.origin.put("feed.xml", Self.feed([Item(guid: "g1", title: "One", day: 1, file: "e1.mp3")]))
+        try fixture.mount(waitFor: Self.listed(["One.mp3"]))
+        let line = "could not keep a show's file offline; trying again in an hour"
+        #expect(
+            Harness.eventually { fixture.log().contains(line) }, "log: \(fixture.log().suffix(3000))")
+        let asked = try fixture.origin.requests("art/cover.png")
+        #expect(asked >= 1, "the origin saw the cover asked for")
+        Thread.sleep(forTimeInterval: 3)
+        #expect(try fixture.origin.requests("art/cover.png") == asked, "not asked again within the hour")
+        #expect(fixture.log().components(separatedBy: line).count == 2, "said once")
+        let listing = try Self.listing(fixture)
+        #expect(listing.contains("cover.png") && listing.contains("2026-11-01 One.mp3"))
         try fixture.unmount()
     }
 

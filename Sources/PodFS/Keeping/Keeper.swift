@@ -5,7 +5,7 @@ public import Logging
 public import RangeCache
 import ReadRules
 
-/// Keeps the newest N episodes of each show, and the pinned ones, complete
+/// Keeps every show's cover, the newest N episodes of each show, and the pinned ones, complete
 /// offline (docs/DESIGN.md, "Offline by policy"), on a thread of its own.
 ///
 /// After the feeds load, after each refresh and each change of a setting,
