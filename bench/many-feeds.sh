@@ -5,8 +5,10 @@
 # show is listed, warm remount ready time, peak RSS per listed file, and the
 # time `curl --parallel` takes for the same feeds, each beside its target.
 #
-#   bench/many-feeds.sh [--feeds N] [--hosts H] [--delay-ms MS] [--seed S]
-#       defaults: 1000 feeds (20-400 items each), 10 hosts, 50 ms
+#   bench/many-feeds.sh [--feeds N] [--hosts H] [--delay-ms MS] [--seed S] [--covers KB]
+#       defaults: 1000 feeds (20-400 items each), 10 hosts, 50 ms, no covers
+#   --covers KB  gives each show a cover of KB KiB (its own URL): the mount
+#       keeps every cover, and the cold run also says when the last one is in
 #   PODFS_BENCH_BIN=PATH  runs that podfs instead of building this tree (before/after runs)
 #   PODFS_BENCH_PERF=FILE bench/many-feeds.sh   also records where the daemon's
 #       time goes until every show is listed (perf record -g; perf report -i FILE),
@@ -21,14 +23,15 @@ set -euo pipefail
 if [ -z "${PODFS_BENCH_NETNS:-}" ]; then
   exec env PODFS_BENCH_NETNS=1 unshare -n sh -c 'ip link set lo up && exec "$0" "$@"' "$0" "$@"
 fi
-feeds=1000; hosts=10; delay=50; seed=21
+feeds=1000; hosts=10; delay=50; seed=21; covers=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --feeds) feeds="$2"; shift 2 ;;
     --hosts) hosts="$2"; shift 2 ;;
     --delay-ms) delay="$2"; shift 2 ;;
     --seed) seed="$2"; shift 2 ;;
-    *) echo "usage: $0 [--feeds N] [--hosts H] [--delay-ms MS] [--seed S]" >&2; exit 2 ;;
+    --covers) covers="$2"; shift 2 ;;
+    *) echo "usage: $0 [--feeds N] [--hosts H] [--delay-ms MS] [--seed S] [--covers KB]" >&2; exit 2 ;;
   esac
 done
 repo="$(cd "$(dirname "$0")/.." && pwd)"
@@ -52,9 +55,17 @@ else
 fi
 
 # N feeds of 20-400 items, with show notes (text no file shows).
-python3 - "$www/f" "$feeds" "$seed" <<'PY'
-import random, sys, time, email.utils
-root, n, seed = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+python3 - "$www/f" "$feeds" "$seed" "$covers" <<'PY'
+import os, random, sys, time, email.utils
+root, n, seed, cover_kib = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+if cover_kib:
+    # One file of random bytes, a link to it per show: each show's cover
+    # has a URL (and a cache file) of its own.
+    os.makedirs(root + "/../c", exist_ok=True)
+    with open(root + "/../c/cover.bin", "wb") as fh:
+        fh.write(random.Random(seed).randbytes(cover_kib * 1024))
+    for f in range(n):
+        os.symlink("cover.bin", "%s/../c/%d.jpg" % (root, f))
 now = time.time()
 rng = random.Random(seed)
 months = "Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split()
@@ -66,6 +77,8 @@ for f in range(n):
     out = ['<?xml version="1.0" encoding="UTF-8"?>\n<rss version="2.0" '
            'xmlns:itunes="http://www.itunes.com/dtds/podcast-1.0.dtd"><channel>'
            '<title>Show %d</title><description>%s</description>\n' % (f, notes)]
+    if cover_kib:
+        out.append('<itunes:image href="{{BASE}}/c/%d.jpg"/>\n' % f)
     for i in reversed(range(items)):
         # Each show's newest 13 are a day apart, as a daily show's (shows a
         # minute apart: no ties), so Latest.m3u has 13,000 to choose from;
@@ -156,6 +169,15 @@ t1=$(now); one_files=$(ls -l "$mnt/$one_show" | grep -c '^-'); one_time=$(since 
 # Every file listed: find builds every show still waiting.
 files=$(find "$mnt" -mindepth 2 -type f | wc -l)
 cold_all=$(since "$t")
+# Every show's cover kept: stat shows its real size (nothing opens it).
+covers_in="-"
+if [ "$covers" -gt 0 ]; then
+  for _ in $(seq 3000); do
+    [ "$(find "$mnt" -mindepth 2 -name 'cover.jpg' -size +0 | wc -l)" -ge "$feeds" ] && break
+    sleep 0.1
+  done
+  covers_in="$(since "$t") s, $(find "$mnt" -mindepth 2 -name 'cover.jpg' -size +0 | wc -l) of $feeds"
+fi
 peak_kib=$(awk '/VmHWM/ {print $2}' "/proc/$pid/status")
 "$podfs" status --cache-dir "$cache" | sed -n 2p > "$work/summary"
 "$podfs" unmount "$mnt" >/dev/null
@@ -215,7 +237,7 @@ latest_cold="$latest_cold, $(grep -c '^#EXTINF' "$work/latest-cold.m3u" || true)
 
 awk -v feeds="$feeds" -v hosts="$hosts" -v delay="$delay" -v items="$items" -v curl="$curl_time" \
     -v cold="$cold" -v listed="$listed" -v warm="$warm" -v files="$files" -v peak="$peak_kib" \
-    -v cpu="$cpu" -v wcpu="$warm_cpu" -v ocurl="$origin_curl" -v olisted="$origin_listed" -v cores="$(nproc)" -v wpeak="$warm_peak_kib" -v wshows="$warm_shows" -v wall="$warm_all" -v wfiles="$warm_files" -v call="$cold_all" -v lpeak="$listed_peak_kib" -v again="$again" -v wone="$warm_one_time" -v wonefiles="$warm_one_files" -v wfcpu="$warm_find_cpu" -v lnow="$latest_warm" -v lall="$latest_all" -v ltime="$latest_time" -v lcold="$latest_cold" -v slkib="$show_list_kib" -v lctime="$latest_cold_time" -v one="$one_time" -v onefiles="$one_files" -v summary="$(cat "$work/summary")" 'BEGIN {
+    -v cpu="$cpu" -v wcpu="$warm_cpu" -v ocurl="$origin_curl" -v olisted="$origin_listed" -v cores="$(nproc)" -v wpeak="$warm_peak_kib" -v wshows="$warm_shows" -v wall="$warm_all" -v wfiles="$warm_files" -v call="$cold_all" -v lpeak="$listed_peak_kib" -v again="$again" -v wone="$warm_one_time" -v wonefiles="$warm_one_files" -v wfcpu="$warm_find_cpu" -v lnow="$latest_warm" -v lall="$latest_all" -v ltime="$latest_time" -v lcold="$latest_cold" -v slkib="$show_list_kib" -v lctime="$latest_cold_time" -v one="$one_time" -v onefiles="$one_files" -v coversin="$covers_in" -v coverkib="$covers" -v summary="$(cat "$work/summary")" 'BEGIN {
   allowed = 1.5 * curl; if (allowed < 3) allowed = 3
   target_kib = 64 * 1024 + files
   printf "podfs many-feeds bench: %d feeds (%d items) on %d hosts, +%d ms per request, plus a hanging host and a refusing port\n", feeds, items, hosts, delay
@@ -224,6 +246,7 @@ awk -v feeds="$feeds" -v hosts="$hosts" -v delay="$delay" -v items="$items" -v c
   printf "| every show listed | %.2f s (%.2f x curl) | <= 1.5 x curl, at least 3 s: %.2f s |\n", listed, listed / curl, allowed
   printf "| cold, ls -l of one show once every show was listed | %.3f s (%d files) | |\n", one, onefiles
   printf "| cold, every file listed (find, then) | %.2f s (%d files) | |\n", call, files
+  if (coverkib > 0) printf "| cold, every cover kept (%d KiB each; stat shows its size) | %s | |\n", coverkib, coversin
   printf "| warm remount ready | %.2f s (%d shows listed at once) | <= 0.5 s |\n", warm, wshows
   printf "| warm remount, ls -l of one show right after ready | %.3f s (%d files) | |\n", wone, wonefiles
   printf "| warm remount, every file listed (find) | %.2f s (%d files; daemon CPU %.2f s) | |\n", wall, wfiles, wfcpu

@@ -239,8 +239,33 @@ struct RefreshTests {
         Thread.sleep(forTimeInterval: 3)
         #expect(try fixture.origin.requests("art/cover.png") == asked, "not asked again within the hour")
         #expect(fixture.log().components(separatedBy: line).count == 2, "said once")
+        #expect(!fixture.log().contains("could not fetch episode bytes"), "no error line for a cover")
         let listing = try Self.listing(fixture)
         #expect(listing.contains("cover.png") && listing.contains("2026-11-01 One.mp3"))
+        try fixture.unmount()
+    }
+
+    /// A feed whose image names something larger than any artwork (a
+    /// video, by mistake or not) has it read only when opened: the keeper
+    /// stops at the probe, once the origin's size is known.
+    @Test func aCoverLargerThanAnyArtworkIsNotKept() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        let size = 17 * 1024 * 1024
+        try fixture.origin.put("art/cover.png", Harness.bytes(count: size, seed: 3))
+        try fixture.origin.put("e1.mp3", Harness.bytes(count: 1000, seed: 1))
+        try fixture.origin.put("feed.xml", Self.feed([Item(guid: "g1", title: "One", day: 1, file: "e1.mp3")]))
+        try fixture.mount(waitFor: Self.listed(["One.mp3"]))
+        #expect(
+            Harness.eventually { fixture.log().contains("a show's cover is larger than any artwork and is not kept offline") },
+            "log: \(fixture.log().suffix(3000))")
+        Thread.sleep(forTimeInterval: 1)
+        let sent = try fixture.origin.bytesSent("art/cover.png")
+        #expect(sent >= 1 && sent <= 1024 * 1024, "the probe's bytes, not the file's: \(sent)")
+        #expect(try fixture.origin.requests("art/cover.png") == 1)
+        // Opened, it reads whole with its real size, as any file.
+        let path = "\(fixture.mountpoint)/\(Self.show)/cover.png"
+        #expect(try Harness.sh("wc -c < '\(path)'").trimmingCharacters(in: .whitespacesAndNewlines) == "\(size)")
         try fixture.unmount()
     }
 

@@ -59,7 +59,7 @@ import Testing
         #expect(plan.kept.isEmpty && plan.order.isEmpty && plan.unfit.isEmpty && plan.keptBytes == 0)
     }
 
-    @Test func everyShowsCoverIsKeptAfterThePinsAndBeforeTheNewest() {
+    @Test func everyShowsCoverIsKeptAfterTheEpisodes() {
         var a = show("a", count: 3)
         a.cover = KeepPlan.Candidate(key: "a-cover", date: 0, size: 5)
         var b = show("b", count: 3)
@@ -70,21 +70,30 @@ import Testing
         #expect(none.kept == ["a-cover": .cover, "b-cover": .cover])
         #expect(none.order == ["a-cover", "b-cover"])
         #expect(none.keptBytes == 5)
+        #expect(!none.keepsEpisodes)
         let plan = KeepPlan(shows: [a, b], mountLatest: 1, settings: KeepSettings(pinned: ["b-1"]), cap: nil)
-        #expect(plan.order == ["b-1", "a-cover", "b-cover", "a-3", "b-3"])
+        #expect(plan.order == ["b-1", "a-3", "b-3", "a-cover", "b-cover"])
         #expect(plan.kept["b-1"] == .pinned && plan.kept["a-3"] == .latest)
+        #expect(plan.keepsEpisodes)
         // Two shows naming the same cover keep it once.
         var c = show("c", count: 1)
         c.cover = a.cover
         #expect(KeepPlan(shows: [a, c], mountLatest: 0, settings: KeepSettings(), cap: nil).order == ["a-cover"])
+        // A cover larger than any artwork is not kept.
+        var big = show("big", count: 1)
+        big.cover = KeepPlan.Candidate(key: "big-cover", date: 0, size: KeepPlan.largestCover + 1)
+        #expect(KeepPlan(shows: [a, big], mountLatest: 0, settings: KeepSettings(), cap: nil).order == ["a-cover"])
     }
 
-    @Test func aCoverCountsInTheCapLikeAnyKeptFile() {
+    @Test func aCoverCountsInTheCapAfterTheEpisodes() {
         var a = show("a", count: 2)
         a.cover = KeepPlan.Candidate(key: "a-cover", date: 0, size: 25)
         let plan = KeepPlan(shows: [a], mountLatest: 2, settings: KeepSettings(), cap: 30)
-        #expect(plan.kept == ["a-cover": .cover])
-        #expect(plan.unfit == ["a-2", "a-1"])
+        #expect(plan.kept == ["a-2": .latest, "a-1": .latest])
+        #expect(plan.unfit == ["a-cover"])
+        #expect(plan.keptBytes == 20)
+        let roomy = KeepPlan(shows: [a], mountLatest: 2, settings: KeepSettings(), cap: 45)
+        #expect(roomy.kept == ["a-2": .latest, "a-1": .latest, "a-cover": .cover])
     }
 
     @Test func aCapKeepsPinsThenTheNewestThatFit() {

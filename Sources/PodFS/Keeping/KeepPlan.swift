@@ -2,10 +2,10 @@ public import RangeCache
 import ReadRules
 
 /// Which files a mount keeps complete offline, and why (docs/DESIGN.md,
-/// "Offline by policy"): every show's cover, the newest N episodes of each
-/// show (the mount's N, or the show's own), and every pinned episode. A
-/// plain value made from the catalogue and the settings; the keeper
-/// downloads in its `order`, and eviction spares its `kept`.
+/// "Offline by policy"): the newest N episodes of each show (the mount's N,
+/// or the show's own), every pinned episode, and every show's cover up to
+/// `largestCover`. A plain value made from the catalogue and the settings;
+/// the keeper downloads in its `order`, and eviction spares its `kept`.
 ///
 /// Kept episodes count in the cache's cap. When they alone would pass it,
 /// pins come first, then the newest that fit; the rest are `unfit`, said
@@ -17,8 +17,9 @@ public struct KeepPlan: Sendable, Equatable {
     public enum Reason: String, Sendable {
         case latest
         case pinned
-        /// A show's cover, whatever the settings: a few hundred KB that
-        /// give its real size to `ls -l` and the show's art offline.
+        /// A show's cover, whatever the settings: a file the feed gives no
+        /// size for, kept so `ls -l` shows its real size and the show has
+        /// its art offline.
         case cover
     }
 
@@ -59,13 +60,16 @@ public struct KeepPlan: Sendable, Equatable {
     /// Episodes that would be kept but do not fit the cap, most wanted
     /// first.
     public private(set) var unfit: [String] = []
-    /// The order to complete them in: pins, then the covers in the shows'
-    /// order, then newest first.
+    /// The order to complete them in: pins, then newest first, then the
+    /// covers in the shows' order.
     public private(set) var order: [String] = []
     /// Each show's N as it applies (its own, else the mount's), by identity.
     public private(set) var latest: [String: Int] = [:]
     /// The bytes the kept episodes take when complete.
     public private(set) var keptBytes: Int64 = 0
+    /// Whether any episode is kept, not only covers: a thousand shows
+    /// keeping none need not be walked episode by episode.
+    public private(set) var keepsEpisodes = false
 
     // MARK: - Init
 
@@ -76,7 +80,9 @@ public struct KeepPlan: Sendable, Equatable {
         var wanted: [(candidate: Candidate, reason: Reason)] = []
         var seen = Set<String>()
         for show in shows {
-            if let cover = show.cover, seen.insert(cover.key).inserted { wanted.append((cover, .cover)) }
+            if let cover = show.cover, cover.size <= Self.largestCover, seen.insert(cover.key).inserted {
+                wanted.append((cover, .cover))
+            }
             let n = max(0, settings.showLatest[show.identity] ?? mountLatest)
             latest[show.identity] = n
             // Newest first; the listing's order breaks a tie.
@@ -90,13 +96,15 @@ public struct KeepPlan: Sendable, Equatable {
                 wanted.append((candidate, pinned ? .pinned : .latest))
             }
         }
-        // Pins first, then the covers (small, and seen by every listing) in
-        // the shows' order, then the newest; stable for equal dates.
+        // Pins first, then the newest, then the covers in the shows' order;
+        // stable for equal dates. Covers come last in the cap too: one
+        // never takes an episode's room, and a cover whose host does not
+        // answer never holds up an episode's download.
         let group: (Reason) -> Int = { reason in
             switch reason {
             case .pinned: 0
-            case .cover: 1
-            case .latest: 2
+            case .latest: 1
+            case .cover: 2
             }
         }
         let ranked = wanted.enumerated().sorted { a, b in
@@ -114,6 +122,7 @@ public struct KeepPlan: Sendable, Equatable {
             keptBytes = keptBytes.saturatingAdding(size)
             kept[candidate.key] = reason
             order.append(candidate.key)
+            if reason != .cover { keepsEpisodes = true }
         }
     }
 
@@ -153,6 +162,11 @@ public struct KeepPlan: Sendable, Equatable {
 
     /// The largest N a show or mount may ask for.
     public static let maximumLatest = 10_000
+
+    /// The largest cover kept (bytes): artwork of 3000 x 3000 pixels
+    /// takes a few MB at most; a feed whose image names something larger
+    /// (a video, by mistake or not) has it read only when opened.
+    public static let largestCover: Int64 = 16 * 1024 * 1024
 }
 
 extension KeepPlan {

@@ -53,9 +53,11 @@ extension Keeper {
                 close()
             }
             if handle == nil {
-                handle = reader.openForKeeping(episode, timeout: 60)
+                // A cover's host that does not answer holds a download
+                // thread for less.
+                handle = reader.openForKeeping(episode, timeout: episode.isEpisode ? 60 : 15)
                 guard handle != nil else {
-                    fail(episode, why: "it could not be opened (the origin did not answer)")
+                    fail(episode, why: "it could not be opened (the origin did not answer, or refused it)")
                     return
                 }
                 progress.withLock { $0.openByKeeper[episode.key] = episode }
@@ -66,6 +68,20 @@ extension Keeper {
                 logger.log(
                     level: episode.isEpisode ? .info : .debug, "kept an episode offline: complete",
                     metadata: ["episode": "\(episode.name)", "bytes": "\(now.length ?? now.present)"])
+                return
+            }
+            if !episode.isEpisode, let size = now.length ?? (now.present > KeepPlan.largestCover ? now.present : nil),
+                size > KeepPlan.largestCover
+            {
+                // The plan leaves it out once its size is known; one that
+                // streams without a length is not tried again this mount.
+                logger.notice(
+                    "a show's cover is larger than any artwork and is not kept offline; it is read when opened",
+                    metadata: [
+                        "episode": "\(episode.name)", "bytes": "\(size)", "largest.bytes": "\(KeepPlan.largestCover)",
+                        "url": .url(episode.url),
+                    ])
+                progress.withLock { $0.failedUntil[episode.key] = .infinity }
                 return
             }
             if !now.fetching {
@@ -104,13 +120,16 @@ extension Keeper {
     }
 
     /// Says why `episode` could not be completed and when it is tried
-    /// again: an episode in a minute; a cover (or a transcript or
-    /// chapters) in an hour, at notice level, as feeds often name art
-    /// their host no longer has, and a thousand shows' would fill the log.
+    /// again: an episode in a minute; a cover in an hour, at notice level
+    /// once a mount (debug after), as feeds often name art their host no
+    /// longer has, and a thousand shows' would fill the log.
     func fail(_ episode: Episode, why: String) {
+        // A fetch cut short by the unmount is no failure.
+        guard !isStopping else { return }
         let retry = episode.isEpisode ? Self.episodeRetry : Self.extraRetry
+        let firstTime = episode.isEpisode || progress.withLock { $0.failureSaid.insert(episode.key).inserted }
         logger.log(
-            level: episode.isEpisode ? .warning : .notice,
+            level: episode.isEpisode ? .warning : firstTime ? .notice : .debug,
             "could not keep \(episode.isEpisode ? "an episode" : "a show's file") offline; trying again in \(episode.isEpisode ? "a minute" : "an hour")",
             metadata: ["episode": "\(episode.name)", "reason": "\(why)", "url": .url(episode.url)])
         progress.withLock { $0.failedUntil[episode.key] = monotonicSeconds() + retry }

@@ -36,9 +36,12 @@ extension Keeper {
         public var shows: [Show]
         /// The downloads in progress, by episode name.
         public var downloading: [Download]
-        /// Every key kept from eviction: the next mount spares them until
-        /// it has planned their shows again.
+        /// Every key kept from eviction but the covers': the next mount
+        /// spares them until it has planned their shows again.
         public var keptKeys: [String]
+        /// The covers kept, the same way (`nil` in a report written before
+        /// covers were kept).
+        public var keptCovers: [String]?
     }
 
 
@@ -53,12 +56,13 @@ extension Keeper {
             let settings = settings.withLock { $0 }
             let unfit = Set(plan.unfit)
             let downloads = isStopping ? [] : progress.withLock { $0.downloads.values.compactMap { $0 } }
+            let kept = keptKeysByKind(plan)
             let report = Report(
                 keepLatest: mountLatest, keptBytes: plan.keptBytes, capBytes: cap,
                 shows: shows.map { show in
                     // Each filter only when something can match it (a
                     // thousand shows keeping nothing: 200,000 lookups a report).
-                    let kept = plan.kept.isEmpty ? [] : show.episodes.filter { plan.kept[$0.key] != nil }
+                    let kept = plan.keepsEpisodes ? show.episodes.filter { plan.kept[$0.key] != nil } : []
                     return Report.Show(
                         title: show.name, keepLatest: plan.latest[show.scope.keyScope] ?? mountLatest,
                         kept: kept.count, complete: kept.filter { reader.fillProgress($0).holdsAll }.count,
@@ -67,7 +71,7 @@ extension Keeper {
                         unfit: unfit.isEmpty ? [] : show.episodes.filter { unfit.contains($0.key) }.map(\.name))
                 },
                 downloading: downloads.sorted { $0.episode < $1.episode },
-                keptKeys: reader.keptKeys.sorted())
+                keptKeys: kept.keys.sorted(), keptCovers: kept.covers.sorted())
             let previous = progress.withLock { progress in
                 defer { progress.report = report }
                 return progress.report
@@ -85,11 +89,12 @@ extension Keeper {
         }
     }
 
-    /// The kept keys the last mount wrote in its report.
-    static func lastKeptKeys(reportPath: String?) -> Set<String> {
-        guard let reportPath, let data = FileManager.default.contents(atPath: reportPath) else { return [] }
+    /// The kept keys the last mount wrote in its report: the covers apart.
+    static func lastKeptKeys(reportPath: String?) -> (keys: Set<String>, covers: Set<String>) {
+        guard let reportPath, let data = FileManager.default.contents(atPath: reportPath) else { return ([], []) }
         let decoder = JSONDecoder()
         decoder.keyDecodingStrategy = .convertFromSnakeCase
-        return Set((try? decoder.decode(Report.self, from: data))?.keptKeys ?? [])
+        let report = try? decoder.decode(Report.self, from: data)
+        return (Set(report?.keptKeys ?? []), Set(report?.keptCovers ?? []))
     }
 }

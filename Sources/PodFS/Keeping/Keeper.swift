@@ -5,13 +5,14 @@ public import Logging
 public import RangeCache
 import ReadRules
 
-/// Keeps every show's cover, the newest N episodes of each show, and the pinned ones, complete
-/// offline (docs/DESIGN.md, "Offline by policy"), on a thread of its own.
+/// Keeps the newest N episodes of each show, the pinned ones and every
+/// show's cover complete offline (docs/DESIGN.md, "Offline by policy"), on
+/// a thread of its own.
 ///
 /// After the feeds load, after each refresh and each change of a setting,
-/// it plans (`KeepPlan`), keeps the plan's episodes from eviction, and
-/// completes them one at a time, pins first, then newest first: it opens
-/// an episode as a reader would and fills its gaps
+/// it plans (`KeepPlan`), keeps the plan's files from eviction, and
+/// completes them two at a time, pins first, then newest first, then the
+/// covers: it opens a file as a reader would and fills its gaps
 /// (`EpisodeReader.fillNext`). Its downloads give way to readers: while a
 /// reader's fetch of another episode is on its way, and for `quiet`
 /// seconds after, it closes its file, which stops its fill where the bytes
@@ -36,6 +37,8 @@ public final class Keeper: Sendable {
         var openByKeeper: [String: Episode] = [:]
         /// Other users' refusals are logged once as a warning.
         var refusalLogged = false
+        /// Covers whose failure was said: once a mount, then at debug level.
+        var failureSaid: Set<String> = []
     }
 
     // MARK: - Properties
@@ -66,8 +69,10 @@ public final class Keeper: Sendable {
     /// back since (at most one write a second).
     let writing = Locked<(last: Double, heldBack: Bool)>((-.infinity, false))
     /// Kept keys of the last mount (its report), kept from eviction until
-    /// their shows are built and planned again.
-    private let seed: Set<String>
+    /// their shows are built and planned again: covers apart, so that a
+    /// mount that kept only covers (the default) struck them off by each
+    /// show's cover, not by every key of every show.
+    private let seed: (keys: Set<String>, covers: Set<String>)
     /// Episodes completed at once: a round trip of one (its open, its
     /// fill's first byte) overlaps the other's bytes.
     private let workers = 2
@@ -95,10 +100,11 @@ public final class Keeper: Sendable {
             logger.error("could not read what to keep offline from the cache index", metadata: ["error": "\(error)"])
         }
         settings = Locked(loaded)
-        seed = Self.lastKeptKeys(reportPath: reportPath).union(loaded.pinned)
+        let last = Self.lastKeptKeys(reportPath: reportPath)
+        seed = (last.keys.union(loaded.pinned), last.covers)
         // Before any eviction of this mount: what the last one kept, and
         // the pins, are spared until the plan says otherwise.
-        reader.keep(seed)
+        reader.keep(seed.keys.union(seed.covers))
     }
 
     // MARK: - Methods
@@ -324,7 +330,7 @@ public final class Keeper: Sendable {
     /// eviction, says once which do not fit, and writes the report.
     private func publish(_ plan: KeepPlan, madeWith: KeepSettings, shows: [Catalog.Show]) {
         var keys = Set(plan.kept.keys)
-        if !plan.kept.isEmpty {
+        if plan.keepsEpisodes {
             for show in shows {
                 for episode in show.episodes where plan.kept[episode.key] != nil {
                     keys.formUnion(Self.companions(of: episode, in: show).map(\.key))
@@ -333,10 +339,15 @@ public final class Keeper: Sendable {
         }
         // What the last mount kept of shows not built yet stays kept: their
         // plan comes when they are (`KeepPlan.stillSpared`).
-        let showsLeftToBuild = !seed.isEmpty && !catalog.placeholderURLs.isEmpty
+        let showsLeftToBuild =
+            !(seed.keys.isEmpty && seed.covers.isEmpty) && !catalog.placeholderURLs.isEmpty
         keys.formUnion(
-            KeepPlan.stillSpared(lastKept: seed, showsLeftToBuild: showsLeftToBuild, builtShows: shows) { show in
+            KeepPlan.stillSpared(lastKept: seed.keys, showsLeftToBuild: showsLeftToBuild, builtShows: shows) { show in
                 [show.episodes, show.extras].joined().lazy.map(\.key)
+            })
+        keys.formUnion(
+            KeepPlan.stillSpared(lastKept: seed.covers, showsLeftToBuild: showsLeftToBuild, builtShows: shows) { show in
+                show.cover.map { [$0.key] } ?? []
             })
         reader.keep(keys)
         let newlyUnfit = progress.withLock { progress in
@@ -346,8 +357,19 @@ public final class Keeper: Sendable {
             progress.reportedUnfit = Set(plan.unfit)
             return new
         }
-        if !newlyUnfit.isEmpty {
-            let names = shows.flatMap(\.episodes).filter { newlyUnfit.contains($0.key) }.map(\.name)
+        let unfit = Set(newlyUnfit)
+        let unfitCovers = unfit.isEmpty ? [] : shows.filter { $0.cover.map { unfit.contains($0.key) } ?? false }
+        if !unfitCovers.isEmpty {
+            logger.notice(
+                "shows' covers do not fit the cache's cap beside the kept episodes and are not kept; raise cache_size",
+                metadata: [
+                    "covers": "\(unfitCovers.count)",
+                    "shows": "\(unfitCovers.prefix(5).map(\.name).joined(separator: "; "))",
+                ])
+        }
+        let names =
+            unfit.count == unfitCovers.count ? [] : shows.flatMap(\.episodes).filter { unfit.contains($0.key) }.map(\.name)
+        if !names.isEmpty {
             logger.warning(
                 "episodes to keep offline do not fit the cache's cap and are not kept; raise cache_size or keep fewer",
                 metadata: [
@@ -358,6 +380,14 @@ public final class Keeper: Sendable {
         writeReport(plan: plan, shows: shows)
     }
 
+    /// The keys kept from eviction now, the covers' apart (the report's).
+    func keptKeysByKind(_ plan: KeepPlan) -> (keys: Set<String>, covers: Set<String>) {
+        var keys = reader.keptKeys
+        let covers = keys.filter { plan.kept[$0] == .cover || seed.covers.contains($0) }
+        keys.subtract(covers)
+        return (keys, covers)
+    }
+
     /// The first episode of the plan's order not yet complete (nor failed
     /// a moment ago), with its show.
     private func nextEpisode(
@@ -365,8 +395,11 @@ public final class Keeper: Sendable {
     ) -> (episode: Episode, show: Catalog.Show)? {
         var byKey: [String: (Episode, Catalog.Show)] = [:]
         for show in shows {
-            for episode in show.episodes where plan.kept[episode.key] != nil { byKey[episode.key] = (episode, show) }
-            for episode in show.extras { byKey[episode.key] = (episode, show) }
+            // A thousand shows keeping only covers: no walk of their episodes.
+            if plan.keepsEpisodes {
+                for episode in show.episodes where plan.kept[episode.key] != nil { byKey[episode.key] = (episode, show) }
+            }
+            if let cover = show.cover, plan.kept[cover.key] != nil { byKey[cover.key] = (cover, show) }
         }
         let now = monotonicSeconds()
         let failed = progress.withLock { $0.failedUntil.filter { $0.value > now } }

@@ -274,8 +274,10 @@ extension EpisodeReader {
                 "could not check a recently read episode with its origin; its first open will ask again",
                 metadata: ["episode.url": .url(episode.url), "error": "\(failure.message)"])
         } else if let failure {
-            logger.error(
-                "could not fetch episode bytes",
+            // A cover the keeper fetches is said by the keeper, once
+            // (feeds often name art their host no longer has).
+            logger.log(
+                level: fetch.forKeeper && !episode.isEpisode ? .debug : .error, "could not fetch episode bytes",
                 metadata: ["episode.url": .url(episode.url), "error": "\(failure.message)"])
         }
         let (effects, target) = episode.state.withLock { state in
