@@ -172,8 +172,10 @@ cold_all=$(since "$t")
 # Every show's cover kept: stat shows its real size (nothing opens it).
 covers_in="-"
 if [ "$covers" -gt 0 ]; then
-  for _ in $(seq 3000); do
+  # At most 120 s: a build that keeps no cover says "0 of N" then.
+  for _ in $(seq 600); do
     [ "$(find "$mnt" -mindepth 2 -name 'cover.jpg' -size +0 | wc -l)" -ge "$feeds" ] && break
+    [ "$(since "$t" | cut -d. -f1)" -ge 120 ] && break
     sleep 0.1
   done
   covers_in="$(since "$t") s, $(find "$mnt" -mindepth 2 -name 'cover.jpg' -size +0 | wc -l) of $feeds"
