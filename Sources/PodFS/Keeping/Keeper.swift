@@ -77,8 +77,8 @@ public final class Keeper: Sendable {
     /// fill's first byte) overlaps the other's bytes.
     private let workers = 2
     /// Covers fetched at once (they come after the episodes): each is a
-    /// round trip and a few hundred KB, so two at a time took a thousand
-    /// shows 40 s at 50 ms, round trips rather than bytes.
+    /// round trip and a few hundred KB, so a thousand shows' covers two at
+    /// a time wait on round trips, not on bytes.
     private let coverWorkers = 8
 
     // MARK: - Init
