@@ -120,9 +120,10 @@ extension Keeper {
     }
 
     /// Says why `episode` could not be completed and when it is tried
-    /// again: an episode in a minute; a cover in an hour, at notice level
-    /// once a mount (debug after), as feeds often name art their host no
-    /// longer has, and a thousand shows' would fill the log.
+    /// again: an episode in a minute; a cover (or a kept episode's
+    /// transcript or chapters) in an hour, at notice level once a mount
+    /// (debug after), as feeds often name art their host no longer has,
+    /// and a thousand shows' would fill the log.
     func fail(_ episode: Episode, why: String) {
         // A fetch cut short by the unmount is no failure.
         guard !isStopping else { return }
