@@ -200,15 +200,22 @@ struct CacheReport: Encodable {
         return try? decoder.decode(Keeper.Report.self, from: data)
     }
 
-    /// `Kept offline: ...`, a line per show that keeps any, and the
-    /// download in progress. Nothing when nothing is kept.
+    /// `Kept offline: ...`, a line per show that keeps any, the covers,
+    /// and the downloads in progress. Nothing when nothing is kept.
     static func keepingText(_ report: Keeper.Report) -> String {
         let shows = report.shows.filter { $0.kept > 0 || $0.keepLatest > 0 || !$0.pinned.isEmpty || !$0.unfit.isEmpty }
-        guard !shows.isEmpty || report.keepLatest > 0 else { return "" }
-        var out = "Kept offline: newest \(report.keepLatest) per show"
-        out += ", \(CacheMaintenance.bytes(report.keptBytes)) when complete"
-        if let cap = report.capBytes { out += " (cap \(CacheMaintenance.bytes(cap)))" }
-        out += "\n"
+        let covers = report.covers ?? 0
+        guard !shows.isEmpty || report.keepLatest > 0 || covers > 0 else { return "" }
+        var out = ""
+        if !shows.isEmpty || report.keepLatest > 0 {
+            out += "Kept offline: newest \(report.keepLatest) per show"
+            out += ", \(CacheMaintenance.bytes(report.keptBytes)) when complete"
+            if let cap = report.capBytes { out += " (cap \(CacheMaintenance.bytes(cap)))" }
+            out += "\n"
+        }
+        if covers > 0 {
+            out += "Covers kept offline: \(report.coversComplete ?? 0) of \(covers) complete\n"
+        }
         for show in shows {
             out += "  \(TerminalText.clean(show.title)): newest \(show.keepLatest), \(show.complete) of \(show.kept) complete"
             if !show.pinned.isEmpty {

@@ -210,6 +210,12 @@ struct RefreshTests {
         #expect(try Harness.eventually { try fixture.origin.bytesSent("art/cover.png") == 70_001 })
         #expect(try fixture.origin.requests("art/cover.png") == 1, "one request for the whole cover")
         #expect(try fixture.origin.requests("e1.mp3") == 0, "no episode is fetched")
+        // The status says so (the report is written within a second).
+        #expect(
+            try Harness.eventually(10) {
+                try Harness.run(Harness.podfs, ["status", "--cache-dir", fixture.cacheDirectory]).text
+                    .contains("Covers kept offline: 1 of 1 complete")
+            }, "\((try? Harness.run(Harness.podfs, ["status", "--cache-dir", fixture.cacheDirectory]).text) ?? "")")
 
         // The origin gone: the cover is there, byte for byte.
         try fixture.unmount()

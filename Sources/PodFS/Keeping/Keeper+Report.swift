@@ -42,6 +42,9 @@ extension Keeper {
         /// The covers kept, the same way (`nil` in a report written before
         /// covers were kept).
         public var keptCovers: [String]?
+        /// Covers the plan keeps, and how many of them are complete.
+        public var covers: Int?
+        public var coversComplete: Int?
     }
 
 
@@ -57,6 +60,7 @@ extension Keeper {
             let unfit = Set(plan.unfit)
             let downloads = isStopping ? [] : progress.withLock { $0.downloads.values.compactMap { $0 } }
             let kept = keptKeysByKind(plan)
+            let covers = shows.compactMap { show in show.cover.flatMap { plan.kept[$0.key] == .cover ? $0 : nil } }
             let report = Report(
                 keepLatest: mountLatest, keptBytes: plan.keptBytes, capBytes: cap,
                 shows: shows.map { show in
@@ -71,7 +75,8 @@ extension Keeper {
                         unfit: unfit.isEmpty ? [] : show.episodes.filter { unfit.contains($0.key) }.map(\.name))
                 },
                 downloading: downloads.sorted { $0.episode < $1.episode },
-                keptKeys: kept.keys.sorted(), keptCovers: kept.covers.sorted())
+                keptKeys: kept.keys.sorted(), keptCovers: kept.covers.sorted(), covers: covers.count,
+                coversComplete: covers.count { reader.fillProgress($0).holdsAll })
             let previous = progress.withLock { progress in
                 defer { progress.report = report }
                 return progress.report
