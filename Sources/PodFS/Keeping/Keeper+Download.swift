@@ -70,9 +70,9 @@ extension Keeper {
                     metadata: ["episode": "\(episode.name)", "bytes": "\(now.length ?? now.present)"])
                 return
             }
-            if !episode.isEpisode, let size = now.length ?? (now.present > KeepPlan.largestCover ? now.present : nil),
-                size > KeepPlan.largestCover
-            {
+            // Its size, or the bytes of a stream that gives none.
+            let size = now.length ?? now.present
+            if !episode.isEpisode, size > KeepPlan.largestCover {
                 // The plan leaves it out once its size is known; one that
                 // streams without a length is not tried again this mount.
                 logger.notice(
