@@ -133,6 +133,22 @@ extension EpisodeRules.State {
         return startProbe(range: first..<first + 1, minimumFetch: 1)
     }
 
+    /// A check of an episode whose size nobody has told: its feed gives no
+    /// length and the origin was never asked (docs/DESIGN.md, "Real
+    /// sizes"). One byte, the first, whose head tells the length, so a
+    /// `stat` shows the real size before anything opens the file. `nil`
+    /// when the length is known, the host stitches per request or proves
+    /// nothing (its answer would be one variant's), or anything is open,
+    /// waiting or on its way (an open's own probe tells the size).
+    public mutating func startSizeCheck() -> ProbeStart? {
+        guard length == nil, unstable == nil, !finalLinkGone, probeID == nil, fetches.isEmpty, openWaiters.isEmpty,
+            handles.isEmpty
+        else {
+            return nil
+        }
+        return startProbe(range: 0..<1, minimumFetch: 1)
+    }
+
     /// The size a `stat` shows and for how long the kernel may keep it: the
     /// origin's size for `timeout`; the feed's claim for `timeout` too
     /// until the episode is opened (nothing can contradict it before), then

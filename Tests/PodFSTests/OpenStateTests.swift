@@ -268,6 +268,55 @@ import Testing
         #expect(state.startMountCheck() == nil, "one check at a time")
     }
 
+    /// An episode whose feed gives no length: its first byte is asked for
+    /// before anything opens it, and the head's length is the size a
+    /// `stat` shows, the kernel's copy dropped.
+    @Test func aSizeCheckAsksForTheFirstByteAndTellsTheLength() throws {
+        var state = Episode.State()
+        #expect(state.sizeShown(feedLength: nil, timeout: 30, now: 0).size == 0)
+        let started = state.startSizeCheck()
+        let check = try #require(started)
+        #expect(check.range == 0..<1)
+        #expect(state.startSizeCheck() == nil, "one check at a time")
+        let head = FetchHead(
+            status: 206, rangeFirst: 0, rangeLast: 0, total: 5 * mib, contentLength: 1, etag: "\"v1\"",
+            lastModified: nil, effectiveURL: "http://o/a.mp3")
+        let context = Episode.State.HeadContext(now: 10, feedLength: nil, isBackground: true, holdingIndexLock: true)
+        let (_, transition) = state.head(id: check.id, head, start: 0, last: 0, total: 5 * mib, context: context)
+        #expect(
+            transition.then.contains { if case .invalidateKernel = $0 { true } else { false } },
+            "the kernel's size 0 is dropped")
+        #expect(state.sizeShown(feedLength: nil, timeout: 30, now: 10) == (5 * mib, 30))
+        _ = state.bodyArrived(id: check.id, count: 1)
+        _ = [UInt8(0)].withUnsafeBytes { byte in
+            state.bodyWritten(id: check.id, range: 0..<1, generation: 0, written: true, bytes: byte, spillLimit: 1)
+        }
+        _ = state.fetchEnded(id: check.id, error: nil, attempt: 1, tuning: tuning)
+        _ = state.fetchSettled(id: check.id, failure: nil, isBackground: true, minimumFetch: tuning.minimumFetch)
+        #expect(state.fetches.isEmpty && state.present.count == 1)
+        #expect(state.startSizeCheck() == nil, "its size is known: never asked again")
+        // Opened soon after, it opens at once on that version.
+        let opened = state.open(handle: 1, reply: Episode.OpenToken.fake(), now: 20, feedLength: nil, tuning: tuning)
+        #expect(answers(opened).map(\.handle) == [1] && probes(opened).isEmpty)
+    }
+
+    /// Nothing is asked of an episode whose size an open is already
+    /// asking, and a check that failed leaves it unsized, to ask again.
+    @Test func aSizeCheckWaitsForNothingElseAndAFailedOneLeavesItUnsized() throws {
+        var state = Episode.State()
+        _ = state.open(handle: 1, reply: Episode.OpenToken.fake(), now: 0, feedLength: nil, tuning: tuning)
+        #expect(state.startSizeCheck() == nil, "an open's probe tells the size")
+
+        var unsized = Episode.State()
+        let started = unsized.startSizeCheck()
+        let check = try #require(started)
+        let refused = FetchError(isTransient: false, isUnreachable: false, message: "HTTP 403")
+        _ = unsized.fetchEnded(id: check.id, error: refused, attempt: 1, tuning: tuning)
+        _ = unsized.fetchSettled(id: check.id, failure: refused, isBackground: true, minimumFetch: tuning.minimumFetch)
+        #expect(unsized.length == nil && unsized.fetches.isEmpty)
+        #expect(unsized.startSizeCheck()?.range == 0..<1)
+    }
+
     // MARK: - Release
 
     @Test func aClosingStreamerLeavesItsPlace() {
