@@ -18,16 +18,18 @@ import Testing
         return sent
     }
 
-    @Test func theNewestGoFirstAcrossShowsFourAtATime() {
+    @Test func aShowsFirstCheckGoesAloneThenTheNewestGoFourAtATime() {
         var checks = SizeChecks()
-        checks.replan(episodes("a", [1, 5, 3]) + episodes("b", [4, 2, 6]))
-        #expect(drain(&checks, now: 0) == ["b-6", "a-5", "b-4", "a-3"])
-        #expect(checks.next(now: 0) == nil, "at most four on their way")
-        checks.ended("a-5", sized: true, now: 1)
-        #expect(checks.next(now: 1)?.key == "b-2")
-        for key in ["b-6", "b-4", "a-3", "b-2"] { checks.ended(key, sized: true, now: 2) }
-        #expect(drain(&checks, now: 2) == ["a-1"])
-        checks.ended("a-1", sized: true, now: 3)
+        checks.replan(episodes("a", [1, 5, 3, 7]) + episodes("b", [4, 2, 6]))
+        // One a show until its host answers with a byte.
+        #expect(drain(&checks, now: 0) == ["a-7", "b-6"])
+        checks.ended("a-7", .sized, now: 1)
+        checks.ended("b-6", .sized, now: 1)
+        #expect(drain(&checks, now: 1) == ["a-5", "b-4", "a-3", "b-2"], "newest first across shows")
+        #expect(checks.next(now: 1) == nil, "at most four on their way")
+        checks.ended("a-5", .sized, now: 2)
+        #expect(checks.next(now: 2)?.key == "a-1")
+        for key in ["b-4", "a-3", "b-2", "a-1"] { checks.ended(key, .sized, now: 3) }
         #expect(checks.isIdle(now: 3))
     }
 
@@ -37,15 +39,16 @@ import Testing
         #expect(checks.next(now: 0)?.key == "a-2")
         // A refresh lists a newer episode; "a-2" is still on its way.
         checks.replan(episodes("a", [1, 2, 3]))
-        #expect(drain(&checks, now: 0) == ["a-3", "a-1"])
-        #expect(!checks.isIdle(now: 0))
+        #expect(checks.next(now: 0) == nil, "the show's first check is on its way")
+        checks.ended("a-2", .sized, now: 1)
+        #expect(drain(&checks, now: 1) == ["a-3", "a-1"])
     }
 
     @Test func aFailedEpisodeIsAskedAgainAfterTheRetryOnly() {
         var checks = SizeChecks()
         checks.replan(episodes("a", [1]))
         _ = checks.next(now: 0)
-        checks.ended("a-1", sized: false, now: 10)
+        checks.ended("a-1", .failed, now: 10)
         #expect(checks.next(now: 11) == nil)
         #expect(checks.isIdle(now: 11), "nothing to do until the retry")
         checks.replan(episodes("a", [1]))
@@ -55,28 +58,48 @@ import Testing
 
     @Test func aShowWhoseChecksKeepFailingRestsWhileOthersGoOn() {
         var checks = SizeChecks()
-        checks.replan(episodes("dead", [10, 9, 8, 7, 6]) + episodes("live", [1, 2]))
-        #expect(drain(&checks, now: 0) == ["dead-10", "dead-9", "dead-8", "dead-7"])
-        #expect(checks.ended("dead-10", sized: false, now: 1) == nil)
-        #expect(checks.ended("dead-9", sized: false, now: 1) == nil)
-        #expect(checks.ended("dead-8", sized: false, now: 1) == "dead", "the third failure in a row rests the show")
-        // Its other episodes wait; the live show's go.
-        #expect(drain(&checks, now: 2) == ["live-2", "live-1"])
-        checks.ended("dead-7", sized: true, now: 3)
-        checks.ended("live-2", sized: true, now: 3)
-        checks.ended("live-1", sized: true, now: 3)
-        #expect(checks.isIdle(now: 3))
-        #expect(drain(&checks, now: 1 + SizeChecks.retry) == ["dead-10", "dead-9", "dead-8", "dead-6"])
+        checks.replan(episodes("dead", [10, 9, 8, 7]) + episodes("live", [1, 2]))
+        #expect(drain(&checks, now: 0) == ["dead-10", "live-2"])
+        #expect(checks.ended("dead-10", .failed, now: 1) == nil)
+        #expect(drain(&checks, now: 1) == ["dead-9"], "the dead show's next, alone; the live one's waits for its first")
+        #expect(checks.ended("dead-9", .failed, now: 2) == nil)
+        #expect(drain(&checks, now: 2) == ["dead-8"])
+        #expect(checks.ended("dead-8", .failed, now: 3) == "dead", "the third failure in a row rests the show")
+        #expect(drain(&checks, now: 3).isEmpty, "nothing of the resting show")
+        checks.ended("live-2", .sized, now: 4)
+        #expect(drain(&checks, now: 4) == ["live-1"])
+        checks.ended("live-1", .sized, now: 5)
+        #expect(checks.isIdle(now: 5))
+        #expect(drain(&checks, now: 3 + SizeChecks.retry) == ["dead-10"], "after the rest, one at a time again")
     }
 
     @Test func aSuccessEndsARunOfFailures() {
         var checks = SizeChecks()
         checks.replan(episodes("a", [1, 2, 3, 4, 5, 6]))
-        _ = drain(&checks, now: 0)
-        checks.ended("a-6", sized: false, now: 1)
-        checks.ended("a-5", sized: false, now: 1)
-        checks.ended("a-4", sized: true, now: 1)
-        #expect(checks.ended("a-3", sized: false, now: 1) == nil, "two failures, a success, one failure: no rest")
-        #expect(drain(&checks, now: 1) == ["a-2", "a-1"])
+        #expect(drain(&checks, now: 0) == ["a-6"])
+        checks.ended("a-6", .sized, now: 1)
+        #expect(drain(&checks, now: 1) == ["a-5", "a-4", "a-3", "a-2"])
+        checks.ended("a-5", .failed, now: 2)
+        checks.ended("a-4", .failed, now: 2)
+        checks.ended("a-3", .sized, now: 2)
+        #expect(checks.ended("a-2", .failed, now: 2) == nil, "two failures, a success, one failure: no rest")
+        #expect(drain(&checks, now: 2) == ["a-1"])
+    }
+
+    @Test func aHostThatSendsWholeEpisodesRestsItsShowAtOnce() {
+        var checks = SizeChecks()
+        checks.replan(episodes("whole", [1, 2, 3]))
+        #expect(drain(&checks, now: 0) == ["whole-3"])
+        #expect(checks.ended("whole-3", .whole, now: 1) == "whole", "the size is told, the show rests")
+        #expect(checks.isIdle(now: 1))
+        #expect(checks.next(now: 1 + SizeChecks.retry)?.key == "whole-2")
+    }
+
+    @Test func aCheckNotSentFreesItsPlace() {
+        var checks = SizeChecks()
+        checks.replan(episodes("a", [1, 2]))
+        #expect(checks.next(now: 0)?.key == "a-2")
+        checks.dropped("a-2")
+        #expect(checks.next(now: 0)?.key == "a-1")
     }
 }

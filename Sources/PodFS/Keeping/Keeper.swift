@@ -80,6 +80,8 @@ public final class Keeper: Sendable {
     /// round trip and a few hundred KB, so a thousand shows' covers two at
     /// a time wait on round trips, not on bytes.
     private let coverWorkers = 8
+    /// Asks origins for the sizes feeds leave out, beside the downloads.
+    private let sizer: Sizer
 
     // MARK: - Init
 
@@ -97,6 +99,7 @@ public final class Keeper: Sendable {
         self.reportPath = reportPath
         self.logger = logger
         self.quiet = quiet
+        sizer = Sizer(catalog: catalog, reader: reader, logger: logger, quiet: quiet)
         var loaded = KeepSettings()
         do {
             loaded = try index.keepSettings()
@@ -129,12 +132,14 @@ public final class Keeper: Sendable {
         thread.name = "podfs.keeper"
         thread.stackSize = 1 << 20
         thread.start()
+        sizer.start()
     }
 
     /// Stops the thread, its download's fill where it is; waits for it.
     public func stop() {
         stopping.withLock { $0 = true }
         wake.signal()
+        sizer.stop()
         guard started.withLock({ $0 }) else { return }
         ended.wait()
         // Nothing downloads once the mount is gone.
@@ -144,6 +149,7 @@ public final class Keeper: Sendable {
     /// Plans again soon: feeds changed.
     public func poke() {
         wake.signal()
+        sizer.poke()
     }
 
     /// A show's N as it applies, and whether it is the show's own.

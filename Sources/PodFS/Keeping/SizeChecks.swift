@@ -1,10 +1,14 @@
 /// Which episodes' sizes are asked of their origins, in what order and how
 /// many at once (docs/DESIGN.md, "Real sizes"): the episodes whose feed
 /// gives no length and whose origin never told it, newest first across
-/// shows, `concurrent` at a time. A show whose checks fail
-/// `failuresBeforeRest` times in a row rests for `retry` seconds (a dead
-/// host holds no check of any other show), and a failed episode is asked
-/// again after `retry` seconds. Pure: the keeper's `Sizer` drives it.
+/// shows, `concurrent` at a time. Pure: the keeper's `Sizer` drives it.
+///
+/// A show's checks go one at a time until one is answered with its byte
+/// (its host answers Range), then with the others. A show whose checks
+/// fail `failuresBeforeRest` times in a row rests for `retry` seconds (a
+/// dead host holds no check of another show), and so does one whose host
+/// answered with a whole episode (it ignores Range: each check would cost
+/// a response cut short). A failed episode is asked again after `retry`.
 struct SizeChecks {
     // MARK: - Nested types
 
@@ -14,6 +18,17 @@ struct SizeChecks {
         var key: String
         var show: String
         var date: Int64
+    }
+
+    /// How a check ended.
+    enum Answer {
+        /// The size, with the byte asked for.
+        case sized
+        /// The size, from a response with the whole episode (cut short).
+        case whole
+        /// No size: an error, a refusal, no answer in time, or a host that
+        /// proves nothing.
+        case failed
     }
 
     // MARK: - Properties
@@ -32,25 +47,27 @@ struct SizeChecks {
     private var failedUntil: [String: Double] = [:]
     private var restingUntil: [String: Double] = [:]
     private var failuresInARow: [String: Int] = [:]
+    /// Shows whose host answered a check with its byte.
+    private var proven: Set<String> = []
 
     // MARK: - Methods
 
     /// The episodes whose size is unknown now (the catalogue's): they wait
     /// in order, newest first, except those on their way.
     mutating func replan(_ candidates: [Candidate]) {
-        waiting = candidates.filter { onTheirWay[$0.key] == nil }
-            .sorted(by: Self.before)
+        waiting = candidates.filter { onTheirWay[$0.key] == nil }.sorted(by: Self.before)
     }
 
     /// The next check to send at `now`, if one may go: at most
-    /// `concurrent` on their way; not an episode that failed, nor one of a
-    /// resting show, within `retry` seconds.
+    /// `concurrent` on their way, one a show until its host is proven; not
+    /// an episode that failed, nor one of a resting show, within `retry`.
     mutating func next(now: Double) -> Candidate? {
         guard onTheirWay.count < Self.concurrent else { return nil }
+        let proven = proven
+        let busy = Set(onTheirWay.values.filter { !proven.contains($0.show) }.map(\.show))
         guard
             let index = waiting.lastIndex(where: { candidate in
-                (failedUntil[candidate.key] ?? -.infinity) <= now
-                    && (restingUntil[candidate.show] ?? -.infinity) <= now
+                isDue(candidate, now: now) && !busy.contains(candidate.show)
             })
         else { return nil }
         let candidate = waiting.remove(at: index)
@@ -58,40 +75,60 @@ struct SizeChecks {
         return candidate
     }
 
-    /// The check of `key` ended at `now`: `sized` when its length is known.
-    /// Returns the show's identity when it starts to rest now.
+    /// The check of `key` ended at `now` with `answer`. Returns the show's
+    /// identity when it starts to rest now.
     @discardableResult
-    mutating func ended(_ key: String, sized: Bool, now: Double) -> String? {
+    mutating func ended(_ key: String, _ answer: Answer, now: Double) -> String? {
         guard let candidate = onTheirWay.removeValue(forKey: key) else { return nil }
-        if sized {
-            failuresInARow[candidate.show] = nil
-            failedUntil[key] = nil
+        let show = candidate.show
+        switch answer {
+        case .sized:
+            proven.insert(show)
+            failuresInARow[show] = nil
             return nil
+        case .whole:
+            failuresInARow[show] = nil
+            return rest(show, now: now)
+        case .failed:
+            failedUntil[key] = now + Self.retry
+            // Asked again once `retry` has passed, in its turn.
+            waiting.insert(candidate, at: waiting.firstIndex { Self.before(candidate, $0) } ?? waiting.endIndex)
+            let failures = failuresInARow[show, default: 0] + 1
+            guard failures >= Self.failuresBeforeRest else {
+                failuresInARow[show] = failures
+                return nil
+            }
+            failuresInARow[show] = nil
+            return rest(show, now: now)
         }
-        failedUntil[key] = now + Self.retry
-        // Asked again once `retry` has passed, in its turn.
-        waiting.insert(candidate, at: waiting.firstIndex { Self.before(candidate, $0) } ?? waiting.endIndex)
-        let failures = failuresInARow[candidate.show, default: 0] + 1
-        guard failures >= Self.failuresBeforeRest else {
-            failuresInARow[candidate.show] = failures
-            return nil
-        }
-        failuresInARow[candidate.show] = nil
-        restingUntil[candidate.show] = now + Self.retry
-        return candidate.show
+    }
+
+    /// Drops `key` from the checks on their way: nothing was asked (it was
+    /// sized meanwhile, or opened).
+    mutating func dropped(_ key: String) {
+        onTheirWay[key] = nil
+    }
+
+    /// Whether nothing is on its way and nothing may be sent before `now`.
+    func isIdle(now: Double) -> Bool {
+        onTheirWay.isEmpty && !waiting.contains { isDue($0, now: now) }
+    }
+
+    // MARK: - Private methods
+
+    private mutating func rest(_ show: String, now: Double) -> String {
+        proven.remove(show)
+        restingUntil[show] = now + Self.retry
+        return show
+    }
+
+    private func isDue(_ candidate: Candidate, now: Double) -> Bool {
+        (failedUntil[candidate.key] ?? -.infinity) <= now && (restingUntil[candidate.show] ?? -.infinity) <= now
     }
 
     /// Whether `a` is asked after `b` (`waiting`'s order): older, or of
     /// the same time with a later key.
     private static func before(_ a: Candidate, _ b: Candidate) -> Bool {
         (a.date, b.key) < (b.date, a.key)
-    }
-
-    /// Whether nothing is on its way and nothing may be sent before `now`.
-    func isIdle(now: Double) -> Bool {
-        guard onTheirWay.isEmpty else { return false }
-        return !waiting.contains { candidate in
-            (failedUntil[candidate.key] ?? -.infinity) <= now && (restingUntil[candidate.show] ?? -.infinity) <= now
-        }
     }
 }

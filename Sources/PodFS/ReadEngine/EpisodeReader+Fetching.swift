@@ -269,7 +269,12 @@ extension EpisodeReader {
     /// failed, and carries out `Episode.State.fetchSettled`.
     func settle(_ fetch: Fetch, failure: FetchError?) {
         let episode = fetch.episode
-        if let failure, fetch.isBackground {
+        if let failure, fetch.isBackground, fetch.forKeeper {
+            // A size check: the sizer says it once a show (`Sizer`).
+            logger.debug(
+                "could not learn an episode's size from its origin",
+                metadata: ["episode.url": .url(episode.url), "error": "\(failure.message)"])
+        } else if let failure, fetch.isBackground {
             logger.info(
                 "could not check a recently read episode with its origin; its first open will ask again",
                 metadata: ["episode.url": .url(episode.url), "error": "\(failure.message)"])

@@ -99,3 +99,16 @@ extension EpisodeReader {
         eviction.kept.withLock { $0 = keys }
     }
 }
+
+extension EpisodeReader {
+    /// Asks the origin for the size of `episode`, whose feed gives none
+    /// (`Episode.State.startSizeCheck`): one byte, in the background, one
+    /// of the cache's own fetches (a reader's do not wait for it). Its
+    /// progress is `fillProgress`'s. Returns whether a check went out.
+    func checkSize(_ episode: Episode) -> Bool {
+        known.meet(episode)
+        guard let probe = episode.state.withLock({ $0.startSizeCheck() }) else { return false }
+        carryOut([.check(probe)], of: episode, EffectContext(forKeeper: true))
+        return true
+    }
+}

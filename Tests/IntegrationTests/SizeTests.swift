@@ -1,0 +1,141 @@
+import Foundation
+import Testing
+
+/// Episodes whose feed gives no length (docs/DESIGN.md, "Real sizes"):
+/// their sizes are asked of the origin in the background, one byte each,
+/// through a real mount against the test origin.
+@Suite(.serialized, .needsRoot)
+struct SizeTests {
+    // MARK: - Helpers
+
+    private static let show = "Sizes Show"
+
+    /// A feed of `files` (file name, enclosure's length attribute or
+    /// `nil` for none), one a day from 2026-11-01, newest first.
+    private static func feed(_ files: [(String, String?)]) -> Data {
+        var body = ""
+        for (index, (file, length)) in files.enumerated() {
+            let day = files.count - index
+            body += """
+                <item><title>Episode \(day)</title><guid>g\(day)</guid>
+                <pubDate>\(String(format: "Sun, %02d Nov 2026 10:00:00 GMT", day))</pubDate>
+                <enclosure url="{{BASE}}/\(file)"\(length.map { " length=\"\($0)\"" } ?? "") type="audio/mpeg"/>
+                </item>
+
+                """
+        }
+        return Data(
+            """
+            <?xml version="1.0" encoding="UTF-8"?>
+            <rss version="2.0"><channel><title>\(show)</title>
+            \(body)</channel></rss>
+            """.utf8)
+    }
+
+    private static func path(_ fixture: Fixture, day: Int) -> String {
+        "\(fixture.mountpoint)/\(show)/2026-11-\(String(format: "%02d", day)) Episode \(day).mp3"
+    }
+
+    private static func size(_ path: String) throws -> String {
+        try Harness.sh("stat -c %s '\(path)'").trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    // MARK: - Tests
+
+    /// Three episodes, two with no length and one with length="0": before
+    /// anything opens them, `stat` shows each one's real size, learned from
+    /// one request of one byte each; the kernel's 0 is dropped at once, not
+    /// after its 30 s; the sizes stay after a remount with the origin gone,
+    /// and a read of a whole episode fetches each byte once.
+    @Test func episodesWhoseFeedGivesNoLengthShowTheirRealSizeBeforeAnythingOpensThem() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        let sizes = [1_234_567, 2_000_001, 700_003]
+        let files = ["a.mp3", "b.mp3", "c.mp3"]
+        for (file, size) in zip(files, sizes) {
+            try fixture.origin.put(file, Harness.bytes(count: size, seed: UInt64(size)))
+        }
+        try fixture.origin.put("feed.xml", Self.feed([("a.mp3", nil), ("b.mp3", nil), ("c.mp3", "0")]))
+        // The newest episode's answer waits until the kernel has been
+        // shown size 0.
+        try fixture.origin.configure(#"{"hold_head": {"path": "/a.mp3", "seconds": 120}}"#)
+        defer { _ = try? fixture.origin.clearFaults() }
+        try fixture.mount(waitFor: .paths(["\(Self.show)/2026-11-03 Episode 3.mp3"]))
+        let newest = Self.path(fixture, day: 3)
+        #expect(
+            try Harness.eventually { (try fixture.origin.stats()["held"] as? NSNumber)?.intValue ?? 0 >= 1 },
+            "the size is asked without anything opening the file; log: \(fixture.log().suffix(3000))")
+        #expect(try Self.size(newest) == "0", "the size before the origin answered")
+        try fixture.origin.release()
+        #expect(
+            try Harness.eventually(10) { try Self.size(newest) == "1234567" },
+            "stat shows the origin's size long before the kernel's 30 s; log: \(fixture.log().suffix(3000))")
+        #expect(try Harness.eventually(10) { try Self.size(Self.path(fixture, day: 2)) == "2000001" })
+        #expect(try Harness.eventually(10) { try Self.size(Self.path(fixture, day: 1)) == "700003" })
+        for file in files {
+            #expect(try fixture.origin.requests(file) == 1, "one check of \(file)")
+            #expect(try Harness.eventually { try fixture.origin.bytesSent(file) == 1 }, "one byte of \(file)")
+        }
+        #expect(
+            Harness.eventually { fixture.log().contains("asked origins for the sizes their feeds leave out") },
+            "log: \(fixture.log().suffix(3000))")
+        // Read whole, the file is the origin's and no byte came twice.
+        let copy = fixture.directory + "/b-copy.mp3"
+        try Harness.sh("cp '\(Self.path(fixture, day: 2))' '\(copy)'")
+        #expect(FileManager.default.contents(atPath: copy) == Harness.bytes(count: 2_000_001, seed: 2_000_001))
+        #expect(try fixture.origin.bytesSent("b.mp3") == 2_000_001, "each byte once")
+
+        // The origin gone: the sizes are the index's.
+        try fixture.unmount()
+        fixture.origin.stop()
+        try fixture.mount(waitFor: .paths(["\(Self.show)/2026-11-03 Episode 3.mp3"]))
+        #expect(try Self.size(newest) == "1234567")
+        #expect(try Self.size(Self.path(fixture, day: 1)) == "700003")
+        try fixture.unmount()
+    }
+
+    /// A host that answers no check (404s) has its show's checks stop after
+    /// three failures in a row, one at a time, said once; the listing is
+    /// whole and the sizes stay 0.
+    @Test func aShowWhoseChecksFailRestsAndIsSaidOnce() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        let files = (1...8).map { ("gone\($0).mp3", String?.none) }
+        try fixture.origin.put("feed.xml", Self.feed(files))
+        try fixture.mount(waitFor: .paths(["\(Self.show)/2026-11-08 Episode 8.mp3"]))
+        let line = "stopped asking a show's origin for the sizes its feed leaves out"
+        #expect(Harness.eventually { fixture.log().contains(line) }, "log: \(fixture.log().suffix(3000))")
+        Thread.sleep(forTimeInterval: 2)
+        let asked = try files.reduce(0) { $0 + (try fixture.origin.requests($1.0)) }
+        #expect(asked == 3, "three failures, one at a time: \(asked)")
+        #expect(fixture.log().components(separatedBy: line).count == 2, "said once")
+        #expect(!fixture.log().contains("could not fetch episode bytes"), "no error line for a check")
+        #expect(try Self.size(Self.path(fixture, day: 8)) == "0")
+        let listed = try Harness.sh("ls -1 '\(fixture.mountpoint)/\(Self.show)' | grep -c 'mp3$'")
+        #expect(listed.trimmingCharacters(in: .whitespacesAndNewlines) == "8")
+        try fixture.unmount()
+    }
+
+    /// A host that ignores Range answers a check with the whole episode:
+    /// the size is learned from its head and the response cut short, and
+    /// the show's checks rest after that one, said once.
+    @Test func aHostThatIgnoresRangeHasItsShowsChecksStopAfterOne() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        let size = 3_000_000
+        let files = (1...6).map { ("whole\($0).mp3", String?.none) }
+        for (file, _) in files { try fixture.origin.put(file, Harness.bytes(count: size, seed: 5)) }
+        try fixture.origin.configure(#"{"ignore_range": "*"}"#)
+        defer { _ = try? fixture.origin.clearFaults() }
+        try fixture.origin.put("feed.xml", Self.feed(files))
+        try fixture.mount(waitFor: .paths(["\(Self.show)/2026-11-06 Episode 6.mp3"]))
+        let line = "stopped asking a show's origin for the sizes its feed leaves out"
+        #expect(Harness.eventually { fixture.log().contains(line) }, "log: \(fixture.log().suffix(3000))")
+        Thread.sleep(forTimeInterval: 2)
+        let asked = try files.map { try fixture.origin.requests($0.0) }
+        #expect(asked == [1, 0, 0, 0, 0, 0], "one check, of the newest (the feed's first): \(asked)")
+        #expect(try Self.size(Self.path(fixture, day: 6)) == "\(size)", "the newest's size, from its head")
+        #expect(fixture.log().components(separatedBy: line).count == 2, "said once")
+        try fixture.unmount()
+    }
+}
