@@ -26,6 +26,9 @@ extension EpisodeRules.State {
         /// Files the kernel has open on it (a reader's; not the cache's own,
         /// the keeper's and a scan's fetch ahead).
         public internal(set) var openFiles: Int = 0
+        /// The origin answered a request for a range with the whole
+        /// episode.
+        public internal(set) var ignoresRange = false
     }
 
     // MARK: - Events
@@ -100,6 +103,7 @@ extension EpisodeRules.State {
         return FillProgress(
             present: present.count, length: length, fetching: fetching,
             holdsAll: length.map { present.contains(0..<$0) } ?? false, streamsWhole: unstable != nil,
-            openFiles: handles.values.filter { $0.opener == .kernel }.count)
+            openFiles: handles.values.filter { $0.opener == .kernel }.count,
+            ignoresRange: warned.contains(.ignoresRange))
     }
 }

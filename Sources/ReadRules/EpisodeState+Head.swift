@@ -127,17 +127,22 @@ extension EpisodeRules.State {
                 was: version, now: answer, confirmedInThisMount: validated, status: head.status,
                 askedRange: progress.cursor > 0 || progress.upper < total)
             ?? (Self.unproven(answer) && !holdsEveryByte ? Self.noValidator : nil)
+        // Before the version is taken, which answers the opens.
+        let sizeOnly = id == sizeCheck && openWaiters.isEmpty && validation.provisional.isEmpty
         let (durable, taken, invalidate, dropped, early) = takeVersion(
             answer, of: head, id: id, total: total, changed: changed, restarting: restarting, context: context)
         var then = taken
+        if id == sizeCheck { sizeCheck = nil }
+        // A size check's is said by the sizer, once a show.
         if head.status == 200, progress.cursor > 0 || progress.upper < total, !changed,
-            warned.insert(.ignoresRange).inserted
+            warned.insert(.ignoresRange).inserted, !sizeOnly
         {
             then.append(.logIgnoresRange)
         }
         // A mount's check answered with the whole episode (a new version,
-        // or an origin that ignores Range) wants its head only.
-        let bodyWanted = !(context.isBackground && head.status == 200)
+        // or an origin that ignores Range) wants its head only; so does a
+        // size check no open joined (`startSizeCheck`).
+        let bodyWanted = !(context.isBackground && head.status == 200) && !sizeOnly
         progress.fit(status: head.status, start: start, last: last, total: total, bodyWanted: bodyWanted)
         progress.generation = generation
         // A strong ETag vouches for the bytes; without one, the overlap

@@ -135,18 +135,24 @@ extension EpisodeRules.State {
 
     /// A check of an episode whose size nobody has told: its feed gives no
     /// length and the origin was never asked (docs/DESIGN.md, "Real
-    /// sizes"). One byte, the first, whose head tells the length, so a
-    /// `stat` shows the real size before anything opens the file. `nil`
-    /// when the length is known, the host stitches per request or proves
-    /// nothing (its answer would be one variant's), or anything is open,
-    /// waiting or on its way (an open's own probe tells the size).
+    /// sizes"). It asks for the first byte; its head tells the length and
+    /// validators, so a `stat` shows the real size before anything opens
+    /// the file, and it keeps no byte (`head`): one byte's overlap would
+    /// "prove" a host that stitches per request behind a weak validator
+    /// serves one variant, where the first read's response is the first
+    /// with bytes, as for an episode never checked. `nil` when the length
+    /// is known, the host stitches per request or proves nothing (its
+    /// answer would be one variant's), or anything is open, waiting or on
+    /// its way (an open's own probe tells the size).
     public mutating func startSizeCheck() -> ProbeStart? {
         guard length == nil, unstable == nil, !finalLinkGone, probeID == nil, fetches.isEmpty, openWaiters.isEmpty,
             handles.isEmpty
         else {
             return nil
         }
-        return startProbe(range: 0..<1, minimumFetch: 1)
+        let probe = startProbe(range: 0..<1, minimumFetch: 1)
+        sizeCheck = probe.id
+        return probe
     }
 
     /// The size a `stat` shows and for how long the kernel may keep it: the

@@ -324,6 +324,10 @@ extension EpisodeRules {
         /// The last fetch id handed out; ids are the episode's own.
         var lastFetchID: UInt64 = 0
 
+        /// The size check on its way (`startSizeCheck`), if any: its head
+        /// tells the length and keeps no byte, unless an open joined it.
+        var sizeCheck: UInt64?
+
         init() {}
 
         /// A state made after `stat`s showed the feed's claimed size, which

@@ -83,7 +83,7 @@ struct SizeTests {
         let copy = fixture.directory + "/b-copy.mp3"
         try Harness.sh("cp '\(Self.path(fixture, day: 2))' '\(copy)'")
         #expect(FileManager.default.contents(atPath: copy) == Harness.bytes(count: 2_000_001, seed: 2_000_001))
-        #expect(try fixture.origin.bytesSent("b.mp3") == 2_000_001, "each byte once")
+        #expect(try fixture.origin.bytesSent("b.mp3") == 2_000_001 + 1, "each byte once, and the check's, not kept")
 
         // The origin gone: the sizes are the index's.
         try fixture.unmount()
@@ -138,4 +138,48 @@ struct SizeTests {
         #expect(fixture.log().components(separatedBy: line).count == 2, "said once")
         try fixture.unmount()
     }
+
+    /// A host that stitches ads per request: the size check keeps none of
+    /// the variant's bytes, so the first read's response is the first with
+    /// bytes and the rules that keep variants apart hold as for an episode
+    /// never checked. Read whole, the file is exactly one variant. With an
+    /// ETag and a length per response, the check tells one variant's
+    /// size; behind one fixed weak ETag (which proves nothing) it tells
+    /// none, as the first open's probe would not.
+    @Test(arguments: [("per_request", false, true), ("weak_fixed", true, false)])
+    func aStitchingHostsEpisodeReadsAsOneVariantAfterItsSizeCheck(etag: String, sameLength: Bool, sized: Bool) throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        let data = Harness.bytes(count: 3_000_000, seed: 77)
+        let adBytes = 65_536
+        try fixture.origin.put("a.mp3", data)
+        try fixture.origin.put("feed.xml", Self.feed([("a.mp3", nil)]))
+        try fixture.origin.configure(
+            "{\"stitch\": {\"/a.mp3\": {\"mode\": \"same_url\", \"etag\": \"\(etag)\", \"ads\": \"midroll\", "
+                + "\"ad_bytes\": \(adBytes), \"same_length\": \(sameLength)}}}")
+        defer { _ = try? fixture.origin.clearFaults() }
+        try fixture.mount(waitFor: .paths(["\(Self.show)/2026-11-01 Episode 1.mp3"]))
+        let path = Self.path(fixture, day: 1)
+        #expect(try Harness.eventually(10) { try fixture.origin.variants("a.mp3") == 1 }, "the check's response")
+        if sized {
+            #expect(
+                try Harness.eventually(10) { try Self.size(path) != "0" },
+                "sized by its check; log: \(fixture.log().suffix(3000))")
+        } else {
+            Thread.sleep(forTimeInterval: 1)
+            #expect(try Self.size(path) == "0", "a weak ETag proves nothing: no size")
+        }
+        #expect(try fixture.origin.variants("a.mp3") == 1, "one response so far, the check's")
+        let copy = fixture.directory + "/copy.mp3"
+        #expect(try Harness.run("/bin/sh", ["-c", "cat '\(path)' > '\(copy)'"], timeout: 120).status == 0)
+        let copied = (try? Data(contentsOf: URL(fileURLWithPath: copy))) ?? Data()
+        let issued = try fixture.origin.variants("a.mp3")
+        let matches = (1...max(1, issued)).filter {
+            TestOrigin.midrollVariant($0, of: data, adBytes: adBytes, sameLength: sameLength) == copied
+        }
+        #expect(matches.count == 1, "one variant whole: \(copied.count) bytes, \(issued) variants issued")
+        #expect(try Self.size(path) == "\(copied.count)", "stat shows the size of the variant read")
+        try fixture.unmount()
+    }
 }
+

@@ -269,35 +269,57 @@ import Testing
     }
 
     /// An episode whose feed gives no length: its first byte is asked for
-    /// before anything opens it, and the head's length is the size a
-    /// `stat` shows, the kernel's copy dropped.
-    @Test func aSizeCheckAsksForTheFirstByteAndTellsTheLength() throws {
+    /// before anything opens it; the head's length is the size a `stat`
+    /// shows, the kernel's copy dropped, and no byte is kept (the first
+    /// read's response is the first with bytes).
+    @Test func aSizeCheckTellsTheLengthAndKeepsNoByte() throws {
         var state = Episode.State()
         #expect(state.sizeShown(feedLength: nil, timeout: 30, now: 0).size == 0)
         let started = state.startSizeCheck()
         let check = try #require(started)
         #expect(check.range == 0..<1)
         #expect(state.startSizeCheck() == nil, "one check at a time")
-        let head = FetchHead(
-            status: 206, rangeFirst: 0, rangeLast: 0, total: 5 * mib, contentLength: 1, etag: "\"v1\"",
-            lastModified: nil, effectiveURL: "http://o/a.mp3")
-        let context = Episode.State.HeadContext(now: 10, feedLength: nil, isBackground: true, holdingIndexLock: true)
-        let (_, transition) = state.head(id: check.id, head, start: 0, last: 0, total: 5 * mib, context: context)
+        let (_, transition) = state.head(
+            id: check.id, sizeHead(total: 5 * mib), start: 0, last: 0, total: 5 * mib, context: sizeContext(now: 10))
         #expect(
             transition.then.contains { if case .invalidateKernel = $0 { true } else { false } },
             "the kernel's size 0 is dropped")
+        #expect(transition.then.contains { if case .endAfterHead = $0 { true } else { false } }, "no byte wanted")
         #expect(state.sizeShown(feedLength: nil, timeout: 30, now: 10) == (5 * mib, 30))
-        _ = state.bodyArrived(id: check.id, count: 1)
-        _ = [UInt8(0)].withUnsafeBytes { byte in
-            state.bodyWritten(id: check.id, range: 0..<1, generation: 0, written: true, bytes: byte, spillLimit: 1)
-        }
         _ = state.fetchEnded(id: check.id, error: nil, attempt: 1, tuning: tuning)
         _ = state.fetchSettled(id: check.id, failure: nil, isBackground: true, minimumFetch: tuning.minimumFetch)
-        #expect(state.fetches.isEmpty && state.present.count == 1)
+        #expect(state.fetches.isEmpty && state.present.isEmpty)
         #expect(state.startSizeCheck() == nil, "its size is known: never asked again")
-        // Opened soon after, it opens at once on that version.
+        // Opened soon after, it opens at once; its first read fetches from
+        // byte 0.
         let opened = state.open(handle: 1, reply: Episode.OpenToken.fake(), now: 20, feedLength: nil, tuning: tuning)
         #expect(answers(opened).map(\.handle) == [1] && probes(opened).isEmpty)
+        let fetched = ReadBench.fetched(read(&state, at: 0, now: 20))
+        #expect(fetched.first?.lowerBound == 0, "\(fetched)")
+    }
+
+    /// An open that came while a size check was on its way waits for its
+    /// head, as for any probe, and the check brings its byte for it.
+    @Test func anOpenThatJoinedASizeCheckGetsItsByte() throws {
+        var state = Episode.State()
+        let started = state.startSizeCheck()
+        let check = try #require(started)
+        let opened = state.open(handle: 1, reply: Episode.OpenToken.fake(), now: 5, feedLength: nil, tuning: tuning)
+        #expect(answers(opened).isEmpty && probes(opened).isEmpty, "it waits for the check's head")
+        let (_, transition) = state.head(
+            id: check.id, sizeHead(total: 5 * mib), start: 0, last: 0, total: 5 * mib, context: sizeContext(now: 10))
+        #expect(!transition.then.contains { if case .endAfterHead = $0 { true } else { false } })
+        #expect(state.fetches[check.id]?.upper == 1, "its byte is wanted")
+    }
+
+    private func sizeHead(total: Int64) -> FetchHead {
+        FetchHead(
+            status: 206, rangeFirst: 0, rangeLast: 0, total: total, contentLength: 1, etag: "\"v1\"",
+            lastModified: nil, effectiveURL: "http://o/a.mp3")
+    }
+
+    private func sizeContext(now: Double) -> Episode.State.HeadContext {
+        Episode.State.HeadContext(now: now, feedLength: nil, isBackground: true, holdingIndexLock: true)
     }
 
     /// Nothing is asked of an episode whose size an open is already

@@ -94,10 +94,10 @@ final class Sizer: Sendable {
                 guard !progress.fetching || now - check.at >= Self.patience else { continue }
                 sent[key] = nil
                 if progress.length != nil { told.sized += 1 } else { told.failed += 1 }
-                // A size told with no byte kept came with a whole episode's
-                // response, cut short: a host that ignores Range.
+                // A size told by a whole episode's response, cut short: a
+                // host that ignores Range.
                 let answer: SizeChecks.Answer =
-                    progress.length == nil ? .failed : progress.present > 0 ? .sized : .whole
+                    progress.length == nil ? .failed : progress.ignoresRange ? .whole : .sized
                 if checks.ended(key, answer, now: now) != nil {
                     logger.notice(
                         "stopped asking a show's origin for the sizes its feed leaves out: three checks in a row failed, or its host answered with a whole episode (it ignores Range). Those episodes show 0 bytes until opened; asking again in an hour",
