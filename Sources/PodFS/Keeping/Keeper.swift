@@ -17,7 +17,8 @@ import ReadRules
 /// reader's fetch of another episode is on its way, and for `quiet`
 /// seconds after, it closes its file, which stops its fill where the bytes
 /// have come (`ForegroundLoad`); it opens it again and fills on from there
-/// once the readers are done.
+/// once the readers are done. Beside them, its `Sizer` asks origins for the
+/// sizes feeds leave out.
 public final class Keeper: Sendable {
     // MARK: - Nested types
 
