@@ -5,10 +5,13 @@
 # show is listed, warm remount ready time, peak RSS per listed file, and the
 # time `curl --parallel` takes for the same feeds, each beside its target.
 #
-#   bench/many-feeds.sh [--feeds N] [--hosts H] [--delay-ms MS] [--seed S] [--covers KB]
-#       defaults: 1000 feeds (20-400 items each), 10 hosts, 50 ms, no covers
+#   bench/many-feeds.sh [--feeds N] [--hosts H] [--delay-ms MS] [--seed S] [--covers KB] [--unsized N]
+#       defaults: 1000 feeds (20-400 items each), 10 hosts, 50 ms, no covers, every length given
 #   --covers KB  gives each show a cover of KB KiB (its own URL): the mount
 #       keeps every cover, and the cold run also says when the last one is in
+#   --unsized N  the first N feeds give no enclosure length, and their
+#       episodes exist (64 KiB each): the cold run also says when `stat`
+#       shows every one's real size, nothing opening them (at most 300 s)
 #   PODFS_BENCH_BIN=PATH  runs that podfs instead of building this tree (before/after runs)
 #   PODFS_BENCH_PERF=FILE bench/many-feeds.sh   also records where the daemon's
 #       time goes until every show is listed (perf record -g; perf report -i FILE),
@@ -23,7 +26,7 @@ set -euo pipefail
 if [ -z "${PODFS_BENCH_NETNS:-}" ]; then
   exec env PODFS_BENCH_NETNS=1 unshare -n sh -c 'ip link set lo up && exec "$0" "$@"' "$0" "$@"
 fi
-feeds=1000; hosts=10; delay=50; seed=21; covers=0
+feeds=1000; hosts=10; delay=50; seed=21; covers=0; unsized=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --feeds) feeds="$2"; shift 2 ;;
@@ -31,7 +34,8 @@ while [ $# -gt 0 ]; do
     --delay-ms) delay="$2"; shift 2 ;;
     --seed) seed="$2"; shift 2 ;;
     --covers) covers="$2"; shift 2 ;;
-    *) echo "usage: $0 [--feeds N] [--hosts H] [--delay-ms MS] [--seed S] [--covers KB]" >&2; exit 2 ;;
+    --unsized) unsized="$2"; shift 2 ;;
+    *) echo "usage: $0 [--feeds N] [--hosts H] [--delay-ms MS] [--seed S] [--covers KB] [--unsized N]" >&2; exit 2 ;;
   esac
 done
 repo="$(cd "$(dirname "$0")/.." && pwd)"
@@ -55,9 +59,14 @@ else
 fi
 
 # N feeds of 20-400 items, with show notes (text no file shows).
-python3 - "$www/f" "$feeds" "$seed" "$covers" <<'PY'
+python3 - "$www/f" "$feeds" "$seed" "$covers" "$unsized" <<'PY'
 import os, random, sys, time, email.utils
-root, n, seed, cover_kib = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+root, n, seed, cover_kib, unsized = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+if unsized:
+    # One file, a link to it per episode of the first shows.
+    os.makedirs(root + "/../e", exist_ok=True)
+    with open(root + "/../e/episode.bin", "wb") as fh:
+        fh.write(random.Random(seed).randbytes(64 * 1024))
 if cover_kib:
     # One file of random bytes, a link to it per show: each show's cover
     # has a URL (and a cache file) of its own.
@@ -79,7 +88,12 @@ for f in range(n):
            '<title>Show %d</title><description>%s</description>\n' % (f, notes)]
     if cover_kib:
         out.append('<itunes:image href="{{BASE}}/c/%d.jpg"/>\n' % f)
+    if f < unsized:
+        os.makedirs("%s/../e/%d" % (root, f), exist_ok=True)
     for i in reversed(range(items)):
+        if f < unsized:
+            os.symlink("../episode.bin", "%s/../e/%d/%d.mp3" % (root, f, i))
+        length = ' length="%d"' % (30000000 + i) if f >= unsized else ''
         # Each show's newest 13 are a day apart, as a daily show's (shows a
         # minute apart: no ties), so Latest.m3u has 13,000 to choose from;
         # the others are from 2000 on.
@@ -89,8 +103,8 @@ for f in range(n):
         out.append(
             '<item><title>Episode %d of show %d</title><guid>s%d-e%d</guid>'
             '<pubDate>%s</pubDate><description><![CDATA[%s]]></description>'
-            '<enclosure url="{{BASE}}/e/%d/%d.mp3" length="%d" type="audio/mpeg"/></item>\n'
-            % (i, f, f, i, date, notes, f, i, 30000000 + i))
+            '<enclosure url="{{BASE}}/e/%d/%d.mp3"%s type="audio/mpeg"/></item>\n'
+            % (i, f, f, i, date, notes, f, i, length))
     out.append('</channel></rss>\n')
     with open("%s/%d.xml" % (root, f), "w") as fh:
         fh.write("".join(out))
@@ -180,6 +194,18 @@ if [ "$covers" -gt 0 ]; then
   done
   covers_in="$(since "$t") s, $(find "$mnt" -mindepth 2 -name 'cover.jpg' -size +0 | wc -l) of $feeds"
 fi
+# Every episode of the first N shows with its real size (nothing opens them).
+sized_in="-"; unsized_items=0
+if [ "$unsized" -gt 0 ]; then
+  unsized_items=$(for f in $(seq 0 $((unsized - 1))); do ls "$mnt/Show $f" | grep -c 'mp3$' || true; done | awk '{s += $1} END {print s}')
+  sized() { for f in $(seq 0 $((unsized - 1))); do find "$mnt/Show $f" -name '*.mp3' -size +0; done | wc -l; }
+  for _ in $(seq 3000); do
+    [ "$(sized)" -ge "$unsized_items" ] && break
+    [ "$(since "$t" | cut -d. -f1)" -ge 300 ] && break
+    sleep 0.1
+  done
+  sized_in="$(since "$t") s, $(sized) of $unsized_items"
+fi
 peak_kib=$(awk '/VmHWM/ {print $2}' "/proc/$pid/status")
 "$podfs" status --cache-dir "$cache" | sed -n 2p > "$work/summary"
 "$podfs" unmount "$mnt" >/dev/null
@@ -239,7 +265,7 @@ latest_cold="$latest_cold, $(grep -c '^#EXTINF' "$work/latest-cold.m3u" || true)
 
 awk -v feeds="$feeds" -v hosts="$hosts" -v delay="$delay" -v items="$items" -v curl="$curl_time" \
     -v cold="$cold" -v listed="$listed" -v warm="$warm" -v files="$files" -v peak="$peak_kib" \
-    -v cpu="$cpu" -v wcpu="$warm_cpu" -v ocurl="$origin_curl" -v olisted="$origin_listed" -v cores="$(nproc)" -v wpeak="$warm_peak_kib" -v wshows="$warm_shows" -v wall="$warm_all" -v wfiles="$warm_files" -v call="$cold_all" -v lpeak="$listed_peak_kib" -v again="$again" -v wone="$warm_one_time" -v wonefiles="$warm_one_files" -v wfcpu="$warm_find_cpu" -v lnow="$latest_warm" -v lall="$latest_all" -v ltime="$latest_time" -v lcold="$latest_cold" -v slkib="$show_list_kib" -v lctime="$latest_cold_time" -v one="$one_time" -v onefiles="$one_files" -v coversin="$covers_in" -v coverkib="$covers" -v summary="$(cat "$work/summary")" 'BEGIN {
+    -v cpu="$cpu" -v wcpu="$warm_cpu" -v ocurl="$origin_curl" -v olisted="$origin_listed" -v cores="$(nproc)" -v wpeak="$warm_peak_kib" -v wshows="$warm_shows" -v wall="$warm_all" -v wfiles="$warm_files" -v call="$cold_all" -v lpeak="$listed_peak_kib" -v again="$again" -v wone="$warm_one_time" -v wonefiles="$warm_one_files" -v wfcpu="$warm_find_cpu" -v lnow="$latest_warm" -v lall="$latest_all" -v ltime="$latest_time" -v lcold="$latest_cold" -v slkib="$show_list_kib" -v lctime="$latest_cold_time" -v one="$one_time" -v onefiles="$one_files" -v coversin="$covers_in" -v coverkib="$covers" -v sizedin="$sized_in" -v unsized="$unsized" -v summary="$(cat "$work/summary")" 'BEGIN {
   allowed = 1.5 * curl; if (allowed < 3) allowed = 3
   target_kib = 64 * 1024 + files
   printf "podfs many-feeds bench: %d feeds (%d items) on %d hosts, +%d ms per request, plus a hanging host and a refusing port\n", feeds, items, hosts, delay
@@ -249,6 +275,7 @@ awk -v feeds="$feeds" -v hosts="$hosts" -v delay="$delay" -v items="$items" -v c
   printf "| cold, ls -l of one show once every show was listed | %.3f s (%d files) | |\n", one, onefiles
   printf "| cold, every file listed (find, then) | %.2f s (%d files) | |\n", call, files
   if (coverkib > 0) printf "| cold, every cover kept (%d KiB each; stat shows its size) | %s | |\n", coverkib, coversin
+  if (unsized > 0) printf "| cold, every episode of the %d shows with no length sized (stat shows it) | %s | |\n", unsized, sizedin
   printf "| warm remount ready | %.2f s (%d shows listed at once) | <= 0.5 s |\n", warm, wshows
   printf "| warm remount, ls -l of one show right after ready | %.3f s (%d files) | |\n", wone, wonefiles
   printf "| warm remount, every file listed (find) | %.2f s (%d files; daemon CPU %.2f s) | |\n", wall, wfiles, wfcpu

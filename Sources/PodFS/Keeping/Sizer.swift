@@ -104,7 +104,8 @@ final class Sizer: Sendable {
                         metadata: ["show": "\(check.show)", "url": .url(check.episode.url)])
                 }
             }
-            if !reader.foreground.isBusy(besides: nil, quiet: quiet) {
+            let busy = reader.foreground.isBusy(besides: nil, quiet: quiet)
+            if !busy {
                 now = monotonicSeconds()
                 while let next = checks.next(now: now) {
                     guard let (episode, show) = unsized[next.key], reader.checkSize(episode) else {
@@ -128,7 +129,9 @@ final class Sizer: Sendable {
                 let pending = changed.withLock { $0 }
                 _ = wake.wait(timeout: .now() + (pending ? max(0.02, planned + Self.replanEvery - now) : 60))
             } else {
-                _ = wake.wait(timeout: .now() + 0.02)
+                // Checks on their way are looked at every 20 ms; while a
+                // reader's fetch holds the rest back, four times a second.
+                _ = wake.wait(timeout: .now() + (busy && sent.isEmpty ? 0.25 : 0.02))
             }
         }
     }
