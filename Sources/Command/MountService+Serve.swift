@@ -117,6 +117,7 @@ extension MountService {
         // A change under way ends with its fetches: cut them short, the
         // refresher told first, so a fetch cut short records nothing.
         feeds.refresher.requestStop()
+        parts.keeper.stopSizes()
         parts.client.shutdown()
         subscriptions.live.stop()
         subscriptions.sync?.waitUntilStopped()
@@ -367,6 +368,7 @@ extension MountService {
     private func stopFeeds(_ parts: Parts, _ listed: Listed, _ feeds: Feeds) {
         listed.arrivals.stop()
         feeds.refresher.requestStop()
+        parts.keeper.stopSizes()
         parts.client.shutdown()
         feeds.refresher.waitUntilStopped()
         listed.arrivals.waitUntilStopped()
@@ -396,6 +398,7 @@ extension MountService {
         listed.building?.stop()
         listed.arrivals.stop()
         feeds.refresher.requestStop()
+        parts.keeper.stopSizes()
         parts.client.shutdown()
         listed.building?.waitUntilStopped()
         listed.arrivals.waitUntilStopped()

@@ -41,7 +41,8 @@ extension EpisodeRules.State {
             failure?.isTransient = false
         }
         // Offline with a cached length: the cache answers, not a retry.
-        if let failure, failure.isTransient, progress.generation == generation, attempt < tuning.attempts,
+        // Nor is a size check retried: the sizer asks again in its turn.
+        if let failure, failure.isTransient, progress.generation == generation, attempt < tuning.attempts, id != sizeCheck,
             !(failure.isUnreachable && !validated && length != nil)
         {
             // A growing backoff, or as long as the origin asked.
@@ -53,6 +54,7 @@ extension EpisodeRules.State {
             return (effect, failure)
         }
         fetches[id] = nil
+        if id == sizeCheck { sizeCheck = nil }
         return (.settle, failure)
     }
 

@@ -130,7 +130,8 @@ extension EpisodeRules.State {
         // Before the version is taken, which answers the opens.
         let sizeOnly = id == sizeCheck && openWaiters.isEmpty && validation.provisional.isEmpty
         let (durable, taken, invalidate, dropped, early) = takeVersion(
-            answer, of: head, id: id, total: total, changed: changed, restarting: restarting, context: context)
+            answer, of: head, id: id, total: total, changed: changed, restarting: restarting, sizeOnly: sizeOnly,
+            context: context)
         var then = taken
         if id == sizeCheck { sizeCheck = nil }
         // A size check's is said by the sizer, once a show.
@@ -172,10 +173,15 @@ extension EpisodeRules.State {
     /// drops the old bytes and saves the new validator before anything
     /// else (`durable`); the same one, newly told or at a new link, is
     /// saved with the next commit. The length, validators and link are
-    /// taken, and the version confirmed.
+    /// taken, and the version confirmed. A size check's (`sizeOnly`) takes
+    /// the length and validators only: it neither confirms the version
+    /// (the first open asks with a probe of its own, whose response is
+    /// the mount's first with bytes, so a new upload in between is a plain
+    /// change, not a host that stitches) nor pins the link it came from (a
+    /// signed CDN link expires before the episode is read).
     private mutating func takeVersion(
         _ answer: OriginVersion, of head: FetchHead, id: UInt64, total: Int64, changed: Bool, restarting: Bool,
-        context: HeadContext
+        sizeOnly: Bool, context: HeadContext
     ) -> (durable: [Effect], then: [Effect], invalidate: Bool, dropped: DroppedVersion, early: EpisodeRules.Provisional) {
         var durable: [Effect] = []
         var then: [Effect] = []
@@ -195,7 +201,7 @@ extension EpisodeRules.State {
                 then.append(.logChanged)
             }
             invalidate = true
-        } else if version != answer || effectiveURL != head.effectiveURL || pinnedIssuer != head.issuer {
+        } else if version != answer || (!sizeOnly && (effectiveURL != head.effectiveURL || pinnedIssuer != head.issuer)) {
             // The same variant, newly told or at a link not pinned yet (an
             // index of schema 1): saved with the next commit.
             unsaved.insert(.validators)
@@ -207,6 +213,7 @@ extension EpisodeRules.State {
         // different one needs its caches dropped.
         if length != total, (length ?? context.feedLength ?? 0) != total { invalidate = true }
         current.tell(length: total, etag: head.etag, lastModified: head.lastModified)
+        if sizeOnly { return (durable, then, invalidate, dropped, validation.probeGone()) }
         variant.pin(head.effectiveURL, issuer: head.issuer)
         let early = validation.confirm(at: context.now)
         return (durable, then, invalidate, dropped, early)

@@ -166,7 +166,9 @@ struct SizeTests {
                 try Harness.eventually(10) { try Self.size(path) != "0" },
                 "sized by its check; log: \(fixture.log().suffix(3000))")
         } else {
-            Thread.sleep(forTimeInterval: 1)
+            #expect(
+                Harness.eventually(10) { fixture.log().contains("sends no validator that proves a version") },
+                "the sizer says why it stops; log: \(fixture.log().suffix(3000))")
             #expect(try Self.size(path) == "0", "a weak ETag proves nothing: no size")
         }
         #expect(try fixture.origin.variants("a.mp3") == 1, "one response so far, the check's")
@@ -179,6 +181,30 @@ struct SizeTests {
         }
         #expect(matches.count == 1, "one variant whole: \(copied.count) bytes, \(issued) variants issued")
         #expect(try Self.size(path) == "\(copied.count)", "stat shows the size of the variant read")
+        try fixture.unmount()
+    }
+
+    /// The episode changes at its host between its size check and its
+    /// first open (a re-upload): the open's own probe sees a plain change,
+    /// not a host that stitches, and the file reads as the new upload with
+    /// its size.
+    @Test func anEpisodeReuploadedAfterItsSizeCheckReadsAsTheNewUpload() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        try fixture.origin.put("a.mp3", Harness.bytes(count: 900_000, seed: 1))
+        try fixture.origin.put("feed.xml", Self.feed([("a.mp3", nil)]))
+        try fixture.mount(waitFor: .paths(["\(Self.show)/2026-11-01 Episode 1.mp3"]))
+        let path = Self.path(fixture, day: 1)
+        #expect(try Harness.eventually(10) { try Self.size(path) == "900000" }, "log: \(fixture.log().suffix(3000))")
+        let upload = Harness.bytes(count: 1_100_000, seed: 2)
+        Thread.sleep(forTimeInterval: 1.1)  // a new Last-Modified second
+        try fixture.origin.put("a.mp3", upload)
+        let copy = fixture.directory + "/copy.mp3"
+        #expect(try Harness.run("/bin/sh", ["-c", "cat '\(path)' > '\(copy)'"], timeout: 60).status == 0)
+        #expect(FileManager.default.contents(atPath: copy) == upload, "the new upload, whole")
+        #expect(try Self.size(path) == "1100000")
+        let variant = try Harness.sh("getfattr --only-values -n user.podfs.variant '\(path)'")
+        #expect(!variant.contains("stitched"), "a plain change: \(variant)")
         try fixture.unmount()
     }
 }

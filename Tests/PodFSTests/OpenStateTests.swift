@@ -270,8 +270,9 @@ import Testing
 
     /// An episode whose feed gives no length: its first byte is asked for
     /// before anything opens it; the head's length is the size a `stat`
-    /// shows, the kernel's copy dropped, and no byte is kept (the first
-    /// read's response is the first with bytes).
+    /// shows, the kernel's copy dropped. No byte is kept, the version is
+    /// not confirmed and the link not pinned: the first open asks with a
+    /// probe of its own, whose response is the first with bytes.
     @Test func aSizeCheckTellsTheLengthAndKeepsNoByte() throws {
         var state = Episode.State()
         #expect(state.sizeShown(feedLength: nil, timeout: 30, now: 0).size == 0)
@@ -280,22 +281,23 @@ import Testing
         #expect(check.range == 0..<1)
         #expect(state.startSizeCheck() == nil, "one check at a time")
         let (_, transition) = state.head(
-            id: check.id, sizeHead(total: 5 * mib), start: 0, last: 0, total: 5 * mib, context: sizeContext(now: 10))
+            id: check.id, sizeHead(total: 5 * mib, at: "http://cdn/signed?exp=1"), start: 0, last: 0,
+            total: 5 * mib, context: sizeContext(now: 10))
         #expect(
             transition.then.contains { if case .invalidateKernel = $0 { true } else { false } },
             "the kernel's size 0 is dropped")
         #expect(transition.then.contains { if case .endAfterHead = $0 { true } else { false } }, "no byte wanted")
         #expect(state.sizeShown(feedLength: nil, timeout: 30, now: 10) == (5 * mib, 30))
+        #expect(!state.validated, "not confirmed")
+        #expect(state.effectiveURL == nil, "the signed link is not pinned")
         _ = state.fetchEnded(id: check.id, error: nil, attempt: 1, tuning: tuning)
         _ = state.fetchSettled(id: check.id, failure: nil, isBackground: true, minimumFetch: tuning.minimumFetch)
         #expect(state.fetches.isEmpty && state.present.isEmpty)
         #expect(state.startSizeCheck() == nil, "its size is known: never asked again")
-        // Opened soon after, it opens at once; its first read fetches from
-        // byte 0.
+        // Opened soon after, it asks with a probe of its own from byte 0.
         let opened = state.open(handle: 1, reply: Episode.OpenToken.fake(), now: 20, feedLength: nil, tuning: tuning)
-        #expect(answers(opened).map(\.handle) == [1] && probes(opened).isEmpty)
-        let fetched = ReadBench.fetched(read(&state, at: 0, now: 20))
-        #expect(fetched.first?.lowerBound == 0, "\(fetched)")
+        #expect(answers(opened).isEmpty)
+        #expect(probes(opened).first?.range.lowerBound == 0 && probes(opened).first?.validator == "\"v1\"")
     }
 
     /// An open that came while a size check was on its way waits for its
@@ -310,12 +312,32 @@ import Testing
             id: check.id, sizeHead(total: 5 * mib), start: 0, last: 0, total: 5 * mib, context: sizeContext(now: 10))
         #expect(!transition.then.contains { if case .endAfterHead = $0 { true } else { false } })
         #expect(state.fetches[check.id]?.upper == 1, "its byte is wanted")
+        #expect(answers(transition.then).map(\.handle) == [1], "the open is answered")
+        #expect(state.validated)
     }
 
-    private func sizeHead(total: Int64) -> FetchHead {
+    /// A size check that fails is not retried (the sizer asks again in its
+    /// turn); an open waiting for it gets a probe of its own.
+    @Test func aFailedSizeCheckIsNotRetriedAndAnOpenWaitingForItAsksItself() throws {
+        var state = Episode.State()
+        let started = state.startSizeCheck()
+        let check = try #require(started)
+        _ = state.open(handle: 1, reply: Episode.OpenToken.fake(), now: 5, feedLength: nil, tuning: tuning)
+        let reset = FetchError(isTransient: true, isUnreachable: false, message: "connection reset")
+        let (ended, _) = state.fetchEnded(id: check.id, error: reset, attempt: 1, tuning: tuning)
+        guard case .settle = ended else {
+            Issue.record("a size check is not retried: \(ended)")
+            return
+        }
+        let settled = state.fetchSettled(id: check.id, failure: reset, isBackground: true, minimumFetch: tuning.minimumFetch)
+        #expect(probes(settled).first?.range.lowerBound == 0, "the open's own probe: \(settled)")
+        #expect(state.length == nil)
+    }
+
+    private func sizeHead(total: Int64, at url: String = "http://o/a.mp3") -> FetchHead {
         FetchHead(
             status: 206, rangeFirst: 0, rangeLast: 0, total: total, contentLength: 1, etag: "\"v1\"",
-            lastModified: nil, effectiveURL: "http://o/a.mp3")
+            lastModified: nil, effectiveURL: url)
     }
 
     private func sizeContext(now: Double) -> Episode.State.HeadContext {

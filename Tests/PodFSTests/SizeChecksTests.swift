@@ -70,7 +70,11 @@ import Testing
         #expect(drain(&checks, now: 4) == ["live-1"])
         checks.ended("live-1", .sized, now: 5)
         #expect(checks.isIdle(now: 5))
-        #expect(drain(&checks, now: 3 + SizeChecks.retry) == ["dead-10"], "after the rest, one at a time again")
+        // After the rest, one at a time again, and the episodes never asked
+        // first: the newest that failed do not keep them from being asked.
+        #expect(drain(&checks, now: 3 + SizeChecks.retry) == ["dead-7"])
+        checks.ended("dead-7", .failed, now: 4 + SizeChecks.retry)
+        #expect(drain(&checks, now: 4 + SizeChecks.retry) == ["dead-10"], "then the failed ones, newest first")
     }
 
     @Test func aSuccessEndsARunOfFailures() {
@@ -93,6 +97,14 @@ import Testing
         #expect(checks.ended("whole-3", .whole, now: 1) == "whole", "the size is told, the show rests")
         #expect(checks.isIdle(now: 1))
         #expect(checks.next(now: 1 + SizeChecks.retry)?.key == "whole-2")
+    }
+
+    @Test func aHostThatProvesNothingRestsItsShowAtOnce() {
+        var checks = SizeChecks()
+        checks.replan(episodes("weak", [1, 2]))
+        #expect(drain(&checks, now: 0) == ["weak-2"])
+        #expect(checks.ended("weak-2", .unproven, now: 1) == "weak")
+        #expect(checks.isIdle(now: 1))
     }
 
     @Test func aCheckNotSentFreesItsPlace() {

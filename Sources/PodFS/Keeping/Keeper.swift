@@ -136,6 +136,12 @@ public final class Keeper: Sendable {
         sizer.start()
     }
 
+    /// Stops the size checks: before the HTTP client shuts down, so none
+    /// is sent to fail at once.
+    public func stopSizes() {
+        sizer.stop()
+    }
+
     /// Stops the thread, its download's fill where it is; waits for it.
     public func stop() {
         stopping.withLock { $0 = true }

@@ -8,7 +8,10 @@
 /// fail `failuresBeforeRest` times in a row rests for `retry` seconds (a
 /// dead host holds no check of another show), and so does one whose host
 /// answered with a whole episode (it ignores Range: each check would cost
-/// a response cut short). A failed episode is asked again after `retry`.
+/// a response cut short) or proves nothing (no strong validator: no check
+/// tells a size). A failed episode is asked again after `retry`, after the
+/// episodes never asked: a show's newest that always fail (media not on
+/// the host yet) do not keep the others from being asked.
 struct SizeChecks {
     // MARK: - Nested types
 
@@ -26,6 +29,8 @@ struct SizeChecks {
         case sized
         /// The size, from a response with the whole episode (cut short).
         case whole
+        /// No size: the host sends no validator that proves a version.
+        case unproven
         /// No size: an error, a refusal, no answer in time, or a host that
         /// proves nothing.
         case failed
@@ -65,10 +70,13 @@ struct SizeChecks {
         guard onTheirWay.count < Self.concurrent else { return nil }
         let proven = proven
         let busy = Set(onTheirWay.values.filter { !proven.contains($0.show) }.map(\.show))
+        let (failed, resting) = (failedUntil, restingUntil)
+        let may = { (candidate: Candidate) in
+            Self.isDue(candidate, now: now, failed: failed, resting: resting) && !busy.contains(candidate.show)
+        }
         guard
-            let index = waiting.lastIndex(where: { candidate in
-                isDue(candidate, now: now) && !busy.contains(candidate.show)
-            })
+            let index = waiting.lastIndex(where: { failed[$0.key] == nil && may($0) })
+                ?? waiting.lastIndex(where: may)
         else { return nil }
         let candidate = waiting.remove(at: index)
         onTheirWay[candidate.key] = candidate
@@ -86,7 +94,7 @@ struct SizeChecks {
             proven.insert(show)
             failuresInARow[show] = nil
             return nil
-        case .whole:
+        case .whole, .unproven:
             failuresInARow[show] = nil
             return rest(show, now: now)
         case .failed:
@@ -123,7 +131,13 @@ struct SizeChecks {
     }
 
     private func isDue(_ candidate: Candidate, now: Double) -> Bool {
-        (failedUntil[candidate.key] ?? -.infinity) <= now && (restingUntil[candidate.show] ?? -.infinity) <= now
+        Self.isDue(candidate, now: now, failed: failedUntil, resting: restingUntil)
+    }
+
+    private static func isDue(
+        _ candidate: Candidate, now: Double, failed: [String: Double], resting: [String: Double]
+    ) -> Bool {
+        (failed[candidate.key] ?? -.infinity) <= now && (resting[candidate.show] ?? -.infinity) <= now
     }
 
     /// Whether `a` is asked after `b` (`waiting`'s order): older, or of

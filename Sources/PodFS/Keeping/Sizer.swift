@@ -62,9 +62,13 @@ final class Sizer: Sendable {
     }
 
     /// Stops the thread (checks on their way end with the client); waits
-    /// for it.
+    /// for it. Once: later calls return at once.
     func stop() {
-        stopping.withLock { $0 = true }
+        let already = stopping.withLock { stopping in
+            defer { stopping = true }
+            return stopping
+        }
+        guard !already else { return }
         wake.signal()
         guard started.withLock({ $0 }) else { return }
         ended.wait()
@@ -80,6 +84,7 @@ final class Sizer: Sendable {
         var sent: [String: (episode: Episode, show: String, at: Double)] = [:]
         var planned = -Double.infinity
         var told = (sized: 0, failed: 0)
+        var restSaid: Set<String> = []
         while !isStopping {
             var now = monotonicSeconds()
             if changed.withLock({ $0 }), now - planned >= Self.replanEvery {
@@ -94,13 +99,13 @@ final class Sizer: Sendable {
                 guard !progress.fetching || now - check.at >= Self.patience else { continue }
                 sent[key] = nil
                 if progress.length != nil { told.sized += 1 } else { told.failed += 1 }
-                // A size told by a whole episode's response, cut short: a
-                // host that ignores Range.
-                let answer: SizeChecks.Answer =
-                    progress.length == nil ? .failed : progress.ignoresRange ? .whole : .sized
-                if checks.ended(key, answer, now: now) != nil {
-                    logger.notice(
-                        "stopped asking a show's origin for the sizes its feed leaves out: three checks in a row failed, or its host answered with a whole episode (it ignores Range). Those episodes show 0 bytes until opened; asking again in an hour",
+                let answer = Self.answer(progress)
+                if let show = checks.ended(key, answer, now: now) {
+                    // Once a show a mount: a dead host would say it hourly.
+                    let first = restSaid.insert(show).inserted
+                    logger.log(
+                        level: first ? .notice : .debug,
+                        "stopped asking a show's origin for the sizes its feed leaves out, for an hour: \(Self.why(answer)). Those episodes show 0 bytes until opened",
                         metadata: ["show": "\(check.show)", "url": .url(check.episode.url)])
                 }
             }
@@ -133,6 +138,22 @@ final class Sizer: Sendable {
                 // reader's fetch holds the rest back, four times a second.
                 _ = wake.wait(timeout: .now() + (busy && sent.isEmpty ? 0.25 : 0.02))
             }
+        }
+    }
+
+    /// How a check ended, from the episode's state once its fetch ended.
+    private static func answer(_ progress: Episode.State.FillProgress) -> SizeChecks.Answer {
+        guard progress.length != nil else { return progress.streamsWhole ? .unproven : .failed }
+        // Told by a whole episode's response, cut short: a host that
+        // ignores Range.
+        return progress.ignoresRange ? .whole : .sized
+    }
+
+    private static func why(_ answer: SizeChecks.Answer) -> String {
+        switch answer {
+        case .whole: "its host answers with whole episodes (it ignores Range)"
+        case .unproven: "its host sends no validator that proves a version, so no check tells a size"
+        case .sized, .failed: "\(SizeChecks.failuresBeforeRest) checks in a row failed"
         }
     }
 

@@ -269,7 +269,7 @@ extension EpisodeReader {
     /// failed, and carries out `Episode.State.fetchSettled`.
     func settle(_ fetch: Fetch, failure: FetchError?) {
         let episode = fetch.episode
-        if let failure, fetch.isBackground, fetch.forKeeper {
+        if let failure, fetch.isSizeCheck {
             // A size check: the sizer says it once a show (`Sizer`).
             logger.debug(
                 "could not learn an episode's size from its origin",

@@ -104,11 +104,18 @@ extension EpisodeReader {
     /// Asks the origin for the size of `episode`, whose feed gives none
     /// (`Episode.State.startSizeCheck`): one byte, in the background, one
     /// of the cache's own fetches (a reader's do not wait for it). Its
-    /// progress is `fillProgress`'s. Returns whether a check went out.
+    /// progress is `fillProgress`'s. Not of a show known to stitch: its
+    /// episodes take that mark before their first byte (`inheritStitching`),
+    /// and each variant has a size of its own. Returns whether a check went
+    /// out.
     func checkSize(_ episode: Episode) -> Bool {
+        guard !showStitches(episode) else { return false }
         known.meet(episode)
         guard let probe = episode.state.withLock({ $0.startSizeCheck() }) else { return false }
-        carryOut([.check(probe)], of: episode, EffectContext(forKeeper: true))
+        startFetch(
+            probe.id, range: probe.range, of: episode,
+            to: RequestTarget(url: probe.url ?? episode.url, validator: probe.validator), background: true,
+            forKeeper: true, sizeCheck: true)
         return true
     }
 }

@@ -175,9 +175,11 @@ public final class EpisodeReader: Sendable {
     /// Retries go through `launch` with the fetch they retry.
     func startFetch(
         _ id: UInt64, range: Range<Int64>, of episode: Episode, to target: RequestTarget, background: Bool = false,
-        forKeeper: Bool = false
+        forKeeper: Bool = false, sizeCheck: Bool = false
     ) {
-        let fetch = Fetch(id: id, episode: episode, reader: self, isBackground: background, forKeeper: forKeeper)
+        let fetch = Fetch(
+            id: id, episode: episode, reader: self, isBackground: background, forKeeper: forKeeper,
+            isSizeCheck: sizeCheck)
         _ = fetch.nextAttempt()
         launch(fetch, url: target.url, range: range, validator: target.validator)
     }

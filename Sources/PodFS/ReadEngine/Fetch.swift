@@ -26,6 +26,9 @@ final class Fetch: FetchSink {
     /// or the probe of its open): it never counts as a reader's fetch, and
     /// it gives way to them (`ForegroundLoad`).
     let forKeeper: Bool
+    /// A size check (`EpisodeReader.checkSize`): the sizer says its
+    /// failures, once a show.
+    let isSizeCheck: Bool
     /// Attempts made so far, touched on the network thread and the retry
     /// timer only, one after the other.
     private let attempts = Locked(0)
@@ -45,12 +48,16 @@ final class Fetch: FetchSink {
 
     // MARK: - Init
 
-    init(id: UInt64, episode: Episode, reader: EpisodeReader, isBackground: Bool = false, forKeeper: Bool = false) {
+    init(
+        id: UInt64, episode: Episode, reader: EpisodeReader, isBackground: Bool = false, forKeeper: Bool = false,
+        isSizeCheck: Bool = false
+    ) {
         self.id = id
         self.episode = episode
         self.reader = reader
         self.isBackground = isBackground
         self.forKeeper = forKeeper
+        self.isSizeCheck = isSizeCheck
     }
 
     // MARK: - FetchSink
