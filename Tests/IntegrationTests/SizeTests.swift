@@ -72,6 +72,10 @@ struct SizeTests {
             "stat shows the origin's size long before the kernel's 30 s; log: \(fixture.log().suffix(3000))")
         #expect(try Harness.eventually(10) { try Self.size(Self.path(fixture, day: 2)) == "2000001" })
         #expect(try Harness.eventually(10) { try Self.size(Self.path(fixture, day: 1)) == "700003" })
+        // Each check's byte is read and dropped, not cut: its connection
+        // serves the next check (the feed's, then at most two at once).
+        let connections = (try fixture.origin.stats()["connections"] as? NSNumber)?.intValue ?? -1
+        #expect(connections >= 1 && connections <= 2, "connections: \(connections)")
         for file in files {
             #expect(try fixture.origin.requests(file) == 1, "one check of \(file)")
             #expect(try Harness.eventually { try fixture.origin.bytesSent(file) == 1 }, "one byte of \(file)")

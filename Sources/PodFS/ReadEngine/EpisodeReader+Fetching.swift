@@ -65,7 +65,12 @@ extension EpisodeReader {
             stop(episode, unfinished: unfinished, then: outcome.transition.then, fetch: fetch)
             return false
         }
-        return carryOut(outcome.transition.then, of: episode, EffectContext(fetch: fetch))
+        let goesOn = carryOut(outcome.transition.then, of: episode, EffectContext(fetch: fetch))
+        if !goesOn, fetch.isSizeCheck, head.status == 206, let count = head.contentLength, count <= 4096 {
+            fetch.discardBody()
+            return true
+        }
+        return goesOn
     }
 
     /// The scratch file of an episode not opened in this mount, if its

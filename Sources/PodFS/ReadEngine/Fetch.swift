@@ -37,6 +37,8 @@ final class Fetch: FetchSink {
     private let refusal = Locked<FetchError?>(nil)
     /// Set by `endAfterHead`.
     private let endedAfterHead = Locked(false)
+    /// A size check's body is read to its end and dropped (`discardBody`).
+    private let discarding = Locked(false)
     /// Body bytes gathered on the network thread and not yet handed over.
     private let gathered = Locked<BodyChunk?>(nil)
     /// When the current attempt's request went out and its head came
@@ -74,6 +76,7 @@ final class Fetch: FetchSink {
     }
 
     func receive(body: UnsafeRawBufferPointer) -> Bool {
+        if isSizeCheck, discarding.withLock({ $0 }) { return true }
         let before = timing.withLock { timing in
             defer { timing.bytes += Int64(body.count) }
             return timing.bytes
@@ -150,6 +153,14 @@ final class Fetch: FetchSink {
     /// "aborted" is then no failure.
     func endAfterHead() {
         endedAfterHead.withLock { $0 = true }
+    }
+
+    /// A size check that wants its head only, and whose body is a byte or
+    /// so: read to its end and dropped, rather than cut, so its connection
+    /// serves the next check (a new one costs round trips, through TLS
+    /// three).
+    func discardBody() {
+        discarding.withLock { $0 = true }
     }
 
     /// The request of an attempt is about to go out.
