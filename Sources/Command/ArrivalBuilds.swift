@@ -50,14 +50,10 @@ final class ArrivalBuilds: Sendable {
 
     func start() {
         guard started.withLock({ started in defer { started = true }; return !started }) else { return }
-        let thread = Thread { [self] in
-            FeedRound.blockTerminationSignals()
-            BackgroundPriority.lowerCallingThread()
+        BackgroundPriority.startThread(named: "podfs-arrivals") { [self] in
             run()
             ended.signal()
         }
-        thread.name = "podfs-arrivals"
-        thread.start()
     }
 
     /// A show was listed on arrival: to build.

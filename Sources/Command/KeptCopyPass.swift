@@ -35,14 +35,10 @@ final class KeptCopyPass: Sendable {
     }
 
     func start() {
-        let thread = Thread { [self] in
-            FeedRound.blockTerminationSignals()
-            BackgroundPriority.lowerCallingThread()
+        BackgroundPriority.startThread(named: "podfs-kept") { [self] in
             run()
             ended.signal()
         }
-        thread.name = "podfs-kept"
-        thread.start()
     }
 
     func stop() {

@@ -120,19 +120,12 @@ public final class Keeper: Sendable {
     /// Starts the keeper's thread.
     public func start() {
         guard !started.withLock({ let was = $0; $0 = true; return was }) else { return }
-        let thread = Thread { [self] in
-            // SIGINT, SIGTERM and SIGHUP are the FUSE loop's to take (a
-            // SIGTERM taken here would skip the open files' grace).
-            FeedRound.blockTerminationSignals()
-            // The plans, and the downloads it starts (they inherit it): a
-            // listener's reads come first.
-            BackgroundPriority.lowerCallingThread()
+        // The plans, and the downloads it starts (they inherit the lower
+        // priority).
+        BackgroundPriority.startThread(named: "podfs.keeper", stackSize: 1 << 20) { [self] in
             run()
             ended.signal()
         }
-        thread.name = "podfs.keeper"
-        thread.stackSize = 1 << 20
-        thread.start()
         sizer.start()
     }
 

@@ -44,15 +44,10 @@ final class Sizer: Sendable {
 
     func start() {
         guard !started.withLock({ let was = $0; $0 = true; return was }) else { return }
-        let thread = Thread { [self] in
-            FeedRound.blockTerminationSignals()
-            BackgroundPriority.lowerCallingThread()
+        BackgroundPriority.startThread(named: "podfs.sizes", stackSize: 1 << 20) { [self] in
             run()
             ended.signal()
         }
-        thread.name = "podfs.sizes"
-        thread.stackSize = 1 << 20
-        thread.start()
     }
 
     /// Plans again: shows were built, refreshed or added.

@@ -1,3 +1,4 @@
+import Foundation
 import Glibc
 
 /// The CPU share of threads whose work nobody waits on at this moment:
@@ -14,5 +15,22 @@ public enum BackgroundPriority {
     /// needs no privilege; a failure leaves the thread as it was.
     public static func lowerCallingThread() {
         _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, niceness)
+    }
+
+    /// Starts a thread of the mount's background work, named `name`: the
+    /// termination signals blocked (SIGINT, SIGTERM and SIGHUP are the FUSE
+    /// loop's to take; one taken here would skip the open files' grace),
+    /// its priority lowered (a listener's reads come first), then `body`.
+    public static func startThread(
+        named name: String, stackSize: Int? = nil, _ body: @escaping @Sendable () -> Void
+    ) {
+        let thread = Thread {
+            FeedRound.blockTerminationSignals()
+            lowerCallingThread()
+            body()
+        }
+        thread.name = name
+        if let stackSize { thread.stackSize = stackSize }
+        thread.start()
     }
 }
