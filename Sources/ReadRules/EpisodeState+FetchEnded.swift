@@ -19,6 +19,10 @@ extension EpisodeRules.State {
         id: UInt64, error: FetchError?, attempt: Int, tuning: ReadTuning
     ) -> (Effect, FetchError?) {
         var failure = error
+        // A size check ends here, whatever its head did (`streamInstead`
+        // forgets the fetch).
+        let wasSizeCheck = id == sizeCheck
+        if wasSizeCheck { sizeCheck = nil }
         // A fetch the state forgot (stopped, or of a version replaced): its
         // end, a cancelled transfer say, concerns nobody.
         guard let progress = fetches[id] else { return (.settle, nil) }
@@ -42,7 +46,7 @@ extension EpisodeRules.State {
         }
         // Offline with a cached length: the cache answers, not a retry.
         // Nor is a size check retried: the sizer asks again in its turn.
-        if let failure, failure.isTransient, progress.generation == generation, attempt < tuning.attempts, id != sizeCheck,
+        if let failure, failure.isTransient, progress.generation == generation, attempt < tuning.attempts, !wasSizeCheck,
             !(failure.isUnreachable && !validated && length != nil)
         {
             // A growing backoff, or as long as the origin asked.
@@ -54,7 +58,6 @@ extension EpisodeRules.State {
             return (effect, failure)
         }
         fetches[id] = nil
-        if id == sizeCheck { sizeCheck = nil }
         return (.settle, failure)
     }
 

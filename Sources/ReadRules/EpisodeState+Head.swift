@@ -188,7 +188,7 @@ extension EpisodeRules.State {
         var invalidate = false
         var dropped = DroppedVersion()
         if changed {
-            let cachedBefore = present.count
+            let (cachedBefore, hadBytes) = (present.count, current.hadBytes)
             dropped = dropVersion(keeping: id, existing: context.existingScratch)
             durable.append(.dropIndexRanges)
             if let free = freeingOldBytes(old: length, new: total) { durable.append(free) }
@@ -197,7 +197,9 @@ extension EpisodeRules.State {
                 then.append(.logVariantGone(dropped: cachedBefore))
             } else if unstable == Self.noValidator, restarting {
                 then.append(.logUnproven(dropped: cachedBefore))
-            } else {
+            } else if cachedBefore > 0 || hadBytes {
+                // Not for a version of which no byte was ever here (one
+                // only a size check told): nothing was dropped.
                 then.append(.logChanged)
             }
             invalidate = true

@@ -209,6 +209,7 @@ struct SizeTests {
         #expect(try Self.size(path) == "1100000")
         let variant = try Harness.sh("getfattr --only-values -n user.podfs.variant '\(path)'")
         #expect(!variant.contains("stitched"), "a plain change: \(variant)")
+        #expect(!fixture.log().contains("its cached bytes were dropped"), "nothing was cached to drop")
         try fixture.unmount()
     }
 }

@@ -67,7 +67,7 @@ extension EpisodeReader {
         }
         let goesOn = carryOut(outcome.transition.then, of: episode, EffectContext(fetch: fetch))
         if !goesOn, fetch.isSizeCheck, head.status == 206, let count = head.contentLength, count <= 4096 {
-            fetch.discardBody()
+            fetch.discardBody(count: count)
             return true
         }
         return goesOn

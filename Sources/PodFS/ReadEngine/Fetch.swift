@@ -37,8 +37,9 @@ final class Fetch: FetchSink {
     private let refusal = Locked<FetchError?>(nil)
     /// Set by `endAfterHead`.
     private let endedAfterHead = Locked(false)
-    /// A size check's body is read to its end and dropped (`discardBody`).
-    private let discarding = Locked(false)
+    /// A size check's body, read to its end and dropped (`discardBody`):
+    /// how many bytes it may bring, by when, and how many came.
+    private let discarding = Locked<(limit: Int64, until: Double, seen: Int64)?>(nil)
     /// Body bytes gathered on the network thread and not yet handed over.
     private let gathered = Locked<BodyChunk?>(nil)
     /// When the current attempt's request went out and its head came
@@ -71,12 +72,23 @@ final class Fetch: FetchSink {
             timing.bytes = 0
             return timing.sent
         }
-        reader.observe(latency: now - sent)
+        // Not a size check's: it goes to the enclosure's link, through every
+        // redirect, where a reader's goes to the link its version pinned.
+        if !isSizeCheck { reader.observe(latency: now - sent) }
         return reader.fetch(self, receivedHead: head)
     }
 
     func receive(body: UnsafeRawBufferPointer) -> Bool {
-        if isSizeCheck, discarding.withLock({ $0 }) { return true }
+        if isSizeCheck, let goesOn = discarding.withLock({ discarding -> Bool? in
+            guard var left = discarding else { return nil }
+            left.seen += Int64(body.count)
+            discarding = left
+            // More than it announced (a chunked body ignores its length),
+            // or a host that drips it: cut.
+            return left.seen <= left.limit && monotonicSeconds() < left.until
+        }) {
+            return goesOn
+        }
         let before = timing.withLock { timing in
             defer { timing.bytes += Int64(body.count) }
             return timing.bytes
@@ -156,11 +168,11 @@ final class Fetch: FetchSink {
     }
 
     /// A size check that wants its head only, and whose body is a byte or
-    /// so: read to its end and dropped, rather than cut, so its connection
-    /// serves the next check (a new one costs round trips, through TLS
-    /// three).
-    func discardBody() {
-        discarding.withLock { $0 = true }
+    /// so (`count`): read to its end and dropped, rather than cut, so its
+    /// connection serves the next check (a new one costs round trips,
+    /// through TLS three). Cut all the same past `count` bytes or 5 s.
+    func discardBody(count: Int64) {
+        discarding.withLock { $0 = (count, monotonicSeconds() + 5, 0) }
     }
 
     /// The request of an attempt is about to go out.
