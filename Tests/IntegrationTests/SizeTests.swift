@@ -78,6 +78,7 @@ struct SizeTests {
         #expect(connections >= 1 && connections <= 2, "connections: \(connections)")
         for file in files {
             #expect(try fixture.origin.requests(file) == 1, "one check of \(file)")
+            #expect(try fixture.origin.ranges(file) == ["bytes=0-0"], "its first byte")
             #expect(try Harness.eventually { try fixture.origin.bytesSent(file) == 1 }, "one byte of \(file)")
         }
         #expect(
