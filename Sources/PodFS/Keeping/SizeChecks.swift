@@ -31,8 +31,7 @@ struct SizeChecks {
         case whole
         /// No size: the host sends no validator that proves a version.
         case unproven
-        /// No size: an error, a refusal, no answer in time, or a host that
-        /// proves nothing.
+        /// No size: an error, a refusal, or no answer in time.
         case failed
     }
 
@@ -119,7 +118,8 @@ struct SizeChecks {
 
     /// Whether nothing is on its way and nothing may be sent before `now`.
     func isIdle(now: Double) -> Bool {
-        onTheirWay.isEmpty && !waiting.contains { isDue($0, now: now) }
+        onTheirWay.isEmpty
+            && !waiting.contains { Self.isDue($0, now: now, failed: failedUntil, resting: restingUntil) }
     }
 
     // MARK: - Private methods
@@ -128,10 +128,6 @@ struct SizeChecks {
         proven.remove(show)
         restingUntil[show] = now + Self.retry
         return show
-    }
-
-    private func isDue(_ candidate: Candidate, now: Double) -> Bool {
-        Self.isDue(candidate, now: now, failed: failedUntil, resting: restingUntil)
     }
 
     private static func isDue(

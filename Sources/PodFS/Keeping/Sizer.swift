@@ -160,7 +160,7 @@ final class Sizer: Sendable {
     private static func unsizedEpisodes(_ shows: [Catalog.Show]) -> [String: (episode: Episode, show: String)] {
         var unsized: [String: (episode: Episode, show: String)] = [:]
         for show in shows {
-            for episode in show.episodes where episode.isEpisode && episode.feedLength == nil {
+            for episode in show.episodes where episode.feedLength == nil {
                 let told = episode.state.ifMade { $0.length }.flatMap { $0 }
                 if told == nil { unsized[episode.key] = (episode, show.name) }
             }

@@ -98,9 +98,7 @@ extension EpisodeReader {
     func keep(_ keys: Set<String>) {
         eviction.kept.withLock { $0 = keys }
     }
-}
 
-extension EpisodeReader {
     /// Asks the origin for the size of `episode`, whose feed gives none
     /// (`Episode.State.startSizeCheck`): one byte, in the background, one
     /// of the cache's own fetches (a reader's do not wait for it). Its
