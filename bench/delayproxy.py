@@ -7,8 +7,10 @@ Every client->origin chunk (in practice: every HTTP request header) is held for 
 before it is forwarded, and so is every new connection (the TCP handshake), so each
 request costs +DELAY of round trip. Responses flow back zero-copy (splice), optionally
 capped to RATE MB/s shared by all connections. Capped responses go in slices of
-SLICE bytes, each waiting its turn on the one link, so a capped link delivers
-bytes steadily, as a real one does, not in 1 MiB bursts.
+SLICE bytes (or a millisecond's worth, when that is more: 16 KiB slices could not
+carry more than about 90 MB/s through Python's sleeps), each waiting its turn on the
+one link, so a capped link delivers bytes steadily, as a real one does, not in
+1 MiB bursts.
 
 usage: delayproxy.py LISTEN_PORT UPSTREAM_PORT DELAY_MS [RATE_MBPS]
 """
@@ -34,9 +36,10 @@ def throttle(nbytes, rate):
 def responses(up, cl, rate):
     r, w = os.pipe()
     fcntl.fcntl(w, F_SETPIPE_SZ, CHUNK)
+    step = min(CHUNK, max(SLICE, int(rate / 1000) // 4096 * 4096)) if rate else CHUNK
     try:
         while True:
-            n = os.splice(up.fileno(), w, SLICE if rate else CHUNK)
+            n = os.splice(up.fileno(), w, step)
             if n == 0:
                 break
             if rate:

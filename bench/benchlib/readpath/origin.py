@@ -41,7 +41,7 @@ class Traffic:
 
 
 class Origin:
-    def __init__(self, work, delay_ms, force_python=False):
+    def __init__(self, work, delay_ms, force_python=False, rate_mb=None):
         self.work, self.delay_ms, self.proxy = work, delay_ms, None
         self.port = free_port()
         nginx = shutil.which("nginx") or ("/usr/sbin/nginx" if os.path.exists("/usr/sbin/nginx") else None)
@@ -62,9 +62,9 @@ class Origin:
         if self.proc.poll() is not None:
             raise RuntimeError(f"{self.kind} did not start (see {work}/nginx/error.log)")
         port = self.port
-        if delay_ms:
+        if delay_ms or rate_mb:
             port = free_port()
-            self.proxy = spawn(delayproxy_argv(port, self.port, delay_ms))
+            self.proxy = spawn(delayproxy_argv(port, self.port, delay_ms, rate_mb))
             wait_for(lambda: http_ok(f"http://127.0.0.1:{port}{self.ping}"), 15, "delay proxy")
         self.url = f"http://127.0.0.1:{port}/"  # what clients use
 
