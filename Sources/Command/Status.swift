@@ -55,6 +55,7 @@ struct CacheReport: Encodable {
         var key: String
         /// The origin's length when known, else the feed's claim.
         var size: Int64
+        /// Whether the origin told `size`; otherwise it is the feed's claim.
         var sizeConfirmed: Bool
         var cachedBytes: Int64
         /// Seconds since the epoch.
@@ -71,6 +72,10 @@ struct CacheReport: Encodable {
         var streaming: Bool
         /// Whether every byte of one variant is cached (kept as it is).
         var final: Bool
+
+        /// Neither the origin nor the feed told a size (the feed gave none,
+        /// or 0).
+        var sizeUnknown: Bool { !sizeConfirmed && size == 0 }
     }
 
     /// How the last load or refresh of a feed went.
@@ -160,6 +165,11 @@ struct CacheReport: Encodable {
             out += "; no size cap\n"
         }
         out += Self.feedSummary(feeds)
+        let unsized = feeds.reduce(0) { $0 + $1.episodes.filter(\.sizeUnknown).count }
+        if unsized > 0 {
+            out += "Sizes not known yet: \(unsized) (a feed gave none: an episode's is asked of its host in the "
+            out += "background, a transcript's or chapters' when it is first opened)\n"
+        }
         if let keeping { out += Self.keepingText(keeping) }
         for feed in feeds {
             out += "\n\(TerminalText.clean(feed.title))  (\(TerminalText.clean(feed.url))"
@@ -178,7 +188,9 @@ struct CacheReport: Encodable {
             for episode in feed.episodes {
                 let name = TerminalText.clean(episode.name ?? "(no longer in the feed) \(episode.key)")
                 let padded = name.count >= width ? name : name + String(repeating: " ", count: width - name.count)
-                let size = CacheMaintenance.bytes(episode.size) + (episode.sizeConfirmed ? "" : "?")
+                let size =
+                    episode.sizeUnknown
+                    ? "unknown" : CacheMaintenance.bytes(episode.size) + (episode.sizeConfirmed ? "" : "?")
                 out += "  \(padded)  \(Self.leftPad(size, 11))  \(Self.leftPad(Self.percent(episode.cachedBytes, of: episode.size, bare: true), 4))"
                 out += "  [\(Self.map(episode))]"
                 if let lastRead = episode.lastRead { out += "  read \(Self.date(lastRead))" }
