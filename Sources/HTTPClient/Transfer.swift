@@ -114,6 +114,8 @@ final class Transfer {
         // request goes through it.
         podfs_curl_easy_setopt_str(easy, CURLOPT_PROXY, proxy?.url ?? "")
         podfs_curl_easy_setopt_str(easy, CURLOPT_NOPROXY, "")
+        // A proxy's answer to CONNECT is no response of ours.
+        podfs_curl_easy_setopt_long(easy, CURLOPT_SUPPRESS_CONNECT_HEADERS, 1)
         podfs_curl_easy_setopt_ptr(easy, CURLOPT_ERRORBUFFER, UnsafeMutableRawPointer(errorBuffer))
         if let range = request.range {
             podfs_curl_easy_setopt_str(easy, CURLOPT_RANGE, "\(range.lowerBound)-\(range.upperBound - 1)")
@@ -231,6 +233,19 @@ final class Transfer {
         var count = bytes.count
         while count > 0, bytes[count - 1] == 0x0a || bytes[count - 1] == 0x0d { count -= 1 }
         let line = UnsafeRawBufferPointer(rebasing: bytes[0..<count])
+        if line.isEmpty {
+            // A head ends. A 2xx is the final response (libcurl follows
+            // only 3xx, and a proxy's answer to CONNECT is not passed
+            // here): it goes over now, not with the first body byte, so
+            // that a head whose body is held back still tells its length
+            // and validators (a size check's, `Fetch.sizeCheckLimit`).
+            guard !headDelivered, let status = pendingStatus, (200...299).contains(status) else { return true }
+            var code = 0
+            podfs_curl_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &code)
+            // libcurl's own reading of the head agrees that it is the response.
+            guard code == status else { return true }
+            return deliverHead()
+        }
         if line.starts(with: "HTTP/".utf8) {
             // A new response in a redirect chain (or after 100-continue).
             if let previous = pendingStatus, RedirectRule.isFollowed(status: previous) {

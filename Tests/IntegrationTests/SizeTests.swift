@@ -36,6 +36,18 @@ struct SizeTests {
         "\(fixture.mountpoint)/\(show)/2026-11-\(String(format: "%02d", day)) Episode \(day).mp3"
     }
 
+    /// `podfs status`'s text.
+    private static func status(_ fixture: Fixture) throws -> String {
+        let output = try Harness.run(Harness.podfs, ["status", "--cache-dir", fixture.cacheDirectory])
+        guard output.status == 0 else { throw HarnessError("podfs status failed: \(output.stderr)") }
+        return output.text
+    }
+
+    /// The line of `status` that names `file`.
+    private static func line(_ status: String, _ file: String) -> String {
+        status.split(separator: "\n").first { $0.contains(file) }.map(String.init) ?? ""
+    }
+
     private static func size(_ path: String) throws -> String {
         try Harness.sh("stat -c %s '\(path)'").trimmingCharacters(in: .whitespacesAndNewlines)
     }
@@ -66,6 +78,9 @@ struct SizeTests {
             try Harness.eventually { (try fixture.origin.stats()["held"] as? NSNumber)?.intValue ?? 0 >= 1 },
             "the size is asked without anything opening the file; log: \(fixture.log().suffix(3000))")
         #expect(try Self.size(newest) == "0", "the size before the origin answered")
+        let unsized = try Self.status(fixture)
+        #expect(unsized.contains("Sizes not known yet: 3 ("), "\(unsized)")
+        #expect(Self.line(unsized, "2026-11-03 Episode 3.mp3").contains(" unknown "), "\(unsized)")
         try fixture.origin.release()
         #expect(
             try Harness.eventually(10) { try Self.size(newest) == "1234567" },
@@ -84,6 +99,14 @@ struct SizeTests {
         #expect(
             Harness.eventually { fixture.log().contains("asked origins for the sizes their feeds leave out") },
             "log: \(fixture.log().suffix(3000))")
+        // The index has the sizes once the mount commits (about once a second).
+        var sized = ""
+        #expect(
+            try Harness.eventually {
+                sized = try Self.status(fixture)
+                return !sized.contains("Sizes not known yet") && !sized.contains("unknown")
+            }, "\(sized)")
+        #expect(Self.line(sized, "2026-11-03 Episode 3.mp3").contains(" 1.2 MiB "), "\(sized)")
         // Read whole, the file is the origin's and no byte came twice.
         let copy = fixture.directory + "/b-copy.mp3"
         try Harness.sh("cp '\(Self.path(fixture, day: 2))' '\(copy)'")
@@ -96,6 +119,51 @@ struct SizeTests {
         try fixture.mount(waitFor: .paths(["\(Self.show)/2026-11-03 Episode 3.mp3"]))
         #expect(try Self.size(newest) == "1234567")
         #expect(try Self.size(Self.path(fixture, day: 1)) == "700003")
+        try fixture.unmount()
+    }
+
+    /// A host that sends a check's head and holds its byte back: the size
+    /// is the head's (the client hands a 2xx head over when it ends, not
+    /// with the first body byte), the show's next check does not wait for
+    /// the held one, and each check gives up its connection after
+    /// `Fetch.sizeCheckLimit` (10 s), not libcurl's 30 s without a byte.
+    @Test func aHostThatHoldsACheckByteBackHoldsNeitherTheSizeNorTheConnection() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        let sizes = [1_000_003, 1_000_001]  // held2 (the newest), held1
+        let files = ["held2.mp3", "held1.mp3"]
+        for (file, size) in zip(files, sizes) {
+            try fixture.origin.put(file, Harness.bytes(count: size, seed: UInt64(size)))
+        }
+        try fixture.origin.configure(
+            #"{"hold": [{"path": "/held2.mp3", "after_bytes": 0, "seconds": 120}, "#
+                + #"{"path": "/held1.mp3", "after_bytes": 0, "seconds": 120}]}"#)
+        defer { _ = try? fixture.origin.clearFaults() }
+        try fixture.origin.put("feed.xml", Self.feed(files.map { ($0, nil) }))
+        try fixture.mount(waitFor: .paths(["\(Self.show)/2026-11-02 Episode 2.mp3"]))
+        #expect(
+            try Harness.eventually(10) { try Self.size(Self.path(fixture, day: 2)) == "1000003" },
+            "the newest's size is its head's; log: \(fixture.log().suffix(3000))")
+        #expect(
+            try Harness.eventually(10) { try Self.size(Self.path(fixture, day: 1)) == "1000001" },
+            "the next check did not wait for the held one; log: \(fixture.log().suffix(3000))")
+        #expect((try fixture.origin.stats()["held"] as? NSNumber)?.intValue == 2, "both bodies are held")
+        for file in files { #expect(try fixture.origin.requests(file) == 1, "one check of \(file)") }
+        // The origin's ends of the two checks' connections, closed by the
+        // mount while the origin still holds their bodies (CLOSE-WAIT).
+        let port = fixture.origin.base.split(separator: ":").last.map(String.init) ?? ""
+        let closed = { () throws -> Int in
+            Int(try Harness.sh("ss -Htn state close-wait '( sport = :\(port) )' | wc -l")
+                .trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
+        }
+        #expect(
+            try Harness.eventually(20) { try closed() == 2 },
+            "each check gave its connection up within its limit: \((try? closed()) ?? -1) closed")
+        // Nothing of it stays in the way: read whole, the file is the origin's.
+        try fixture.origin.clearFaults()
+        let copy = fixture.directory + "/held2-copy.mp3"
+        try Harness.sh("cp '\(Self.path(fixture, day: 2))' '\(copy)'")
+        #expect(FileManager.default.contents(atPath: copy) == Harness.bytes(count: 1_000_003, seed: 1_000_003))
         try fixture.unmount()
     }
 

@@ -364,8 +364,13 @@ public final class EpisodeReader: Sendable {
         known.meet(fetch.episode)
         fetch.markSent()
         fetch.episode.transfers.withLock { $0[fetch.id] = fetch }
-        fetch.attemptStarted(network.source.start(
-                url: url, range: range, validator: validator, listedBy: fetch.episode.listedBy, sink: fetch))
+        let listedBy = fetch.episode.listedBy
+        fetch.attemptStarted(
+            fetch.isSizeCheck
+                ? network.source.start(
+                    url: url, range: range, validator: validator, listedBy: listedBy, sink: fetch,
+                    within: Fetch.sizeCheckLimit)
+                : network.source.start(url: url, range: range, validator: validator, listedBy: listedBy, sink: fetch))
     }
 
     /// Stops the transfers of fetches that yielded and want nothing more.

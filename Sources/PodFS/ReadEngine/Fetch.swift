@@ -29,6 +29,10 @@ final class Fetch: FetchSink {
     /// A size check (`EpisodeReader.checkSize`): the sizer says its
     /// failures, once a show.
     let isSizeCheck: Bool
+    /// Seconds a size check's transfer may take, from its request to its
+    /// byte: its head tells the size, so a host that holds the byte back
+    /// (or drips it) holds neither the sizer nor a connection longer.
+    static let sizeCheckLimit = 10
     /// Attempts made so far, touched on the network thread and the retry
     /// timer only, one after the other.
     private let attempts = Locked(0)
@@ -38,8 +42,8 @@ final class Fetch: FetchSink {
     /// Set by `endAfterHead`.
     private let endedAfterHead = Locked(false)
     /// A size check's body, read to its end and dropped (`discardBody`):
-    /// how many bytes it may bring, by when, and how many came.
-    private let discarding = Locked<(limit: Int64, until: Double, seen: Int64)?>(nil)
+    /// how many bytes it may bring, and how many came.
+    private let discarding = Locked<(limit: Int64, seen: Int64)?>(nil)
     /// Body bytes gathered on the network thread and not yet handed over.
     private let gathered = Locked<BodyChunk?>(nil)
     /// When the current attempt's request went out and its head came
@@ -83,9 +87,10 @@ final class Fetch: FetchSink {
             guard var left = discarding else { return nil }
             left.seen += Int64(body.count)
             discarding = left
-            // More than it announced (a chunked body ignores its length),
-            // or a host that drips it: cut.
-            return left.seen <= left.limit && monotonicSeconds() < left.until
+            // More than it announced (a chunked body ignores its length):
+            // cut. A host that drips it or holds it back meets the
+            // check's time limit (`sizeCheckLimit`).
+            return left.seen <= left.limit
         }) {
             return goesOn
         }
@@ -170,9 +175,9 @@ final class Fetch: FetchSink {
     /// A size check that wants its head only, and whose body is a byte or
     /// so (`count`): read to its end and dropped, rather than cut, so its
     /// connection serves the next check (a new one costs round trips,
-    /// through TLS three). Cut all the same past `count` bytes or 5 s.
+    /// through TLS three). Cut all the same past `count` bytes.
     func discardBody(count: Int64) {
-        discarding.withLock { $0 = (count, monotonicSeconds() + 5, 0) }
+        discarding.withLock { $0 = (count, 0) }
     }
 
     /// The request of an attempt is about to go out.
