@@ -34,7 +34,7 @@ struct CurlSource: RangeSource, FeedSource {
 
     func start(
         url: String, range: Range<Int64>, validator: String?, listedBy: ListedBy, sink: any FetchSink,
-        within seconds: Int
+        stalledAfter seconds: Int
     ) -> FetchStopper? {
         start(url: url, range: range, validator: validator, listedBy: listedBy, sink: sink, limit: seconds)
     }
@@ -43,7 +43,7 @@ struct CurlSource: RangeSource, FeedSource {
         url: String, range: Range<Int64>, validator: String?, listedBy: ListedBy, sink: any FetchSink, limit: Int?
     ) -> FetchStopper? {
         let issuer = zones.issuer(of: url, listedBy: listedBy)
-        let request = HTTPRequest(url: url, range: range, ifRange: validator, issuer: issuer, totalTimeout: limit)
+        let request = HTTPRequest(url: url, range: range, ifRange: validator, issuer: issuer, stallTimeout: limit)
         let id = client.start(
             request, delegate: SinkAdapter(sink: sink, requestedURL: url, requestedIssuer: issuer, zones: zones))
         return { [client] in client.cancel(id) }

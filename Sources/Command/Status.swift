@@ -167,8 +167,8 @@ struct CacheReport: Encodable {
         out += Self.feedSummary(feeds)
         let unsized = feeds.reduce(0) { $0 + $1.episodes.filter(\.sizeUnknown).count }
         if unsized > 0 {
-            out += "Sizes not known yet: \(unsized) (a feed gave none: an episode's is asked of its host in the "
-            out += "background, a transcript's or chapters' when it is first opened)\n"
+            out += "Sizes not known yet: \(unsized) (the feed gives none; each is learned when its file is first "
+            out += "opened, most episodes' and covers' before that, in the background)\n"
         }
         if let keeping { out += Self.keepingText(keeping) }
         for feed in feeds {

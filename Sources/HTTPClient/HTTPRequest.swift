@@ -26,13 +26,18 @@ public struct HTTPRequest: Sendable {
     /// Seconds the whole transfer may take; `nil`: no limit (a body that
     /// stalls still fails, by the low-speed rule).
     public var totalTimeout: Int?
+    /// Seconds without a byte (waiting for the head included, connecting
+    /// not) before the transfer fails; `nil`: the client's 30 s. The lower
+    /// of the two applies.
+    public var stallTimeout: Int?
 
     public init(
         url: String, range: Range<Int64>? = nil, ifRange: String? = nil,
         headers: [(name: String, value: String)] = [], acceptCompressed: Bool = false, issuer: URLIssuer = .user,
         body: [UInt8]? = nil, credentials: HTTPCredentials? = nil, connectTimeout: Int = 15,
-        totalTimeout: Int? = nil
+        totalTimeout: Int? = nil, stallTimeout: Int? = nil
     ) {
+        self.stallTimeout = stallTimeout
         self.body = body
         self.credentials = credentials
         self.issuer = issuer

@@ -103,7 +103,8 @@ final class Transfer {
         }
         // A stalled body (less than 1 byte/s for 30 s) fails instead of hanging.
         podfs_curl_easy_setopt_long(easy, CURLOPT_LOW_SPEED_LIMIT, 1)
-        podfs_curl_easy_setopt_long(easy, CURLOPT_LOW_SPEED_TIME, Self.lowSpeedTime)
+        podfs_curl_easy_setopt_long(
+            easy, CURLOPT_LOW_SPEED_TIME, min(request.stallTimeout ?? Self.lowSpeedTime, Self.lowSpeedTime))
         podfs_curl_easy_setopt_long(easy, CURLOPT_TCP_KEEPALIVE, 1)
         podfs_curl_easy_setopt_long(easy, CURLOPT_BUFFERSIZE, Self.receiveBuffer(for: request.range))
         podfs_curl_easy_setopt_str(easy, CURLOPT_USERAGENT, userAgent)
@@ -238,7 +239,9 @@ final class Transfer {
             // only 3xx, and a proxy's answer to CONNECT is not passed
             // here): it goes over now, not with the first body byte, so
             // that a head whose body is held back still tells its length
-            // and validators (a size check's, `Fetch.sizeCheckLimit`).
+            // and validators (a size check's, `Fetch.sizeCheckStall`).
+            // Only with Basic auth (shim.h), as now: under a multi-pass
+            // scheme (Digest, NTLM) libcurl sends a POST again after a 2xx.
             guard !headDelivered, let status = pendingStatus, (200...299).contains(status) else { return true }
             var code = 0
             podfs_curl_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &code)

@@ -126,7 +126,7 @@ struct SizeTests {
     /// is the head's (the client hands a 2xx head over when it ends, not
     /// with the first body byte), the show's next check does not wait for
     /// the held one, and each check gives up its connection after
-    /// `Fetch.sizeCheckLimit` (10 s), not libcurl's 30 s without a byte.
+    /// `Fetch.sizeCheckStall` (10 s without a byte), not the usual 30 s.
     @Test func aHostThatHoldsACheckByteBackHoldsNeitherTheSizeNorTheConnection() throws {
         let fixture = try Fixture()
         defer { fixture.cleanup() }

@@ -24,9 +24,10 @@ final class Sizer: Sendable {
     private let changed = Locked(true)
     private let wake = DispatchSemaphore(value: 0)
     private let ended = DispatchSemaphore(value: 0)
-    /// Seconds a check may take before its slot goes to the next (its
-    /// fetch ends on its own: `Fetch.sizeCheckLimit`); a backstop for an
-    /// episode an open joined, which goes on fetching for its reader.
+    /// Seconds a check may take before its slot goes to the next. A check
+    /// frees it at its head or its end (`Fetch.sizeCheckStall` bounds a
+    /// silent host); this is a backstop for an episode an open joined,
+    /// which goes on fetching for its reader.
     static let patience = 45.0
     /// Seconds between plans while the catalogue keeps changing (a cold
     /// mount installs a thousand shows, one poke each).

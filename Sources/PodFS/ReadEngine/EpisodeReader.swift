@@ -369,7 +369,7 @@ public final class EpisodeReader: Sendable {
             fetch.isSizeCheck
                 ? network.source.start(
                     url: url, range: range, validator: validator, listedBy: listedBy, sink: fetch,
-                    within: Fetch.sizeCheckLimit)
+                    stalledAfter: Fetch.sizeCheckStall)
                 : network.source.start(url: url, range: range, validator: validator, listedBy: listedBy, sink: fetch))
     }
 

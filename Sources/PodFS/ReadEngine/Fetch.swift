@@ -29,10 +29,11 @@ final class Fetch: FetchSink {
     /// A size check (`EpisodeReader.checkSize`): the sizer says its
     /// failures, once a show.
     let isSizeCheck: Bool
-    /// Seconds a size check's transfer may take, from its request to its
-    /// byte: its head tells the size, so a host that holds the byte back
-    /// (or drips it) holds neither the sizer nor a connection longer.
-    static let sizeCheckLimit = 10
+    /// Seconds a size check's transfer may go without a byte, its head's
+    /// included (connecting and redirects' answers do not count): its head
+    /// tells the size, so a host that holds the byte back holds the
+    /// connection no longer than this, not the usual 30 s.
+    static let sizeCheckStall = 10
     /// Attempts made so far, touched on the network thread and the retry
     /// timer only, one after the other.
     private let attempts = Locked(0)
@@ -88,8 +89,8 @@ final class Fetch: FetchSink {
             left.seen += Int64(body.count)
             discarding = left
             // More than it announced (a chunked body ignores its length):
-            // cut. A host that drips it or holds it back meets the
-            // check's time limit (`sizeCheckLimit`).
+            // cut. A host that holds it back meets the check's stall
+            // limit (`sizeCheckStall`).
             return left.seen <= left.limit
         }) {
             return goesOn

@@ -35,12 +35,12 @@ public protocol RangeSource: Sendable {
         url: String, range: Range<Int64>, validator: String?, listedBy: ListedBy, sink: any FetchSink
     ) -> FetchStopper?
     /// Starts a GET as `start` does, which fails once `seconds` passed
-    /// since it went out, whatever it received by then (a size check's:
-    /// its head tells the size, and a host that holds its byte back must
-    /// not hold the check).
+    /// without a byte (its head's included), whatever it received before
+    /// (a size check's: its head tells the size, and a host that holds the
+    /// byte back must not hold a connection for the usual 30 s).
     func start(
         url: String, range: Range<Int64>, validator: String?, listedBy: ListedBy, sink: any FetchSink,
-        within seconds: Int
+        stalledAfter seconds: Int
     ) -> FetchStopper?
 }
 
@@ -55,10 +55,10 @@ extension RangeSource {
         return nil
     }
 
-    /// Without a limit: for sources that answer at once (tests).
+    /// The usual limit: for sources that answer at once (tests).
     public func start(
         url: String, range: Range<Int64>, validator: String?, listedBy: ListedBy, sink: any FetchSink,
-        within seconds: Int
+        stalledAfter seconds: Int
     ) -> FetchStopper? {
         start(url: url, range: range, validator: validator, listedBy: listedBy, sink: sink)
     }
