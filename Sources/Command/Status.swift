@@ -57,6 +57,9 @@ struct CacheReport: Encodable {
         var size: Int64
         /// Whether the origin told `size`; otherwise it is the feed's claim.
         var sizeConfirmed: Bool
+        /// "episode", "cover", "transcript" or "chapters"; `nil` for an
+        /// episode no longer in the saved feed.
+        var kind: String?
         var cachedBytes: Int64
         /// Seconds since the epoch.
         var lastRead: Int64?
@@ -165,10 +168,12 @@ struct CacheReport: Encodable {
             out += "; no size cap\n"
         }
         out += Self.feedSummary(feeds)
-        let unsized = feeds.reduce(0) { $0 + $1.episodes.filter(\.sizeUnknown).count }
+        // Transcripts' and chapters' are learned when they are opened, and
+        // would fill the line of a library that has them.
+        let unsized = feeds.reduce(0) { $0 + $1.episodes.filter { $0.sizeUnknown && $0.kind == "episode" }.count }
         if unsized > 0 {
-            out += "Sizes not known yet: \(unsized) (the feed gives none; each is learned when its file is first "
-            out += "opened, most episodes' and covers' before that, in the background)\n"
+            out += "Episodes whose size is not known yet: \(unsized) (their feed gives none; podfs asks their hosts "
+            out += "in the background, newest first, else learns it when one is first opened)\n"
         }
         if let keeping { out += Self.keepingText(keeping) }
         for feed in feeds {
@@ -269,14 +274,14 @@ struct CacheReport: Encodable {
 
     private static func feed(_ snapshot: FeedSnapshot, logger: Logger) -> Feed {
         var title = FeedURL.redacted(snapshot.url)
-        var named: [String: (name: String, feedLength: Int64?)] = [:]
+        var named: [String: (name: String, feedLength: Int64?, kind: ShowLayout.Kind)] = [:]
         var order: [String] = []
         if let body = snapshot.body, let parsed = try? FeedParser.parse(body, baseURL: snapshot.url) {
             title = parsed.title ?? title
             let layout = ShowLayout(
                 feedURL: snapshot.url, feed: parsed, directoryName: Naming.sanitize(parsed.title), logger: logger)
             for item in layout.files {
-                named[item.key] = (item.name, item.kind == .episode ? item.episode?.enclosureLength : nil)
+                named[item.key] = (item.name, item.kind == .episode ? item.episode?.enclosureLength : nil, item.kind)
                 order.append(item.key)
                 // A show whose guid another subscription holds is cached
                 // under its URL's keys (`Catalog`): its files are found
@@ -291,23 +296,26 @@ struct CacheReport: Encodable {
         var episodes: [Episode] = []
         for key in order {
             guard let record = records[key] else { continue }
-            episodes.append(episode(record, name: named[key]?.name, feedLength: named[key]?.feedLength))
+            episodes.append(
+                episode(record, name: named[key]?.name, feedLength: named[key]?.feedLength, kind: named[key]?.kind))
         }
         for record in snapshot.episodes where named[record.key] == nil {
-            episodes.append(episode(record, name: nil, feedLength: nil))
+            episodes.append(episode(record, name: nil, feedLength: nil, kind: nil))
         }
         return Feed(
             url: FeedURL.redacted(snapshot.url), fullURL: snapshot.url, title: title, fetchedAt: snapshot.fetchedAt,
             lastRefresh: nil, episodes: episodes)
     }
 
-    private static func episode(_ record: EpisodeRecord, name: String?, feedLength: Int64?) -> Episode {
+    private static func episode(
+        _ record: EpisodeRecord, name: String?, feedLength: Int64?, kind: ShowLayout.Kind?
+    ) -> Episode {
         let cached = record.ranges.reduce(Int64(0)) { $0 + ($1.upperBound - $1.lowerBound) }
         let complete = record.length.map { $0 > 0 && cached == $0 } ?? false
         let final = record.variant.isFinal && complete
         return Episode(
             name: name, url: FeedURL.redacted(record.url), key: record.key, size: record.length ?? feedLength ?? 0,
-            sizeConfirmed: record.length != nil, cachedBytes: cached, lastRead: record.lastRead,
+            sizeConfirmed: record.length != nil, kind: kind?.rawValue, cachedBytes: cached, lastRead: record.lastRead,
             ranges: record.ranges.map { [$0.lowerBound, $0.upperBound] }, unstable: record.variant.unstable,
             pinned: record.variant.pinnedURL.map { $0 != record.url } ?? false,
             streaming: record.variant.unstable != nil && !complete, final: final)

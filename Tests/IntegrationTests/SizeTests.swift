@@ -79,7 +79,7 @@ struct SizeTests {
             "the size is asked without anything opening the file; log: \(fixture.log().suffix(3000))")
         #expect(try Self.size(newest) == "0", "the size before the origin answered")
         let unsized = try Self.status(fixture)
-        #expect(unsized.contains("Sizes not known yet: 3 ("), "\(unsized)")
+        #expect(unsized.contains("Episodes whose size is not known yet: 3 ("), "\(unsized)")
         #expect(Self.line(unsized, "2026-11-03 Episode 3.mp3").contains(" unknown "), "\(unsized)")
         try fixture.origin.release()
         #expect(
@@ -104,7 +104,7 @@ struct SizeTests {
         #expect(
             try Harness.eventually {
                 sized = try Self.status(fixture)
-                return !sized.contains("Sizes not known yet") && !sized.contains("unknown")
+                return !sized.contains("size is not known yet") && !sized.contains("unknown")
             }, "\(sized)")
         #expect(Self.line(sized, "2026-11-03 Episode 3.mp3").contains(" 1.2 MiB "), "\(sized)")
         // Read whole, the file is the origin's and no byte came twice.
