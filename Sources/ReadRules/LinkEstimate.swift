@@ -3,8 +3,8 @@
 /// product (the bytes "in the pipe") is how much a sequential reader must
 /// keep on its way to never wait for a round trip.
 ///
-/// Pure value; `EpisodeReader` keeps one per mount behind a lock and feeds
-/// it from the network thread.
+/// Pure value; `EpisodeReader` keeps one per origin host (`LinkEstimates`)
+/// behind a lock and feeds it from the network thread.
 public struct LinkEstimate: Sendable {
     public init() {}
 
@@ -46,9 +46,7 @@ public struct LinkEstimate: Sendable {
 
     /// The same at the shortest round trip seen: what a window beyond the
     /// usual largest may grow to. Only a truly far origin gets it, not a
-    /// near one whose responses queued behind a busy moment, and a mount
-    /// with a near and a far origin stays with the near one's (the
-    /// estimate is the mount's, not each host's).
+    /// near one whose responses queued behind a busy moment.
     func readAheadAtShortestLatency(within bounds: ClosedRange<Int64>) -> Int64? {
         guard let shortestLatency else { return nil }
         return readAhead(within: bounds, latency: shortestLatency)

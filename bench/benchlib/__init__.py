@@ -120,13 +120,14 @@ def podfs_binary(path):
 
 @contextlib.contextmanager
 def fresh_mount(work, podfs, feed_url, show, files):
-    """podfs mounting `feed_url` with a new cache under `work`: yields the show's folder
+    """podfs mounting `feed_url` (or a list of them) with a new cache under `work`: yields the show's folder
     once it lists `files` entries and 1 s passed. Afterwards unmounted, the daemon stopped
     by PID and the cache removed (many mounts' dirty pages would make the kernel throttle
     the later ones' cache writes)."""
     mnt, cache = tempfile.mkdtemp(dir=work), tempfile.mkdtemp(dir=work)
     log = open(f"{cache}.log", "w")
-    daemon = spawn([podfs, "mount", "-f", "--cache-dir", cache, feed_url, mnt], stdout=log, stderr=log)
+    feeds = [feed_url] if isinstance(feed_url, str) else list(feed_url)
+    daemon = spawn([podfs, "mount", "-f", "--cache-dir", cache, *feeds, mnt], stdout=log, stderr=log)
     try:
         folder = f"{mnt}/{show}"
         wait_for(lambda: daemon.poll() is not None or (os.path.isdir(folder) and len(os.listdir(folder)) >= files),

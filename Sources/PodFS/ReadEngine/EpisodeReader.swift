@@ -201,7 +201,7 @@ public final class EpisodeReader: Sendable {
 
     /// A read event, of a FUSE read or one made again (`resume`).
     private func read(_ episode: Episode, handle: UInt64, offset: Int64, size: Int, reply: Episode.ReadToken) {
-        let context = readContext()
+        let context = readContext(episode)
         let (effects, target, generation) = episode.state.withLock { state in
             let effects = state.read(handle: handle, offset: offset, size: size, reply: reply, context: context)
             return (effects, self.target(state, of: episode), state.generation)
@@ -319,11 +319,13 @@ public final class EpisodeReader: Sendable {
         }
     }
 
-    /// What a read event needs of the world now.
-    private func readContext() -> Episode.State.ReadContext {
-        Episode.State.ReadContext(
-            now: monotonicSeconds(), wallClock: Int64(Date().timeIntervalSince1970), link: network.estimate.withLock { $0 },
-            tuning: tuning)
+    /// What a read event of `episode` needs of the world now: among it,
+    /// what its host's responses showed.
+    private func readContext(_ episode: Episode) -> Episode.State.ReadContext {
+        let host = LinkEstimates.host(of: episode.url)
+        return Episode.State.ReadContext(
+            now: monotonicSeconds(), wallClock: Int64(Date().timeIntervalSince1970),
+            link: network.estimates.withLock { $0[host] }, tuning: tuning)
     }
 
     /// Judges again, after `delay`, the reads of `episode` that jumped and
@@ -331,7 +333,7 @@ public final class EpisodeReader: Sendable {
     /// with the retries, so a shutdown waits for it (`drainWriters`).
     func scheduleRecheck(of episode: Episode, after delay: Double) {
         io.afterDelay(delay) { [self] in
-            let context = readContext()
+            let context = readContext(episode)
             let (effects, target, unstable, generation) = episode.state.withLock { state in
                 let effects = state.recheckDue(context: context)
                 return (effects, self.target(state, of: episode), state.unstable != nil, state.generation)
@@ -379,21 +381,23 @@ public final class EpisodeReader: Sendable {
         for fetch in stopping { fetch.stop() }
     }
 
-    /// A response head arrived `seconds` after its request.
-    func observe(latency seconds: Double) {
-        network.estimate.withLock { $0.observe(latency: seconds) }
+    /// A response head for `episode` arrived `seconds` after its request.
+    func observe(latency seconds: Double, of episode: Episode) {
+        let host = LinkEstimates.host(of: episode.url)
+        network.estimates.withLock { $0.observe(latency: seconds, host: host) }
     }
 
-    /// A response body of `bytes` took `seconds` after its head.
-    func observe(bytes: Int64, in seconds: Double) {
-        let estimate = network.estimate.withLock { link in
-            link.observe(bytes: bytes, in: seconds)
-            return link
+    /// A response body of `bytes` for `episode` took `seconds` after its head.
+    func observe(bytes: Int64, in seconds: Double, of episode: Episode) {
+        let host = LinkEstimates.host(of: episode.url)
+        let estimate = network.estimates.withLock { links in
+            links.observe(bytes: bytes, in: seconds, host: host)
+            return links[host]
         }
         logger.trace(
             "link estimate",
             metadata: [
-                "body.bytes": "\(bytes)", "body.seconds": "\(seconds)",
+                "host": "\(host)", "body.bytes": "\(bytes)", "body.seconds": "\(seconds)",
                 "latency.seconds": "\(estimate.latency ?? -1)", "throughput": "\(estimate.throughput ?? -1)",
             ])
     }

@@ -79,7 +79,7 @@ final class Fetch: FetchSink {
         }
         // Not a size check's: it goes to the enclosure's link, through every
         // redirect, where a reader's goes to the link its version pinned.
-        if !isSizeCheck { reader.observe(latency: now - sent) }
+        if !isSizeCheck { reader.observe(latency: now - sent, of: episode) }
         return reader.fetch(self, receivedHead: head)
     }
 
@@ -135,7 +135,7 @@ final class Fetch: FetchSink {
         // Not the keeper's: its two downloads share the link, and a rate
         // of half the link would shrink a listener's windows
         // (`LinkEstimate`).
-        if error == nil, let head, !forKeeper { reader.observe(bytes: bytes, in: monotonicSeconds() - head) }
+        if error == nil, let head, !forKeeper { reader.observe(bytes: bytes, in: monotonicSeconds() - head, of: episode) }
         let refused = refusal.withLock { reason in
             defer { reason = nil }
             return reason

@@ -7,8 +7,8 @@ import ReadRules
 /// downloads give way to (docs/DESIGN.md, "Offline by policy").
 final class Network: Sendable {
     let source: any RangeSource
-    /// Round trip and rate seen on the way to the origin.
-    let estimate = Locked(LinkEstimate())
+    /// Round trip and rate seen on the way to each origin host.
+    let estimates = Locked(LinkEstimates())
     /// Readers' fetches on the network.
     let foreground = ForegroundLoad()
 

@@ -1,0 +1,82 @@
+/// A `LinkEstimate` for each origin host. A library's shows sit on many
+/// hosts, near and far, fast and slow: what one host's responses showed
+/// says nothing of another's. With one estimate for the mount, a listener
+/// on a slow host pulled a fast host's read-ahead down to its own rate,
+/// and a far, fast host's windows went to a slow one (docs/DESIGN.md,
+/// "Read-ahead").
+///
+/// Keyed by the host of the episode's URL as its feed gives it (`host(of:)`),
+/// which every fetch of the episode knows without its state: shows behind
+/// one tracking prefix (a redirect through an analytics host) share its
+/// estimate. At most `capacity` hosts are kept; the one observed longest
+/// ago goes first.
+///
+/// Pure value; `EpisodeReader` keeps one per mount behind a lock.
+public struct LinkEstimates: Sendable {
+    public init(capacity: Int = 256) {
+        self.capacity = max(1, capacity)
+    }
+
+    // MARK: - Properties
+
+    /// How many hosts it remembers.
+    public var count: Int { hosts.count }
+
+    private let capacity: Int
+    private var hosts: [String: (estimate: LinkEstimate, used: UInt64)] = [:]
+    /// Counts observations: the order in which hosts were last observed.
+    private var clock: UInt64 = 0
+
+    // MARK: - Methods
+
+    /// What `host`'s responses showed; unmeasured for a host never seen.
+    public subscript(host: String) -> LinkEstimate {
+        hosts[host]?.estimate ?? LinkEstimate()
+    }
+
+    /// A response head from `host` arrived `seconds` after its request.
+    public mutating func observe(latency seconds: Double, host: String) {
+        update(host) { $0.observe(latency: seconds) }
+    }
+
+    /// `bytes` of body from `host` arrived in `seconds` after the head.
+    public mutating func observe(bytes: Int64, in seconds: Double, host: String) {
+        update(host) { $0.observe(bytes: bytes, in: seconds) }
+    }
+
+    /// The host of an absolute URL, in lower case with its port, without
+    /// user info: `"https://u:p@CDN.Example.org:8443/a.mp3"` gives
+    /// `"cdn.example.org:8443"`. A text that is no absolute URL is its own
+    /// key (it reaches no host, and shares no estimate with one).
+    public static func host(of url: String) -> String {
+        let bytes = url.utf8
+        guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")),
+            bytes[colon...].starts(with: "://".utf8)
+        else { return url }
+        let start = bytes.index(colon, offsetBy: 3)
+        var end = start
+        var authorityStart = start
+        while end < bytes.endIndex {
+            let byte = bytes[end]
+            if byte == UInt8(ascii: "/") || byte == UInt8(ascii: "?") || byte == UInt8(ascii: "#") { break }
+            if byte == UInt8(ascii: "@") { authorityStart = bytes.index(after: end) }
+            end = bytes.index(after: end)
+        }
+        // Host names are ASCII (IDNs come as punycode) and compare case-blind.
+        let lowered = bytes[authorityStart..<end].lazy.map { $0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0 }
+        return String(decoding: lowered, as: UTF8.self)
+    }
+
+    // MARK: - Private
+
+    private mutating func update(_ host: String, _ change: (inout LinkEstimate) -> Void) {
+        clock &+= 1
+        var entry = hosts[host] ?? (LinkEstimate(), 0)
+        change(&entry.estimate)
+        entry.used = clock
+        hosts[host] = entry
+        if hosts.count > capacity, let oldest = hosts.min(by: { $0.value.used < $1.value.used })?.key {
+            hosts[oldest] = nil
+        }
+    }
+}

@@ -1,0 +1,50 @@
+@testable import ReadRules
+import Testing
+
+/// Each origin host's round trip and rate, apart from the others'.
+struct LinkEstimatesTests {
+    private let bounds: ClosedRange<Int64> = 256 * 1024...64 * 1024 * 1024
+
+    @Test(arguments: [
+        ("https://cdn.example.org/show/ep1.mp3", "cdn.example.org"),
+        ("https://CDN.Example.ORG:8443/a.mp3?x=1", "cdn.example.org:8443"),
+        ("http://user:pa@ss@host.example/a.mp3", "host.example"),
+        ("http://127.0.0.1:8080", "127.0.0.1:8080"),
+        ("https://[2001:DB8::1]:443/x#frag", "[2001:db8::1]:443"),
+        ("https://host.example?q=/x", "host.example"),
+        ("https://dts.podtrac.com/redirect.mp3/cdn.example.org/a.mp3", "dts.podtrac.com"),
+        ("not a url", "not a url"),
+    ])
+    func aHostIsTheURLsAuthorityWithoutUserInfoInLowerCase(url: String, host: String) {
+        #expect(LinkEstimates.host(of: url) == host)
+    }
+
+    /// The bug this fixes: a slow host's bodies pulled a fast host's
+    /// read-ahead down to the slow one's rate, and the fast one's windows
+    /// went to the slow one.
+    @Test func aSlowHostLeavesAFastHostsReadAheadAlone() {
+        var links = LinkEstimates()
+        links.observe(latency: 0.03, host: "fast.example")
+        links.observe(bytes: 64 << 20, in: 0.06, host: "fast.example")  // ~1.1 GB/s
+        let fast = links["fast.example"].readAhead(within: bounds)
+        for _ in 0..<8 {
+            links.observe(latency: 0.05, host: "slow.example")
+            links.observe(bytes: 4 << 20, in: 2, host: "slow.example")  // ~2 MB/s
+        }
+        #expect(links["fast.example"].readAhead(within: bounds) == fast)
+        #expect(fast == bounds.upperBound, "a far, fast host keeps its largest windows")
+        let slow = links["slow.example"].readAhead(within: bounds) ?? 0
+        #expect(slow < 1 << 20, "the slow host's own: twice 2 MB/s x 50 ms, \(slow)")
+        #expect(links["new.example"].latency == nil && links["new.example"].throughput == nil, "never seen")
+    }
+
+    @Test func theHostObservedLongestAgoIsForgottenFirst() {
+        var links = LinkEstimates(capacity: 3)
+        for host in ["a", "b", "c"] { links.observe(latency: 0.01, host: host) }
+        links.observe(latency: 0.02, host: "a")  // a is now the most recent
+        links.observe(latency: 0.03, host: "d")  // b goes
+        #expect(links.count == 3)
+        #expect(links["b"].latency == nil)
+        #expect(links["a"].latency != nil && links["c"].latency != nil && links["d"].latency == 0.03)
+    }
+}
