@@ -159,8 +159,13 @@ struct CacheReport: Encodable {
     /// The human-readable table. Text from feeds and origins is cleaned
     /// for the terminal (`TerminalText`).
     func text() -> String {
-        let episodeCount = feeds.reduce(0) { $0 + $1.episodes.count }
-        var out = "Cache \(TerminalText.clean(cacheDirectory)): \(episodeCount) episodes, \(CacheMaintenance.bytes(cachedBytes)) cached "
+        // Covers, transcripts and chapters are files of the cache too.
+        let files = feeds.reduce(0) { $0 + $1.episodes.count }
+        let episodes = feeds.reduce(0) { $0 + $1.episodes.count { $0.kind == "episode" || $0.kind == nil } }
+        let others = files - episodes
+        var out = "Cache \(TerminalText.clean(cacheDirectory)): \(episodes) episodes"
+        out += others > 0 ? " and \(others) other file\(others == 1 ? "" : "s"), " : ", "
+        out += "\(CacheMaintenance.bytes(cachedBytes)) cached "
         out += "of \(CacheMaintenance.bytes(totalBytes))\(Self.percent(cachedBytes, of: totalBytes))"
         if let cap = sizeCap {
             out += "; \(CacheMaintenance.bytes(cachedBytes)) of the \(CacheMaintenance.bytes(cap)) cap used\(Self.percent(cachedBytes, of: cap))\n"
