@@ -159,11 +159,12 @@ struct CacheReport: Encodable {
     /// The human-readable table. Text from feeds and origins is cleaned
     /// for the terminal (`TerminalText`).
     func text() -> String {
-        // Covers, transcripts and chapters are files of the cache too.
+        // Covers, transcripts and chapters are files of the cache too, and
+        // so are files no longer in their feed (of no known kind).
         let files = feeds.reduce(0) { $0 + $1.episodes.count }
-        let episodes = feeds.reduce(0) { $0 + $1.episodes.count { $0.kind == "episode" || $0.kind == nil } }
+        let episodes = feeds.reduce(0) { $0 + $1.episodes.count { $0.kind == "episode" } }
         let others = files - episodes
-        var out = "Cache \(TerminalText.clean(cacheDirectory)): \(episodes) episodes"
+        var out = "Cache \(TerminalText.clean(cacheDirectory)): \(episodes) episode\(episodes == 1 ? "" : "s")"
         out += others > 0 ? " and \(others) other file\(others == 1 ? "" : "s"), " : ", "
         out += "\(CacheMaintenance.bytes(cachedBytes)) cached "
         out += "of \(CacheMaintenance.bytes(totalBytes))\(Self.percent(cachedBytes, of: totalBytes))"

@@ -70,11 +70,15 @@ extension EpisodeRules.State {
         // own timeouts and retries; it is judged once it flows.
         guard let lastArrival = stream.lastArrival else { return [rearm] }
         let link = context.link
+        // A host whose shows stitch is read only by whole streams, which
+        // tell its rate (`LinkEstimates`) only when they end: until then a
+        // second stream is judged at the rate this one had while it flowed.
+        let rate = link.throughput ?? stream.flowingRate
         let sooner = waiting.contains { waiter in
             JoinOrJump.secondStreamSooner(
                 position: waiter.range.lowerBound, received: stream.received, need: Int64(waiter.range.count),
                 streamRate: stream.rate(link: link, now: context.now),
-                silence: context.now - lastArrival, rate: link.throughput,
+                silence: context.now - lastArrival, rate: rate,
                 roundTrip: link.latency)
         }
         guard sooner else { return [rearm] }

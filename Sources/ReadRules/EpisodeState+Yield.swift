@@ -140,4 +140,13 @@ extension EpisodeRules.FetchProgress {
         guard let measured = link.throughput else { return own }
         return min(measured, own)
     }
+
+    /// The rate this fetch brought its bytes at from its first arrival to
+    /// its last, its silence since left out; `nil` until two arrivals lie
+    /// apart in time.
+    var flowingRate: Double? {
+        guard case .receiving(let arrivals) = phase, arrivals.lastTime > arrivals.firstTime else { return nil }
+        let rate = Double(received - arrivals.firstOffset) / (arrivals.lastTime - arrivals.firstTime)
+        return rate.isFinite && rate > 0 ? rate : nil
+    }
 }

@@ -3,8 +3,8 @@
 /// product (the bytes "in the pipe") is how much a sequential reader must
 /// keep on its way to never wait for a round trip.
 ///
-/// Pure value; `EpisodeReader` keeps one per origin host (`LinkEstimates`)
-/// behind a lock and feeds it from the network thread.
+/// Pure value; the reader keeps one per origin host (`LinkEstimates`, in
+/// its `Network`) behind a lock and feeds it from the network thread.
 public struct LinkEstimate: Sendable {
     public init() {}
 

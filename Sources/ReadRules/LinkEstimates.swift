@@ -11,7 +11,7 @@
 /// estimate. At most `capacity` hosts are kept; the one observed longest
 /// ago goes first.
 ///
-/// Pure value; `EpisodeReader` keeps one per mount behind a lock.
+/// Pure value; the reader's `Network` keeps one per mount behind a lock.
 public struct LinkEstimates: Sendable {
     public init(capacity: Int = 256) {
         self.capacity = max(1, capacity)

@@ -91,6 +91,25 @@ import Testing
         #expect(bench.state.restartsStream(id: second))
     }
 
+    /// A host whose shows stitch is read only by whole streams, so its
+    /// bodies may have told no rate yet (one `LinkEstimate` per host): a
+    /// stalled stream is judged at the rate it had while it flowed.
+    @Test func aStalledStreamIsReplacedWhenItsHostToldNoRateYet() throws {
+        var bench = ReadBench(length: 64 * mib, present: [0..<2 * mib], handles: [1, 2])
+        bench.stitched()
+        bench.link = LinkEstimate()
+        bench.link.observe(latency: 0.05)
+        _ = bench.read(1, at: 2 * mib)
+        let stream = try #require(bench.state.streamID)
+        _ = bench.state.bodyArrived(id: stream, count: 1_000_000, now: bench.now - 2)
+        _ = bench.state.bodyArrived(id: stream, count: 1_000_000, now: bench.now)
+        _ = bench.read(2, at: 4 * mib, size: 4096)
+        bench.now += 0.5
+        #expect(ReadBench.fetched(bench.recheck()).isEmpty, "a flowing stream is waited for")
+        bench.now += 20
+        #expect(ReadBench.fetched(bench.recheck()) == [0..<64 * mib], "a second whole stream, from byte 0")
+    }
+
     @Test func aStreamThatHasBroughtNothingYetIsJudgedOnceItFlows() throws {
         var (bench, stream) = try waitingOnTheStream(flowing: false)
         bench.now += 0.5

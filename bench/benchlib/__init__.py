@@ -1,5 +1,5 @@
 """What the benchmarks share (bench/run, bench/player, bench/scan, bench/keep,
-bench/first-byte, bench/far-read): the processes they start, each stopped by PID, the
+bench/first-byte, bench/far-read, bench/mixed-hosts): the processes they start, each stopped by PID, the
 mounts they check (and a fresh mount of a feed), the podfs binary they measure, and the
 test origin (its command line, its delay proxy's, its control calls).
 Standard library only.
