@@ -17,30 +17,59 @@ public struct LinkEstimates: Sendable {
         self.capacity = max(1, capacity)
     }
 
+    // MARK: - Nested types
+
+    /// A host as the estimates know it: a hash of its name, made from a
+    /// URL without building the name, so a read event allocates nothing
+    /// for it. `Host(url: u) == Host(name: LinkEstimates.host(of: u))`;
+    /// two hosts whose 64-bit hashes met would share an estimate, which
+    /// sizes reads and decides nothing else.
+    public struct Host: Hashable, Sendable, ExpressibleByStringLiteral {
+        private let hash: Int
+
+        /// The host of `url` (`LinkEstimates.host(of:)`).
+        public init(url: String) {
+            var hasher = Hasher()
+            LinkEstimates.forEachHostByte(of: url) { hasher.combine($0) }
+            hash = hasher.finalize()
+        }
+
+        /// A host by its name as `LinkEstimates.host(of:)` gives it.
+        public init(name: String) {
+            var hasher = Hasher()
+            for byte in name.utf8 { hasher.combine(byte) }
+            hash = hasher.finalize()
+        }
+
+        public init(stringLiteral name: String) {
+            self.init(name: name)
+        }
+    }
+
     // MARK: - Properties
 
     /// How many hosts it remembers.
     public var count: Int { hosts.count }
 
     private let capacity: Int
-    private var hosts: [String: (estimate: LinkEstimate, used: UInt64)] = [:]
+    private var hosts: [Host: (estimate: LinkEstimate, used: UInt64)] = [:]
     /// Counts observations: the order in which hosts were last observed.
     private var clock: UInt64 = 0
 
     // MARK: - Methods
 
     /// What `host`'s responses showed; unmeasured for a host never seen.
-    public subscript(host: String) -> LinkEstimate {
+    public subscript(host: Host) -> LinkEstimate {
         hosts[host]?.estimate ?? LinkEstimate()
     }
 
     /// A response head from `host` arrived `seconds` after its request.
-    public mutating func observe(latency seconds: Double, host: String) {
+    public mutating func observe(latency seconds: Double, host: Host) {
         update(host) { $0.observe(latency: seconds) }
     }
 
     /// `bytes` of body from `host` arrived in `seconds` after the head.
-    public mutating func observe(bytes: Int64, in seconds: Double, host: String) {
+    public mutating func observe(bytes: Int64, in seconds: Double, host: Host) {
         update(host) { $0.observe(bytes: bytes, in: seconds) }
     }
 
@@ -49,10 +78,19 @@ public struct LinkEstimates: Sendable {
     /// `"cdn.example.org:8443"`. A text that is no absolute URL is its own
     /// key (it reaches no host, and shares no estimate with one).
     public static func host(of url: String) -> String {
+        var name: [UInt8] = []
+        forEachHostByte(of: url) { name.append($0) }
+        return String(decoding: name, as: UTF8.self)
+    }
+
+    // MARK: - Private
+
+    /// Calls `body` with each byte of `host(of: url)`, in order.
+    private static func forEachHostByte(of url: String, _ body: (UInt8) -> Void) {
         let bytes = url.utf8
         guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")),
             bytes[colon...].starts(with: "://".utf8)
-        else { return url }
+        else { return bytes.forEach(body) }
         let start = bytes.index(colon, offsetBy: 3)
         var end = start
         var authorityStart = start
@@ -63,13 +101,10 @@ public struct LinkEstimates: Sendable {
             end = bytes.index(after: end)
         }
         // Host names are ASCII (IDNs come as punycode) and compare case-blind.
-        let lowered = bytes[authorityStart..<end].lazy.map { $0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0 }
-        return String(decoding: lowered, as: UTF8.self)
+        for byte in bytes[authorityStart..<end] { body(byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte) }
     }
 
-    // MARK: - Private
-
-    private mutating func update(_ host: String, _ change: (inout LinkEstimate) -> Void) {
+    private mutating func update(_ host: Host, _ change: (inout LinkEstimate) -> Void) {
         clock &+= 1
         var entry = hosts[host] ?? (LinkEstimate(), 0)
         change(&entry.estimate)

@@ -17,6 +17,7 @@ struct LinkEstimatesTests {
     ])
     func aHostIsTheURLsAuthorityWithoutUserInfoInLowerCase(url: String, host: String) {
         #expect(LinkEstimates.host(of: url) == host)
+        #expect(LinkEstimates.Host(url: url) == LinkEstimates.Host(name: host), "the key made without the name")
     }
 
     /// The bug this fixes: a slow host's bodies pulled a fast host's
@@ -40,7 +41,7 @@ struct LinkEstimatesTests {
 
     @Test func theHostObservedLongestAgoIsForgottenFirst() {
         var links = LinkEstimates(capacity: 3)
-        for host in ["a", "b", "c"] { links.observe(latency: 0.01, host: host) }
+        for host: LinkEstimates.Host in ["a", "b", "c"] { links.observe(latency: 0.01, host: host) }
         links.observe(latency: 0.02, host: "a")  // a is now the most recent
         links.observe(latency: 0.03, host: "d")  // b goes
         #expect(links.count == 3)

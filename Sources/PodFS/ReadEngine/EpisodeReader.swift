@@ -322,7 +322,7 @@ public final class EpisodeReader: Sendable {
     /// What a read event of `episode` needs of the world now: among it,
     /// what its host's responses showed.
     private func readContext(_ episode: Episode) -> Episode.State.ReadContext {
-        let host = LinkEstimates.host(of: episode.url)
+        let host = LinkEstimates.Host(url: episode.url)
         return Episode.State.ReadContext(
             now: monotonicSeconds(), wallClock: Int64(Date().timeIntervalSince1970),
             link: network.estimates.withLock { $0[host] }, tuning: tuning)
@@ -383,13 +383,13 @@ public final class EpisodeReader: Sendable {
 
     /// A response head for `episode` arrived `seconds` after its request.
     func observe(latency seconds: Double, of episode: Episode) {
-        let host = LinkEstimates.host(of: episode.url)
+        let host = LinkEstimates.Host(url: episode.url)
         network.estimates.withLock { $0.observe(latency: seconds, host: host) }
     }
 
     /// A response body of `bytes` for `episode` took `seconds` after its head.
     func observe(bytes: Int64, in seconds: Double, of episode: Episode) {
-        let host = LinkEstimates.host(of: episode.url)
+        let host = LinkEstimates.Host(url: episode.url)
         let estimate = network.estimates.withLock { links in
             links.observe(bytes: bytes, in: seconds, host: host)
             return links[host]
@@ -397,7 +397,7 @@ public final class EpisodeReader: Sendable {
         logger.trace(
             "link estimate",
             metadata: [
-                "host": "\(host)", "body.bytes": "\(bytes)", "body.seconds": "\(seconds)",
+                "host": "\(LinkEstimates.host(of: episode.url))", "body.bytes": "\(bytes)", "body.seconds": "\(seconds)",
                 "latency.seconds": "\(estimate.latency ?? -1)", "throughput": "\(estimate.throughput ?? -1)",
             ])
     }
