@@ -195,6 +195,9 @@ extension EpisodeRules.State {
 
     /// The pinned link requests go to; `nil`: the enclosure URL.
     public var effectiveURL: String? { variant.pinned?.url }
+    /// The pinned link's host, whose estimate sizes reads once measured
+    /// (`LinkEstimates.estimate(feed:pinned:)`).
+    public var pinnedHost: LinkEstimates.Host? { variant.pinned.map { LinkEstimates.Host(url: $0.url) } }
     /// Who sent podfs to the link the index keeps (`Variant.kept`).
     var pinnedIssuer: String? { variant.kept?.issuer }
     /// The pinned link of a partly cached variant stopped working.

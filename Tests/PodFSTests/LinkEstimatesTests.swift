@@ -48,4 +48,48 @@ struct LinkEstimatesTests {
         #expect(links["b"].latency == nil)
         #expect(links["a"].latency != nil && links["c"].latency != nil && links["d"].latency == 0.03)
     }
+
+    /// Most shows' enclosures go through a tracking prefix to CDNs that
+    /// differ from show to show: the prefix's estimate mixed them all.
+    @Test func showsBehindOneTrackingPrefixAreSizedByTheirOwnCDNs() {
+        var links = LinkEstimates()
+        let prefix: LinkEstimates.Host = "dts.podtrac.com"
+        let (far, slow): (LinkEstimates.Host, LinkEstimates.Host) = ("far.cdn.example", "slow.cdn.example")
+        // Each show's probe goes through the prefix's redirect, then its
+        // requests go straight to its pinned link.
+        links.observe(latency: 0.06, feed: prefix, requested: prefix, answered: far)
+        links.observe(bytes: 256 << 10, in: 0.0002, feed: prefix, answered: far)
+        links.observe(latency: 0.03, feed: prefix, requested: far, answered: far)
+        links.observe(bytes: 64 << 20, in: 0.06, feed: prefix, answered: far)  // ~1.1 GB/s
+        let fast = links.estimate(feed: prefix, pinned: far).readAhead(within: bounds)
+        for _ in 0..<8 {
+            links.observe(latency: 0.002, feed: prefix, requested: slow, answered: slow)
+            links.observe(bytes: 4 << 20, in: 2, feed: prefix, answered: slow)  // ~2 MB/s
+        }
+        #expect(links.estimate(feed: prefix, pinned: far).readAhead(within: bounds) == fast)
+        #expect(fast == bounds.upperBound, "the far, fast CDN keeps its largest windows")
+        #expect(
+            (links.estimate(feed: prefix, pinned: nil).readAhead(within: bounds) ?? 0) < fast ?? 0,
+            "the prefix's own estimate is the mix, which sized them both before")
+        #expect(links.estimate(feed: prefix, pinned: slow).latency == 0.002)
+    }
+
+    @Test func aRedirectsRoundTripsAreNotTheAnsweringHostsOwn() {
+        var links = LinkEstimates()
+        links.observe(latency: 0.08, feed: "prefix.example", requested: "prefix.example", answered: "cdn.example")
+        #expect(links["prefix.example"].latency == 0.08, "what a first request through the prefix meets")
+        #expect(links["cdn.example"].latency == nil, "the redirects' round trips are not the CDN's")
+        links.observe(bytes: 1 << 20, in: 0.01, feed: "prefix.example", answered: "cdn.example")
+        #expect(links["cdn.example"].throughput != nil, "a body is the answering host's own")
+        #expect(
+            links.estimate(feed: "prefix.example", pinned: "cdn.example").latency == 0.08,
+            "a pinned host with no round trip of its own yet: the feed host's estimate")
+        links.observe(latency: 0.02, feed: "prefix.example", requested: "cdn.example", answered: "cdn.example")
+        #expect(links.estimate(feed: "prefix.example", pinned: "cdn.example").latency == 0.02)
+        #expect(links["prefix.example"].latency == 0.05, "the feed host learns every response of its shows")
+        // A feed whose enclosures need no redirect: one host, each response learnt once.
+        links.observe(latency: 0.01, feed: "plain.example", requested: "plain.example", answered: "plain.example")
+        links.observe(latency: 0.03, feed: "plain.example", requested: "plain.example", answered: "plain.example")
+        #expect(links["plain.example"].latency == 0.02)
+    }
 }

@@ -201,8 +201,8 @@ public final class EpisodeReader: Sendable {
 
     /// A read event, of a FUSE read or one made again (`resume`).
     private func read(_ episode: Episode, handle: UInt64, offset: Int64, size: Int, reply: Episode.ReadToken) {
-        let context = readContext(episode)
         let (effects, target, generation) = episode.state.withLock { state in
+            let context = readContext(episode, state)
             let effects = state.read(handle: handle, offset: offset, size: size, reply: reply, context: context)
             return (effects, self.target(state, of: episode), state.generation)
         }
@@ -320,12 +320,16 @@ public final class EpisodeReader: Sendable {
     }
 
     /// What a read event of `episode` needs of the world now: among it,
-    /// what its host's responses showed.
-    private func readContext(_ episode: Episode) -> Episode.State.ReadContext {
-        let host = LinkEstimates.Host(url: episode.url)
+    /// what the responses of the host its requests go to showed (the
+    /// pinned link's, else its feed host's: `LinkEstimates`). Made under
+    /// the episode's lock, which the pinned link needs; the estimates' lock
+    /// is a leaf below it.
+    private func readContext(_ episode: Episode, _ state: borrowing Episode.State) -> Episode.State.ReadContext {
+        let feed = LinkEstimates.Host(url: episode.url)
+        let pinned = state.pinnedHost
         return Episode.State.ReadContext(
             now: monotonicSeconds(), wallClock: Int64(Date().timeIntervalSince1970),
-            link: network.estimates.withLock { $0[host] }, tuning: tuning)
+            link: network.estimates.withLock { $0.estimate(feed: feed, pinned: pinned) }, tuning: tuning)
     }
 
     /// Judges again, after `delay`, the reads of `episode` that jumped and
@@ -333,9 +337,8 @@ public final class EpisodeReader: Sendable {
     /// with the retries, so a shutdown waits for it (`drainWriters`).
     func scheduleRecheck(of episode: Episode, after delay: Double) {
         io.afterDelay(delay) { [self] in
-            let context = readContext(episode)
             let (effects, target, unstable, generation) = episode.state.withLock { state in
-                let effects = state.recheckDue(context: context)
+                let effects = state.recheckDue(context: readContext(episode, state))
                 return (effects, self.target(state, of: episode), state.unstable != nil, state.generation)
             }
             if effects.contains(where: { if case .fetch = $0 { true } else { false } }) {
@@ -364,7 +367,7 @@ public final class EpisodeReader: Sendable {
         // Ended once per attempt, in `fetchCompleted`.
         if !fetch.forKeeper { network.foreground.began(fetch.episode) }
         known.meet(fetch.episode)
-        fetch.markSent()
+        fetch.markSent(to: url)
         fetch.episode.transfers.withLock { $0[fetch.id] = fetch }
         let listedBy = fetch.episode.listedBy
         fetch.attemptStarted(
@@ -381,24 +384,29 @@ public final class EpisodeReader: Sendable {
         for fetch in stopping { fetch.stop() }
     }
 
-    /// A response head for `episode` arrived `seconds` after its request.
-    func observe(latency seconds: Double, of episode: Episode) {
-        let host = LinkEstimates.Host(url: episode.url)
-        network.estimates.withLock { $0.observe(latency: seconds, host: host) }
+    /// A response head for `episode` arrived `seconds` after its request
+    /// to `requested`, from `answered` (where its redirects ended).
+    func observe(latency seconds: Double, of episode: Episode, requested: String, answered: String) {
+        let feed = LinkEstimates.Host(url: episode.url)
+        let (from, to) = (LinkEstimates.Host(url: requested), LinkEstimates.Host(url: answered))
+        network.estimates.withLock { $0.observe(latency: seconds, feed: feed, requested: from, answered: to) }
     }
 
-    /// A response body of `bytes` for `episode` took `seconds` after its head.
-    func observe(bytes: Int64, in seconds: Double, of episode: Episode) {
-        let host = LinkEstimates.Host(url: episode.url)
-        let estimate = network.estimates.withLock { links in
-            links.observe(bytes: bytes, in: seconds, host: host)
-            return links[host]
+    /// A response body of `bytes` for `episode` came from `answered` in
+    /// `seconds` after its head.
+    func observe(bytes: Int64, in seconds: Double, of episode: Episode, answered: String) {
+        let (feed, host) = (LinkEstimates.Host(url: episode.url), LinkEstimates.Host(url: answered))
+        let (estimate, ofFeed) = network.estimates.withLock { links in
+            links.observe(bytes: bytes, in: seconds, feed: feed, answered: host)
+            return (links[host], links[feed])
         }
         logger.trace(
             "link estimate",
             metadata: [
-                "host": "\(LinkEstimates.host(of: episode.url))", "body.bytes": "\(bytes)", "body.seconds": "\(seconds)",
+                "host": "\(LinkEstimates.host(of: answered))", "feed.host": "\(LinkEstimates.host(of: episode.url))",
+                "body.bytes": "\(bytes)", "body.seconds": "\(seconds)",
                 "latency.seconds": "\(estimate.latency ?? -1)", "throughput": "\(estimate.throughput ?? -1)",
+                "feed.latency.seconds": "\(ofFeed.latency ?? -1)", "feed.throughput": "\(ofFeed.throughput ?? -1)",
             ])
     }
 }

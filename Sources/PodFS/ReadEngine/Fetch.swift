@@ -48,9 +48,18 @@ final class Fetch: FetchSink {
     /// Body bytes gathered on the network thread and not yet handed over.
     private let gathered = Locked<BodyChunk?>(nil)
     /// When the current attempt's request went out and its head came
-    /// (`monotonicSeconds()`), and the body bytes since: what the reader's
-    /// `LinkEstimate` learns from.
-    private let timing = Locked<(sent: Double, head: Double?, bytes: Int64)>((0, nil, 0))
+    /// (`monotonicSeconds()`), the body bytes since, the URL it asked and
+    /// the one that answered (where the redirects ended): what the
+    /// reader's `LinkEstimates` learn from.
+    private let timing = Locked<Timing>(Timing(sent: 0, head: nil, bytes: 0, requested: "", answered: ""))
+
+    private struct Timing {
+        var sent: Double
+        var head: Double?
+        var bytes: Int64
+        var requested: String
+        var answered: String
+    }
     /// Stops the current attempt's transfer (`RangeSource.start`).
     private let stopper = Locked<FetchStopper?>(nil)
 
@@ -72,14 +81,17 @@ final class Fetch: FetchSink {
 
     func receive(head: FetchHead) -> Bool {
         let now = monotonicSeconds()
-        let sent = timing.withLock { timing in
+        let (sent, requested) = timing.withLock { timing in
             timing.head = now
             timing.bytes = 0
-            return timing.sent
+            timing.answered = head.effectiveURL
+            return (timing.sent, timing.requested)
         }
         // Not a size check's: it goes to the enclosure's link, through every
         // redirect, where a reader's goes to the link its version pinned.
-        if !isSizeCheck { reader.observe(latency: now - sent, of: episode) }
+        if !isSizeCheck {
+            reader.observe(latency: now - sent, of: episode, requested: requested, answered: head.effectiveURL)
+        }
         return reader.fetch(self, receivedHead: head)
     }
 
@@ -131,11 +143,13 @@ final class Fetch: FetchSink {
         // The last bytes go to the writer first; the completion follows
         // them through the same queue, so it sees every byte written.
         handOffGathered()
-        let (head, bytes) = timing.withLock { ($0.head, $0.bytes) }
+        let (head, bytes, answered) = timing.withLock { ($0.head, $0.bytes, $0.answered) }
         // Not the keeper's: its two downloads share the link, and a rate
         // of half the link would shrink a listener's windows
         // (`LinkEstimate`).
-        if error == nil, let head, !forKeeper { reader.observe(bytes: bytes, in: monotonicSeconds() - head, of: episode) }
+        if error == nil, let head, !forKeeper {
+            reader.observe(bytes: bytes, in: monotonicSeconds() - head, of: episode, answered: answered)
+        }
         let refused = refusal.withLock { reason in
             defer { reason = nil }
             return reason
@@ -182,8 +196,8 @@ final class Fetch: FetchSink {
     }
 
     /// The request of an attempt is about to go out.
-    func markSent() {
-        timing.withLock { $0 = (monotonicSeconds(), nil, 0) }
+    func markSent(to url: String) {
+        timing.withLock { $0 = Timing(sent: monotonicSeconds(), head: nil, bytes: 0, requested: url, answered: url) }
     }
 
     /// The current attempt went out and can be stopped with `stop`.

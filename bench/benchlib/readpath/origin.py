@@ -68,6 +68,14 @@ class Origin:
             wait_for(lambda: http_ok(f"http://127.0.0.1:{port}{self.ping}"), 15, "delay proxy")
         self.url = f"http://127.0.0.1:{port}/"  # what clients use
 
+    def configure(self, faults):
+        """origin.py: merges a fault config (Tests/Origin/origin.py's POST /_origin/config)."""
+        if self.kind == "nginx":
+            raise RuntimeError("nginx takes no fault config")
+        request = urllib.request.Request(self.direct + "/_origin/config", data=json.dumps(faults).encode(),
+                                         headers={"Content-Type": "application/json"})
+        urllib.request.urlopen(request, timeout=5).read()
+
     def busy(self):
         """Responses in flight (nginx), or None when unknown."""
         if self.kind != "nginx":
