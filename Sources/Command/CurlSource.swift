@@ -143,7 +143,8 @@ private final class SinkAdapter: HTTPTransferDelegate {
                 receivedAt: Date().timeIntervalSince1970),
             effectiveURL: head.effectiveURL, retryAfter: head.header("retry-after"),
             issuer: Self.zoneName(
-                head.effectiveURL == requestedURL ? requestedIssuer : zones.issuer(of: head.effectiveURL, listedBy: nil)))
+                head.effectiveURL == requestedURL ? requestedIssuer : zones.issuer(of: head.effectiveURL, listedBy: nil)),
+            redirects: head.redirectStatuses.count)
         return sink.receive(head: fetchHead)
     }
 

@@ -9,8 +9,10 @@ public import RangeCache
 /// the driver, to carry out after the lock is released. Tests drive them
 /// directly.
 ///
-/// Lock order: the reader's index lock (`Durability.lock`), then an episode's state; the
-/// link estimate's lock is taken before an event, never inside one.
+/// Lock order: the reader's index lock (`Durability.lock`), then an episode's state,
+/// then the leaf locks (among them the link estimates', `Network.estimates`,
+/// which a read event's context takes under the episode's lock for its
+/// pinned link's host).
 ///
 /// Invariant: `present` lists only bytes that were written to the scratch
 /// file for the current `generation`; the durable index hears of them

@@ -22,11 +22,15 @@ public struct FetchHead: Sendable {
     /// that wrote it, as the HTTP layer spells it), kept with a pinned link
     /// so a later mount fetches it under the same zone rule (guarantee 6).
     public var issuer: String?
+    /// How many redirects were followed to `effectiveURL`: with none, the
+    /// time to this head was one round trip to its host
+    /// (`LinkEstimates.observe(latency:feed:answered:direct:)`).
+    public var redirects: Int
 
     public init(
         status: Int, rangeFirst: Int64?, rangeLast: Int64?, total: Int64?, contentLength: Int64?,
         etag: String?, lastModified: String?, effectiveURL: String, retryAfter: String? = nil,
-        issuer: String? = nil
+        issuer: String? = nil, redirects: Int = 0
     ) {
         self.status = status
         self.rangeFirst = rangeFirst
@@ -38,6 +42,7 @@ public struct FetchHead: Sendable {
         self.effectiveURL = effectiveURL
         self.retryAfter = retryAfter
         self.issuer = issuer
+        self.redirects = redirects
     }
 
     /// The longest wait a `Retry-After` may ask for: a day. A longer one

@@ -78,6 +78,19 @@ public struct LinkEstimate: Sendable {
         return latency < Self.nearLatency
     }
 
+    /// This estimate, with what it has not measured yet taken from
+    /// `other`: the round trips (smoothed and shortest) go together, the
+    /// rate apart.
+    public func filled(from other: LinkEstimate) -> LinkEstimate {
+        var filled = self
+        if latency == nil {
+            filled.latency = other.latency
+            filled.shortestLatency = other.shortestLatency
+        }
+        if throughput == nil { filled.throughput = other.throughput }
+        return filled
+    }
+
     // MARK: - Private
 
     /// Windows are whole multiples of this: a measured window of any odd

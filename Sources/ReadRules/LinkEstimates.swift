@@ -8,22 +8,22 @@
 /// Keyed by host (`host(of:)`, with its port). Most shows' enclosures go
 /// through a tracking prefix (an analytics host that redirects: of the
 /// enclosures in `Tests/Corpus/feeds`, 917 of 1,752 name podtrac) to CDNs
-/// that differ from show to show. So an episode has two hosts:
-/// - its **feed host**, the enclosure URL's, which learns every response
-///   of its shows, redirects and all: what a first request, which goes
-///   through the redirects, will meet;
-/// - the host of its **pinned link** (where the redirects ended, which
-///   later requests go to straight), which learns only its own responses
-///   (`observe(latency:feed:requested:answered:)`).
+/// that differ from show to show. So each host has two estimates:
+/// - **as a feed host** (the host of enclosure URLs): every response of
+///   its shows' episodes, redirects and all, wherever they ended; what a
+///   show's first request, which goes through the redirects, will meet;
+/// - **its own**: the bodies it sent and the round trips of requests sent
+///   to it straight (no redirect followed), nothing else
+///   (`observe(latency:feed:answered:direct:)`).
 ///
-/// A read is sized by the pinned link's host once that host has a round
-/// trip of its own, else by the feed host's (`estimate(feed:pinned:)`).
-/// At most `capacity` hosts are kept; the one observed longest ago goes
-/// first.
+/// An episode's read is sized by its pinned link's host's own estimate,
+/// each figure it has not measured yet (a round trip, a rate) taken from
+/// its feed host's (`estimate(feed:pinned:)`). At most `capacity`
+/// estimates are kept; the one observed longest ago goes first.
 ///
 /// Pure value; the reader's `Network` keeps one per mount behind a lock.
 public struct LinkEstimates: Sendable {
-    public init(capacity: Int = 256) {
+    public init(capacity: Int = 512) {
         self.capacity = max(1, capacity)
     }
 
@@ -58,55 +58,74 @@ public struct LinkEstimates: Sendable {
 
     // MARK: - Properties
 
-    /// How many hosts it remembers.
-    public var count: Int { hosts.count }
+    /// How many estimates it remembers (a host's own and as a feed host
+    /// count apart).
+    public var count: Int { estimates.count }
+
+    /// An estimate's key: a host, and which of its two estimates.
+    private struct Key: Hashable {
+        var host: Host
+        var asFeed: Bool
+    }
 
     private let capacity: Int
-    private var hosts: [Host: (estimate: LinkEstimate, used: UInt64)] = [:]
-    /// Counts observations: the order in which hosts were last observed.
+    private var estimates: [Key: (estimate: LinkEstimate, used: UInt64)] = [:]
+    /// Counts observations: the order in which estimates were last observed.
     private var clock: UInt64 = 0
 
     // MARK: - Methods
 
-    /// What `host`'s responses showed; unmeasured for a host never seen.
+    /// What `host`'s own responses showed; unmeasured for a host never seen.
     public subscript(host: Host) -> LinkEstimate {
-        hosts[host]?.estimate ?? LinkEstimate()
+        estimates[Key(host: host, asFeed: false)]?.estimate ?? LinkEstimate()
     }
 
-    /// A response head from `host` arrived `seconds` after its request.
+    /// What the responses of `host`'s shows' episodes showed, wherever
+    /// their redirects ended.
+    public subscript(feed host: Host) -> LinkEstimate {
+        estimates[Key(host: host, asFeed: true)]?.estimate ?? LinkEstimate()
+    }
+
+    /// A response head from `host`, asked straight, arrived `seconds` after
+    /// its request.
     public mutating func observe(latency seconds: Double, host: Host) {
-        update(host) { $0.observe(latency: seconds) }
+        update(Key(host: host, asFeed: false)) { $0.observe(latency: seconds) }
     }
 
     /// `bytes` of body from `host` arrived in `seconds` after the head.
     public mutating func observe(bytes: Int64, in seconds: Double, host: Host) {
-        update(host) { $0.observe(bytes: bytes, in: seconds) }
+        update(Key(host: host, asFeed: false)) { $0.observe(bytes: bytes, in: seconds) }
     }
 
     /// A response head for an episode of `feed` (its enclosure URL's host)
-    /// arrived `seconds` after its request to `requested`, from
-    /// `answered` (where the redirects, if any, ended). The feed host
-    /// learns it as it is; the answering host only when no other host sent
-    /// the request there: a redirect's round trips are not its own.
-    public mutating func observe(latency seconds: Double, feed: Host, requested: Host, answered: Host) {
-        observe(latency: seconds, host: feed)
-        if answered != feed, answered == requested { observe(latency: seconds, host: answered) }
+    /// arrived `seconds` after its request, from `answered` (where the
+    /// redirects, if any, ended; `direct`: none was followed). The feed
+    /// host learns it as a feed host; the answering host as its own only
+    /// when it was asked straight: a redirect's round trips, to another
+    /// host or its own, are not one round trip to it.
+    public mutating func observe(latency seconds: Double, feed: Host, answered: Host, direct: Bool) {
+        update(Key(host: feed, asFeed: true)) { $0.observe(latency: seconds) }
+        if direct { observe(latency: seconds, host: answered) }
     }
 
     /// `bytes` of body of an episode of `feed` arrived from `answered` in
-    /// `seconds` after the head: both hosts learn it.
+    /// `seconds` after the head: the feed host learns it as a feed host,
+    /// the answering host as its own.
     public mutating func observe(bytes: Int64, in seconds: Double, feed: Host, answered: Host) {
-        observe(bytes: bytes, in: seconds, host: feed)
-        if answered != feed { observe(bytes: bytes, in: seconds, host: answered) }
+        update(Key(host: feed, asFeed: true)) { $0.observe(bytes: bytes, in: seconds) }
+        observe(bytes: bytes, in: seconds, host: answered)
     }
 
     /// What sizes a read of an episode of `feed` whose requests go to
-    /// `pinned` (`nil`: to the enclosure URL): the pinned link's host's
-    /// estimate once it has a round trip of its own (a request sent to it
-    /// straight), else the feed host's.
+    /// `pinned` (`nil`: to the enclosure URL, through its redirects, if
+    /// any): the pinned link's host's own estimate, each figure it has not
+    /// measured yet taken from the feed host's (a link pinned on an earlier
+    /// mount may have had only a 1-byte check's round trip; a host read
+    /// only by the keeper tells no rate).
     public func estimate(feed: Host, pinned: Host?) -> LinkEstimate {
-        if let pinned, let own = hosts[pinned]?.estimate, own.latency != nil { return own }
-        return self[feed]
+        let shows = self[feed: feed]
+        guard let pinned else { return shows }
+        return self[pinned].filled(from: shows)
     }
 
     /// The host of an absolute URL, in lower case with its port, without
@@ -140,14 +159,14 @@ public struct LinkEstimates: Sendable {
         for byte in bytes[authorityStart..<end] { body(byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte) }
     }
 
-    private mutating func update(_ host: Host, _ change: (inout LinkEstimate) -> Void) {
+    private mutating func update(_ key: Key, _ change: (inout LinkEstimate) -> Void) {
         clock &+= 1
-        var entry = hosts[host] ?? (LinkEstimate(), 0)
+        var entry = estimates[key] ?? (LinkEstimate(), 0)
         change(&entry.estimate)
         entry.used = clock
-        hosts[host] = entry
-        if hosts.count > capacity, let oldest = hosts.min(by: { $0.value.used < $1.value.used })?.key {
-            hosts[oldest] = nil
+        estimates[key] = entry
+        if estimates.count > capacity, let oldest = estimates.min(by: { $0.value.used < $1.value.used })?.key {
+            estimates[oldest] = nil
         }
     }
 }

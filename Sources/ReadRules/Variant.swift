@@ -47,8 +47,18 @@ extension EpisodeRules {
         /// (`FetchHead.issuer`; `nil`: nobody, the enclosure URL was it).
         /// The two go together: a link forgotten forgets its issuer.
         public struct Link: Equatable, Sendable {
-            var url: String
-            var issuer: String?
+            let url: String
+            let issuer: String?
+            /// `url`'s host, whose estimate sizes the episode's reads
+            /// (`LinkEstimates.estimate(feed:pinned:)`): made once, not at
+            /// every read.
+            let host: LinkEstimates.Host
+
+            init(url: String, issuer: String?) {
+                self.url = url
+                self.issuer = issuer
+                host = LinkEstimates.Host(url: url)
+            }
         }
 
         /// Every byte of one variant is cached: kept as it is, whatever the
@@ -197,7 +207,7 @@ extension EpisodeRules.State {
     public var effectiveURL: String? { variant.pinned?.url }
     /// The pinned link's host, whose estimate sizes reads once measured
     /// (`LinkEstimates.estimate(feed:pinned:)`).
-    public var pinnedHost: LinkEstimates.Host? { variant.pinned.map { LinkEstimates.Host(url: $0.url) } }
+    public var pinnedHost: LinkEstimates.Host? { variant.pinned?.host }
     /// Who sent podfs to the link the index keeps (`Variant.kept`).
     var pinnedIssuer: String? { variant.kept?.issuer }
     /// The pinned link of a partly cached variant stopped working.

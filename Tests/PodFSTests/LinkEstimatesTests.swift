@@ -51,45 +51,74 @@ struct LinkEstimatesTests {
 
     /// Most shows' enclosures go through a tracking prefix to CDNs that
     /// differ from show to show: the prefix's estimate mixed them all.
-    @Test func showsBehindOneTrackingPrefixAreSizedByTheirOwnCDNs() {
+    @Test func showsBehindOneTrackingPrefixAreSizedByTheirOwnCDNs() throws {
         var links = LinkEstimates()
         let prefix: LinkEstimates.Host = "dts.podtrac.com"
         let (far, slow): (LinkEstimates.Host, LinkEstimates.Host) = ("far.cdn.example", "slow.cdn.example")
         // Each show's probe goes through the prefix's redirect, then its
         // requests go straight to its pinned link.
-        links.observe(latency: 0.06, feed: prefix, requested: prefix, answered: far)
+        links.observe(latency: 0.06, feed: prefix, answered: far, direct: false)
         links.observe(bytes: 256 << 10, in: 0.0002, feed: prefix, answered: far)
-        links.observe(latency: 0.03, feed: prefix, requested: far, answered: far)
+        links.observe(latency: 0.03, feed: prefix, answered: far, direct: true)
         links.observe(bytes: 64 << 20, in: 0.06, feed: prefix, answered: far)  // ~1.1 GB/s
         let fast = links.estimate(feed: prefix, pinned: far).readAhead(within: bounds)
         for _ in 0..<8 {
-            links.observe(latency: 0.002, feed: prefix, requested: slow, answered: slow)
+            links.observe(latency: 0.002, feed: prefix, answered: slow, direct: true)
             links.observe(bytes: 4 << 20, in: 2, feed: prefix, answered: slow)  // ~2 MB/s
         }
         #expect(links.estimate(feed: prefix, pinned: far).readAhead(within: bounds) == fast)
         #expect(fast == bounds.upperBound, "the far, fast CDN keeps its largest windows")
-        #expect(
-            (links.estimate(feed: prefix, pinned: nil).readAhead(within: bounds) ?? 0) < fast ?? 0,
-            "the prefix's own estimate is the mix, which sized them both before")
+        let mixed = try #require(links.estimate(feed: prefix, pinned: nil).readAhead(within: bounds))
+        #expect(mixed < bounds.upperBound, "the prefix's estimate is the mix, which sized them both before")
         #expect(links.estimate(feed: prefix, pinned: slow).latency == 0.002)
     }
 
     @Test func aRedirectsRoundTripsAreNotTheAnsweringHostsOwn() {
         var links = LinkEstimates()
-        links.observe(latency: 0.08, feed: "prefix.example", requested: "prefix.example", answered: "cdn.example")
-        #expect(links["prefix.example"].latency == 0.08, "what a first request through the prefix meets")
+        links.observe(latency: 0.08, feed: "prefix.example", answered: "cdn.example", direct: false)
+        #expect(links[feed: "prefix.example"].latency == 0.08, "what a first request through the prefix meets")
         #expect(links["cdn.example"].latency == nil, "the redirects' round trips are not the CDN's")
         links.observe(bytes: 1 << 20, in: 0.01, feed: "prefix.example", answered: "cdn.example")
         #expect(links["cdn.example"].throughput != nil, "a body is the answering host's own")
-        #expect(
-            links.estimate(feed: "prefix.example", pinned: "cdn.example").latency == 0.08,
-            "a pinned host with no round trip of its own yet: the feed host's estimate")
-        links.observe(latency: 0.02, feed: "prefix.example", requested: "cdn.example", answered: "cdn.example")
+        let lent = links.estimate(feed: "prefix.example", pinned: "cdn.example")
+        #expect(lent.latency == 0.08 && lent.throughput == links["cdn.example"].throughput,
+                "no round trip of its own yet: the feed host's, with the CDN's own rate")
+        links.observe(latency: 0.02, feed: "prefix.example", answered: "cdn.example", direct: true)
         #expect(links.estimate(feed: "prefix.example", pinned: "cdn.example").latency == 0.02)
-        #expect(links["prefix.example"].latency == 0.05, "the feed host learns every response of its shows")
-        // A feed whose enclosures need no redirect: one host, each response learnt once.
-        links.observe(latency: 0.01, feed: "plain.example", requested: "plain.example", answered: "plain.example")
-        links.observe(latency: 0.03, feed: "plain.example", requested: "plain.example", answered: "plain.example")
-        #expect(links["plain.example"].latency == 0.02)
+        #expect(links[feed: "prefix.example"].latency == 0.05, "the feed host learns every response of its shows")
+        // A redirect that stays on one host (http to https, a fresh signed
+        // link) is more than one round trip to it.
+        links.observe(latency: 0.5, feed: "same.example", answered: "same.example", direct: false)
+        #expect(links["same.example"].latency == nil)
+    }
+
+    /// A host that serves some of its shows' episodes itself and sends
+    /// others to a CDN: its own estimate is its own responses only.
+    @Test func aHostsOwnResponsesStayApartFromItsShowsElsewhere() {
+        var links = LinkEstimates()
+        let host: LinkEstimates.Host = "host.example"
+        links.observe(latency: 0.002, feed: host, answered: host, direct: true)
+        links.observe(bytes: 8 << 20, in: 0.08, feed: host, answered: host)  // ~100 MB/s
+        for _ in 0..<4 {
+            links.observe(latency: 0.3, feed: host, answered: "far.cdn.example", direct: true)
+            links.observe(bytes: 1 << 20, in: 1, feed: host, answered: "far.cdn.example")
+        }
+        let own = links.estimate(feed: host, pinned: host)
+        #expect(own.latency == 0.002 && own.throughput == Double(8 << 20) / 0.08, "the episodes it serves itself")
+        #expect((links[feed: host].latency ?? 0) > 0.2, "as a feed host it met the far CDN's round trips")
+    }
+
+    /// A link pinned on an earlier mount whose only request so far was a
+    /// 1-byte check: its round trip, and the feed host's rate.
+    @Test func aPinnedHostWithNoRateYetBorrowsItsFeedHostsRate() {
+        var links = LinkEstimates()
+        links.observe(latency: 0.05, feed: "prefix.example", answered: "cdn.example", direct: false)
+        links.observe(bytes: 4 << 20, in: 0.04, feed: "prefix.example", answered: "other.cdn.example")
+        links.observe(latency: 0.03, feed: "prefix.example", answered: "cdn.example", direct: true)
+        let estimate = links.estimate(feed: "prefix.example", pinned: "cdn.example")
+        #expect(estimate.latency == 0.03 && estimate.shortestLatency == 0.03, "its own round trip")
+        #expect(estimate.throughput == Double(4 << 20) / 0.04, "the feed host's rate until it tells its own")
+        #expect(links.estimate(feed: "prefix.example", pinned: "never.example").latency == 0.04,
+                "a host never measured: the feed host's, all of it")
     }
 }

@@ -201,8 +201,9 @@ public final class EpisodeReader: Sendable {
 
     /// A read event, of a FUSE read or one made again (`resume`).
     private func read(_ episode: Episode, handle: UInt64, offset: Int64, size: Int, reply: Episode.ReadToken) {
+        let clock = ReadClock()
         let (effects, target, generation) = episode.state.withLock { state in
-            let context = readContext(episode, state)
+            let context = readContext(episode, state, clock)
             let effects = state.read(handle: handle, offset: offset, size: size, reply: reply, context: context)
             return (effects, self.target(state, of: episode), state.generation)
         }
@@ -324,12 +325,20 @@ public final class EpisodeReader: Sendable {
     /// pinned link's, else its feed host's: `LinkEstimates`). Made under
     /// the episode's lock, which the pinned link needs; the estimates' lock
     /// is a leaf below it.
-    private func readContext(_ episode: Episode, _ state: borrowing Episode.State) -> Episode.State.ReadContext {
+    private func readContext(
+        _ episode: Episode, _ state: borrowing Episode.State, _ clock: ReadClock
+    ) -> Episode.State.ReadContext {
         let feed = LinkEstimates.Host(url: episode.url)
         let pinned = state.pinnedHost
         return Episode.State.ReadContext(
-            now: monotonicSeconds(), wallClock: Int64(Date().timeIntervalSince1970),
+            now: clock.now, wallClock: clock.wallClock,
             link: network.estimates.withLock { $0.estimate(feed: feed, pinned: pinned) }, tuning: tuning)
+    }
+
+    /// A read event's two clocks, read before the episode's lock is taken.
+    private struct ReadClock {
+        let now = monotonicSeconds()
+        let wallClock = Int64(Date().timeIntervalSince1970)
     }
 
     /// Judges again, after `delay`, the reads of `episode` that jumped and
@@ -337,8 +346,9 @@ public final class EpisodeReader: Sendable {
     /// with the retries, so a shutdown waits for it (`drainWriters`).
     func scheduleRecheck(of episode: Episode, after delay: Double) {
         io.afterDelay(delay) { [self] in
+            let clock = ReadClock()
             let (effects, target, unstable, generation) = episode.state.withLock { state in
-                let effects = state.recheckDue(context: readContext(episode, state))
+                let effects = state.recheckDue(context: readContext(episode, state, clock))
                 return (effects, self.target(state, of: episode), state.unstable != nil, state.generation)
             }
             if effects.contains(where: { if case .fetch = $0 { true } else { false } }) {
@@ -367,7 +377,7 @@ public final class EpisodeReader: Sendable {
         // Ended once per attempt, in `fetchCompleted`.
         if !fetch.forKeeper { network.foreground.began(fetch.episode) }
         known.meet(fetch.episode)
-        fetch.markSent(to: url)
+        fetch.markSent()
         fetch.episode.transfers.withLock { $0[fetch.id] = fetch }
         let listedBy = fetch.episode.listedBy
         fetch.attemptStarted(
@@ -384,12 +394,12 @@ public final class EpisodeReader: Sendable {
         for fetch in stopping { fetch.stop() }
     }
 
-    /// A response head for `episode` arrived `seconds` after its request
-    /// to `requested`, from `answered` (where its redirects ended).
-    func observe(latency seconds: Double, of episode: Episode, requested: String, answered: String) {
-        let feed = LinkEstimates.Host(url: episode.url)
-        let (from, to) = (LinkEstimates.Host(url: requested), LinkEstimates.Host(url: answered))
-        network.estimates.withLock { $0.observe(latency: seconds, feed: feed, requested: from, answered: to) }
+    /// A response head for `episode` arrived `seconds` after its request,
+    /// from `answered` (where its redirects ended; `direct`: none was
+    /// followed).
+    func observe(latency seconds: Double, of episode: Episode, answered: String, direct: Bool) {
+        let (feed, host) = (LinkEstimates.Host(url: episode.url), LinkEstimates.Host(url: answered))
+        network.estimates.withLock { $0.observe(latency: seconds, feed: feed, answered: host, direct: direct) }
     }
 
     /// A response body of `bytes` for `episode` came from `answered` in
@@ -398,7 +408,7 @@ public final class EpisodeReader: Sendable {
         let (feed, host) = (LinkEstimates.Host(url: episode.url), LinkEstimates.Host(url: answered))
         let (estimate, ofFeed) = network.estimates.withLock { links in
             links.observe(bytes: bytes, in: seconds, feed: feed, answered: host)
-            return (links[host], links[feed])
+            return (links[host], links[feed: feed])
         }
         logger.trace(
             "link estimate",

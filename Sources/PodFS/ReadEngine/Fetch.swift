@@ -48,16 +48,15 @@ final class Fetch: FetchSink {
     /// Body bytes gathered on the network thread and not yet handed over.
     private let gathered = Locked<BodyChunk?>(nil)
     /// When the current attempt's request went out and its head came
-    /// (`monotonicSeconds()`), the body bytes since, the URL it asked and
-    /// the one that answered (where the redirects ended): what the
-    /// reader's `LinkEstimates` learn from.
-    private let timing = Locked<Timing>(Timing(sent: 0, head: nil, bytes: 0, requested: "", answered: ""))
+    /// (`monotonicSeconds()`), the body bytes since, and the URL that
+    /// answered (where the redirects ended): what the reader's
+    /// `LinkEstimates` learn from.
+    private let timing = Locked<Timing>(Timing(sent: 0, head: nil, bytes: 0, answered: ""))
 
     private struct Timing {
         var sent: Double
         var head: Double?
         var bytes: Int64
-        var requested: String
         var answered: String
     }
     /// Stops the current attempt's transfer (`RangeSource.start`).
@@ -81,16 +80,17 @@ final class Fetch: FetchSink {
 
     func receive(head: FetchHead) -> Bool {
         let now = monotonicSeconds()
-        let (sent, requested) = timing.withLock { timing in
+        let sent = timing.withLock { timing in
             timing.head = now
             timing.bytes = 0
             timing.answered = head.effectiveURL
-            return (timing.sent, timing.requested)
+            return timing.sent
         }
-        // Not a size check's: it goes to the enclosure's link, through every
-        // redirect, where a reader's goes to the link its version pinned.
+        // Not a size check's: the sizer sends four at a time, in the
+        // background, each through the enclosure's redirects to a link it
+        // does not keep; a show's episodes are read through its pinned links.
         if !isSizeCheck {
-            reader.observe(latency: now - sent, of: episode, requested: requested, answered: head.effectiveURL)
+            reader.observe(latency: now - sent, of: episode, answered: head.effectiveURL, direct: head.redirects == 0)
         }
         return reader.fetch(self, receivedHead: head)
     }
@@ -196,8 +196,8 @@ final class Fetch: FetchSink {
     }
 
     /// The request of an attempt is about to go out.
-    func markSent(to url: String) {
-        timing.withLock { $0 = Timing(sent: monotonicSeconds(), head: nil, bytes: 0, requested: url, answered: url) }
+    func markSent() {
+        timing.withLock { $0 = Timing(sent: monotonicSeconds(), head: nil, bytes: 0, answered: "") }
     }
 
     /// The current attempt went out and can be stopped with `stop`.
