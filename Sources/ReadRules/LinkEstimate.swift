@@ -3,8 +3,9 @@
 /// product (the bytes "in the pipe") is how much a sequential reader must
 /// keep on its way to never wait for a round trip.
 ///
-/// Pure value; the reader keeps one per origin host (`LinkEstimates`, in
-/// its `Network`) behind a lock and feeds it from the network thread.
+/// Pure value; the reader keeps two per origin host, its own and as a feed
+/// host (`LinkEstimates`, in its `Network`), behind a lock and feeds them
+/// from the network thread.
 public struct LinkEstimate: Sendable {
     public init() {}
 
@@ -76,19 +77,6 @@ public struct LinkEstimate: Sendable {
     var isNear: Bool {
         guard let latency else { return false }
         return latency < Self.nearLatency
-    }
-
-    /// This estimate, with what it has not measured yet taken from
-    /// `other`: the round trips (smoothed and shortest) go together, the
-    /// rate apart.
-    public func filled(from other: LinkEstimate) -> LinkEstimate {
-        var filled = self
-        if latency == nil {
-            filled.latency = other.latency
-            filled.shortestLatency = other.shortestLatency
-        }
-        if throughput == nil { filled.throughput = other.throughput }
-        return filled
     }
 
     // MARK: - Private

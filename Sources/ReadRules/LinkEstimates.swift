@@ -16,10 +16,10 @@
 ///   to it straight (no redirect followed), nothing else
 ///   (`observe(latency:feed:answered:direct:)`).
 ///
-/// An episode's read is sized by its pinned link's host's own estimate,
-/// each figure it has not measured yet (a round trip, a rate) taken from
-/// its feed host's (`estimate(feed:pinned:)`). At most `capacity`
-/// estimates are kept; the one observed longest ago goes first.
+/// An episode's read is sized by its pinned link's host's own estimate
+/// once that host has a round trip of its own, else by its feed host's
+/// (`estimate(feed:pinned:)`). At most `capacity` estimates are kept; the
+/// one observed longest ago goes first.
 ///
 /// Pure value; the reader's `Network` keeps one per mount behind a lock.
 public struct LinkEstimates: Sendable {
@@ -118,14 +118,18 @@ public struct LinkEstimates: Sendable {
 
     /// What sizes a read of an episode of `feed` whose requests go to
     /// `pinned` (`nil`: to the enclosure URL, through its redirects, if
-    /// any): the pinned link's host's own estimate, each figure it has not
-    /// measured yet taken from the feed host's (a link pinned on an earlier
-    /// mount may have had only a 1-byte check's round trip; a host read
-    /// only by the keeper tells no rate).
+    /// any): the pinned link's host's own estimate once it has a round trip
+    /// of its own, else the feed host's. Nothing is mixed: a rate the
+    /// pinned host has not told yet (its only request a 1-byte check, or
+    /// only the keeper's fetches) is none, and its reads grow from the
+    /// ramp (`ReadPlan.window`), as an unmeasured link's do. Another CDN's
+    /// rate beside its own round trip could make a slow far link look far
+    /// and fast (`ReadPlan.isFarAndFast`), with 64 MiB windows.
     public func estimate(feed: Host, pinned: Host?) -> LinkEstimate {
-        let shows = self[feed: feed]
-        guard let pinned else { return shows }
-        return self[pinned].filled(from: shows)
+        if let pinned, let own = estimates[Key(host: pinned, asFeed: false)]?.estimate, own.latency != nil {
+            return own
+        }
+        return self[feed: feed]
     }
 
     /// The host of an absolute URL, in lower case with its port, without

@@ -205,8 +205,8 @@ extension EpisodeRules.State {
 
     /// The pinned link requests go to; `nil`: the enclosure URL.
     public var effectiveURL: String? { variant.pinned?.url }
-    /// The pinned link's host, whose estimate sizes reads once measured
-    /// (`LinkEstimates.estimate(feed:pinned:)`).
+    /// The pinned link's host, whose own estimate sizes reads once it has
+    /// a round trip (`LinkEstimates.estimate(feed:pinned:)`).
     public var pinnedHost: LinkEstimates.Host? { variant.pinned?.host }
     /// Who sent podfs to the link the index keeps (`Variant.kept`).
     var pinnedIssuer: String? { variant.kept?.issuer }

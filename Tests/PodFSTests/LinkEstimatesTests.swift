@@ -81,8 +81,8 @@ struct LinkEstimatesTests {
         links.observe(bytes: 1 << 20, in: 0.01, feed: "prefix.example", answered: "cdn.example")
         #expect(links["cdn.example"].throughput != nil, "a body is the answering host's own")
         let lent = links.estimate(feed: "prefix.example", pinned: "cdn.example")
-        #expect(lent.latency == 0.08 && lent.throughput == links["cdn.example"].throughput,
-                "no round trip of its own yet: the feed host's, with the CDN's own rate")
+        #expect(lent.latency == 0.08 && lent.throughput == links[feed: "prefix.example"].throughput,
+                "no round trip of its own yet: the feed host's")
         links.observe(latency: 0.02, feed: "prefix.example", answered: "cdn.example", direct: true)
         #expect(links.estimate(feed: "prefix.example", pinned: "cdn.example").latency == 0.02)
         #expect(links[feed: "prefix.example"].latency == 0.05, "the feed host learns every response of its shows")
@@ -109,16 +109,20 @@ struct LinkEstimatesTests {
     }
 
     /// A link pinned on an earlier mount whose only request so far was a
-    /// 1-byte check: its round trip, and the feed host's rate.
-    @Test func aPinnedHostWithNoRateYetBorrowsItsFeedHostsRate() {
+    /// 1-byte check: its own round trip, far, and no rate. Another CDN's
+    /// fast rate beside it would make it far and fast, with 64 MiB windows
+    /// on what may be a slow line.
+    @Test func aPinnedHostsRoundTripIsNeverPairedWithAnotherCDNsRate() {
         var links = LinkEstimates()
-        links.observe(latency: 0.05, feed: "prefix.example", answered: "cdn.example", direct: false)
-        links.observe(bytes: 4 << 20, in: 0.04, feed: "prefix.example", answered: "other.cdn.example")
-        links.observe(latency: 0.03, feed: "prefix.example", answered: "cdn.example", direct: true)
+        links.observe(latency: 0.05, feed: "prefix.example", answered: "fast.cdn.example", direct: false)
+        links.observe(bytes: 64 << 20, in: 0.06, feed: "prefix.example", answered: "fast.cdn.example")
+        links.observe(latency: 0.06, feed: "prefix.example", answered: "cdn.example", direct: true)
         let estimate = links.estimate(feed: "prefix.example", pinned: "cdn.example")
-        #expect(estimate.latency == 0.03 && estimate.shortestLatency == 0.03, "its own round trip")
-        #expect(estimate.throughput == Double(4 << 20) / 0.04, "the feed host's rate until it tells its own")
-        #expect(links.estimate(feed: "prefix.example", pinned: "never.example").latency == 0.04,
-                "a host never measured: the feed host's, all of it")
+        #expect(estimate.latency == 0.06 && estimate.throughput == nil, "its own round trip, no rate yet")
+        #expect(!ReadPlan.isFarAndFast(link: estimate, tuning: ReadTuning()))
+        #expect(ReadPlan.isFarAndFast(link: links[feed: "prefix.example"], tuning: ReadTuning()),
+                "the feed host's mix would have said far and fast")
+        #expect(links.estimate(feed: "prefix.example", pinned: "never.example").latency == 0.055,
+                "a host never measured: the feed host's")
     }
 }

@@ -322,7 +322,8 @@ public final class EpisodeReader: Sendable {
 
     /// What a read event of `episode` needs of the world now: among it,
     /// what the responses of the host its requests go to showed (the
-    /// pinned link's, else its feed host's: `LinkEstimates`). Made under
+    /// pinned link's host's own estimate once it has a round trip, else
+    /// its feed host's: `LinkEstimates.estimate(feed:pinned:)`). Made under
     /// the episode's lock, which the pinned link needs; the estimates' lock
     /// is a leaf below it.
     private func readContext(

@@ -146,8 +146,8 @@ final class Fetch: FetchSink {
         let (head, bytes, answered) = timing.withLock { ($0.head, $0.bytes, $0.answered) }
         // Not the keeper's: its two downloads share the link, and a rate
         // of half the link would shrink a listener's windows
-        // (`LinkEstimate`).
-        if error == nil, let head, !forKeeper {
+        // (`LinkEstimate`). Nor a size check's: its one byte tells no rate.
+        if error == nil, let head, !forKeeper, !isSizeCheck {
             reader.observe(bytes: bytes, in: monotonicSeconds() - head, of: episode, answered: answered)
         }
         let refused = refusal.withLock { reason in
