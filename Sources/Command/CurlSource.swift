@@ -29,21 +29,21 @@ struct CurlSource: RangeSource, FeedSource {
     func start(
         url: String, range: Range<Int64>, validator: String?, listedBy: ListedBy, sink: any FetchSink
     ) -> FetchStopper? {
-        start(url: url, range: range, validator: validator, listedBy: listedBy, sink: sink, limit: nil)
+        start(url: url, range: range, validator: validator, listedBy: listedBy, sink: sink, stall: nil)
     }
 
     func start(
         url: String, range: Range<Int64>, validator: String?, listedBy: ListedBy, sink: any FetchSink,
         stalledAfter seconds: Int
     ) -> FetchStopper? {
-        start(url: url, range: range, validator: validator, listedBy: listedBy, sink: sink, limit: seconds)
+        start(url: url, range: range, validator: validator, listedBy: listedBy, sink: sink, stall: seconds)
     }
 
     private func start(
-        url: String, range: Range<Int64>, validator: String?, listedBy: ListedBy, sink: any FetchSink, limit: Int?
+        url: String, range: Range<Int64>, validator: String?, listedBy: ListedBy, sink: any FetchSink, stall: Int?
     ) -> FetchStopper? {
         let issuer = zones.issuer(of: url, listedBy: listedBy)
-        let request = HTTPRequest(url: url, range: range, ifRange: validator, issuer: issuer, stallTimeout: limit)
+        let request = HTTPRequest(url: url, range: range, ifRange: validator, issuer: issuer, stallTimeout: stall)
         let id = client.start(
             request, delegate: SinkAdapter(sink: sink, requestedURL: url, requestedIssuer: issuer, zones: zones))
         return { [client] in client.cancel(id) }

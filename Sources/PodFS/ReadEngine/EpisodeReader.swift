@@ -407,6 +407,11 @@ public final class EpisodeReader: Sendable {
     /// `seconds` after its head.
     func observe(bytes: Int64, in seconds: Double, of episode: Episode, answered: String) {
         let (feed, host) = (LinkEstimates.Host(url: episode.url), LinkEstimates.Host(url: answered))
+        guard logger.logLevel <= .trace else {
+            network.estimates.withLock { $0.observe(bytes: bytes, in: seconds, feed: feed, answered: host) }
+            return
+        }
+        // What the trace line says, read under the same lock.
         let (estimate, ofFeed) = network.estimates.withLock { links in
             links.observe(bytes: bytes, in: seconds, feed: feed, answered: host)
             return (links[host], links[feed: feed])
