@@ -48,7 +48,7 @@ struct CacheCommand: ParsableCommand {
 
     /// Prints `message` to standard error and exits with `couldNotRun`.
     static func fail(_ message: String) -> Never {
-        FileHandle.standardError.write(Data("podfs: \(message)\n".utf8))
+        Console.error("podfs: \(message)\n")
         Foundation.exit(couldNotRun)
     }
 

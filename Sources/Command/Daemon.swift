@@ -68,7 +68,7 @@ enum Daemon {
                     .trimmingCharacters(in: .whitespacesAndNewlines)
                 buffer = Data(buffer[(newline + 1)...])
                 if line.hasPrefix("warning: ") {
-                    FileHandle.standardError.write(Data("podfs: \(line)\n".utf8))
+                    Console.error("podfs: \(line)\n")
                     continue
                 }
                 verdict = line
@@ -85,7 +85,7 @@ enum Daemon {
         }
         process.waitUntilExit()
         let message = line.hasPrefix("error: ") ? String(line.dropFirst(7)) : "the daemon exited (status \(process.terminationStatus)); see \(logName)"
-        FileHandle.standardError.write(Data("podfs: \(message)\n".utf8))
+        Console.error("podfs: \(message)\n")
         throw ExitCode(1)
     }
 }

@@ -169,7 +169,7 @@ struct Mount: ParsableCommand {
                 try MountPreflight.check(
                     mountpoint: mountpoint, allowNonEmpty: daemonOptions.nonempty, fuseOptions: options.fuseOptions)
             } catch {
-                FileHandle.standardError.write(Data("podfs: \(error)\n".utf8))
+                Console.error("podfs: \(error)\n")
                 throw ExitCode(1)
             }
         }

@@ -60,8 +60,8 @@ enum MountPreflight {
                     + "cleared: \(output.text.trimmingCharacters(in: .whitespacesAndNewlines)). Run "
                     + "'fusermount3 -u -z \(mountpoint)' (as its owner, or root) and mount again.")
         }
-        FileHandle.standardError.write(Data(
-            "podfs: \(mountpoint) was a stale mount left by a daemon that ended without unmounting; cleared it.\n".utf8))
+        Console.error(
+            "podfs: \(mountpoint) was a stale mount left by a daemon that ended without unmounting; cleared it.\n")
     }
 
     private static func checkMountpoint(_ mountpoint: String, allowNonEmpty: Bool) throws {

@@ -93,7 +93,13 @@ extension MountService {
         if !waiting.isEmpty {
             report("warning: \(waiting.count) feed(s) still loading; their shows appear when they come (podfs status)")
         }
-        report("ready")
+        if !report("ready") {
+            // `podfs mount` was stopped while it waited (Ctrl-C, a
+            // timeout): its user was told nothing was mounted, so nothing
+            // stays mounted.
+            logger.warning("the podfs mount command that started this mount is gone (stopped while it waited?): unmounting")
+            session.exit()
+        }
         if !feeds.startEarly {
             listed.building?.start()
             listed.arrivals.start()

@@ -184,13 +184,18 @@ struct MountService {
         return limit
     }
 
-    func report(_ line: String) {
+    /// Tells `line` to whoever started the mount: the parent's pipe
+    /// (`ready`, `warning: ...`, `error: ...`), or standard error in the
+    /// foreground. Returns `false` when a parent waiting on the pipe is
+    /// gone (stopped by Ctrl-C, killed): nobody was told.
+    @discardableResult
+    func report(_ line: String) -> Bool {
         guard readiness == .pipe else {
             if line.hasPrefix("warning") || line.hasPrefix("error") {
-                FileHandle.standardError.write(Data("podfs: \(line)\n".utf8))
+                Console.error("podfs: \(line)\n")
             }
-            return
+            return true
         }
-        FileHandle.standardOutput.write(Data((line.replacingOccurrences(of: "\n", with: " ") + "\n").utf8))
+        return Console.out(line.replacingOccurrences(of: "\n", with: " ") + "\n")
     }
 }

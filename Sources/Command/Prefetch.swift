@@ -68,8 +68,8 @@ struct Prefetch: ParsableCommand {
             Self.fail("\(error)")
         }
         if mount.ownDaemon == nil {
-            FileHandle.standardError.write(Data(
-                "podfs: the cache \(cacheDirectory) is mounted on \(mount.mountpoint); prefetching through that mount\n".utf8))
+            Console.error(
+                "podfs: the cache \(cacheDirectory) is mounted on \(mount.mountpoint); prefetching through that mount\n")
         }
         let stopper = Stopper()
         var status: Int32 = 0
@@ -84,7 +84,7 @@ struct Prefetch: ParsableCommand {
                 waitForCommit(episodes, cacheDirectory: cacheDirectory)
             }
         } catch {
-            FileHandle.standardError.write(Data("podfs: \(error)\n".utf8))
+            Console.error("podfs: \(error)\n")
             status = 1
         }
         mount.stop()
@@ -174,7 +174,7 @@ struct Prefetch: ParsableCommand {
     }
 
     private static func fail(_ message: String) -> Never {
-        FileHandle.standardError.write(Data("podfs: \(message)\n".utf8))
+        Console.error("podfs: \(message)\n")
         Foundation.exit(1)
     }
 }

@@ -93,7 +93,7 @@ struct PrefetchRun: Sendable {
         say(
             "prefetch: done: \(episodes.count - state.failures.count) of \(episodes.count) episodes cached, "
                 + "\(CacheMaintenance.bytes(fetchedTotal)) fetched in \(Self.duration(elapsed)) (\(CacheMaintenance.bytes(Int64(rate)))/s)")
-        for failure in state.failures { FileHandle.standardError.write(Data("podfs: \(failure)\n".utf8)) }
+        for failure in state.failures { Console.error("podfs: \(failure)\n") }
         return state.failures.isEmpty ? 0 : 1
     }
 
@@ -168,7 +168,7 @@ struct PrefetchRun: Sendable {
         let line2 = "  total: episode \(state.current + 1) of \(episodes.count), \(CacheMaintenance.bytes(fetched)) of "
             + "\(CacheMaintenance.bytes(toFetch)) fetched, \(CacheMaintenance.bytes(Int64(rate)))/s, ETA \(eta)"
         let out = "\r\u{1b}[K" + Self.fit(line1, width - 1) + "\n\u{1b}[K" + Self.fit(line2, width - 1) + "\u{1b}[1A\r"
-        FileHandle.standardOutput.write(Data(out.utf8))
+        Console.out(out)
     }
 
     /// A line above the live lines (or a plain line).
@@ -177,7 +177,7 @@ struct PrefetchRun: Sendable {
         // overwrite the bar, then clear the old total (the next draw goes
         // under this line).
         let out = terminal ? "\r\u{1b}[K" + line + "\n\u{1b}[K" : line + "\n"
-        FileHandle.standardOutput.write(Data(out.utf8))
+        Console.out(out)
     }
 
     private func cachedBytes(_ episode: PrefetchEpisode) -> Int64? {

@@ -110,6 +110,6 @@ struct Search: ParsableCommand {
     /// One line on stderr, cleaned for the terminal (it may quote the
     /// directory's or libcurl's words).
     private static func say(_ message: String) {
-        FileHandle.standardError.write(Data("podfs search: \(TerminalText.clean(message))\n".utf8))
+        Console.error("podfs search: \(TerminalText.clean(message))\n")
     }
 }

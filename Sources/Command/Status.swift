@@ -29,7 +29,7 @@ struct Status: ParsableCommand {
         do {
             snapshot = try CacheIndex(readingDirectory: directory, logger: logger).snapshot()
         } catch {
-            FileHandle.standardError.write(Data("podfs: \(error)\n".utf8))
+            Console.error("podfs: \(error)\n")
             throw ExitCode(1)
         }
         let report = CacheReport(directory: directory, snapshot: snapshot, logger: logger)

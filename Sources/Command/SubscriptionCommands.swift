@@ -196,7 +196,7 @@ struct Subscriptions: ParsableCommand {
         }
         if opml {
             let outlines = urls.map { (title: names[$0] ?? $0, url: $0) }
-            FileHandle.standardOutput.write(Data(OPMLWriter.document(title: "podfs subscriptions", outlines: outlines)))
+            Console.out(Data(OPMLWriter.document(title: "podfs subscriptions", outlines: outlines)))
             return
         }
         let records = FeedStatusStore(directory: directory).records
@@ -267,7 +267,7 @@ enum SubscriptionCommand {
     static func fail(_ message: String) -> Never {
         let clean = message.split(separator: "\n", omittingEmptySubsequences: false)
             .map { TerminalText.clean(String($0)) }.joined(separator: "\n")
-        FileHandle.standardError.write(Data("podfs: \(clean)\n".utf8))
+        Console.error("podfs: \(clean)\n")
         Foundation.exit(1)
     }
 }

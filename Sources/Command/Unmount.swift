@@ -21,7 +21,7 @@ struct Unmount: ParsableCommand {
         let path = absolutePath(mountpoint)
         let daemons = MountTable.daemonPIDs(mountpoint: path)
         guard MountTable.isMounted(path) else {
-            FileHandle.standardError.write(Data("podfs: \(path) is not mounted; nothing to do.\n".utf8))
+            Console.error("podfs: \(path) is not mounted; nothing to do.\n")
             throw ExitCode(1)
         }
         let process = Process()
@@ -40,7 +40,7 @@ struct Unmount: ParsableCommand {
                 message += "\nA program still has a file open there; close it (see: fuser -vm \(path)) and try again, "
                     + "or detach now with podfs unmount --lazy \(path) (open files keep working until closed)."
             }
-            FileHandle.standardError.write(Data("podfs: \(message)\n".utf8))
+            Console.error("podfs: \(message)\n")
             throw ExitCode(1)
         }
         if lazy {
@@ -60,9 +60,9 @@ struct Unmount: ParsableCommand {
         }
         let left = running()
         if !left.isEmpty {
-            FileHandle.standardError.write(Data(
-                ("podfs: unmounted \(path), but its daemon (pid \(left.map(String.init).joined(separator: ", "))) "
-                    + "is still saving after 30 s; a remount waits for it. See the log in the cache directory.\n").utf8))
+            Console.error(
+                "podfs: unmounted \(path), but its daemon (pid \(left.map(String.init).joined(separator: ", "))) "
+                    + "is still saving after 30 s; a remount waits for it. See the log in the cache directory.\n")
         }
     }
 }
