@@ -26,7 +26,7 @@ struct CacheClear: ParsableCommand {
     var feed: String?
 
     func run() throws {
-        let directory = absolutePath(cacheDir ?? defaultCacheDirectory())
+        let directory = try CacheDirectoryChoice.resolve(cacheDir ?? defaultCacheDirectory())
         try CacheCommand.withCache(directory: directory, command: "cache clear") { index, maintenance, logger in
             if let moved = index.damagedIndexMovedTo {
                 print("The cache index was damaged: moved it to \(moved) and started a new, empty one.")

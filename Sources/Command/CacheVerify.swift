@@ -21,7 +21,7 @@ struct CacheVerify: ParsableCommand {
     var cacheDir: String?
 
     func run() throws {
-        let directory = absolutePath(cacheDir ?? defaultCacheDirectory())
+        let directory = try CacheDirectoryChoice.resolve(cacheDir ?? defaultCacheDirectory())
         let verification: CacheVerification = try CacheCommand.withCache(directory: directory, command: "cache verify") {
             index, maintenance, logger in
             // Names first: a damaged index is replaced by the verification.

@@ -162,7 +162,7 @@ struct Mount: ParsableCommand {
         let options = try MountOptions(o)
         let mountpoint = absolutePath(arguments.last!)
         let sources = FeedSources.absolute(Array(arguments.dropLast()))
-        let cacheDirectory = absolutePath(cacheDir ?? options.cacheDirectory ?? defaultCacheDirectory())
+        let cacheDirectory = try CacheDirectoryChoice.resolve(cacheDir ?? options.cacheDirectory ?? defaultCacheDirectory())
         let daemonOptions = options.daemon
         if !daemonChild {
             do {

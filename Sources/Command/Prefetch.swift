@@ -51,7 +51,7 @@ struct Prefetch: ParsableCommand {
 
     func run() throws {
         let options = try MountOptions(o)
-        let cacheDirectory = absolutePath(cacheDir ?? options.cacheDirectory ?? defaultCacheDirectory())
+        let cacheDirectory = try CacheDirectoryChoice.resolve(cacheDir ?? options.cacheDirectory ?? defaultCacheDirectory())
         let feedURLs: [String]
         do {
             feedURLs = try FeedSources.urls(sources)

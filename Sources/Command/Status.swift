@@ -22,7 +22,7 @@ struct Status: ParsableCommand {
     var json = false
 
     func run() throws {
-        let directory = absolutePath(cacheDir ?? defaultCacheDirectory())
+        let directory = try CacheDirectoryChoice.resolve(cacheDir ?? defaultCacheDirectory())
         var logger = Logger(label: "podfs")
         logger.logLevel = .error
         let snapshot: [FeedSnapshot]

@@ -39,7 +39,7 @@ struct Subscribe: ParsableCommand {
     }
 
     func run() throws {
-        let directory = absolutePath(cacheDir ?? defaultCacheDirectory())
+        let directory = try CacheDirectoryChoice.resolve(cacheDir ?? defaultCacheDirectory())
         let urls: [String]
         do {
             urls = try FeedSources.urls(FeedSources.absolute(sources))
@@ -108,7 +108,7 @@ struct Unsubscribe: ParsableCommand {
     }
 
     func run() throws {
-        let directory = absolutePath(cacheDir ?? defaultCacheDirectory())
+        let directory = try CacheDirectoryChoice.resolve(cacheDir ?? defaultCacheDirectory())
         let request = ControlSocket.Request(command: "unsubscribe", arguments: feeds, purge: purge)
         if try SubscriptionCommand.sendToMount(request, cacheDirectory: directory) { return }
         let list = SubscriptionList.current(cacheDirectory: directory)
@@ -178,7 +178,7 @@ struct Subscriptions: ParsableCommand {
     var opml = false
 
     func run() throws {
-        let directory = absolutePath(cacheDir ?? defaultCacheDirectory())
+        let directory = try CacheDirectoryChoice.resolve(cacheDir ?? defaultCacheDirectory())
         let list = SubscriptionList.current(cacheDirectory: directory)
         let urls: [String]
         do {

@@ -20,8 +20,14 @@ struct Unmount: ParsableCommand {
     func run() throws {
         let path = absolutePath(mountpoint)
         let daemons = MountTable.daemonPIDs(mountpoint: path)
-        guard MountTable.isMounted(path) else {
+        guard let type = MountTable.fileSystemType(path) else {
             Console.error("podfs: \(path) is not mounted; nothing to do.\n")
+            throw ExitCode(1)
+        }
+        guard type == "fuse.podfs" else {
+            Console.error(
+                "podfs: \(path) is not a podfs mount (it is \(type)); nothing was unmounted. "
+                    + "podfs unmount only unmounts podfs; use umount for other file systems.\n")
             throw ExitCode(1)
         }
         let process = Process()
@@ -95,27 +101,26 @@ enum MountTable {
 
     /// Whether `path` is a mount point now (per /proc/mounts, whose octal
     /// escapes for spaces and tabs are decoded).
-    static func isMounted(_ path: String) -> Bool {
-        let table = (try? String(contentsOfFile: "/proc/mounts", encoding: .utf8)) ?? ""
-        return table.split(separator: "\n").contains { line in
-            let fields = line.split(separator: " ")
-            guard fields.count > 1 else { return false }
-            let decoded = fields[1]
-                .replacingOccurrences(of: "\\040", with: " ")
-                .replacingOccurrences(of: "\\011", with: "\t")
-                .replacingOccurrences(of: "\\134", with: "\\")
-            return decoded == path
-        }
-    }
+    static func isMounted(_ path: String) -> Bool { fileSystemType(path) != nil }
 
-    /// The file system type of the mount on `path` (`fuse.podfs`), or `nil`.
+    /// The file system type of the mount on `path` (`fuse.podfs`; the top
+    /// one, where mounts are stacked), or `nil` where nothing is mounted.
     static func fileSystemType(_ path: String) -> String? {
         let table = (try? String(contentsOfFile: "/proc/mounts", encoding: .utf8)) ?? ""
         let line = table.split(separator: "\n").last { line in
             let fields = line.split(separator: " ")
-            return fields.count > 2 && fields[1].replacingOccurrences(of: "\\040", with: " ") == path
+            return fields.count > 2 && decoded(fields[1]) == path
         }
         return line.map { String($0.split(separator: " ")[2]) }
+    }
+
+    /// A path as the mount table writes it: spaces, tabs and backslashes
+    /// in octal escapes.
+    private static func decoded(_ field: Substring) -> String {
+        field
+            .replacingOccurrences(of: "\\040", with: " ")
+            .replacingOccurrences(of: "\\011", with: "\t")
+            .replacingOccurrences(of: "\\134", with: "\\")
     }
 
     static func isZombie(_ pid: pid_t) -> Bool {

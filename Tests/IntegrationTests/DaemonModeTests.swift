@@ -64,6 +64,87 @@ struct DaemonModeTests {
         #expect(!Fixture.isMounted(fixture.mountpoint))
     }
 
+    /// What is not podfs's is refused and left as it was: `podfs unmount`
+    /// of another file system, a cache directory that holds someone's
+    /// files (podfs would make them private, `cache clear` delete them)
+    /// and an empty `--cache-dir` (the working directory).
+    @Test func whatIsNotPodfssIsRefusedAndLeftAlone() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        try fixture.publish(Fixture.episodes(sizes: [100_000]))
+        let other = fixture.directory + "/tmpfs"
+        try FileManager.default.createDirectory(atPath: other, withIntermediateDirectories: true)
+        try Harness.sh("mount -t tmpfs podfs-test '\(other)' && echo kept > '\(other)/file'")
+        defer { _ = try? Harness.run("umount", [other], timeout: 20) }
+        let unmount = try Harness.run(Harness.podfs, ["unmount", other])
+        #expect(unmount.status == 1, "\(unmount.stderr)")
+        #expect(unmount.stderr.contains("is not a podfs mount (it is tmpfs); nothing was unmounted"), "\(unmount.stderr)")
+        #expect(Fixture.isMounted(other) && FileManager.default.fileExists(atPath: other + "/file"))
+
+        let documents = fixture.directory + "/documents"
+        try FileManager.default.createDirectory(atPath: documents + "/data", withIntermediateDirectories: true)
+        _ = FileManager.default.createFile(atPath: documents + "/tool.sh", contents: Data("echo\n".utf8))
+        _ = FileManager.default.createFile(atPath: documents + "/data/mine.txt", contents: Data("mine".utf8))
+        chmod(documents + "/tool.sh", 0o755)
+        let mount = try Harness.run(
+            Harness.podfs, ["mount", "--cache-dir", documents, "\(fixture.origin.base)/feed.xml", fixture.mountpoint],
+            timeout: 60)
+        #expect(mount.status == 1 && mount.stderr.contains("\(documents) is not a podfs cache"), "\(mount.stderr)")
+        #expect(mount.stderr.contains("(tool.sh)"), "\(mount.stderr)")
+        #expect(!Fixture.isMounted(fixture.mountpoint))
+        for command in [["cache", "clear", "--all"], ["subscribe", "\(fixture.origin.base)/feed.xml"], ["status"]] {
+            let refused = try Harness.run(Harness.podfs, command + ["--cache-dir", documents])
+            #expect(refused.status == 1 && refused.stderr.contains("is not a podfs cache"), "\(command): \(refused.stderr)")
+        }
+        var info = stat()
+        #expect(stat(documents + "/tool.sh", &info) == 0 && info.st_mode & 0o777 == 0o755, "its mode is as it was")
+        #expect(FileManager.default.fileExists(atPath: documents + "/data/mine.txt"))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: documents).sorted() == ["data", "tool.sh"])
+
+        let empty = try Harness.run(
+            Harness.podfs, ["mount", "--cache-dir", "", "\(fixture.origin.base)/feed.xml", fixture.mountpoint])
+        #expect(empty.status == 1 && empty.stderr.contains("the cache directory is empty"), "\(empty.stderr)")
+        #expect(!Fixture.isMounted(fixture.mountpoint))
+    }
+
+    /// `podfs mount` stopped while it waits for its feeds (Ctrl-C): the
+    /// daemon, which finds nobody to tell it is ready, unmounts and ends,
+    /// rather than stopping on the closed pipe and leaving a dead mount.
+    @Test func aMountStoppedWhileItWaitsLeavesNothingMounted() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        try fixture.publish(Fixture.episodes(sizes: [100_000]))
+        try fixture.origin.configure(#"{"hold_head": {"path": "/feed.xml", "seconds": 20}}"#)
+        let out = try TempFile()
+        let pid = try Harness.spawn(
+            Harness.podfs,
+            ["mount", "--cache-dir", fixture.cacheDirectory, "\(fixture.origin.base)/feed.xml", fixture.mountpoint],
+            stdout: out.handle.fileDescriptor, stderr: out.handle.fileDescriptor)
+        defer { Harness.terminate(pid) }
+        let asked = Harness.eventually(20) {
+            ((try? fixture.origin.stats()["held"]) as? NSNumber)?.intValue ?? 0 > 0
+        }
+        #expect(asked, "the feed's request is held: the mount waits for it")
+        kill(pid, SIGINT)
+        Harness.terminate(pid)
+        let gone = "the podfs mount command that started this mount is gone"
+        let stopped = Harness.eventually(30) {
+            let log = fixture.log()
+            return log.contains(gone) && log.components(separatedBy: gone).last?.contains("[podfs] stopped") == true
+        }
+        #expect(stopped, "the daemon says why it unmounts, and stops: \(fixture.log().suffix(3000))")
+        #expect(!fixture.log().contains("Fatal error"), "\(fixture.log().suffix(3000))")
+        #expect(!Fixture.isMounted(fixture.mountpoint), "nothing is left mounted")
+        let daemons = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []).filter { entry in
+            guard Int32(entry) != nil, let line = FileManager.default.contents(atPath: "/proc/\(entry)/cmdline") else {
+                return false
+            }
+            let arguments = line.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
+            return arguments.contains("--daemon-child") && arguments.contains(fixture.mountpoint)
+        }
+        #expect(daemons.isEmpty, "no daemon is left: \(daemons)")
+    }
+
     @Test func withoutDevFuseTheMountSaysHowToGetIt() throws {
         let fixture = try Fixture()
         defer { fixture.cleanup() }

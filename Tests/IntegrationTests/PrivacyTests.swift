@@ -60,11 +60,11 @@ struct PrivacyTests {
         // A cache made by an older podfs: 0755 directories, 0644 files.
         let cache = fixture.cacheDirectory
         try FileManager.default.createDirectory(atPath: cache + "/data", withIntermediateDirectories: true)
-        _ = FileManager.default.createFile(atPath: cache + "/notes", contents: Data("old".utf8))
+        _ = FileManager.default.createFile(atPath: cache + "/podfs.log", contents: Data("old\n".utf8))
         _ = FileManager.default.createFile(atPath: cache + "/data/stray", contents: Data("old".utf8))
         chmod(cache, 0o755)
         chmod(cache + "/data", 0o755)
-        chmod(cache + "/notes", 0o644)
+        chmod(cache + "/podfs.log", 0o644)
         chmod(cache + "/data/stray", 0o644)
 
         try Self.mount(
@@ -91,7 +91,7 @@ struct PrivacyTests {
             }
         }
         let names = Set(Self.modes(under: cache).map { ($0.path as NSString).lastPathComponent })
-        for name in ["index.sqlite", "feed-status.json", "cache-size", "lock", "podfs.log", "notes", "stray"] {
+        for name in ["index.sqlite", "feed-status.json", "cache-size", "lock", "podfs.log", "stray"] {
             #expect(names.contains(name), "\(name) is in the cache and was checked: \(names.sorted())")
         }
         #expect(files >= 8)
