@@ -65,6 +65,13 @@ struct Subscribe: ParsableCommand {
         }
         let list = SubscriptionList.current(cacheDirectory: directory)
         let issuers = Dictionary(feeds.map { ($0.url, $0.pageZone) }, uniquingKeysWith: { _, last in last })
+        // A first subscribe, before any mount: the cache is made here.
+        let made = CachePrivacy.makeDirectory(directory)
+        if made != 0 {
+            SubscriptionCommand.fail(
+                "cannot create the cache directory \(directory): \(String(cString: strerror(made))); nothing was added. "
+                    + "Give one you can write with --cache-dir DIR")
+        }
         if let problem = FeedIssuers.record(issuers, directory: directory) {
             SubscriptionCommand.fail("\(problem); nothing was added")
         }

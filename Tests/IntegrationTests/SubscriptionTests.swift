@@ -100,6 +100,24 @@ struct SubscriptionTests {
         #expect(opml.text.contains("<opml version=\"2.0\">"))
     }
 
+    /// The first thing a new user may run: `podfs subscribe` before any
+    /// mount made the cache. It makes it (private), and the list has the
+    /// show.
+    @Test func aFirstSubscribeBeforeAnyMountMakesTheCache() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        try fixture.publish(Fixture.episodes(sizes: [10_000]))
+        let fresh = fixture.directory + "/new/podfs"
+        let added = try Self.podfs(["subscribe", "--cache-dir", fresh, "\(fixture.origin.base)/feed.xml"])
+        #expect(added.status == 0, "\(added.stderr)")
+        #expect(added.text.contains("subscribed: \(Fixture.showTitle)"), "\(added.text)")
+        #expect(Self.text(fresh + "/subscriptions.txt").contains("\(fixture.origin.base)/feed.xml"))
+        var info = stat()
+        #expect(stat(fresh, &info) == 0 && info.st_mode & 0o777 == 0o700, "the cache is private")
+        let listed = try Self.podfs(["subscriptions", "--cache-dir", fresh])
+        #expect(listed.status == 0 && listed.text.contains("1 subscription in \(fresh)/subscriptions.txt"), "\(listed.text) \(listed.stderr)")
+    }
+
     @Test func aWebPageIsFollowedToItsFeedAndBadSourcesAddNothing() throws {
         let fixture = try Fixture()
         defer { fixture.cleanup() }
