@@ -34,7 +34,8 @@ final class CacheLock {
 
     /// Takes the lock, waiting up to `wait` seconds for another holder (a
     /// daemon still saving its index) to let go; throws a `MountError` that
-    /// names the holder when it does not.
+    /// names the holder when it does not, at once when the holder is a
+    /// mount still mounted.
     init(directory: String, owner: Owner, wait: Double = 20) throws {
         let made = CachePrivacy.makeDirectory(directory)
         guard made == 0 else {
@@ -47,7 +48,9 @@ final class CacheLock {
         }
         let deadline = Date().addingTimeInterval(wait)
         while flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
-            guard Date() < deadline else {
+            // A daemon that unmounted may still be saving: worth the wait.
+            // One still mounted will not let go.
+            guard Date() < deadline, !Self.heldByAMount(path: path) else {
                 let holder = Self.holder(path: path)
                 close(descriptor)
                 throw MountError(Self.busyMessage(directory: directory, holder: holder, owner: owner))
@@ -71,6 +74,12 @@ final class CacheLock {
     }
 
     // MARK: - Private methods
+
+    /// Whether the holder is a mount whose mount point is still mounted.
+    private static func heldByAMount(path: String) -> Bool {
+        guard let holder = holder(path: path), holder.what.hasPrefix("mount ") else { return false }
+        return MountTable.fileSystemType(String(holder.what.dropFirst(6))) == "fuse.podfs"
+    }
 
     /// What the holder wrote: its pid and what it does, if readable.
     private static func holder(path: String) -> (pid: Int32, what: String)? {

@@ -11,11 +11,13 @@ struct DaemonModeTests {
     /// `podfs mount` with these arguments (the fixture's cache and feed);
     /// a mount that worked returns once it lists what `publish` published
     /// (its daemon is the fixture's to clean up).
-    private static func mount(_ fixture: Fixture, _ extra: [String], on mountpoint: String) throws -> Harness.Output {
+    private static func mount(
+        _ fixture: Fixture, _ extra: [String], on mountpoint: String, timeout: Double = 60
+    ) throws -> Harness.Output {
         let output = try Harness.run(
             Harness.podfs,
             ["mount", "--cache-dir", fixture.cacheDirectory] + extra + ["\(fixture.origin.base)/feed.xml", mountpoint],
-            timeout: 60)
+            timeout: timeout)
         if let pid = Fixture.daemonPID(in: output.text) {
             fixture.adopt(daemonPID: pid)
         }
@@ -105,6 +107,27 @@ struct DaemonModeTests {
             Harness.podfs, ["mount", "--cache-dir", "", "\(fixture.origin.base)/feed.xml", fixture.mountpoint])
         #expect(empty.status == 1 && empty.stderr.contains("the cache directory is empty"), "\(empty.stderr)")
         #expect(!Fixture.isMounted(fixture.mountpoint))
+    }
+
+    /// A second mount of a cache that a mount uses is refused at once,
+    /// naming that mount: the wait for a daemon still saving (20 s) is not
+    /// for a mount that is still mounted.
+    @Test func aSecondMountOfACacheInUseIsRefusedAtOnce() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        try fixture.publish(Fixture.episodes(sizes: [100_000]))
+        try fixture.mount()
+        let second = fixture.directory + "/second"
+        try FileManager.default.createDirectory(atPath: second, withIntermediateDirectories: true)
+        // Well under the 20 s wait: `run` throws if it takes longer.
+        let refused = try Self.mount(fixture, [], on: second, timeout: 15)
+        #expect(refused.status == 1, "\(refused.stderr)")
+        #expect(
+            refused.stderr.contains("the podfs mount on \(fixture.mountpoint)")
+                && refused.stderr.contains("is using the cache directory"), "\(refused.stderr)")
+        #expect(!Fixture.isMounted(second))
+        #expect(FileManager.default.fileExists(atPath: fixture.path(0)), "the first mount goes on")
+        try fixture.unmount()
     }
 
     /// `podfs mount` stopped while it waits for its feeds (Ctrl-C): the
