@@ -2,8 +2,8 @@
 ///
 /// Two forms: an OPML document (every `<outline>` with an `xmlUrl`
 /// attribute, at any depth, attribute name in any capitalisation) or plain
-/// text with one feed URL per line, where blank lines and lines starting with
-/// `#` are ignored. The podcast subscription schemes `feed://`, `itpc://`,
+/// text with one feed URL per line, where blank lines, lines starting with
+/// `#` and a `#` comment after white space are ignored. The podcast subscription schemes `feed://`, `itpc://`,
 /// `pcast://` and `podcast://` are read as `http://`.
 public enum SourceList {
     // MARK: - Public methods
@@ -46,6 +46,15 @@ public enum SourceList {
         return FeedURL.resolveHTTP(text, base: "")
     }
 
+    /// What one line of a plain list names, before `feedURL`: `nil` for a
+    /// blank line or a comment. A `#` after white space starts a comment
+    /// (a URL has no white space; a `#` within one is its fragment).
+    static func entry(ofLine line: String) -> String? {
+        var text = line.trimmingWhitespace()
+        if let comment = text.firstRange(of: /[ \t]+#/) { text = String(text[..<comment.lowerBound]) }
+        return text.isEmpty || text.hasPrefix("#") ? nil : text
+    }
+
     // MARK: - Private methods
 
     private static func opml(_ bytes: [UInt8]) throws(FeedError) -> [String] {
@@ -75,8 +84,7 @@ public enum SourceList {
         if content.starts(with: [0xEF, 0xBB, 0xBF]) { content = content.dropFirst(3) }
         var urls: [String] = []
         for (index, line) in content.split(separator: 0x0A, omittingEmptySubsequences: false).enumerated() {
-            let text = String(decoding: line, as: UTF8.self).trimmingWhitespace()
-            if text.isEmpty || text.hasPrefix("#") { continue }
+            guard let text = entry(ofLine: String(decoding: line, as: UTF8.self)) else { continue }
             guard let url = feedURL(text) else {
                 // Shown and logged: a mistyped URL may still carry its token.
                 let shown = FeedURL.redacted(text, for: .log)

@@ -112,9 +112,8 @@ public struct SubscriptionFile: Sendable, Equatable {
         while lineStart < bytes.count {
             let newline = bytes[lineStart...].firstIndex(of: 0x0A)
             let lineEnd = newline.map { $0 + 1 } ?? bytes.count
-            let text = String(decoding: bytes[lineStart..<(newline ?? bytes.count)], as: UTF8.self)
-                .trimmingWhitespace()
-            let listsURL = !text.isEmpty && !text.hasPrefix("#") && SourceList.feedURL(text) == url
+            let line = String(decoding: bytes[lineStart..<(newline ?? bytes.count)], as: UTF8.self)
+            let listsURL = SourceList.entry(ofLine: line).flatMap(SourceList.feedURL) == url
             if !listsURL { edited += bytes[lineStart..<lineEnd] }
             lineStart = lineEnd
         }

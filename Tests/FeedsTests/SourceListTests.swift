@@ -40,6 +40,11 @@ import Testing
                 "https://a.example/feed.xml", "http://b.example/rss", "http://c.example/x",
             ])
         #expect(try SourceList.parse([0xEF, 0xBB, 0xBF] + Array("https://a.example/f\n".utf8)) == ["https://a.example/f"])
+        // A comment after the URL is left out; a `#` within one is its own.
+        let commented = "https://d.example/feed.xml   # the daily one\nhttps://e.example/rss\t#tabbed\n"
+        #expect(try SourceList.parse(Array(commented.utf8)) == ["https://d.example/feed.xml", "https://e.example/rss"])
+        let fragment = "https://f.example/feed.xml#latest"
+        #expect(try SourceList.parse(Array(fragment.utf8)) == [SourceList.feedURL(fragment)])
         #expect(try SourceList.parse([]) == [])
     }
 

@@ -152,6 +152,10 @@ import TestSupport
         #expect(file.bytes == Array("https://a.example/f\nhttps://c.example/f".utf8))
         #expect(file.remove(url: "https://c.example/f") == true)
         #expect(file.bytes == Array("https://a.example/f\n".utf8))
+        // A line with a comment after its URL lists that URL.
+        var commented = try SubscriptionFile(bytes: Array("https://a.example/f # mine\nhttps://d.example/f\n".utf8))
+        #expect(commented.remove(url: "https://a.example/f") == true)
+        #expect(commented.bytes == Array("https://d.example/f\n".utf8))
     }
 
     @Test func addingToAListKeepsItsLineEnds() throws {
