@@ -3,6 +3,7 @@ import Feeds
 import Foundation
 import Locking
 import Logging
+import PodFS
 import RangeCache
 
 /// `podfs prefetch SOURCE... [--latest N] [--since DATE]`: fills the cache
@@ -74,12 +75,13 @@ struct Prefetch: ParsableCommand {
         let stopper = Stopper()
         var status: Int32 = 0
         do {
-            let episodes = try select(in: mount.mountpoint, feedURLs: feedURLs, cacheDirectory: cacheDirectory)
+            let (episodes, failures) = try select(in: mount, feedURLs: feedURLs, cacheDirectory: cacheDirectory)
+            for failure in failures { Console.error("podfs: \(failure)\n") }
             // On Ctrl-C a private mount is stopped at once (a read in flight
             // ends with an error); a borrowed one is left alone, and the read
             // in flight ends with this process.
             let outcome = PrefetchRun(episodes: episodes, stopper: stopper) { mount.stop() }.run()
-            status = outcome
+            status = failures.isEmpty ? outcome : 1
             if mount.ownDaemon == nil, outcome == 0 {
                 waitForCommit(episodes, cacheDirectory: cacheDirectory)
             }
@@ -114,32 +116,68 @@ struct Prefetch: ParsableCommand {
         }
     }
 
+    /// How long a feed the mount is still loading is waited for.
+    private static let feedWait = 60.0
+
     /// The episodes to read: per feed, the files in the mount whose
-    /// enclosure URL the feed lists, newest first, filtered.
-    private func select(in mountpoint: String, feedURLs: [String], cacheDirectory: String) throws -> [PrefetchEpisode] {
+    /// enclosure URL the feed lists, newest first, filtered; and what
+    /// kept a feed out (its error, or its absence from a borrowed mount).
+    /// A feed the mount is still loading (a slow host) is waited for.
+    private func select(
+        in mount: PrefetchMount, feedURLs: [String], cacheDirectory: String
+    ) throws -> (episodes: [PrefetchEpisode], failures: [String]) {
         var quiet = Logger(label: "podfs")
         quiet.logLevel = .error
-        // The mount's files first: listing a show not built yet builds it,
-        // which registers its episodes in the index.
-        let files = Self.episodeFiles(in: mountpoint)
-        let snapshot = try CacheIndex(readingDirectory: cacheDirectory, logger: quiet).snapshot()
         let cutoff = since.flatMap(Self.date)
         var chosen: [PrefetchEpisode] = []
+        var failures: [String] = []
+        // The mount's files first: listing a show not built yet builds it,
+        // which registers its episodes in the index.
+        var files = Self.episodeFiles(in: mount.mountpoint)
+        var snapshot = try CacheIndex(readingDirectory: cacheDirectory, logger: quiet).snapshot()
         for url in feedURLs {
+            let shown = FeedURL.redacted(url)
             // The mount shows each URL without its secrets (`user.podfs.url`).
-            let urls = Set(snapshot.first { $0.url == url }?.episodes.map { FeedURL.redacted($0.url) } ?? [])
-            var found = files.filter { urls.contains($0.url) }
+            func listed() -> [PrefetchEpisode] {
+                let urls = Set(snapshot.first { $0.url == url }?.episodes.map { FeedURL.redacted($0.url) } ?? [])
+                return files.filter { urls.contains($0.url) }
+            }
+            var found = listed()
+            var failure: String?
+            let deadline = Date().addingTimeInterval(Self.feedWait)
+            while found.isEmpty, failure == nil {
+                let record = FeedStatusStore.read(directory: cacheDirectory)[url]
+                // A borrowed mount that never loaded it does not serve it.
+                if record == nil, mount.ownDaemon == nil { break }
+                if let record, record.pending != true {
+                    // Loaded (and listed, above) or failed: no more to wait for.
+                    if !record.ok { failure = "nothing of \(shown) was prefetched: \(TerminalText.clean(record.detail))" }
+                    break
+                }
+                guard Date() < deadline else {
+                    failure = "the feed \(shown) was still loading after \(Int(Self.feedWait)) s; nothing of it was prefetched"
+                    break
+                }
+                Thread.sleep(forTimeInterval: 0.25)
+                files = Self.episodeFiles(in: mount.mountpoint)
+                snapshot = try CacheIndex(readingDirectory: cacheDirectory, logger: quiet).snapshot()
+                found = listed()
+            }
             guard !found.isEmpty else {
-                throw PrefetchError(
-                    "the feed \(FeedURL.redacted(url)) is not in the mount on \(mountpoint) that uses this cache; add it to that mount, "
-                        + "or unmount it (podfs unmount \(mountpoint)) and run prefetch again")
+                failures.append(
+                    failure ?? (mount.ownDaemon == nil
+                        ? "the feed \(shown) is not in the mount on \(mount.mountpoint) that uses this cache; add it "
+                            + "to that mount (podfs subscribe \(shown)), or unmount it (podfs unmount "
+                            + "\(mount.mountpoint)) and run prefetch again"
+                        : "the feed \(shown) lists no episode file; nothing of it was prefetched"))
+                continue
             }
             found.sort { $0.published > $1.published }
             if let cutoff { found = found.filter { $0.published >= cutoff } }
             if let latest { found = Array(found.prefix(latest)) }
             chosen += found
         }
-        return chosen
+        return (chosen, failures)
     }
 
     /// Every episode file of the mount (two levels: show, episode) with its

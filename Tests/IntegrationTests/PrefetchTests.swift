@@ -74,6 +74,30 @@ struct PrefetchTests {
         print("prefetch resume: first run kept \(cachedBig) of \(size) bytes; second run fetched \(refetched) (missing \(missing))")
     }
 
+    /// A feed whose host is slow (its answer held 4 s, past the mount's
+    /// 2.5 s budget) is waited for and prefetched; one that fails (a 404)
+    /// is named with its error, and the exit status says something was
+    /// left out. Neither is blamed on the private mount.
+    @Test func aSlowFeedIsWaitedForAndAFailedOneIsNamed() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        try fixture.publish(Fixture.episodes(sizes: [Self.mib, 2 * Self.mib]))
+        try fixture.origin.configure(#"{"hold_head": {"path": "/feed.xml", "seconds": 4}}"#)
+        let feed = "\(fixture.origin.base)/feed.xml"
+        let missing = "\(fixture.origin.base)/nope.xml"
+        let output = try Harness.run(
+            Harness.podfs, ["prefetch", "--latest", "1", "--cache-dir", fixture.cacheDirectory, feed, missing],
+            timeout: 120)
+        let stats = try fixture.origin.stats()
+        #expect((stats["holds"] as? NSNumber)?.intValue ?? 0 >= 1, "the feed's answer was held: \(stats)")
+        #expect(output.status == 1, "\(output.text) \(output.stderr)")
+        #expect(output.text.contains("done: 1 of 1 episodes cached"), "\(output.text) \(output.stderr)")
+        #expect(output.stderr.contains("nothing of \(missing) was prefetched") && output.stderr.contains("404"), "\(output.stderr)")
+        #expect(!output.stderr.contains("unmount"), "the private mount is not blamed: \(output.stderr)")
+        #expect(try Self.cached(fixture)["\(fixture.origin.base)/ep2.mp3"] == Int64(2 * Self.mib))
+        #expect(Self.prefetchMounts().isEmpty, "the private mount is gone")
+    }
+
     @Test func aTerminalGetsLiveBarsAndAPipeGetsPlainLines() throws {
         let fixture = try Fixture()
         defer { fixture.cleanup() }
