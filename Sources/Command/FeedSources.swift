@@ -9,7 +9,23 @@ enum FeedSources {
         var urls: [String] = []
         for source in sources {
             if isURL(source) {
+                guard SourceList.feedURL(source) != nil else {
+                    throw FeedSourceError(
+                        "SOURCE \(FeedURL.redacted(source, for: .log)) is not a feed URL (it names no host); "
+                            + "give one such as https://example.org/feed.xml")
+                }
                 urls.append(source)
+                continue
+            }
+            if let scheme = scheme(of: source) {
+                // The podcast links of web pages (itpc://, feed://) name an
+                // http feed; another scheme is not one podfs can read.
+                guard ["feed", "itpc", "pcast", "podcast"].contains(scheme), let url = SourceList.feedURL(source) else {
+                    throw FeedSourceError(
+                        "SOURCE \(FeedURL.redacted(source, for: .log)) uses \(scheme)://; podfs reads feeds over "
+                            + "http and https only")
+                }
+                urls.append(url)
                 continue
             }
             guard let data = FileManager.default.contents(atPath: source) else {
@@ -29,9 +45,20 @@ enum FeedSources {
 
     /// `sources` with each file (OPML, URL list) as an absolute path, so
     /// they still name the same files after the daemon leaves the
-    /// directory it was started from.
+    /// directory it was started from. A URL of any scheme stays as it is.
     static func absolute(_ sources: [String]) -> [String] {
-        sources.map { isURL($0) ? $0 : absolutePath($0) }
+        sources.map { isURL($0) || scheme(of: $0) != nil ? $0 : absolutePath($0) }
+    }
+
+    /// The scheme of `source` when it is written as a URL (`scheme://`),
+    /// lowercased; `nil` for a path.
+    static func scheme(of source: String) -> String? {
+        guard let end = source.range(of: "://")?.lowerBound, end > source.startIndex else { return nil }
+        let scheme = source[..<end]
+        guard scheme.first!.isASCII, scheme.first!.isLetter,
+            scheme.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "+.-".contains($0)) })
+        else { return nil }
+        return scheme.lowercased()
     }
 
     /// Whether `source` is a feed URL rather than a file.
