@@ -159,6 +159,13 @@ struct Mount: ParsableCommand {
     }
 
     func run() throws {
+        // `podfs stauts`: a mistyped command, not a mount point or a SOURCE.
+        if !daemonChild, let word = arguments.first, !FileManager.default.fileExists(atPath: word),
+            let meant = CommandTypo.suggestion(for: word)
+        {
+            Console.error("podfs: '\(word)' is not a podfs command; did you mean 'podfs \(meant)'? (podfs --help lists them)\n")
+            throw ExitCode(1)
+        }
         let options = try MountOptions(o)
         let mountpoint = absolutePath(arguments.last!)
         let sources = FeedSources.absolute(Array(arguments.dropLast()))
