@@ -164,6 +164,17 @@ extension MountService {
         } catch {
             throw MountError(error.description)
         }
+        // A damaged OPML (cut short, an outline left open) is read as far as
+        // it goes: say so, since the feeds after the damage are missing.
+        let files = sources.filter { !FeedSources.isURL($0) && FeedSources.scheme(of: $0) == nil } + [list.path]
+        for file in Set(files).sorted() {
+            guard let bytes = FileManager.default.contents(atPath: file),
+                let damage = SourceList.damage(in: Array(bytes))
+            else { continue }
+            report(
+                "warning: \(file) is not well-formed XML (\(damage)); its feeds after that point may be missing. "
+                    + "Mend the file or export it again")
+        }
         // Feeds a page linked or a sync server listed: under its zone.
         for (url, zone) in FeedIssuers.read(directory: cacheDirectory) {
             source.zones.feedListed(url: url, byServerIn: zone)

@@ -19,6 +19,20 @@ public enum SourceList {
         return urls.filter { seen.insert($0).inserted }
     }
 
+    /// What is wrong with `bytes` when they are OPML that is not
+    /// well-formed (libxml2's complaint, with its line): `parse` reads it
+    /// in recover mode, and the outlines after the damage may be missing.
+    /// `nil` for a well-formed document or a plain list.
+    public static func damage(in bytes: [UInt8]) -> String? {
+        guard isOPML(bytes) else { return nil }
+        do {
+            let document = try XMLDocument(parsing: bytes, baseURL: "")
+            return document.isRecovered ? (document.problem ?? "not well-formed XML") : nil
+        } catch {
+            return error.message
+        }
+    }
+
     // MARK: - Internal methods
 
     /// Whether `bytes` are read as OPML (they start, after white space and

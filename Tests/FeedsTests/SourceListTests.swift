@@ -96,6 +96,19 @@ import Testing
         #expect(try SourceList.parse(cutInD) == Array(all.prefix(2)))
     }
 
+    /// A damaged OPML is read as far as it goes (above); `damage` says
+    /// what is wrong and where, so the mount can warn that feeds may be
+    /// missing. Well-formed OPML and plain lists have none.
+    @Test func namesTheDamageOfAnOPMLReadInRecoverMode() throws {
+        let whole = #"<opml version="2.0"><body><outline xmlUrl="https://a.example/f"/></body></opml>"#
+        #expect(SourceList.damage(in: Array(whole.utf8)) == nil)
+        #expect(SourceList.damage(in: Array("https://a.example/f\n# https://b\n".utf8)) == nil)
+        let cut = #"<opml version="2.0"><body><outline xmlUrl="https://a.example/f"/><outline xmlUrl="https://b"#
+        let damage = try #require(SourceList.damage(in: Array(cut.utf8)))
+        #expect(damage.contains("line 1"), "\(damage)")
+        #expect(try SourceList.parse(Array(cut.utf8)) == ["https://a.example/f"])
+    }
+
     @Test func readsURLListsWithWindowsLineEndsAndNoFinalNewline() throws {
         let text = "https://a.example/1\r\n\thttps://b.example/2  \r\nitpc://c.example/3"
         #expect(

@@ -118,6 +118,28 @@ struct SubscriptionTests {
         #expect(listed.status == 0 && listed.text.contains("1 subscription in \(fresh)/subscriptions.txt"), "\(listed.text) \(listed.stderr)")
     }
 
+    /// An OPML cut short mounts what it lists before the damage, and the
+    /// mount says the file is damaged and feeds may be missing.
+    @Test func aDamagedOPMLMountsWhatItListsAndSaysSo() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        try fixture.publish(Fixture.episodes(sizes: [10_000]))
+        let opml = fixture.directory + "/shows.opml"
+        try Data(
+            (#"<opml version="2.0"><body><outline text="a" xmlUrl="\#(fixture.origin.base)/feed.xml"/>"#
+                + #"<outline text="b" xmlUrl="\#(fixture.origin.base)/second"#).utf8
+        ).write(to: URL(fileURLWithPath: opml))
+        let output = try Harness.run(
+            Harness.podfs, ["mount", "--cache-dir", fixture.cacheDirectory, opml, fixture.mountpoint], timeout: 90)
+        if let pid = Fixture.daemonPID(in: output.text) { fixture.adopt(daemonPID: pid) }
+        #expect(output.status == 0, "\(output.stderr)")
+        #expect(
+            output.stderr.contains("warning: \(opml) is not well-formed XML")
+                && output.stderr.contains("feeds after that point may be missing"), "\(output.stderr)")
+        #expect(try Self.root(fixture) == [Fixture.showTitle])
+        try fixture.unmount()
+    }
+
     @Test func aWebPageIsFollowedToItsFeedAndBadSourcesAddNothing() throws {
         let fixture = try Fixture()
         defer { fixture.cleanup() }
