@@ -18,9 +18,10 @@ enum Daemon {
         let made = CachePrivacy.makeDirectory(cacheDirectory)
         if made != 0 {
             let reason = String(cString: strerror(made))
-            throw ValidationError(
-                "cannot create the cache directory \(cacheDirectory): \(reason); "
-                    + "give one you can write with --cache-dir DIR or -o cache_dir=DIR")
+            Console.error(
+                "podfs: cannot create the cache directory \(cacheDirectory): \(reason); "
+                    + "give one you can write with --cache-dir DIR or -o cache_dir=DIR\n")
+            throw ExitCode(1)
         }
         let log: FileHandle
         if let logFile {
@@ -31,8 +32,14 @@ enum Daemon {
             // 0600: by default the log lives in the cache, which is private.
             let descriptor = open(logFile, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o600)
             guard descriptor >= 0 else {
-                throw ValidationError(
-                    "cannot write the log file \(logFile): \(String(cString: strerror(errno))); pass --log-file PATH")
+                let reason = String(cString: strerror(errno))
+                // The default log lives in the cache: a cache that cannot be
+                // written is what to mend, not the log's path.
+                let remedy = logFile.hasPrefix(cacheDirectory + "/")
+                    ? "the cache directory must be writable (or give another with --cache-dir DIR)"
+                    : "pass --log-file PATH"
+                Console.error("podfs: cannot write the log file \(logFile): \(reason); \(remedy)\n")
+                throw ExitCode(1)
             }
             log = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
         } else {

@@ -111,7 +111,7 @@ struct MountOptions {
                     if try daemon.parse(name: name, value: value) { continue }
                     throw ValidationError(
                         "unknown mount option '\(option)'. podfs takes -o cache_dir=DIR, cache_size=SIZE, max_feed_size=SIZE, "
-                            + "refresh=INTERVAL, allow_private, proxy=URL, user_agent=TEXT, sync=URL, sync_password_file=FILE, sync_device=NAME, allow_other, allow_root, auto_unmount, " + DaemonOptions.summary + " "
+                            + "refresh=INTERVAL, keep_latest=N, allow_private, proxy=URL, user_agent=TEXT, sync=URL, sync_password_file=FILE, sync_device=NAME, allow_other, allow_root, auto_unmount, " + DaemonOptions.summary + " "
                             + "(and ignores fstab's auto, noauto, user, _netdev, nofail, x-systemd.*).")
                 }
             }

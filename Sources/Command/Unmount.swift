@@ -21,7 +21,8 @@ struct Unmount: ParsableCommand {
         let path = absolutePath(mountpoint)
         let daemons = MountTable.daemonPIDs(mountpoint: path)
         guard let type = MountTable.fileSystemType(path) else {
-            Console.error("podfs: \(path) is not mounted; nothing to do.\n")
+            let missing = !FileManager.default.fileExists(atPath: path)
+            Console.error("podfs: \(path) \(missing ? "does not exist" : "is not mounted"); nothing to do.\n")
             throw ExitCode(1)
         }
         guard type == "fuse.podfs" else {
