@@ -195,9 +195,15 @@ extension MountService {
         let keeper = Keeper(
             catalog: catalog, reader: reader, index: index, mountLatest: keepLatest,
             reportPath: cacheDirectory + "/" + Keeper.reportFile, logger: logger)
+        // Records of feeds the list no longer names (an edit by hand while
+        // unmounted) would keep counting in `podfs status`.
+        let feedStatus = FeedStatusStore(directory: cacheDirectory)
+        let subscribed = Set(feedURLs)
+        let gone = feedStatus.records.keys.filter { !subscribed.contains($0) }
+        if !gone.isEmpty { feedStatus.forget(urls: Array(gone)) }
         return Parts(
             index: index, client: client, source: source, loader: loader,
-            feedStatus: FeedStatusStore(directory: cacheDirectory), catalog: catalog, reader: reader,
+            feedStatus: feedStatus, catalog: catalog, reader: reader,
             feedURLs: feedURLs, list: list, syncServer: try makeSyncClient(client: client, logger: logger),
             adopt: { shows in
                 for show in shows {

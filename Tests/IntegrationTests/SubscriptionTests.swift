@@ -140,6 +140,30 @@ struct SubscriptionTests {
         try fixture.unmount()
     }
 
+    /// A feed taken out of the list by hand while unmounted no longer
+    /// counts in `podfs status` after the next mount.
+    @Test func aFeedRemovedByHandLeavesTheStatusAtTheNextMount() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        try fixture.publish(Fixture.episodes(sizes: [10_000]))
+        let status = { (try? Harness.run(Harness.podfs, ["status", "--cache-dir", fixture.cacheDirectory]).text) ?? "" }
+        let list = fixture.cacheDirectory + "/subscriptions.txt"
+        try fixture.mount()
+        let missing = try Self.podfs(["subscribe", "--cache-dir", fixture.cacheDirectory, "\(fixture.origin.base)/gone.xml"])
+        #expect(missing.status == 1, "a 404 is not added by subscribe: \(missing.stderr)")
+        try fixture.unmount()
+        // By hand: a feed that fails, then taken out again.
+        try Data((Self.text(list) + "\(fixture.origin.base)/gone.xml\n").utf8).write(to: URL(fileURLWithPath: list))
+        try fixture.mount()
+        #expect(Harness.eventually(30) { status().contains("1 failed") }, "\(status())")
+        try fixture.unmount()
+        try Data(Self.text(list).replacingOccurrences(of: "\(fixture.origin.base)/gone.xml\n", with: "").utf8)
+            .write(to: URL(fileURLWithPath: list))
+        try fixture.mount()
+        #expect(status().contains("Feeds: 1 ok, 0 pending, 0 failed"), "\(status())")
+        try fixture.unmount()
+    }
+
     @Test func aWebPageIsFollowedToItsFeedAndBadSourcesAddNothing() throws {
         let fixture = try Fixture()
         defer { fixture.cleanup() }
