@@ -8,6 +8,11 @@ import RangeCache
 /// standard output, a pipe: `ready`, or `error: <message>`. Its standard
 /// error (the log) goes to the log file.
 enum Daemon {
+    /// A line break inside one report on the pipe (the record separator,
+    /// which no message holds: text from feeds is cleaned of control
+    /// characters).
+    static let lineBreak = "\u{1E}"
+
     /// - Parameter logFile: where the child's standard error goes; `nil`:
     ///   it logs to syslog, and its standard error is discarded.
     /// - Parameter typedMountpoint: the mount point as given, replaced in
@@ -73,6 +78,7 @@ enum Daemon {
             while let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
                 let line = String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self)
                     .trimmingCharacters(in: .whitespacesAndNewlines)
+                    .replacingOccurrences(of: lineBreak, with: "\n")
                 buffer = Data(buffer[(newline + 1)...])
                 if line.hasPrefix("warning: ") {
                     Console.error("podfs: \(line)\n")

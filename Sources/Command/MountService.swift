@@ -196,6 +196,8 @@ struct MountService {
             }
             return true
         }
-        return Console.out(line.replacingOccurrences(of: "\n", with: " ") + "\n")
+        // One line a report: its own line breaks travel as U+001E, which
+        // the parent turns back (`Daemon.start`).
+        return Console.out(line.replacingOccurrences(of: "\n", with: Daemon.lineBreak) + "\n")
     }
 }
