@@ -34,6 +34,8 @@ enum CacheDirectoryChoice {
         "cache-size", "control.sock", "feed-issuers.json", "feed-issuers.json.tmp", "feed-moves.json",
         "feed-status.json", "keeping.json", "shows.json", "status.json", "sync-state.json", "sync-status.json",
         "subscriptions.lock", "subscriptions.path", "subscriptions.seed", "rehearsal",
+        // A file system's own, when the cache is a volume of its own.
+        "lost+found",
     ]
 
     // MARK: - Methods
@@ -77,9 +79,12 @@ enum CacheDirectoryChoice {
             throw ValidationError(
                 "the cache directory \(directory) is a file, not a directory; give a directory with --cache-dir DIR")
         }
-        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else {
+        let names: [String]
+        do {
+            names = try FileManager.default.contentsOfDirectory(atPath: directory)
+        } catch {
             throw ValidationError(
-                "cannot read the cache directory \(directory): \(String(cString: strerror(errno))); "
+                "cannot read the cache directory \(directory): \(error.localizedDescription); "
                     + "give one you can read and write with --cache-dir DIR")
         }
         if case .foreign(let others) = kind(ofEntries: names) {

@@ -47,18 +47,26 @@ enum FeedSources {
     /// they still name the same files after the daemon leaves the
     /// directory it was started from. A URL of any scheme stays as it is.
     static func absolute(_ sources: [String]) -> [String] {
-        sources.map { isURL($0) || scheme(of: $0) != nil ? $0 : absolutePath($0) }
+        sources.map { isLink($0) ? $0 : absolutePath($0) }
     }
 
     /// The scheme of `source` when it is written as a URL (`scheme://`),
     /// lowercased; `nil` for a path.
     static func scheme(of source: String) -> String? {
+        // `feed:https://...`, a page's podcast link around an http(s) URL.
+        if source.lowercased().hasPrefix("feed:http") { return "feed" }
         guard let end = source.range(of: "://")?.lowerBound, end > source.startIndex else { return nil }
         let scheme = source[..<end]
         guard scheme.first!.isASCII, scheme.first!.isLetter,
             scheme.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "+.-".contains($0)) })
         else { return nil }
         return scheme.lowercased()
+    }
+
+    /// Whether `source` is written as a URL of any scheme (a feed URL, a
+    /// page's podcast link, or one podfs refuses) rather than a file.
+    static func isLink(_ source: String) -> Bool {
+        isURL(source) || scheme(of: source) != nil
     }
 
     /// Whether `source` is a feed URL rather than a file.

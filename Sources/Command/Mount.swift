@@ -159,17 +159,20 @@ struct Mount: ParsableCommand {
     }
 
     func run() throws {
-        // `podfs stauts`: a mistyped command, not a mount point or a SOURCE.
-        if !daemonChild, let word = arguments.first, !FileManager.default.fileExists(atPath: word),
-            let meant = CommandTypo.suggestion(for: word)
+        // `podfs stauts`: a mistyped command, not a mount point or a SOURCE
+        // (unless `mount` was typed).
+        if !daemonChild, CommandLine.arguments.dropFirst().first != "mount", let word = arguments.first,
+            !FileManager.default.fileExists(atPath: word), let meant = CommandTypo.suggestion(for: word)
         {
             Console.error("podfs: '\(word)' is not a podfs command; did you mean 'podfs \(meant)'? (podfs --help lists them)\n")
-            throw ExitCode(1)
+            throw ExitCode.validationFailure
         }
         let options = try MountOptions(o)
         let mountpoint = absolutePath(arguments.last!)
         let sources = FeedSources.absolute(Array(arguments.dropLast()))
-        let cacheDirectory = try CacheDirectoryChoice.resolve(cacheDir ?? options.cacheDirectory ?? defaultCacheDirectory())
+        // The daemon's parent checked it (before making its log there).
+        let chosen = cacheDir ?? options.cacheDirectory ?? defaultCacheDirectory()
+        let cacheDirectory = daemonChild ? absolutePath(chosen) : try CacheDirectoryChoice.resolve(chosen)
         let daemonOptions = options.daemon
         if !daemonChild {
             do {

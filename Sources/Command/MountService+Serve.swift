@@ -93,19 +93,20 @@ extension MountService {
         if !waiting.isEmpty {
             report("warning: \(waiting.count) feed(s) still loading; their shows appear when they come (podfs status)")
         }
-        if !report("ready") {
+        let told = report("ready")
+        if !told {
             // `podfs mount` was stopped while it waited (Ctrl-C, a
             // timeout): its user was told nothing was mounted, so nothing
-            // stays mounted.
+            // stays mounted, and nothing more starts.
             logger.warning("the podfs mount command that started this mount is gone (stopped while it waited?): unmounting")
             session.exit()
         }
-        if !feeds.startEarly {
+        if told, !feeds.startEarly {
             listed.building?.start()
             listed.arrivals.start()
             feeds.refresher.start()
         }
-        parts.keeper.start()
+        if told { parts.keeper.start() }
         if readiness == .pipe {
             // Nothing more for the parent: detach stdout from its pipe.
             let devNull = open("/dev/null", O_WRONLY)
@@ -166,7 +167,7 @@ extension MountService {
         }
         // A damaged OPML (cut short, an outline left open) is read as far as
         // it goes: say so, since the feeds after the damage are missing.
-        let files = sources.filter { !FeedSources.isURL($0) && FeedSources.scheme(of: $0) == nil } + [list.path]
+        let files = sources.filter { !FeedSources.isLink($0) } + [list.path]
         for file in Set(files).sorted() {
             guard let bytes = FileManager.default.contents(atPath: file),
                 let damage = SourceList.damage(in: Array(bytes))

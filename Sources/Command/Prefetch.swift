@@ -55,7 +55,8 @@ struct Prefetch: ParsableCommand {
         let cacheDirectory = try CacheDirectoryChoice.resolve(cacheDir ?? options.cacheDirectory ?? defaultCacheDirectory())
         let feedURLs: [String]
         do {
-            feedURLs = try FeedSources.urls(sources)
+            // In the form the list, the index and the status file keep.
+            feedURLs = try FeedSources.urls(sources).map { SourceList.feedURL($0) ?? $0 }
         } catch {
             Self.fail(error.message)
         }
@@ -63,7 +64,7 @@ struct Prefetch: ParsableCommand {
         let mount: PrefetchMount
         do {
             mount = try PrefetchMount(
-                cacheDirectory: cacheDirectory, sources: sources.map { $0.contains("://") ? $0 : absolutePath($0) },
+                cacheDirectory: cacheDirectory, sources: FeedSources.absolute(sources),
                 options: o, executable: executable)
         } catch {
             Self.fail("\(error)")
@@ -75,16 +76,24 @@ struct Prefetch: ParsableCommand {
         let stopper = Stopper()
         var status: Int32 = 0
         do {
-            let (episodes, failures) = try select(in: mount, feedURLs: feedURLs, cacheDirectory: cacheDirectory)
+            let (episodes, failures) = try select(
+                in: mount, feedURLs: feedURLs, cacheDirectory: cacheDirectory, stopper: stopper)
             for failure in failures { Console.error("podfs: \(failure)\n") }
+            if stopper.isStopped {
+                // Stopped while a feed was loading: nothing was read yet.
+                mount.stop()
+                throw ExitCode(130)
+            }
             // On Ctrl-C a private mount is stopped at once (a read in flight
             // ends with an error); a borrowed one is left alone, and the read
             // in flight ends with this process.
             let outcome = PrefetchRun(episodes: episodes, stopper: stopper) { mount.stop() }.run()
-            status = failures.isEmpty ? outcome : 1
+            status = outcome != 0 ? outcome : (failures.isEmpty ? 0 : 1)
             if mount.ownDaemon == nil, outcome == 0 {
                 waitForCommit(episodes, cacheDirectory: cacheDirectory)
             }
+        } catch let exit as ExitCode {
+            throw exit
         } catch {
             Console.error("podfs: \(error)\n")
             status = 1
@@ -116,7 +125,8 @@ struct Prefetch: ParsableCommand {
         }
     }
 
-    /// How long a feed the mount is still loading is waited for.
+    /// How long the feeds the mount is still loading are waited for, all
+    /// together.
     private static let feedWait = 60.0
 
     /// The episodes to read: per feed, the files in the mount whose
@@ -124,7 +134,7 @@ struct Prefetch: ParsableCommand {
     /// kept a feed out (its error, or its absence from a borrowed mount).
     /// A feed the mount is still loading (a slow host) is waited for.
     private func select(
-        in mount: PrefetchMount, feedURLs: [String], cacheDirectory: String
+        in mount: PrefetchMount, feedURLs: [String], cacheDirectory: String, stopper: Stopper
     ) throws -> (episodes: [PrefetchEpisode], failures: [String]) {
         var quiet = Logger(label: "podfs")
         quiet.logLevel = .error
@@ -135,7 +145,8 @@ struct Prefetch: ParsableCommand {
         // which registers its episodes in the index.
         var files = Self.episodeFiles(in: mount.mountpoint)
         var snapshot = try CacheIndex(readingDirectory: cacheDirectory, logger: quiet).snapshot()
-        for url in feedURLs {
+        let deadline = Date().addingTimeInterval(Self.feedWait)
+        for url in feedURLs where !stopper.isStopped {
             let shown = FeedURL.redacted(url)
             // The mount shows each URL without its secrets (`user.podfs.url`).
             func listed() -> [PrefetchEpisode] {
@@ -144,24 +155,28 @@ struct Prefetch: ParsableCommand {
             }
             var found = listed()
             var failure: String?
-            let deadline = Date().addingTimeInterval(Self.feedWait)
-            while found.isEmpty, failure == nil {
+            while found.isEmpty, failure == nil, !stopper.isStopped {
                 let record = FeedStatusStore.read(directory: cacheDirectory)[url]
                 // A borrowed mount that never loaded it does not serve it.
                 if record == nil, mount.ownDaemon == nil { break }
-                if let record, record.pending != true {
-                    // Loaded (and listed, above) or failed: no more to wait for.
-                    if !record.ok { failure = "nothing of \(shown) was prefetched: \(TerminalText.clean(record.detail))" }
+                let settled = record.map { $0.pending != true } ?? false
+                if settled, record?.ok == false {
+                    failure = "nothing of \(shown) was prefetched: \(TerminalText.clean(record?.detail ?? ""))"
                     break
                 }
-                guard Date() < deadline else {
-                    failure = "the feed \(shown) was still loading after \(Int(Self.feedWait)) s; nothing of it was prefetched"
-                    break
+                if !settled {
+                    guard Date() < deadline else {
+                        failure = "the feed \(shown) was still loading after \(Int(Self.feedWait)) s; nothing of it was prefetched"
+                        break
+                    }
+                    Thread.sleep(forTimeInterval: 0.25)
                 }
-                Thread.sleep(forTimeInterval: 0.25)
+                // Listed again: a feed that loaded since the last listing
+                // (or just now) shows its files.
                 files = Self.episodeFiles(in: mount.mountpoint)
                 snapshot = try CacheIndex(readingDirectory: cacheDirectory, logger: quiet).snapshot()
                 found = listed()
+                if settled { break }
             }
             guard !found.isEmpty else {
                 failures.append(

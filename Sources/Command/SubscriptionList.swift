@@ -40,7 +40,7 @@ struct SubscriptionList: Sendable {
     /// feeds, recorded as the cache's list from now on. Throws a sentence
     /// naming a SOURCE that cannot be used.
     static func forMount(sources: [String], cacheDirectory: String) throws(Failure) -> (SubscriptionList, [String]) {
-        if sources.count == 1, !FeedSources.isURL(sources[0]) {
+        if sources.count == 1, !FeedSources.isLink(sources[0]) {
             let list = SubscriptionList(path: sources[0], isSourceFile: true, cacheDirectory: cacheDirectory)
             let urls: [String]
             do {

@@ -65,8 +65,15 @@ public enum SourceList {
     /// (a URL has no white space; a `#` within one is its fragment).
     static func entry(ofLine line: String) -> String? {
         var text = line.trimmingWhitespace()
-        if let comment = text.firstRange(of: /[ \t]+#/) { text = String(text[..<comment.lowerBound]) }
-        return text.isEmpty || text.hasPrefix("#") ? nil : text
+        if text.hasPrefix("#") { return nil }
+        var previous: Character = "#"
+        if let comment = text.firstIndex(where: { character in
+            defer { previous = character }
+            return character == "#" && (previous == " " || previous == "\t")
+        }) {
+            text = String(text[..<comment]).trimmingWhitespace()
+        }
+        return text.isEmpty ? nil : text
     }
 
     // MARK: - Private methods
