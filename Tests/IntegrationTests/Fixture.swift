@@ -113,12 +113,13 @@ final class Fixture {
         return mounts.split(separator: "\n").contains { $0.split(separator: " ").dropFirst().first == Substring(path) }
     }
 
-    /// A mount found busy is tried again for up to 5 s, and the log says
-    /// so: once under ThreadSanitizer in CI, an unmount right after the
-    /// test closed its last file there found it busy (not explained yet;
-    /// tests that mean a busy mount run `podfs unmount` themselves).
+    /// A mount found busy is tried again for up to 20 s, and the log says
+    /// so: under ThreadSanitizer in CI, an unmount right after the test
+    /// closed its last file there has found it busy, twice for longer than
+    /// 5 s (three tries: each `podfs unmount` is slow there). Not explained
+    /// yet; tests that mean a busy mount run `podfs unmount` themselves.
     func unmount() throws {
-        let deadline = Date().addingTimeInterval(5)
+        let deadline = Date().addingTimeInterval(20)
         var output = try Harness.run(Harness.podfs, ["unmount", mountpoint], timeout: 60)
         while output.status != 0, output.stderr.contains("busy"), Date() < deadline {
             print("unmount of \(mountpoint) found it busy; trying again: \(output.stderr.prefix(200))")
