@@ -116,8 +116,11 @@ final class Fixture {
     /// A mount found busy is tried again for up to 20 s, and the log says
     /// so: under ThreadSanitizer in CI, an unmount right after the test
     /// closed its last file there has found it busy, twice for longer than
-    /// 5 s (three tries: each `podfs unmount` is slow there). Not explained
-    /// yet; tests that mean a busy mount run `podfs unmount` themselves.
+    /// 5 s (three tries: each `podfs unmount` is slow there). The likely
+    /// cause, children of the harness inheriting a file another test had
+    /// open in its mount, is closed (`Harness.spawn`, `HarnessTests`); the
+    /// wait stays. Tests that mean a busy mount run `podfs unmount`
+    /// themselves.
     func unmount() throws {
         let deadline = Date().addingTimeInterval(20)
         var output = try Harness.run(Harness.podfs, ["unmount", mountpoint], timeout: 60)
