@@ -182,7 +182,7 @@ struct Prefetch: ParsableCommand {
                 failures.append(
                     failure ?? (mount.ownDaemon == nil
                         ? "the feed \(shown) is not in the mount on \(mount.mountpoint) that uses this cache; add it "
-                            + "to that mount (podfs subscribe \(shown)), or unmount it (podfs unmount "
+                            + "to that mount (podfs subscribe with its URL), or unmount it (podfs unmount "
                             + "\(mount.mountpoint)) and run prefetch again"
                         : "the feed \(shown) lists no episode file; nothing of it was prefetched"))
                 continue

@@ -33,7 +33,7 @@ struct StressTests {
         // A cache smaller than the episodes: closed episodes are evicted and
         // fetched again, so drops keep meeting fetches the whole run.
         try fixture.mount(extra: ["--cache-size", "24M"])
-        let seed = UInt32.random(in: 1...1_000_000)
+        let seed = UInt32(ProcessInfo.processInfo.environment["PODFS_STRESS_SEED"] ?? "") ?? UInt32.random(in: 1...1_000_000)
         var arguments = [
             Harness.root + "/Tests/Stress/stress.py", "--duration", "10", "--seed", String(seed),
             "--readers", "10", "--origin", fixture.origin.base,
@@ -68,7 +68,7 @@ struct StressTests {
         let remount = [Harness.podfs, "mount", "--cache-dir", fixture.cacheDirectory, "\(fixture.origin.base)/feed.xml",
                        fixture.mountpoint]
             .map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }.joined(separator: " ")
-        let seed = UInt32.random(in: 1...1_000_000)
+        let seed = UInt32(ProcessInfo.processInfo.environment["PODFS_STRESS_SEED"] ?? "") ?? UInt32.random(in: 1...1_000_000)
         var arguments = [
             Harness.root + "/Tests/Stress/stress.py", "--duration", "12", "--seed", String(seed),
             "--readers", "8", "--origin", fixture.origin.base, "--kill-every", "2", "--pid-file", pidFile,
