@@ -77,8 +77,13 @@ final class CacheLock {
 
     /// Whether the holder is a mount whose mount point is still mounted.
     private static func heldByAMount(path: String) -> Bool {
-        guard let holder = holder(path: path), holder.what.hasPrefix("mount ") else { return false }
-        return MountTable.fileSystemType(String(holder.what.dropFirst(6))) == "fuse.podfs"
+        guard let mountpoint = holder(path: path).flatMap(mountpoint(of:)) else { return false }
+        return MountTable.isPodfsMount(mountpoint)
+    }
+
+    /// The mount point of a holder that is a mount (`Owner.mount`'s line).
+    private static func mountpoint(of holder: (pid: Int32, what: String)) -> String? {
+        holder.what.hasPrefix("mount ") ? String(holder.what.dropFirst(6)) : nil
     }
 
     /// What the holder wrote: its pid and what it does, if readable.
@@ -94,8 +99,7 @@ final class CacheLock {
         var who = "another podfs process"
         var unmount = "unmount it first"
         if let holder {
-            if holder.what.hasPrefix("mount ") {
-                let mountpoint = String(holder.what.dropFirst(6))
+            if let mountpoint = mountpoint(of: holder) {
                 who = "the podfs mount on \(mountpoint) (pid \(holder.pid))"
                 unmount = "unmount it first (podfs unmount '\(mountpoint)')"
             } else if holder.what.hasPrefix("command ") {

@@ -76,7 +76,7 @@ enum MountPreflight {
         guard info.st_mode & S_IFMT == S_IFDIR else {
             throw Failure("the mount point \(mountpoint) is not a directory; give a directory (mkdir -p DIR)")
         }
-        if MountTable.isMounted(mountpoint), MountTable.fileSystemType(mountpoint) == "fuse.podfs" {
+        if MountTable.isPodfsMount(mountpoint) {
             let pids = MountTable.daemonPIDs(mountpoint: mountpoint)
             let by = pids.isEmpty ? "" : " (daemon pid \(pids.map(String.init).joined(separator: ", ")))"
             throw Failure(

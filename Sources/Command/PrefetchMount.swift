@@ -84,7 +84,7 @@ struct PrefetchMount {
                 argv.contains("--daemon-child") || argv.contains("-f") || argv.contains("-d"),
                 // The last argument that is a podfs mount (in mount.fuse3's
                 // form the -o list follows it).
-                let mountpoint = argv.reversed().first(where: { MountTable.fileSystemType($0) == "fuse.podfs" })
+                let mountpoint = argv.reversed().first(where: MountTable.isPodfsMount)
             else { continue }
             let cwd = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(entry)/cwd")) ?? "/"
             if Self.cacheDirectory(argv: argv, cwd: cwd) == cacheDirectory { return mountpoint }

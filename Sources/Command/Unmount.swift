@@ -25,7 +25,7 @@ struct Unmount: ParsableCommand {
             Console.error("podfs: \(path) \(missing ? "does not exist" : "is not mounted"); nothing to do.\n")
             throw ExitCode(1)
         }
-        guard type == "fuse.podfs" else {
+        guard type == MountTable.podfsType else {
             Console.error(
                 "podfs: \(path) is not a podfs mount (it is \(type)); nothing was unmounted. "
                     + "podfs unmount only unmounts podfs; use umount for other file systems.\n")
@@ -102,7 +102,13 @@ enum MountTable {
 
     /// Whether `path` is a mount point now (per /proc/mounts, whose octal
     /// escapes for spaces and tabs are decoded).
+    /// The file system type of every podfs mount (FUSESession's `subtype`).
+    static let podfsType = "fuse.podfs"
+
     static func isMounted(_ path: String) -> Bool { fileSystemType(path) != nil }
+
+    /// Whether a podfs mount is on `path` now.
+    static func isPodfsMount(_ path: String) -> Bool { fileSystemType(path) == podfsType }
 
     /// The file system type of the mount on `path` (`fuse.podfs`; the top
     /// one, where mounts are stacked), or `nil` where nothing is mounted.
