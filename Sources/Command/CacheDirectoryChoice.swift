@@ -79,12 +79,15 @@ enum CacheDirectoryChoice {
             throw ValidationError(
                 "the cache directory \(directory) is a file, not a directory; give a directory with --cache-dir DIR")
         }
+        // The system's words ("Permission denied"), not Foundation's.
         let names: [String]
         do {
+            guard access(directory, R_OK | X_OK) == 0 else { throw POSIXError(.init(rawValue: errno) ?? .EACCES) }
             names = try FileManager.default.contentsOfDirectory(atPath: directory)
         } catch {
+            let reason = (error as? POSIXError).map { String(cString: strerror($0.code.rawValue)) } ?? "\(error)"
             throw ValidationError(
-                "cannot read the cache directory \(directory): \(error.localizedDescription); "
+                "cannot read the cache directory \(directory): \(reason); "
                     + "give one you can read and write with --cache-dir DIR")
         }
         if case .foreign(let others) = kind(ofEntries: names) {

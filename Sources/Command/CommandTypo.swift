@@ -8,6 +8,18 @@ enum CommandTypo {
         "mount", "unmount", "status", "subscribe", "unsubscribe", "subscriptions", "search", "prefetch", "cache", "help",
     ]
 
+    /// What to tell a user whose first argument is a mistyped command
+    /// (`podfs stauts --json`), checked before the arguments are parsed as
+    /// a mount's, whose options would fail first; `nil` when it is not
+    /// one: an option, a command, a path that `exists`, a URL or a word
+    /// far from every command.
+    static func hint(arguments: [String], exists: (String) -> Bool) -> String? {
+        guard let word = arguments.first, !word.hasPrefix("-"), !exists(word), let meant = suggestion(for: word) else {
+            return nil
+        }
+        return "podfs: '\(word)' is not a podfs command; did you mean 'podfs \(meant)'? (podfs --help lists them)\n"
+    }
+
     /// The command `word` is one edit away from, two for a word of seven
     /// letters or more (the nearest; `nil` for the command itself, a path,
     /// a URL, or a short word such as `mnt`).

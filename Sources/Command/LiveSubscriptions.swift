@@ -215,9 +215,9 @@ final class LiveSubscriptions: Sendable {
     private func unsubscribe(_ feeds: [String], purge: Bool) -> ControlSocket.Response {
         let subscribed = refresher.subscribedURLs
         var urls: [String] = []
+        let names = SubscriptionMatch.names(shows: catalog.feedURLsByShowName(), titles: list.titles())
         for feed in feeds {
-            guard let url = SubscriptionMatch.url(of: feed, among: subscribed, showNamed: catalog.feedURL(ofShowNamed:))
-            else {
+            guard let url = SubscriptionMatch.url(of: feed, among: subscribed, names: names) else {
                 return ControlSocket.Response(
                     ok: false, lines: ["no subscription is \(feed); podfs subscriptions lists them"])
             }

@@ -108,8 +108,9 @@ struct Mount: ParsableCommand {
                 + "appear without a remount, a feed that fails keeps its listing (podfs status says why)."))
     var refresh: String?
 
+    // Unconditional, as `prefetch --latest`: `-1` gets the range's message.
     @Option(
-        name: .long,
+        name: .long, parsing: .unconditional,
         help: ArgumentHelp(
             "Keep the newest N episodes of each show complete offline (default 0: none).",
             discussion: "They are downloaded in the background when they appear, pausing while a player "
@@ -159,14 +160,6 @@ struct Mount: ParsableCommand {
     }
 
     func run() throws {
-        // `podfs stauts`: a mistyped command, not a mount point or a SOURCE
-        // (unless `mount` was typed).
-        if !daemonChild, CommandLine.arguments.dropFirst().first != "mount", let word = arguments.first,
-            !FileManager.default.fileExists(atPath: word), let meant = CommandTypo.suggestion(for: word)
-        {
-            Console.error("podfs: '\(word)' is not a podfs command; did you mean 'podfs \(meant)'? (podfs --help lists them)\n")
-            throw ExitCode.validationFailure
-        }
         let options = try MountOptions(o)
         let mountpoint = absolutePath(arguments.last!)
         let sources = FeedSources.absolute(Array(arguments.dropLast()))

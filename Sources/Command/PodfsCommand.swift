@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 
 /// `podfs`: mount podcast feeds as folders of episode files.
 @main
@@ -18,4 +19,16 @@ struct PodfsCommand: ParsableCommand {
             Prefetch.self, CacheCommand.self,
         ],
         defaultSubcommand: Mount.self)
+
+    /// `podfs stauts`: a mistyped command is named as such (exit 64), not
+    /// read as a mount point or a SOURCE, nor failed on its options as a
+    /// mount's (`CommandTypo.hint`).
+    static func main() {
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        if let hint = CommandTypo.hint(arguments: arguments, exists: { FileManager.default.fileExists(atPath: $0) }) {
+            Console.error(hint)
+            Self.exit(withError: ExitCode.validationFailure)
+        }
+        Self.main(nil)
+    }
 }

@@ -24,7 +24,9 @@ struct Prefetch: ParsableCommand {
     @Option(name: .long, help: "The cache directory (default: $XDG_CACHE_HOME/podfs, else ~/.cache/podfs).")
     var cacheDir: String?
 
-    @Option(name: .long, help: "Only the N newest episodes of each feed.")
+    // Unconditional: `--latest -1` gets the range's message, not
+    // "Missing value" for a `-1` taken as an option.
+    @Option(name: .long, parsing: .unconditional, help: "Only the N newest episodes of each feed.")
     var latest: Int?
 
     @Option(name: .long, help: "Only episodes published on or after DATE (YYYY-MM-DD, UTC, or ISO 8601).")

@@ -125,11 +125,14 @@ struct Unsubscribe: ParsableCommand {
         } catch {
             SubscriptionCommand.fail("\(error)")
         }
-        let names = Dictionary(
-            ShowList.read(directory: directory).map { ($0.name, $0.url) }, uniquingKeysWith: { first, _ in first })
+        let titles = list.titles()
+        let names = SubscriptionMatch.names(
+            shows: Dictionary(
+                ShowList.read(directory: directory).map { ($0.name, $0.url) }, uniquingKeysWith: { first, _ in first }),
+            titles: titles)
         var urls: [String] = []
         for feed in feeds {
-            guard let url = SubscriptionMatch.url(of: feed, among: listed, showNamed: { names[$0] }) else {
+            guard let url = SubscriptionMatch.url(of: feed, among: listed, names: names) else {
                 SubscriptionCommand.fail("no subscription is \(feed); podfs subscriptions lists them. Nothing was removed")
             }
             urls.append(url)
@@ -140,7 +143,7 @@ struct Unsubscribe: ParsableCommand {
             } catch {
                 SubscriptionCommand.fail("\(error)")
             }
-            let name = names.first { $0.value == url }?.key
+            let name = names.first { $0.value == url }?.key ?? titles[url]
             print("unsubscribed: \(name.map { TerminalText.clean($0) } ?? FeedURL.redacted(url, for: .display))")
         }
         if purge { try Self.purge(urls, directory: directory) }
@@ -193,8 +196,10 @@ struct Subscriptions: ParsableCommand {
         } catch {
             SubscriptionCommand.fail("\(error)")
         }
-        var names = Dictionary(
-            ShowList.read(directory: directory).map { ($0.url, $0.name) }, uniquingKeysWith: { first, _ in first })
+        // A show subscribed while no mount ran has no folder yet: the
+        // title its list gives it (`subscribe` writes it there) stands in.
+        var names = list.titles().merging(
+            ShowList.read(directory: directory).map { ($0.url, $0.name) }, uniquingKeysWith: { _, folder in folder })
         // A running mount knows the folders of shows it added since.
         let request = ControlSocket.Request(command: "names", arguments: [])
         for line in (try? ControlSocket.send(request, cacheDirectory: directory))?.lines ?? [] {

@@ -94,6 +94,12 @@ struct SubscriptionList: Sendable {
         try file().urls
     }
 
+    /// The title the list gives each feed where it gives one: what
+    /// `subscribe` wrote, or an OPML outline's.
+    func titles() -> [String: String] {
+        (try? file().titles) ?? [:]
+    }
+
     /// What identifies the file's content now (inode, size, time), to see
     /// an edit made by hand or by another program.
     func signature() -> [Int] {

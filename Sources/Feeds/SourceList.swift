@@ -19,6 +19,26 @@ public enum SourceList {
         return urls.filter { seen.insert($0).inserted }
     }
 
+    /// The title each feed URL of `bytes` is given there, if any: an
+    /// outline's `title`, else its `text` when that is not the URL; in a
+    /// plain list, the comment after the URL (`podfs subscribe` writes the
+    /// show's title there). The first one given wins.
+    public static func titles(in bytes: [UInt8]) -> [String: String] {
+        var titles: [String: String] = [:]
+        if isOPML(bytes) {
+            guard let document = try? XMLDocument(parsing: bytes, baseURL: "") else { return [:] }
+            withExtendedLifetime(document) { collectTitles(document.root, into: &titles) }
+            return titles
+        }
+        for line in lineTexts(bytes) {
+            guard let url = entry(ofLine: line).flatMap(feedURL), titles[url] == nil,
+                let title = comment(ofLine: line)
+            else { continue }
+            titles[url] = title
+        }
+        return titles
+    }
+
     /// What is wrong with `bytes` when they are OPML that is not
     /// well-formed (libxml2's complaint, with its line): `parse` reads it
     /// in recover mode, and the outlines after the damage may be missing.
@@ -64,16 +84,19 @@ public enum SourceList {
     /// blank line or a comment. A `#` after white space starts a comment
     /// (a URL has no white space; a `#` within one is its fragment).
     static func entry(ofLine line: String) -> String? {
-        var text = line.trimmingWhitespace()
+        let text = line.trimmingWhitespace()
         if text.hasPrefix("#") { return nil }
-        var previous: Character = "#"
-        if let comment = text.firstIndex(where: { character in
-            defer { previous = character }
-            return character == "#" && (previous == " " || previous == "\t")
-        }) {
-            text = String(text[..<comment]).trimmingWhitespace()
-        }
-        return text.isEmpty ? nil : text
+        let entry = commentStart(in: text).map { String(text[..<$0]).trimmingWhitespace() } ?? text
+        return entry.isEmpty ? nil : entry
+    }
+
+    /// The comment after an entry of a plain list (`URL # Title`), without
+    /// its `#` and white space; `nil` when there is none or it is empty.
+    static func comment(ofLine line: String) -> String? {
+        let text = line.trimmingWhitespace()
+        guard !text.hasPrefix("#"), let start = commentStart(in: text) else { return nil }
+        let comment = String(text[text.index(after: start)...]).trimmingWhitespace()
+        return comment.isEmpty ? nil : comment
     }
 
     // MARK: - Private methods
@@ -100,12 +123,43 @@ public enum SourceList {
         }
     }
 
-    private static func lines(_ bytes: [UInt8]) throws(FeedError) -> [String] {
+    /// Where a comment starts in a trimmed line: a `#` after white space
+    /// (a URL has no white space; a `#` within one is its fragment).
+    private static func commentStart(in text: String) -> String.Index? {
+        var previous: Character = "#"
+        return text.firstIndex { character in
+            defer { previous = character }
+            return character == "#" && (previous == " " || previous == "\t")
+        }
+    }
+
+    private static func collectTitles(_ element: XMLElement, into titles: inout [String: String]) {
+        for child in element.children {
+            if child.localName.lowercased() == "outline", let raw = child.attribute("xmlUrl", ignoringCase: true),
+                let url = feedURL(raw), titles[url] == nil
+            {
+                let named = [child.attribute("title", ignoringCase: true), child.attribute("text", ignoringCase: true)]
+                    .compactMap { $0?.trimmingWhitespace() }
+                    .first { !$0.isEmpty && $0 != raw && feedURL($0) != url }
+                if let named { titles[url] = named }
+            }
+            collectTitles(child, into: &titles)
+        }
+    }
+
+    /// The lines of a plain list, without a byte order mark.
+    private static func lineTexts(_ bytes: [UInt8]) -> [String] {
         var content = bytes[...]
         if content.starts(with: [0xEF, 0xBB, 0xBF]) { content = content.dropFirst(3) }
+        return content.split(separator: 0x0A, omittingEmptySubsequences: false).map {
+            String(decoding: $0, as: UTF8.self)
+        }
+    }
+
+    private static func lines(_ bytes: [UInt8]) throws(FeedError) -> [String] {
         var urls: [String] = []
-        for (index, line) in content.split(separator: 0x0A, omittingEmptySubsequences: false).enumerated() {
-            guard let text = entry(ofLine: String(decoding: line, as: UTF8.self)) else { continue }
+        for (index, line) in lineTexts(bytes).enumerated() {
+            guard let text = entry(ofLine: line) else { continue }
             guard let url = feedURL(text) else {
                 // Shown and logged: a mistyped URL may still carry its token.
                 let shown = FeedURL.redacted(text, for: .log)

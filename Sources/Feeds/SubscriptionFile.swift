@@ -26,6 +26,10 @@ public struct SubscriptionFile: Sendable, Equatable {
     /// The feed URLs `SourceList.parse` reads from `bytes`.
     public private(set) var urls: [String]
 
+    /// The title the file gives each feed, where it gives one
+    /// (`SourceList.titles`).
+    public var titles: [String: String] { SourceList.titles(in: bytes) }
+
     /// Whether the file is an OPML document rather than a list of URLs.
     public var isOPML: Bool { form == .opml }
 
@@ -47,7 +51,7 @@ public struct SubscriptionFile: Sendable, Equatable {
     /// `http://`, spaces percent-encoded).
     ///
     /// In a list, the URL gets a line of its own, with the line ends the
-    /// file already uses. In OPML, an
+    /// file already uses, and `title` after it as a comment (`URL # TITLE`). In OPML, an
     /// `<outline type="rss" text="TITLE" title="TITLE" xmlUrl="URL"/>` goes
     /// just before `</body>`, on its own line indented like the body's other
     /// children when `</body>` starts its line; `text` is the URL when
@@ -60,7 +64,7 @@ public struct SubscriptionFile: Sendable, Equatable {
         guard let url = SourceList.feedURL(url), !urls.contains(url) else { return false }
         let edited =
             switch form {
-            case .lines: Self.appendingLine(url, to: bytes)
+            case .lines: Self.appendingLine(url, title: title, to: bytes)
             case .opml: Self.insertingOutline(url: url, title: title, into: bytes)
             }
         return adopt(edited, expecting: urls + [url])
@@ -96,12 +100,20 @@ public struct SubscriptionFile: Sendable, Equatable {
         return true
     }
 
-    private static func appendingLine(_ url: String, to bytes: [UInt8]) -> [UInt8] {
+    private static func appendingLine(_ url: String, title: String?, to bytes: [UInt8]) -> [UInt8] {
         let byteOrderMark: [UInt8] = [0xEF, 0xBB, 0xBF]
         let lineEnd: [UInt8] = usesCRLF(bytes) ? [0x0D, 0x0A] : [0x0A]
         var edited = bytes
         if let last = bytes.last, last != 0x0A, bytes != byteOrderMark { edited += lineEnd }
-        return edited + Array(url.utf8) + lineEnd
+        return edited + Array((url + comment(title)).utf8) + lineEnd
+    }
+
+    /// ` # TITLE` for a list's line, on one line (control characters as
+    /// spaces), or nothing for no title.
+    private static func comment(_ title: String?) -> String {
+        let words = (title ?? "").unicodeScalars.map { $0.properties.generalCategory == .control ? " " : String($0) }
+            .joined().split(whereSeparator: \.isWhitespace)
+        return words.isEmpty ? "" : " # " + words.joined(separator: " ")
     }
 
     /// `bytes` without the lines that `SourceList` reads as `url`.

@@ -20,4 +20,16 @@ import Testing
         #expect(CommandTypo.distance(Array("ab"), Array("ba")) == 1)
         #expect(CommandTypo.distance(Array(""), Array("abc")) == 3)
     }
+
+    @Test func aMistypedCommandIsNamedWhateverFollowsIt() {
+        let none: (String) -> Bool = { _ in false }
+        #expect(CommandTypo.hint(arguments: ["stauts", "--json"], exists: none)?.contains("did you mean 'podfs status'") == true)
+        #expect(CommandTypo.hint(arguments: ["subscibe", "--cache-dir", "/c", "http://x/f.xml"], exists: none) != nil)
+        // A mount's own words are left to the mount.
+        #expect(CommandTypo.hint(arguments: ["mount", "stauts"], exists: none) == nil)
+        #expect(CommandTypo.hint(arguments: ["--cache-dir", "stauts"], exists: none) == nil)
+        #expect(CommandTypo.hint(arguments: [], exists: none) == nil)
+        // A folder of that name is a mount point.
+        #expect(CommandTypo.hint(arguments: ["stauts"], exists: { $0 == "stauts" }) == nil)
+    }
 }

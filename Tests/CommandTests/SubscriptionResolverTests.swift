@@ -139,10 +139,10 @@ import Testing
     @Test func aNameOrAURLNamesASubscription() {
         let urls = ["http://a.example/feed.xml", "https://b.example/rss"]
         let names = ["Show B": "https://b.example/rss"]
-        #expect(SubscriptionMatch.url(of: "http://a.example/feed.xml", among: urls) { names[$0] } == urls[0])
-        #expect(SubscriptionMatch.url(of: "  feed://a.example/feed.xml ", among: urls) { names[$0] } == urls[0])
-        #expect(SubscriptionMatch.url(of: "Show B", among: urls) { names[$0] } == urls[1])
-        #expect(SubscriptionMatch.url(of: "Show C", among: urls) { names[$0] } == nil)
-        #expect(SubscriptionMatch.url(of: "http://c.example/x", among: urls) { names[$0] } == nil)
+        #expect(SubscriptionMatch.url(of: "http://a.example/feed.xml", among: urls, names: names) == urls[0])
+        #expect(SubscriptionMatch.url(of: "  feed://a.example/feed.xml ", among: urls, names: names) == urls[0])
+        #expect(SubscriptionMatch.url(of: "Show B", among: urls, names: names) == urls[1])
+        #expect(SubscriptionMatch.url(of: "Show C", among: urls, names: names) == nil)
+        #expect(SubscriptionMatch.url(of: "http://c.example/x", among: urls, names: names) == nil)
     }
 }

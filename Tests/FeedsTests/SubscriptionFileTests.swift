@@ -160,7 +160,7 @@ import TestSupport
 
     @Test func addingToAListKeepsItsLineEnds() throws {
         var crlf = try SubscriptionFile(bytes: Array("https://a.example/f\r\nhttps://b.example/f".utf8))
-        #expect(crlf.add(url: " feed://c.example/f ", title: "ignored in a list") == true)
+        #expect(crlf.add(url: " feed://c.example/f ", title: nil) == true)
         #expect(crlf.bytes == Array("https://a.example/f\r\nhttps://b.example/f\r\nhttp://c.example/f\r\n".utf8))
         var empty = try SubscriptionFile(bytes: [])
         #expect(!empty.isOPML)
@@ -169,6 +169,36 @@ import TestSupport
         var bom = try SubscriptionFile(bytes: [0xEF, 0xBB, 0xBF])
         #expect(bom.add(url: "https://a.example/f", title: nil) == true)
         #expect(bom.bytes == [0xEF, 0xBB, 0xBF] + Array("https://a.example/f\n".utf8))
+    }
+
+    /// A list's new line carries the show's title as a comment, on one
+    /// line whatever the title holds; the URL reads as before and the
+    /// title reads back.
+    @Test func aListsNewLineNamesItsShow() throws {
+        var file = try SubscriptionFile(bytes: Array("https://a.example/f # mine\n".utf8))
+        #expect(file.add(url: "https://b.example/f", title: " Tom\n& #1\r\tJerry ") == true)
+        #expect(file.bytes == Array("https://a.example/f # mine\nhttps://b.example/f # Tom & #1 Jerry\n".utf8))
+        #expect(file.urls == ["https://a.example/f", "https://b.example/f"])
+        #expect(file.titles == ["https://a.example/f": "mine", "https://b.example/f": "Tom & #1 Jerry"])
+        #expect(file.add(url: "https://c.example/f", title: " \n ") == true)
+        #expect(file.bytes.suffix(20) == Array("https://c.example/f\n".utf8).suffix(20))
+        #expect(file.titles["https://c.example/f"] == nil)
+        #expect(file.remove(url: "https://b.example/f") == true)
+        #expect(file.urls == ["https://a.example/f", "https://c.example/f"])
+    }
+
+    @Test func anOPMLOutlineNamesItsShow() throws {
+        let opml = """
+            <opml version="2.0"><body>
+            <outline text="Text only" xmlUrl="https://a.example/f"/>
+            <outline text="ignored" title="Titled" xmlUrl="https://b.example/f"/>
+            <outline text="https://c.example/f" xmlUrl="https://c.example/f"/>
+            </body></opml>
+            """
+        var file = try SubscriptionFile(bytes: Array(opml.utf8))
+        #expect(file.titles == ["https://a.example/f": "Text only", "https://b.example/f": "Titled"])
+        #expect(file.add(url: "https://d.example/f", title: "Added") == true)
+        #expect(file.titles["https://d.example/f"] == "Added")
     }
 
     @Test func refusesURLsThatAreNotFeedURLsOrAreAlreadyListed() throws {

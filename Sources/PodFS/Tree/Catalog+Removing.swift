@@ -53,9 +53,13 @@ extension Catalog {
         }
     }
 
-    /// The feed URL of the folder called `name` in the root, built or
+    /// The feed URL of each folder in the root by its name, built or
     /// listed from the last mount.
-    public func feedURL(ofShowNamed name: String) -> String? {
-        tree.withLock { $0.showsByName[name]?.feedURL ?? $0.placeholdersByName[name]?.url }
+    public func feedURLsByShowName() -> [String: String] {
+        tree.withLock { tree in
+            var urls = tree.placeholdersByName.mapValues(\.url)
+            for (name, show) in tree.showsByName { urls[name] = show.feedURL }
+            return urls
+        }
     }
 }

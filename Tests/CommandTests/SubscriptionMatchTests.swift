@@ -1,0 +1,30 @@
+import Testing
+
+@testable import podfs
+
+/// A show's name in another case, or the title its list gives a show with
+/// no folder yet, names it for `unsubscribe` (URLs and names as typed:
+/// `SubscriptionResolverTests.aNameOrAURLNamesASubscription`).
+@Suite struct SubscriptionMatchTests {
+    private static let urls = ["https://a.example/f", "https://b.example/f", "https://c.example/f"]
+
+    @Test func aNameMatchesInAnyCaseWhenItNamesOneShow() {
+        let names = ["Daily News": "https://a.example/f", "daily news": "https://b.example/f", "Tech Talk": "https://c.example/f"]
+        #expect(SubscriptionMatch.url(of: "tech talk", among: Self.urls, names: names) == "https://c.example/f")
+        #expect(SubscriptionMatch.url(of: "TECH TALK", among: Self.urls, names: names) == "https://c.example/f")
+        // Two shows differ by case only: as typed, or neither.
+        #expect(SubscriptionMatch.url(of: "daily news", among: Self.urls, names: names) == "https://b.example/f")
+        #expect(SubscriptionMatch.url(of: "DAILY NEWS", among: Self.urls, names: names) == nil)
+        // A name of a feed no longer subscribed matches nothing.
+        #expect(SubscriptionMatch.url(of: "tech talk", among: ["https://a.example/f"], names: names) == nil)
+    }
+
+    @Test func aListsTitleStandsInForAShowWithNoFolderYet() {
+        let names = SubscriptionMatch.names(
+            shows: ["Folder A": "https://a.example/f"],
+            titles: ["https://a.example/f": "Title A", "https://b.example/f": "Title B", "https://c.example/f": "Folder A"])
+        #expect(names == ["Folder A": "https://a.example/f", "Title B": "https://b.example/f"])
+        #expect(SubscriptionMatch.url(of: "title b", among: Self.urls, names: names) == "https://b.example/f")
+        #expect(SubscriptionMatch.url(of: "Title A", among: Self.urls, names: names) == nil)
+    }
+}
