@@ -51,6 +51,11 @@ extension EpisodeReader {
         reply: any DataReplying
     ) {
         guard scratch != nil || SpillBuffer.covers(spilled, range) else {
+            // Debug: a file that cannot be made is logged once where it
+            // failed (`DiskSpace.writeFailed`); this says which reads it cost.
+            logger.debug(
+                "a read of cached bytes found no cache file (it could not be opened or was replaced); the read failed with EIO",
+                metadata: ["episode.key": "\(episode.key)", "range": "\(range)"])
             reply.fail(.ioError)
             return
         }

@@ -202,6 +202,10 @@ extension EpisodeReader {
                 logger.debug(
                     "a read fails: the fetch it waited for ended and no other brings its bytes",
                     metadata: ["episode.key": "\(episode.key)", "fetch.id": "\(settled.id)", "failed": "\(settled.failed)"])
+            } else {
+                logger.debug(
+                    "a read fails: its file was stopped or replaced, its bytes are gone, or the size is unknown",
+                    metadata: ["episode.key": "\(episode.key)"])
             }
             answer(reply, with: .eio, episode: episode)
         default:
