@@ -25,8 +25,10 @@ extension MountService {
         let syncLoop = parts.syncServer.map { server in
             SyncLoop(
                 server: server, serverZone: { server.serverZone }, live: live, cacheDirectory: cacheDirectory,
-                account: "\(FeedURL.redacted(sync?.url ?? "", for: .log)) \(sync?.device ?? "")",
-                shownServer: FeedURL.redacted(sync?.url ?? "", for: .display), device: sync?.device ?? "",
+                account: server.account.key,
+                // What earlier versions keyed a state by: it named no user.
+                legacyAccount: "\(FeedURL.redacted(sync?.url ?? "", for: .log)) \(sync?.device ?? "")",
+                shownServer: server.account.shown, device: sync?.device ?? "",
                 interval: refreshInterval, logger: logger)
         }
         if let syncLoop {

@@ -25,6 +25,9 @@ final class SyncClient: SyncServer {
     /// The largest `status.php` answer read when probing the layout.
     static let probeLimit = 64 << 10
 
+    /// The account it syncs (`SyncEndpoint.account`).
+    let account: (key: String, shown: String)
+
     private let client: HTTPClient
     private let reading: SyncEndpoint.Reading
     private let credentials: HTTPCredentials
@@ -59,6 +62,7 @@ final class SyncClient: SyncServer {
             credentials = .netrc(user: user)
         }
         self.reading = reading
+        account = SyncEndpoint.account(of: reading)
         self.client = client
         self.limits = limits
         self.logger = logger
@@ -71,7 +75,17 @@ final class SyncClient: SyncServer {
 
     func pull(since: Int64) throws(SyncError) -> ServerChanges {
         let endpoint = try resolved()
-        let body = try send(HTTPRequest(url: endpoint.pullURL(since: since)), to: endpoint)
+        let body: [UInt8]
+        do {
+            body = try send(HTTPRequest(url: endpoint.pullURL(since: since)), to: endpoint)
+        } catch let error where error.code == .notFound {
+            // gpodder.net answers a pull for a device it never met with
+            // 404 (only an upload makes one): the device is made, then
+            // asked again. A server with no such API answers 404 again.
+            guard let deviceURL = endpoint.deviceURL else { throw error }
+            try register(at: deviceURL, endpoint)
+            body = try send(HTTPRequest(url: endpoint.pullURL(since: since)), to: endpoint)
+        }
         do {
             return try SyncAnswer.changes(body, limits: limits)
         } catch {
@@ -98,6 +112,22 @@ final class SyncClient: SyncServer {
     }
 
     // MARK: - Private methods
+
+    /// Makes this device on a gpodder.net server, named so that the user
+    /// knows it among their devices (the web page's list, a phone app's
+    /// "sync with" choice).
+    private func register(at url: String, _ endpoint: SyncEndpoint) throws(SyncError) {
+        let settings = ["caption": "podfs (\(endpoint.device))", "type": "server"]
+        guard let json = try? JSONSerialization.data(withJSONObject: settings) else {
+            throw SyncError(.setup, "podfs could not write its device as JSON")
+        }
+        let request = HTTPRequest(
+            url: url, headers: [(name: "Content-Type", value: "application/json")], body: Array(json))
+        _ = try send(request, to: endpoint)
+        logger.info(
+            "made this device on the sync server",
+            metadata: ["sync.server": "\(endpoint.shown)", "sync.device": "\(endpoint.device)"])
+    }
 
     /// The endpoint, probing the layout once when the URL leaves it open.
     private func resolved() throws(SyncError) -> SyncEndpoint {

@@ -61,12 +61,37 @@ struct SyncEndpoint: Sendable, Equatable {
         }
     }
 
+    /// Where a gpodder.net device is made or named (its caption and
+    /// type); `nil` for Nextcloud, which has no devices.
+    var deviceURL: String? {
+        switch layout {
+        case .gpodder: return "\(root)/api/2/devices/\(Self.segment(user))/\(device).json"
+        case .nextcloud: return nil
+        }
+    }
+
     /// Where a push goes.
     var pushURL: String {
         switch layout {
         case .gpodder: return "\(root)/api/2/subscriptions/\(Self.segment(user))/\(device).json"
         case .nextcloud: return "\(root)/index.php/apps/gpoddersync/subscription_change/create"
         }
+    }
+
+    /// Who syncs, whatever the layout: the account a sync state belongs
+    /// to (`key`: the server without userinfo, the user and the device;
+    /// kept in the cache's private sync-state.json) and the same for
+    /// messages (`shown`: "alice at https://gpodder.net"). A URL's user
+    /// without a password is redacted as a token elsewhere; here it is the
+    /// account's name, and two accounts on one server must differ.
+    static func account(of reading: Reading) -> (key: String, shown: String) {
+        let endpoint: SyncEndpoint
+        switch reading {
+        case .known(let known): endpoint = known
+        case .probe(_, let gpodder, _): endpoint = gpodder
+        }
+        let server = FeedURL.redacted(endpoint.root, for: .display)
+        return ("\(endpoint.root) user=\(endpoint.user) device=\(endpoint.device)", "\(endpoint.user) at \(server)")
     }
 
     /// Reads `-o sync=URL` with the device ID (`sync_device`, or the host

@@ -73,8 +73,8 @@ final class SyncLoop: Sendable {
     /// the list since then become local changes to push.
     init(
         server: any SyncServer, serverZone: @escaping @Sendable () -> AddressZone?, live: LiveSubscriptions,
-        cacheDirectory: String, account: String, shownServer: String, device: String, interval: Double?,
-        logger: Logger
+        cacheDirectory: String, account: String, legacyAccount: String? = nil, shownServer: String, device: String,
+        interval: Double?, logger: Logger
     ) {
         self.server = server
         self.serverZone = serverZone
@@ -85,7 +85,11 @@ final class SyncLoop: Sendable {
         self.device = device
         self.interval = interval
         self.logger = logger
-        let saved = Self.load(directory: cacheDirectory).flatMap { $0.account == account ? $0 : nil }
+        // A state saved under the old key (which named no user) is this
+        // account's once: it is saved under the new key from then on.
+        let saved = Self.load(directory: cacheDirectory).flatMap {
+            $0.account == account || (legacyAccount != nil && $0.account == legacyAccount) ? $0 : nil
+        }
         var sync = SubscriptionSync(
             timestamp: saved?.timestamp,
             pending: PendingChanges(adds: saved?.pendingAdds ?? [], removes: saved?.pendingRemoves ?? []))

@@ -140,6 +140,20 @@ import Testing
         let later = try gpodder.pull(since: pulled.timestamp)
         #expect(later.add == ["https://c.example/f.xml"] && later.remove == ["https://a.example/f.xml"])
 
+        // A device gpodder.net never met: its pull is 404 there, so the
+        // device is made (named, as a server) and asked again.
+        let fresh = try SyncClient(
+            url: base + "/api/2", device: "new-box", passwordFile: goodFile, client: client, logger: Logger(label: "test"))
+        let first = try fresh.pull(since: 0)
+        #expect(first.add.isEmpty && first.timestamp > 0)
+        let devices = try server.get("/api/2/devices/alice.json", user: "alice:secret")
+        #expect(devices.contains(#""id": "new-box", "caption": "podfs (new-box)", "type": "server""#), "\(devices)")
+        let madeOnce = try server.stats()
+        #expect(madeOnce.contains(#""POST /api/2/devices/alice/new-box.json": 1"#), "\(madeOnce)")
+        #expect(madeOnce.contains(#""GET /api/2/subscriptions/alice/new-box.json": 2"#), "\(madeOnce)")
+        _ = try fresh.pull(since: first.timestamp)
+        #expect(try server.stats().contains(#""POST /api/2/devices/alice/new-box.json": 1"#), "made once only")
+
         // Nextcloud, found by probing status.php once.
         try server.post("/_control", #"{"nextcloud_status": true}"#)
         let nextcloud = try SyncClient(url: base, device: "laptop", passwordFile: goodFile, client: client, logger: Logger(label: "test"))
@@ -158,9 +172,10 @@ import Testing
             #expect(error.message.contains("alice") && error.message.contains("sync_password_file"))
             #expect(!error.message.contains(Self.secret), "\(error.message)")
         }
+        // A 404 is asked of the device call too before it is believed.
         for (mode, code) in [("503", SyncError.Code.unavailable), ("garbage", .badAnswer), ("huge", .badAnswer),
                              ("bad_timestamp", .badAnswer), ("404", .notFound)] {
-            try server.post("/_control", #"{"answer": {"mode": "\#(mode)", "count": 1}}"#)
+            try server.post("/_control", #"{"answer": {"mode": "\#(mode)", "count": \#(mode == "404" ? 2 : 1)}}"#)
             do {
                 _ = try gpodder.pull(since: 0)
                 Issue.record("\(mode) was taken")
@@ -224,10 +239,17 @@ private struct TestSyncServer {
         try send("/_stats", body: nil)
     }
 
-    private func send(_ path: String, body: [UInt8]?) throws -> String {
+    /// An API call as `user` ("NAME:PASSWORD").
+    func get(_ path: String, user: String) throws -> String {
+        let parts = user.split(separator: ":", maxSplits: 1).map(String.init)
+        return try send(path, body: nil, credentials: .basic(user: parts[0], password: parts[1]))
+    }
+
+    private func send(_ path: String, body: [UInt8]?, credentials: HTTPCredentials? = nil) throws -> String {
         let client = HTTPClient(logger: Logger(label: "control"))
         defer { client.shutdown() }
-        let request = HTTPRequest(url: "http://127.0.0.1:\(port)\(path)", body: body)
+        var request = HTTPRequest(url: "http://127.0.0.1:\(port)\(path)", body: body)
+        request.credentials = credentials
         return String(decoding: try client.fetchAll(request, limit: 1 << 20).body, as: UTF8.self)
     }
 }

@@ -19,13 +19,14 @@ struct SyncTests {
         let pid: pid_t
         let port: Int
 
-        init(directory: String) throws {
+        init(directory: String, users: [String] = []) throws {
             let portFile = directory + "/sync-port"
             let log = open(directory + "/sync-server.log", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
             defer { close(log) }
             pid = try Harness.spawn(
                 "/usr/bin/env",
-                ["python3", Harness.root + "/Tests/Origin/gpodder_server.py", "--port-file", portFile],
+                ["python3", Harness.root + "/Tests/Origin/gpodder_server.py", "--port-file", portFile]
+                    + users.flatMap { ["--user", $0] },
                 stdout: log, stderr: log)
             var found: Int?
             _ = Harness.eventually(20) {
@@ -54,9 +55,9 @@ struct SyncTests {
         }
 
         /// The list the server holds for `device` (`nil`: Nextcloud's one list).
-        func subscriptions(device: String?) throws -> [String] {
+        func subscriptions(device: String?, user: String = "alice") throws -> [String] {
             let query = device.map { "device=\($0)" } ?? "nextcloud=1"
-            let output = try Harness.run("curl", ["-sf", base + "/_state?user=alice&\(query)"], timeout: 30)
+            let output = try Harness.run("curl", ["-sf", base + "/_state?user=\(user)&\(query)"], timeout: 30)
             let object = try JSONSerialization.jsonObject(with: output.stdout) as? [String: Any]
             return (object?["subscriptions"] as? [String] ?? []).sorted()
         }
@@ -170,6 +171,45 @@ struct SyncTests {
         let status = try Harness.run(Harness.podfs, ["status", "--cache-dir", fixture.cacheDirectory], timeout: 30)
         #expect(status.text.contains("Sync: ok"), "\(status.text)")
         #expect(!fixture.log().contains("secret") && !status.text.contains("secret"))
+    }
+
+    /// The same cache synced with another account on the same server (a
+    /// URL that differs by its user only): a first sync with that account,
+    /// not the last one's state. A new device on gpodder.net is made, as
+    /// the real server answers 404 to a pull of a device it never met.
+    @Test func anotherAccountOnTheSameServerSyncsAfresh() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        let server = try SyncServer(directory: fixture.directory, users: ["alice:secret", "bob:secret"])
+        defer { server.stop() }
+        for name in ["a", "b"] {
+            try fixture.origin.put("\(name).mp3", Harness.bytes(count: 1000, seed: 3))
+            try fixture.origin.put("\(name).xml", Self.feed("Show \(name.uppercased())", file: "\(name).mp3"))
+        }
+        let url = { (name: String) in "\(fixture.origin.base)/\(name).xml" }
+        let password = fixture.directory + "/sync-password"
+        try "secret\n".write(toFile: password, atomically: true, encoding: .utf8)
+        chmod(password, 0o600)
+        let options = { (user: String) in
+            "sync=http://\(user)@127.0.0.1:\(server.port),sync_password_file=\(password),sync_device=box,refresh=2"
+        }
+        // Alice's first mount: the device is new to the server (no upload
+        // made it), so its pull is 404 until podfs makes it.
+        let first = try Self.mount(fixture, options: options("alice"), sources: [url("a")], waitFor: .paths(["Show A/2026-11-22 Only.mp3"]))
+        #expect(first.status == 0, "\(first.stderr)")
+        #expect(Harness.eventually(15) { (try? server.subscriptions(device: "box", user: "alice")) == [url("a")] })
+        try fixture.unmount()
+
+        // Bob's list on the same server holds another show.
+        try server.control("/_seed", #"{"user": "bob", "device": "box", "add": ["\#(url("b"))"]}"#)
+        let second = try Self.mount(fixture, options: options("bob"), sources: [url("a")], waitFor: .none)
+        #expect(second.status == 0, "\(second.stderr)")
+        #expect(Harness.eventually(15) { Self.shows(fixture) == ["Show A", "Show B"] }, "bob's show joins: \(Self.shows(fixture))")
+        #expect(
+            Harness.eventually(15) { (try? server.subscriptions(device: "box", user: "bob")) == [url("a"), url("b")] },
+            "the first sync with bob pushes what is local: \((try? server.subscriptions(device: "box", user: "bob")) ?? [])")
+        let status = try Harness.run(Harness.podfs, ["status", "--cache-dir", fixture.cacheDirectory], timeout: 30)
+        #expect(status.text.contains("with bob at http://127.0.0.1:\(server.port)"), "\(status.text)")
     }
 
     @Test func aRefusingOrDeadServerKeepsTheListAndSaysWhy() throws {

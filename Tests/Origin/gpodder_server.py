@@ -9,7 +9,8 @@ phone", through the real mygpoclient library (Tests/Origin/test_gpodder_server.p
         [--port-file PATH] [--user NAME:PASSWORD ...]   (default alice:secret)
 
 gpodder.net API v2 (per user, per device):
-  GET  /api/2/subscriptions/USER/DEVICE.json?since=T  {"add", "remove", "timestamp"}
+  GET  /api/2/subscriptions/USER/DEVICE.json?since=T  {"add", "remove", "timestamp"};
+                                                      404 for a device not made yet
   POST /api/2/subscriptions/USER/DEVICE.json          {"add", "remove"} ->
                                                       {"timestamp", "update_urls"}
   GET  /api/2/devices/USER.json                       the devices
@@ -329,6 +330,10 @@ class Handler(BaseHTTPRequestHandler):
             if since == "bad":
                 return self.reply(400, {"message": "since must be a number"})
             with store.lock:
+                # As gpodder.net (mygpo's get_object_or_404): a device is
+                # made by an upload or a device call, never by a pull.
+                if device not in store.devices.get(user, {}):
+                    return self.reply(404, {"message": "no such device"})
                 add, remove = store.changes(user, device, since)
                 return self.reply(200, {"add": add, "remove": remove, "timestamp": store.now()})
         if self.command == "POST":

@@ -101,6 +101,12 @@ class ServerTests(unittest.TestCase):
         request(self.base, "POST", "/_control", {"answer": {"mode": "huge", "count": 1}}, user=None)
         status, answer = request(self.base, "GET", "/api/2/subscriptions/alice/x.json?since=0")
         self.assertEqual(len(answer["add"]), 10000)
+        # As gpodder.net: a pull for a device never made is 404; a device
+        # call makes it, and the pull then answers.
+        status, _ = request(self.base, "GET", "/api/2/subscriptions/alice/x.json?since=0")
+        self.assertEqual(status, 404)
+        status, _ = request(self.base, "POST", "/api/2/devices/alice/x.json", {"caption": "X", "type": "server"})
+        self.assertEqual(status, 200)
         status, answer = request(self.base, "GET", "/api/2/subscriptions/alice/x.json?since=0")
         self.assertEqual((status, answer["add"]), (200, []))
         self.assertEqual(request(self.base, "GET", "/status.php", user=None)[0], 404)
