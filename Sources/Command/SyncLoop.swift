@@ -29,6 +29,8 @@ final class SyncLoop: Sendable {
         var pendingRemoves: [String] = []
         /// The list when it last matched the server's.
         var listAtLastSync: [String]?
+        /// `SubscriptionSync.serverSpellings` (absent in older states).
+        var serverSpellings: [String: String]?
     }
 
     /// The last round's outcome, for `podfs status`.
@@ -92,7 +94,8 @@ final class SyncLoop: Sendable {
         }
         var sync = SubscriptionSync(
             timestamp: saved?.timestamp,
-            pending: PendingChanges(adds: saved?.pendingAdds ?? [], removes: saved?.pendingRemoves ?? []))
+            pending: PendingChanges(adds: saved?.pendingAdds ?? [], removes: saved?.pendingRemoves ?? []),
+            serverSpellings: saved?.serverSpellings ?? [:])
         if let before = saved?.listAtLastSync {
             let now = live.subscribedURLs
             for url in now where !before.contains(url) { sync.changedLocally(.add, url) }
@@ -208,7 +211,8 @@ final class SyncLoop: Sendable {
             let sync = state.withLock { $0 }
             let saved = Saved(
                 account: account, timestamp: sync.timestamp, pendingAdds: sync.pending.adds,
-                pendingRemoves: sync.pending.removes, listAtLastSync: list)
+                pendingRemoves: sync.pending.removes, listAtLastSync: list,
+                serverSpellings: sync.serverSpellings.isEmpty ? nil : sync.serverSpellings)
             guard let data = try? JSONEncoder().encode(saved) else { return }
             Self.write(data, to: directory + "/" + Self.stateFile, logger: logger)
         }

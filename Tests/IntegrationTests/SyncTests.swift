@@ -212,6 +212,33 @@ struct SyncTests {
         #expect(status.text.contains("with bob at http://127.0.0.1:\(server.port)"), "\(status.text)")
     }
 
+    /// Nextcloud keeps URLs as the phone wrote them (`feed://…`): an
+    /// unsubscribe here reaches it in that spelling, not only in podfs's.
+    @Test func anUnsubscribeReachesTheServerInThePhonesSpelling() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        let server = try SyncServer(directory: fixture.directory)
+        defer { server.stop() }
+        try fixture.origin.put("c.mp3", Harness.bytes(count: 1000, seed: 3))
+        try fixture.origin.put("c.xml", Self.feed("Show C", file: "c.mp3"))
+        let phoneSpelling = "feed://127.0.0.1:\(fixture.origin.port)/c.xml"
+        try server.control("/_seed", #"{"user": "alice", "nextcloud": true, "add": ["\#(phoneSpelling)"]}"#)
+        let password = fixture.directory + "/sync-password"
+        try "secret\n".write(toFile: password, atomically: true, encoding: .utf8)
+        chmod(password, 0o600)
+        let options = "sync=http://alice@127.0.0.1:\(server.port)/index.php,sync_password_file=\(password),refresh=2"
+        let mounted = try Self.mount(fixture, options: options, waitFor: .paths(["Show C/2026-11-22 Only.mp3"]))
+        #expect(mounted.status == 0, "\(mounted.stderr)")
+        let removed = try Harness.run(
+            Harness.podfs, ["unsubscribe", "--cache-dir", fixture.cacheDirectory, "Show C"], timeout: 60)
+        #expect(removed.status == 0, "\(removed.stderr)")
+        #expect(
+            Harness.eventually(15) { (try? server.subscriptions(device: nil)) == [] },
+            "the server still lists \((try? server.subscriptions(device: nil)) ?? [])")
+        Thread.sleep(forTimeInterval: 4.5)
+        #expect(Self.shows(fixture).isEmpty, "the show stays out: \(Self.shows(fixture))")
+    }
+
     @Test func aRefusingOrDeadServerKeepsTheListAndSaysWhy() throws {
         let fixture = try Fixture()
         defer { fixture.cleanup() }

@@ -130,6 +130,30 @@ import Testing
         #expect(outcome.local.remove == [b])
     }
 
+    /// A server that matches URLs as written (Nextcloud) keeps a feed the
+    /// phone listed as `feed://…` unless its removal says `feed://…` too:
+    /// a removal goes out in podfs's spelling and the server's.
+    @Test func aRemovalReachesTheServerInItsOwnSpelling() {
+        var sync = synced()
+        _ = sync.roundStarted()
+        let spelled = "feed://c.example/feed.xml"
+        _ = sync.pulled(ServerChanges(add: [c], remove: [], timestamp: 180, spellings: [c: spelled]), local: [a, b])
+        #expect(sync.serverSpellings == [c: spelled])
+        sync.changedLocally(.remove, c)
+        sync.changedLocally(.remove, a)
+        _ = sync.roundStarted()
+        let outcome = sync.pulled(ServerChanges(add: [], remove: [], timestamp: 181), local: [b])
+        #expect(outcome.next == .push(.init(add: [], remove: [c, a, spelled])))
+        _ = sync.pushed(PushReceipt(timestamp: 182), local: [b])
+        #expect(sync.serverSpellings.isEmpty && sync.pending.isEmpty)
+        // The server listing it in podfs's spelling later forgets its own.
+        _ = sync.roundStarted()
+        _ = sync.pulled(ServerChanges(add: [a], remove: [], timestamp: 190, spellings: [a: "HTTPS://a.example/feed.xml"]), local: [b])
+        _ = sync.roundStarted()
+        _ = sync.pulled(ServerChanges(add: [a], remove: [], timestamp: 191), local: [a, b])
+        #expect(sync.serverSpellings.isEmpty)
+    }
+
     @Test func pendingChangesKeepTheLatestIntentOnly() {
         var pending = PendingChanges(adds: [a, b], removes: [b])
         #expect(pending.adds == [a] && pending.removes == [b])

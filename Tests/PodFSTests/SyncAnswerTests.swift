@@ -35,6 +35,8 @@ import Testing
         let read = try changes(json)
         #expect(read.add == ["https://a.example/f.xml", "http://b.example/p", "https://c.example/x%20y"])
         #expect(read.remove.isEmpty && read.skipped == 4)
+        // Where podfs reads a URL in another spelling, the server's is kept.
+        #expect(read.spellings == ["http://b.example/p": "itpc://b.example/p", "https://c.example/x%20y": "  https://c.example/x y "])
     }
 
     @Test(arguments: [

@@ -13,12 +13,19 @@ public struct ServerChanges: Sendable, Equatable {
     public var timestamp: Int64
     /// Entries dropped because they are no http(s) URL or too long.
     public var skipped: Int
+    /// The server's own spelling of a URL of `add` or `remove` where it
+    /// differs from podfs's (`feed://`, a raw `ä`): a removal must reach
+    /// a server that matches URLs as written (Nextcloud) in that spelling.
+    public var spellings: [String: String]
 
-    public init(add: [String], remove: [String], timestamp: Int64, skipped: Int = 0) {
+    public init(
+        add: [String], remove: [String], timestamp: Int64, skipped: Int = 0, spellings: [String: String] = [:]
+    ) {
         self.add = add
         self.remove = remove
         self.timestamp = timestamp
         self.skipped = skipped
+        self.spellings = spellings
     }
 }
 

@@ -99,6 +99,10 @@ public struct SubscriptionSync: Sendable, Equatable {
     public private(set) var timestamp: Int64?
     /// Local changes not yet acknowledged by the server.
     public private(set) var pending: PendingChanges
+    /// The server's spelling of the feeds it listed in a spelling of its
+    /// own (`ServerChanges.spellings`): a removal goes out in both. Store
+    /// it with `pending`.
+    public private(set) var serverSpellings: [String: String]
     public private(set) var phase: Phase = .idle
     public let limits: SyncLimits
 
@@ -106,9 +110,13 @@ public struct SubscriptionSync: Sendable, Equatable {
 
     /// The state restored from storage (or a first sync: no timestamp, no
     /// pending changes).
-    public init(timestamp: Int64? = nil, pending: PendingChanges = PendingChanges(), limits: SyncLimits = SyncLimits()) {
+    public init(
+        timestamp: Int64? = nil, pending: PendingChanges = PendingChanges(), serverSpellings: [String: String] = [:],
+        limits: SyncLimits = SyncLimits()
+    ) {
         self.timestamp = timestamp
         self.pending = pending
+        self.serverSpellings = serverSpellings
         self.limits = limits
     }
 
@@ -158,6 +166,8 @@ public struct SubscriptionSync: Sendable, Equatable {
             return Outcome(refusal: .tooManySubscriptions(count))
         }
         timestamp = changes.timestamp
+        for url in changes.add { serverSpellings[url] = changes.spellings[url] }
+        for url in changes.remove where !added.contains(url) { serverSpellings[url] = nil }
         if firstSync {
             for url in local where !added.contains(url) && pending.intent(for: url) == nil {
                 pending.record(.add, url)
@@ -170,6 +180,8 @@ public struct SubscriptionSync: Sendable, Equatable {
     public mutating func pushed(_ receipt: PushReceipt, local: [String]) -> Outcome {
         guard case .pushing(let batch) = phase else { return Outcome(refusal: .unexpected) }
         pending.acknowledge(adds: batch.add, removes: batch.remove)
+        // Gone from the server in every spelling; an add is in podfs's.
+        for url in batch.remove + batch.add { serverSpellings[url] = nil }
         var edit = LocalEdit()
         let listed = Set(local)
         for rename in receipt.renames where listed.contains(rename.from) {
@@ -197,7 +209,10 @@ public struct SubscriptionSync: Sendable, Equatable {
             phase = .idle
             return nil
         }
-        let batch = PushBatch(add: pending.adds, remove: pending.removes)
+        // A feed the server listed in its own spelling is removed in that
+        // one too: a server that matches as written keeps it otherwise.
+        let spelled = pending.removes.compactMap { serverSpellings[$0] }.filter { !pending.removes.contains($0) && !pending.adds.contains($0) }
+        let batch = PushBatch(add: pending.adds, remove: pending.removes + spelled)
         phase = .pushing(batch)
         return .push(batch)
     }

@@ -18,13 +18,14 @@ public enum SyncAnswer {
     public static func changes(_ body: [UInt8], limits: SyncLimits) throws(SyncAnswerError) -> ServerChanges {
         let object = try topObject(body)
         var skipped = 0
-        let add = try urls(object, "add", limits: limits, skipped: &skipped)
-        let remove = try urls(object, "remove", limits: limits, skipped: &skipped)
+        var spellings: [String: String] = [:]
+        let add = try urls(object, "add", limits: limits, skipped: &skipped, spellings: &spellings)
+        let remove = try urls(object, "remove", limits: limits, skipped: &skipped, spellings: &spellings)
         guard let raw = object["timestamp"] else {
             throw SyncAnswerError(.missingField, "the answer has no \"timestamp\"")
         }
         let timestamp = try checkedTimestamp(raw, limits: limits)
-        return ServerChanges(add: add, remove: remove, timestamp: timestamp, skipped: skipped)
+        return ServerChanges(add: add, remove: remove, timestamp: timestamp, skipped: skipped, spellings: spellings)
     }
 
     /// The answer to a push: gpodder.net's `{"timestamp": T, "update_urls":
@@ -80,7 +81,7 @@ public enum SyncAnswer {
 
     /// The list `key` as checked feed URLs, duplicates removed.
     private static func urls(
-        _ object: [String: Any], _ key: String, limits: SyncLimits, skipped: inout Int
+        _ object: [String: Any], _ key: String, limits: SyncLimits, skipped: inout Int, spellings: inout [String: String]
     ) throws(SyncAnswerError) -> [String] {
         guard let raw = object[key] else {
             throw SyncAnswerError(.missingField, "the answer has no \"\(key)\" list")
@@ -105,6 +106,7 @@ public enum SyncAnswer {
                 continue
             }
             if seen.insert(checked).inserted { result.append(checked) }
+            if checked != text { spellings[checked] = text }
         }
         return result
     }
