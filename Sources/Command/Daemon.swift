@@ -12,6 +12,9 @@ enum Daemon {
     /// which no message holds: text from feeds is cleaned of control
     /// characters).
     static let lineBreak = "\u{1E}"
+    /// A report that is neither a warning nor the verdict: shown as it is
+    /// (`podfs: ...`), the mount goes on.
+    static let note = "note: "
 
     /// - Parameter logFile: where the child's standard error goes; `nil`:
     ///   it logs to syslog, and its standard error is discarded.
@@ -70,8 +73,9 @@ enum Daemon {
         process.standardInput = FileHandle(forReadingAtPath: "/dev/null")
         try process.run()
         pipe.fileHandleForWriting.closeFile()
-        // The child may send `warning: ...` lines (feeds left out) before
-        // `ready` or `error: ...`; pass warnings on and wait for the verdict.
+        // The child may send `warning: ...` lines (feeds left out) and
+        // `note: ...` lines before `ready` or `error: ...`; pass them on
+        // and wait for the verdict.
         var buffer = Data()
         var verdict = ""
         reading: while true {
@@ -82,6 +86,10 @@ enum Daemon {
                 buffer = Data(buffer[(newline + 1)...])
                 if line.hasPrefix("warning: ") {
                     Console.error("podfs: \(line)\n")
+                    continue
+                }
+                if line.hasPrefix(note) {
+                    Console.error("podfs: \(line.dropFirst(note.count))\n")
                     continue
                 }
                 verdict = line

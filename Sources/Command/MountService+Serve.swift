@@ -88,7 +88,12 @@ extension MountService {
         let subscriptions = startSubscriptions(parts, feeds, logger: logger)
         for failure in failures { report("warning: left out \(failure)") }
         if parts.feedURLs.isEmpty {
-            report("warning: no subscriptions yet; add one with: podfs subscribe --cache-dir \(cacheDirectory) URL")
+            // With sync, the server's list comes within seconds.
+            report(
+                sync == nil
+                    ? "warning: no subscriptions yet; add one with: podfs subscribe --cache-dir \(cacheDirectory) URL"
+                    : Daemon.note + "no subscriptions yet: the sync server's list is asked for now "
+                        + "(podfs status says how it went)")
         }
         if !waiting.isEmpty {
             report("warning: \(waiting.count) feed(s) still loading; their shows appear when they come (podfs status)")

@@ -185,14 +185,16 @@ struct MountService {
     }
 
     /// Tells `line` to whoever started the mount: the parent's pipe
-    /// (`ready`, `warning: ...`, `error: ...`), or standard error in the
-    /// foreground. Returns `false` when a parent waiting on the pipe is
+    /// (`ready`, `warning: ...`, `note: ...`, `error: ...`), or standard
+    /// error in the foreground. Returns `false` when a parent waiting on the pipe is
     /// gone (stopped by Ctrl-C, killed): nobody was told.
     @discardableResult
     func report(_ line: String) -> Bool {
         guard readiness == .pipe else {
             if line.hasPrefix("warning") || line.hasPrefix("error") {
                 Console.error("podfs: \(line)\n")
+            } else if line.hasPrefix(Daemon.note) {
+                Console.error("podfs: \(line.dropFirst(Daemon.note.count))\n")
             }
             return true
         }

@@ -111,6 +111,22 @@ final class SyncClient: SyncServer {
         }
     }
 
+    func unsharedDevices() throws(SyncError) -> [SyncDevices.Device] {
+        let endpoint = try resolved()
+        guard let urls = endpoint.deviceListURLs else { return [] }
+        let body = try send(HTTPRequest(url: urls.devices), to: endpoint)
+        let devices: [SyncDevices.Device]
+        do {
+            devices = try SyncAnswer.devices(body, limits: limits)
+        } catch {
+            throw badAnswer(error, from: endpoint)
+        }
+        // A server without sync groups (an older one) groups nothing.
+        let groups = (try? send(HTTPRequest(url: urls.groups), to: endpoint))
+            .flatMap { try? SyncAnswer.syncGroups($0, limits: limits) } ?? []
+        return SyncDevices.unshared(by: endpoint.device, devices: devices, groups: groups)
+    }
+
     // MARK: - Private methods
 
     /// Makes this device on a gpodder.net server, named so that the user

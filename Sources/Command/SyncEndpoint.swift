@@ -70,6 +70,15 @@ struct SyncEndpoint: Sendable, Equatable {
         }
     }
 
+    /// The account's devices, and its sync groups (gpodder.net only).
+    var deviceListURLs: (devices: String, groups: String)? {
+        switch layout {
+        case .gpodder:
+            return ("\(root)/api/2/devices/\(Self.segment(user)).json", "\(root)/api/2/sync-devices/\(Self.segment(user)).json")
+        case .nextcloud: return nil
+        }
+    }
+
     /// Where a push goes.
     var pushURL: String {
         switch layout {

@@ -65,6 +65,10 @@ final class SyncLoop: Sendable {
     /// its lock also serialises writing the state file, and is taken before
     /// `state`'s.
     private let synced: Locked<[String]?>
+    /// What `SyncDevices.hint` said of the account's devices, once asked
+    /// (after the first round that went through; `nil` inside: nothing to
+    /// say).
+    private let devicesHint = Locked<String??>(nil)
     private let stopping = Locked(false)
     private let wake = DispatchSemaphore(value: 0)
     private let ended = DispatchSemaphore(value: 0)
@@ -170,8 +174,8 @@ final class SyncLoop: Sendable {
                 if case .tooManySubscriptions(let count) = outcome.refusal {
                     throw SyncError(
                         .badAnswer,
-                        "the sync server's list would leave \(count) subscriptions, more than podfs takes "
-                            + "(\(SyncLimits().maxSubscriptions)); nothing was changed")
+                        "the sync server's changes would grow the list to \(count) subscriptions, more than podfs "
+                            + "takes (\(SyncLimits().maxSubscriptions)); nothing was changed")
                 }
                 applied.added += outcome.local.add.count + outcome.local.renames.count
                 applied.removed += outcome.local.remove.count + outcome.local.renames.count
@@ -196,10 +200,22 @@ final class SyncLoop: Sendable {
                     "changes.pushed": "\(applied.pushed)",
                 ])
         }
+        let hint = checkDevices()
         report(
             ok: true,
             detail: "in sync (this round: \(applied.added) added, \(applied.removed) removed, "
-                + "\(applied.pushed) change(s) sent)")
+                + "\(applied.pushed) change(s) sent)" + (hint.map { "; but \($0)" } ?? ""))
+    }
+
+    /// The hint about devices whose lists this one does not share, asked
+    /// of the server once a mount (again after a failure to ask).
+    private func checkDevices() -> String? {
+        if let known = devicesHint.withLock({ $0 }) { return known }
+        guard let unshared = try? server.unsharedDevices() else { return nil }
+        let hint = SyncDevices.hint(device: device, unshared: unshared)
+        devicesHint.withLock { $0 = .some(hint) }
+        if let hint { logger.warning("\(hint)", metadata: ["sync.server": "\(shownServer)"]) }
+        return hint
     }
 
     /// Saves the rules' state; with `listed`, also the list as synced.

@@ -208,8 +208,8 @@ struct SyncTests {
         #expect(
             Harness.eventually(15) { (try? server.subscriptions(device: "box", user: "bob")) == [url("a"), url("b")] },
             "the first sync with bob pushes what is local: \((try? server.subscriptions(device: "box", user: "bob")) ?? [])")
-        let status = try Harness.run(Harness.podfs, ["status", "--cache-dir", fixture.cacheDirectory], timeout: 30)
-        #expect(status.text.contains("with bob at http://127.0.0.1:\(server.port)"), "\(status.text)")
+        let status = { (try? Harness.run(Harness.podfs, ["status", "--cache-dir", fixture.cacheDirectory], timeout: 30).text) ?? "" }
+        #expect(Harness.eventually(15) { status().contains("with bob at http://127.0.0.1:\(server.port)") }, "\(status())")
     }
 
     /// Nextcloud keeps URLs as the phone wrote them (`feed://…`): an
@@ -237,6 +237,33 @@ struct SyncTests {
             "the server still lists \((try? server.subscriptions(device: nil)) ?? [])")
         Thread.sleep(forTimeInterval: 4.5)
         #expect(Self.shows(fixture).isEmpty, "the show stays out: \(Self.shows(fixture))")
+    }
+
+    /// On gpodder.net the phone's app keeps a device of its own: a mount
+    /// under another device ID shares nothing with it, and `podfs status`
+    /// says so, naming the phone's device and what to do.
+    @Test func aPhonesOwnDeviceIsNamedWhenItsListIsNotShared() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        let server = try SyncServer(directory: fixture.directory)
+        defer { server.stop() }
+        try fixture.origin.put("a.mp3", Harness.bytes(count: 1000, seed: 3))
+        try fixture.origin.put("a.xml", Self.feed("Show A", file: "a.mp3"))
+        try Self.phone(server, device: "antennapod-7", add: ["\(fixture.origin.base)/a.xml"], remove: [])
+        let password = fixture.directory + "/sync-password"
+        try "secret\n".write(toFile: password, atomically: true, encoding: .utf8)
+        chmod(password, 0o600)
+        let options = "sync=http://alice@127.0.0.1:\(server.port),sync_password_file=\(password),sync_device=box,refresh=2"
+        let mounted = try Self.mount(fixture, options: options, waitFor: .none)
+        #expect(mounted.status == 0, "\(mounted.stderr)")
+        // An empty list is no warning when the server's is on its way.
+        #expect(
+            mounted.stderr.contains("podfs: no subscriptions yet: the sync server's list is asked for now")
+                && !mounted.stderr.contains("warning"), "\(mounted.stderr)")
+        let status = { (try? Harness.run(Harness.podfs, ["status", "--cache-dir", fixture.cacheDirectory], timeout: 30).text) ?? "" }
+        #expect(Harness.eventually(15) { status().contains("sync_device=antennapod-7") }, "\(status())")
+        #expect(status().contains("Sync: ok") && status().contains("antennapod-7, 1 subscription"), "\(status())")
+        #expect(Self.shows(fixture).isEmpty, "the phone's list is not this device's")
     }
 
     @Test func aRefusingOrDeadServerKeepsTheListAndSaysWhy() throws {

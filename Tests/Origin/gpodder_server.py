@@ -14,6 +14,8 @@ gpodder.net API v2 (per user, per device):
   POST /api/2/subscriptions/USER/DEVICE.json          {"add", "remove"} ->
                                                       {"timestamp", "update_urls"}
   GET  /api/2/devices/USER.json                       the devices
+  GET  /api/2/sync-devices/USER.json                  no sync groups: every device
+                                                      "not-synchronized"
   POST /api/2/devices/USER/DEVICE.json                caption/type; empty answer
   POST /api/2/auth/USER/login.json, logout.json       a session cookie (accepted
                                                       instead of Basic afterwards)
@@ -302,6 +304,11 @@ class Handler(BaseHTTPRequestHandler):
         owner = segments[1][:-5] if len(segments) == 2 and segments[1].endswith(".json") else segments[1]
         if user is None or user != owner:
             return self.refuse_auth()
+        if segments[0] == "sync-devices" and len(segments) == 2:
+            # No device is grouped here: every device keeps its own list.
+            with store.lock:
+                ids = list(store.devices.get(user, {}))
+            return self.reply(200, {"synchronized": [], "not-synchronized": ids})
         if segments[0] == "devices":
             if len(segments) == 2 and self.command == "GET":
                 with store.lock:

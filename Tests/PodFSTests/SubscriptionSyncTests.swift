@@ -115,6 +115,14 @@ import Testing
         #expect(outcome.refusal == .tooManySubscriptions(3))
         #expect(outcome.local.isEmpty && outcome.next == nil)
         #expect(sync.timestamp == 100 && sync.phase == .idle)
+        // A local list already past the bound: an answer that does not grow
+        // it is applied, and one that shrinks it too.
+        _ = sync.roundStarted()
+        let same = sync.pulled(ServerChanges(add: [a], remove: [], timestamp: 170), local: [a, b, c])
+        #expect(same.refusal == nil && sync.timestamp == 170)
+        _ = sync.roundStarted()
+        let shrinks = sync.pulled(ServerChanges(add: [], remove: [c], timestamp: 180), local: [a, b, c])
+        #expect(shrinks.refusal == nil && shrinks.local.remove == [c])
     }
 
     @Test func renamesFollowTheServersSpelling() {

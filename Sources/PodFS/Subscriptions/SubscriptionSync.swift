@@ -15,8 +15,9 @@
 /// - A URL both in `add` and in `remove` of one answer stays subscribed:
 ///   the answer does not say which came last, and a show wrongly kept is one
 ///   `rm` away while one wrongly dropped is gone from the mount unseen.
-/// - An answer that would leave more than `SyncLimits.maxSubscriptions`
-///   feeds is refused whole, and the timestamp does not move.
+/// - An answer that would grow the list past `SyncLimits.maxSubscriptions`
+///   feeds is refused whole, and the timestamp does not move. A list the
+///   listener made longer than that syncs on.
 /// - The stored timestamp is the last pull's, never a push's: a change the
 ///   phone made between the two lies between them and would be skipped.
 ///   The next pull hands podfs its own push back once, which changes
@@ -160,8 +161,10 @@ public struct SubscriptionSync: Sendable, Equatable {
                 edit.remove.append(url)
             }
         }
+        // Only an answer that grows the list is held to the bound: a list
+        // the listener made longer syncs on (and can only shrink).
         let count = local.count + edit.add.count - edit.remove.count
-        guard count <= limits.maxSubscriptions else {
+        guard count <= limits.maxSubscriptions || count <= local.count else {
             phase = .idle
             return Outcome(refusal: .tooManySubscriptions(count))
         }

@@ -64,15 +64,41 @@ public enum SyncAnswer {
         return PushReceipt(timestamp: timestamp, renames: renames)
     }
 
+    /// gpodder.net's devices: `[{"id", "caption", "type", "subscriptions"}]`.
+    /// An entry with no string `id` is skipped; a missing caption is empty,
+    /// a missing count 0.
+    public static func devices(_ body: [UInt8], limits: SyncLimits) throws(SyncAnswerError) -> [SyncDevices.Device] {
+        let parsed = try json(body)
+        guard let list = parsed as? [Any] else { throw SyncAnswerError(.wrongType, "the device list is not a list") }
+        guard list.count <= limits.maxEntries else {
+            throw SyncAnswerError(.tooMany, "the device list has \(list.count) entries")
+        }
+        return list.compactMap { entry in
+            guard let object = entry as? [String: Any], let id = object["id"] as? String, !id.isEmpty else { return nil }
+            let count = (object["subscriptions"] as? NSNumber).map { max(0, $0.intValue) } ?? 0
+            return SyncDevices.Device(id: id, caption: object["caption"] as? String ?? "", subscriptions: count)
+        }
+    }
+
+    /// gpodder.net's sync groups: `{"synchronized": [[ids]], ...}`.
+    public static func syncGroups(_ body: [UInt8], limits: SyncLimits) throws(SyncAnswerError) -> [[String]] {
+        let object = try topObject(body)
+        guard let groups = object["synchronized"] as? [Any], groups.count <= limits.maxEntries else { return [] }
+        return groups.compactMap { ($0 as? [Any])?.compactMap { $0 as? String } }
+    }
+
     // MARK: - Private methods
 
-    private static func topObject(_ body: [UInt8]) throws(SyncAnswerError) -> [String: Any] {
-        let parsed: Any
+    private static func json(_ body: [UInt8]) throws(SyncAnswerError) -> Any {
         do {
-            parsed = try JSONSerialization.jsonObject(with: Data(body), options: [])
+            return try JSONSerialization.jsonObject(with: Data(body), options: [])
         } catch {
             throw SyncAnswerError(.notJSON, "the answer is not JSON (\(body.count) bytes)")
         }
+    }
+
+    private static func topObject(_ body: [UInt8]) throws(SyncAnswerError) -> [String: Any] {
+        let parsed = try json(body)
         guard let object = parsed as? [String: Any] else {
             throw SyncAnswerError(.notAnObject, "the answer is JSON but not an object")
         }

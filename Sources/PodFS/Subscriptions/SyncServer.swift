@@ -7,6 +7,13 @@ public protocol SyncServer: Sendable {
     func pull(since: Int64) throws(SyncError) -> ServerChanges
     /// Uploads local changes.
     func push(_ batch: SubscriptionSync.PushBatch) throws(SyncError) -> PushReceipt
+    /// The account's devices whose lists this one does not share
+    /// (`SyncDevices.unshared`); empty where lists are per user.
+    func unsharedDevices() throws(SyncError) -> [SyncDevices.Device]
+}
+
+extension SyncServer {
+    public func unsharedDevices() throws(SyncError) -> [SyncDevices.Device] { [] }
 }
 
 /// Why a sync request failed, with a message a person can act on. The
