@@ -188,7 +188,10 @@ final class SyncLoop: Sendable {
                 logger.warning(
                     "subscription sync failed; the subscriptions stay as they are",
                     metadata: ["sync.server": "\(shownServer)", "reason": "\(message)"])
-                report(ok: false, detail: message)
+                // What this mount changed is kept and sent when it can be.
+                let waiting = state.withLock { $0.pending.urls.count }
+                let kept = waiting == 0 ? "" : "; \(waiting) local change\(waiting == 1 ? "" : "s") wait to be sent"
+                report(ok: false, detail: message + kept)
                 return
             }
         }

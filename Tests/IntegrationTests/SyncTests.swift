@@ -314,5 +314,10 @@ struct SyncTests {
         #expect(offline.status == 0, "\(offline.stderr)")
         #expect(Harness.eventually(15) { status().contains("could not reach the sync server") }, "\(status())")
         #expect(Self.shows(fixture) == [Fixture.showTitle])
+        // A change made meanwhile is kept, and the status says it waits.
+        let removed = try Harness.run(
+            Harness.podfs, ["unsubscribe", "--cache-dir", fixture.cacheDirectory, Fixture.showTitle], timeout: 60)
+        #expect(removed.status == 0, "\(removed.stderr)")
+        #expect(Harness.eventually(15) { status().contains("1 local change wait to be sent") }, "\(status())")
     }
 }
