@@ -116,8 +116,7 @@ final class LiveSubscriptions: Sendable {
             let outcome = decide(refresher.subscribedURLs)
             let edit = outcome.local
             guard !edit.isEmpty, !stopping.withLock({ $0 }) else { return outcome }
-            let removed = edit.remove + edit.renames.map(\.from)
-            let added = edit.add + edit.renames.map(\.to)
+            let (removed, added) = (edit.remove, edit.add)
             for url in removed {
                 do {
                     _ = try list.remove(url: url)

@@ -31,6 +31,8 @@ final class SyncLoop: Sendable {
         var listAtLastSync: [String]?
         /// `SubscriptionSync.serverSpellings` (absent in older states).
         var serverSpellings: [String: String]?
+        /// `SubscriptionSync.aliases` (absent in older states).
+        var aliases: [String: String]?
     }
 
     /// The last round's outcome, for `podfs status`.
@@ -99,7 +101,7 @@ final class SyncLoop: Sendable {
         var sync = SubscriptionSync(
             timestamp: saved?.timestamp,
             pending: PendingChanges(adds: saved?.pendingAdds ?? [], removes: saved?.pendingRemoves ?? []),
-            serverSpellings: saved?.serverSpellings ?? [:])
+            serverSpellings: saved?.serverSpellings ?? [:], aliases: saved?.aliases ?? [:])
         if let before = saved?.listAtLastSync {
             let now = live.subscribedURLs
             for url in now where !before.contains(url) { sync.changedLocally(.add, url) }
@@ -177,8 +179,8 @@ final class SyncLoop: Sendable {
                         "the sync server's changes would grow the list to \(count) subscriptions, more than podfs "
                             + "takes (\(SyncLimits().maxSubscriptions)); nothing was changed")
                 }
-                applied.added += outcome.local.add.count + outcome.local.renames.count
-                applied.removed += outcome.local.remove.count + outcome.local.renames.count
+                applied.added += outcome.local.add.count
+                applied.removed += outcome.local.remove.count
                 next = outcome.next
                 save(listed: next == nil)
             } catch {
@@ -231,7 +233,8 @@ final class SyncLoop: Sendable {
             let saved = Saved(
                 account: account, timestamp: sync.timestamp, pendingAdds: sync.pending.adds,
                 pendingRemoves: sync.pending.removes, listAtLastSync: list,
-                serverSpellings: sync.serverSpellings.isEmpty ? nil : sync.serverSpellings)
+                serverSpellings: sync.serverSpellings.isEmpty ? nil : sync.serverSpellings,
+                aliases: sync.aliases.isEmpty ? nil : sync.aliases)
             guard let data = try? JSONEncoder().encode(saved) else { return }
             Self.write(data, to: directory + "/" + Self.stateFile, logger: logger)
         }

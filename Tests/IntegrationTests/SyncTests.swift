@@ -266,6 +266,48 @@ struct SyncTests {
         #expect(Self.shows(fixture).isEmpty, "the phone's list is not this device's")
     }
 
+    /// gpodder.net cleans a URL up and answers the new one
+    /// (`update_urls`: the host lowercased here). The list keeps the
+    /// listener's URL: the show keeps its folder, its cached bytes and its
+    /// pin, and is not listed twice when the server hands its URL back.
+    @Test func aURLTheServerCleansUpKeepsItsShowsCacheAndPins() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        let server = try SyncServer(directory: fixture.directory)
+        defer { server.stop() }
+        try fixture.origin.put("a.mp3", Harness.bytes(count: 300_000, seed: 3))
+        try fixture.origin.put("a.xml", Self.feed("Show A", file: "a.mp3"))
+        let password = fixture.directory + "/sync-password"
+        try "secret\n".write(toFile: password, atomically: true, encoding: .utf8)
+        chmod(password, 0o600)
+        let options = "sync=http://alice@127.0.0.1:\(server.port),sync_password_file=\(password),sync_device=box,refresh=2"
+        let mine = "http://LOCALHOST:\(fixture.origin.port)/a.xml"
+        let clean = "http://localhost:\(fixture.origin.port)/a.xml"
+        let mounted = try Self.mount(fixture, options: options, sources: [mine], waitFor: .paths(["Show A/2026-11-22 Only.mp3"]))
+        #expect(mounted.status == 0, "\(mounted.stderr)")
+        let episode = "\(fixture.mountpoint)/Show A/2026-11-22 Only.mp3"
+        _ = try Harness.run("cat", [episode], timeout: 60)
+        let pin = try Harness.run("setfattr", ["-n", "user.podfs.pinned", "-v", "1", episode])
+        #expect(pin.status == 0, "\(pin.stderr)")
+        var before = stat()
+        stat(episode, &before)
+        #expect(Harness.eventually(15) { (try? server.subscriptions(device: "box")) == [clean] }, "the server keeps its spelling")
+        // Two more rounds: the server's URL comes back in pulls.
+        Thread.sleep(forTimeInterval: 5)
+        #expect(Self.shows(fixture) == ["Show A"])
+        var after = stat()
+        #expect(stat(episode, &after) == 0 && after.st_ino == before.st_ino, "the same file")
+        #expect(try Harness.run("getfattr", ["--only-values", "-n", "user.podfs.pinned", episode]).text == "1")
+        let list = (try? String(contentsOfFile: fixture.cacheDirectory + "/subscriptions.txt", encoding: .utf8)) ?? ""
+        #expect(list.contains(mine) && !list.contains(clean), "\(list)")
+        let cached = try fixture.cachedBytes().values.reduce(0, +)
+        #expect(cached == 300_000, "the cached bytes stay: \(cached)")
+        // Unsubscribed here: gone from the server too, in its spelling.
+        let removed = try Harness.run(Harness.podfs, ["unsubscribe", "--cache-dir", fixture.cacheDirectory, "Show A"], timeout: 60)
+        #expect(removed.status == 0, "\(removed.stderr)")
+        #expect(Harness.eventually(15) { (try? server.subscriptions(device: "box")) == [] })
+    }
+
     @Test func aRefusingOrDeadServerKeepsTheListAndSaysWhy() throws {
         let fixture = try Fixture()
         defer { fixture.cleanup() }

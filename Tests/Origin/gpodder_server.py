@@ -123,14 +123,19 @@ class Store:
 
 
 def sanitize(url):
-    """gpodder.net's clean-up, reduced: trimmed, feed:// read as http://;
-    anything else that is no http(s) URL is refused ("")."""
+    """gpodder.net's clean-up (mygpo's normalize_feed_url), reduced:
+    trimmed, feed:// read as http://, the scheme and host lowercased, a
+    user and password dropped; anything else that is no http(s) URL is
+    refused ("")."""
     cleaned = url.strip()
     if cleaned.lower().startswith("feed://"):
         cleaned = "http://" + cleaned[len("feed://"):]
     if not cleaned.lower().startswith(("http://", "https://")):
         return ""
-    return cleaned
+    scheme, rest = cleaned.split("://", 1)
+    authority, slash, path = rest.partition("/")
+    authority = authority.rpartition("@")[2].lower()
+    return scheme.lower() + "://" + authority + slash + path
 
 
 class Handler(BaseHTTPRequestHandler):

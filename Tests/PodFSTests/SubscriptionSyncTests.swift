@@ -125,17 +125,41 @@ import Testing
         #expect(shrinks.refusal == nil && shrinks.local.remove == [c])
     }
 
-    @Test func renamesFollowTheServersSpelling() {
+    /// gpodder.net renames a URL it cleans up (`update_urls`): the list
+    /// keeps the listener's (the show keeps its folder, cache and pins),
+    /// what the server later says of its URL is read as said of the
+    /// listener's, and a removal goes out in both.
+    @Test func aRenameKeepsTheListenersURLAndReadsTheServersAsIt() {
         var sync = synced()
         sync.changedLocally(.add, a)
         sync.changedLocally(.add, b)
         _ = sync.roundStarted()
         _ = sync.pulled(ServerChanges(add: [], remove: [], timestamp: 170), local: [a, b, c])
-        let receipt = PushReceipt(
-            timestamp: 171, renames: [.init(from: a, to: "https://a.example/clean.xml"), .init(from: b, to: c)])
+        let clean = "https://a.example/clean.xml"
+        let receipt = PushReceipt(timestamp: 171, renames: [.init(from: a, to: clean), .init(from: b, to: c)])
         let outcome = sync.pushed(receipt, local: [a, b, c])
-        #expect(outcome.local.renames == [.init(from: a, to: "https://a.example/clean.xml")])
-        #expect(outcome.local.remove == [b])
+        // Already listed under the server's URL: one is enough.
+        #expect(outcome.local == SubscriptionSync.LocalEdit(remove: [b]))
+        #expect(sync.aliases == [clean: a])
+        // The server hands its URL back: nothing to add.
+        _ = sync.roundStarted()
+        let back = sync.pulled(ServerChanges(add: [clean], remove: [], timestamp: 180), local: [a, c])
+        #expect(back.local.isEmpty && back.next == nil)
+        // The listener unsubscribes: both URLs leave the server.
+        sync.changedLocally(.remove, a)
+        _ = sync.roundStarted()
+        let push = sync.pulled(ServerChanges(add: [], remove: [], timestamp: 181), local: [c])
+        #expect(push.next == .push(.init(add: [], remove: [a, clean])))
+        _ = sync.pushed(PushReceipt(timestamp: 182), local: [c])
+        #expect(sync.aliases.isEmpty)
+        // Another device's removal of the server's URL removes the listener's.
+        var other = synced()
+        other.changedLocally(.add, a)
+        _ = other.roundStarted()
+        _ = other.pulled(ServerChanges(add: [], remove: [], timestamp: 170), local: [a])
+        _ = other.pushed(PushReceipt(timestamp: 171, renames: [.init(from: a, to: clean)]), local: [a])
+        _ = other.roundStarted()
+        #expect(other.pulled(ServerChanges(add: [], remove: [clean], timestamp: 190), local: [a]).local.remove == [a])
     }
 
     /// A server that matches URLs as written (Nextcloud) keeps a feed the

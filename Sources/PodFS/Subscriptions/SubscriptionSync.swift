@@ -52,20 +52,18 @@ public struct SubscriptionSync: Sendable, Equatable {
         case push(PushBatch)
     }
 
-    /// What the driver should do to the local list, in this order: renames,
+    /// What the driver should do to the local list, in this order:
     /// removals, additions.
     public struct LocalEdit: Sendable, Equatable {
-        public var renames: [PushReceipt.Rename] = []
         public var remove: [String] = []
         public var add: [String] = []
 
-        public init(renames: [PushReceipt.Rename] = [], remove: [String] = [], add: [String] = []) {
-            self.renames = renames
+        public init(remove: [String] = [], add: [String] = []) {
             self.remove = remove
             self.add = add
         }
 
-        public var isEmpty: Bool { renames.isEmpty && remove.isEmpty && add.isEmpty }
+        public var isEmpty: Bool { remove.isEmpty && add.isEmpty }
     }
 
     /// Why an answer was not applied, as a stable code.
@@ -104,6 +102,12 @@ public struct SubscriptionSync: Sendable, Equatable {
     /// own (`ServerChanges.spellings`): a removal goes out in both. Store
     /// it with `pending`.
     public private(set) var serverSpellings: [String: String]
+    /// The listener's URL of each feed the server renamed (`update_urls`:
+    /// gpodder.net cleans URLs up), by the server's URL. The list keeps
+    /// the listener's, so the show keeps its folder, cache and pins; what
+    /// the server says of its URL is read as said of the listener's, and a
+    /// removal goes out in both. Store it with `pending`.
+    public private(set) var aliases: [String: String]
     public private(set) var phase: Phase = .idle
     public let limits: SyncLimits
 
@@ -113,11 +117,12 @@ public struct SubscriptionSync: Sendable, Equatable {
     /// pending changes).
     public init(
         timestamp: Int64? = nil, pending: PendingChanges = PendingChanges(), serverSpellings: [String: String] = [:],
-        limits: SyncLimits = SyncLimits()
+        aliases: [String: String] = [:], limits: SyncLimits = SyncLimits()
     ) {
         self.timestamp = timestamp
         self.pending = pending
         self.serverSpellings = serverSpellings
+        self.aliases = aliases
         self.limits = limits
     }
 
@@ -146,8 +151,9 @@ public struct SubscriptionSync: Sendable, Equatable {
     /// The pull's checked answer arrived; `local` is the list as it is now
     /// (not when the pull started), read under the lock the edit is applied
     /// under.
-    public mutating func pulled(_ changes: ServerChanges, local: [String]) -> Outcome {
+    public mutating func pulled(_ served: ServerChanges, local: [String]) -> Outcome {
         guard case .pulling = phase else { return Outcome(refusal: .unexpected) }
+        let changes = listenersURLs(served)
         let firstSync = timestamp == nil
         let listed = Set(local)
         let added = Set(changes.add)
@@ -185,6 +191,8 @@ public struct SubscriptionSync: Sendable, Equatable {
         pending.acknowledge(adds: batch.add, removes: batch.remove)
         // Gone from the server in every spelling; an add is in podfs's.
         for url in batch.remove + batch.add { serverSpellings[url] = nil }
+        let removed = Set(batch.remove)
+        aliases = aliases.filter { !removed.contains($0.key) && !removed.contains($0.value) }
         var edit = LocalEdit()
         let listed = Set(local)
         for rename in receipt.renames where listed.contains(rename.from) {
@@ -192,7 +200,7 @@ public struct SubscriptionSync: Sendable, Equatable {
             if listed.contains(rename.to) {
                 edit.remove.append(rename.from)
             } else {
-                edit.renames.append(rename)
+                aliases[rename.to] = rename.from
             }
         }
         // Changes made while the push was in flight go out at once.
@@ -207,14 +215,39 @@ public struct SubscriptionSync: Sendable, Equatable {
 
     // MARK: - Private methods
 
+    /// `served` with each URL the server renamed read as the listener's
+    /// (`aliases`), and its spellings under those URLs.
+    private func listenersURLs(_ served: ServerChanges) -> ServerChanges {
+        guard !aliases.isEmpty else { return served }
+        var changes = served
+        func local(_ urls: [String]) -> [String] {
+            var seen = Set<String>()
+            return urls.map { aliases[$0] ?? $0 }.filter { seen.insert($0).inserted }
+        }
+        changes.add = local(served.add)
+        changes.remove = local(served.remove)
+        changes.spellings = [:]
+        for (url, spelling) in served.spellings where aliases[url] == nil { changes.spellings[url] = spelling }
+        return changes
+    }
+
     private mutating func nextPush() -> Action? {
         guard !pending.isEmpty else {
             phase = .idle
             return nil
         }
-        // A feed the server listed in its own spelling is removed in that
-        // one too: a server that matches as written keeps it otherwise.
-        let spelled = pending.removes.compactMap { serverSpellings[$0] }.filter { !pending.removes.contains($0) && !pending.adds.contains($0) }
+        // A feed the server listed in its own spelling, or renamed, is
+        // removed in that one too: a server that matches as written keeps
+        // it otherwise.
+        let renamed = Dictionary(aliases.map { ($0.value, $0.key) }, uniquingKeysWith: { first, _ in first })
+        var spelled: [String] = []
+        for url in pending.removes {
+            let server = renamed[url]
+            for other in [server, serverSpellings[url], server.flatMap { serverSpellings[$0] }].compactMap({ $0 })
+            where !pending.removes.contains(other) && !pending.adds.contains(other) && !spelled.contains(other) {
+                spelled.append(other)
+            }
+        }
         let batch = PushBatch(add: pending.adds, remove: pending.removes + spelled)
         phase = .pushing(batch)
         return .push(batch)
