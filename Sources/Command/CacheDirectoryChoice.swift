@@ -85,7 +85,7 @@ enum CacheDirectoryChoice {
             guard access(directory, R_OK | X_OK) == 0 else { throw POSIXError(.init(rawValue: errno) ?? .EACCES) }
             names = try FileManager.default.contentsOfDirectory(atPath: directory)
         } catch {
-            let reason = (error as? POSIXError).map { String(cString: strerror($0.code.rawValue)) } ?? "\(error)"
+            let reason = (error as? POSIXError).map { String(cString: strerror($0.code.rawValue)) } ?? error.localizedDescription
             throw ValidationError(
                 "cannot read the cache directory \(directory): \(reason); "
                     + "give one you can read and write with --cache-dir DIR")

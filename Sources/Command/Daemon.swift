@@ -16,6 +16,14 @@ enum Daemon {
     /// (`podfs: ...`), the mount goes on.
     static let note = "note: "
 
+    /// What the user sees of a report that is no verdict (`warning: ...`
+    /// as it is, `note: ...` without its tag); `nil` for any other line.
+    static func shown(_ line: String) -> String? {
+        if line.hasPrefix("warning: ") { return "podfs: \(line)\n" }
+        if line.hasPrefix(note) { return "podfs: \(line.dropFirst(note.count))\n" }
+        return nil
+    }
+
     /// - Parameter logFile: where the child's standard error goes; `nil`:
     ///   it logs to syslog, and its standard error is discarded.
     /// - Parameter typedMountpoint: the mount point as given, replaced in
@@ -84,12 +92,8 @@ enum Daemon {
                     .trimmingCharacters(in: .whitespacesAndNewlines)
                     .replacingOccurrences(of: lineBreak, with: "\n")
                 buffer = Data(buffer[(newline + 1)...])
-                if line.hasPrefix("warning: ") {
-                    Console.error("podfs: \(line)\n")
-                    continue
-                }
-                if line.hasPrefix(note) {
-                    Console.error("podfs: \(line.dropFirst(note.count))\n")
+                if let shown = shown(line) {
+                    Console.error(shown)
                     continue
                 }
                 verdict = line

@@ -191,10 +191,10 @@ struct MountService {
     @discardableResult
     func report(_ line: String) -> Bool {
         guard readiness == .pipe else {
-            if line.hasPrefix("warning") || line.hasPrefix("error") {
+            if let shown = Daemon.shown(line) {
+                Console.error(shown)
+            } else if line.hasPrefix("error") {
                 Console.error("podfs: \(line)\n")
-            } else if line.hasPrefix(Daemon.note) {
-                Console.error("podfs: \(line.dropFirst(Daemon.note.count))\n")
             }
             return true
         }

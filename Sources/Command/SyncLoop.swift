@@ -67,10 +67,10 @@ final class SyncLoop: Sendable {
     /// its lock also serialises writing the state file, and is taken before
     /// `state`'s.
     private let synced: Locked<[String]?>
-    /// What `SyncDevices.hint` said of the account's devices, once asked
-    /// (after the first round that went through; `nil` inside: nothing to
-    /// say).
-    private let devicesHint = Locked<String??>(nil)
+    /// What `SyncDevices.hint` said of the account's devices and when it
+    /// was asked (after the first round that went through; a `nil` hint:
+    /// nothing to say, and nothing is asked again this mount).
+    private let devicesHint = Locked<(hint: String?, at: Date)?>(nil)
     private let stopping = Locked(false)
     private let wake = DispatchSemaphore(value: 0)
     private let ended = DispatchSemaphore(value: 0)
@@ -168,16 +168,24 @@ final class SyncLoop: Sendable {
                     }
                 case .push(let batch):
                     let receipt = try server.push(batch)
-                    applied.pushed += batch.add.count + batch.remove.count
+                    // The listener's changes it carried (not the server's
+                    // spellings and aliases sent with a removal).
+                    let before = state.withLock { $0.pending.urls.count }
                     outcome = live.applyFromServer(zone: serverZone()) { local in
                         state.withLock { $0.pushed(receipt, local: local) }
                     }
+                    applied.pushed += max(0, before - state.withLock { $0.pending.urls.count })
                 }
                 if case .tooManySubscriptions(let count) = outcome.refusal {
+                    let listed = live.subscribedURLs.count
+                    let most = SyncLimits().maxSubscriptions
                     throw SyncError(
                         .badAnswer,
-                        "the sync server's changes would grow the list to \(count) subscriptions, more than podfs "
-                            + "takes (\(SyncLimits().maxSubscriptions)); nothing was changed")
+                        listed > most
+                            ? "this mount lists \(listed) feeds, more than sync takes (\(most)); nothing was synced, "
+                                + "and sync waits until the list is shorter"
+                            : "the sync server's changes would make the list \(count) subscriptions, more than podfs "
+                                + "takes (\(most)); nothing was changed")
                 }
                 applied.added += outcome.local.add.count
                 applied.removed += outcome.local.remove.count
@@ -192,7 +200,7 @@ final class SyncLoop: Sendable {
                     metadata: ["sync.server": "\(shownServer)", "reason": "\(message)"])
                 // What this mount changed is kept and sent when it can be.
                 let waiting = state.withLock { $0.pending.urls.count }
-                let kept = waiting == 0 ? "" : "; \(waiting) local change\(waiting == 1 ? "" : "s") wait to be sent"
+                let kept = waiting == 0 ? "" : "; \(waiting) local change\(waiting == 1 ? " waits" : "s wait") to be sent"
                 report(ok: false, detail: message + kept)
                 return
             }
@@ -212,14 +220,17 @@ final class SyncLoop: Sendable {
                 + "\(applied.pushed) change(s) sent)" + (hint.map { "; but \($0)" } ?? ""))
     }
 
-    /// The hint about devices whose lists this one does not share, asked
-    /// of the server once a mount (again after a failure to ask).
+    /// The hint about devices whose lists this one does not share: asked
+    /// of the server after the first round that goes through, and while
+    /// there is one, again every ten minutes (the listener may have linked
+    /// the devices meanwhile).
     private func checkDevices() -> String? {
-        if let known = devicesHint.withLock({ $0 }) { return known }
-        guard let unshared = try? server.unsharedDevices() else { return nil }
+        let known = devicesHint.withLock { $0 }
+        if let known, known.hint == nil || Date().timeIntervalSince(known.at) < 600 { return known.hint }
+        guard let unshared = try? server.unsharedDevices() else { return known?.hint }
         let hint = SyncDevices.hint(device: device, unshared: unshared)
-        devicesHint.withLock { $0 = .some(hint) }
-        if let hint { logger.warning("\(hint)", metadata: ["sync.server": "\(shownServer)"]) }
+        devicesHint.withLock { $0 = (hint, Date()) }
+        if let hint, known?.hint != hint { logger.warning("\(hint)", metadata: ["sync.server": "\(shownServer)"]) }
         return hint
     }
 

@@ -360,6 +360,6 @@ struct SyncTests {
         let removed = try Harness.run(
             Harness.podfs, ["unsubscribe", "--cache-dir", fixture.cacheDirectory, Fixture.showTitle], timeout: 60)
         #expect(removed.status == 0, "\(removed.stderr)")
-        #expect(Harness.eventually(15) { status().contains("1 local change wait to be sent") }, "\(status())")
+        #expect(Harness.eventually(15) { status().contains("1 local change waits to be sent") }, "\(status())")
     }
 }

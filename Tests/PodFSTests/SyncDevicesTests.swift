@@ -16,6 +16,8 @@ import Testing
         #expect(SyncDevices.unshared(by: "box", devices: all, groups: [["box", "antennapod-1"]]) == [tablet])
         #expect(SyncDevices.unshared(by: "box", devices: all, groups: [["tablet", "antennapod-1"]]) == [phone, tablet])
         #expect(SyncDevices.unshared(by: "box", devices: [box, empty], groups: []).isEmpty)
+        // The most subscribed first: the one the hint suggests.
+        #expect(SyncDevices.unshared(by: "box", devices: [tablet, box, phone], groups: []) == [phone, tablet])
     }
 
     @Test func theHintNamesTheDevicesAndTheWaysToOneList() throws {

@@ -15,9 +15,8 @@
 /// - A URL both in `add` and in `remove` of one answer stays subscribed:
 ///   the answer does not say which came last, and a show wrongly kept is one
 ///   `rm` away while one wrongly dropped is gone from the mount unseen.
-/// - An answer that would grow the list past `SyncLimits.maxSubscriptions`
-///   feeds is refused whole, and the timestamp does not move. A list the
-///   listener made longer than that syncs on.
+/// - An answer that would leave more than `SyncLimits.maxSubscriptions`
+///   feeds is refused whole, and the timestamp does not move.
 /// - The stored timestamp is the last pull's, never a push's: a change the
 ///   phone made between the two lies between them and would be skipped.
 ///   The next pull hands podfs its own push back once, which changes
@@ -132,6 +131,9 @@ public struct SubscriptionSync: Sendable, Equatable {
     /// SOURCE file), in any phase.
     public mutating func changedLocally(_ intent: PendingChanges.Intent, _ url: String) {
         pending.record(intent, url)
+        // A feed subscribed under a URL the server once gave another feed
+        // of the list (`aliases`) is that URL's own from now on.
+        if intent == .add { aliases[url] = nil }
     }
 
     /// Time for a round; `nil` when one is already in flight.
@@ -167,16 +169,23 @@ public struct SubscriptionSync: Sendable, Equatable {
                 edit.remove.append(url)
             }
         }
-        // Only an answer that grows the list is held to the bound: a list
-        // the listener made longer syncs on (and can only shrink).
         let count = local.count + edit.add.count - edit.remove.count
-        guard count <= limits.maxSubscriptions || count <= local.count else {
+        guard count <= limits.maxSubscriptions else {
             phase = .idle
             return Outcome(refusal: .tooManySubscriptions(count))
         }
         timestamp = changes.timestamp
         for url in changes.add { serverSpellings[url] = changes.spellings[url] }
         for url in changes.remove where !added.contains(url) { serverSpellings[url] = nil }
+        // An alias whose feed left the list (by this answer, or by hand
+        // before any removal to push) names nothing any more: the
+        // server's URL may come back as a feed of its own. One whose
+        // removal is still to be pushed stays until it is.
+        let remaining = Set(local).subtracting(edit.remove)
+        aliases = aliases.filter { alias in
+            pending.intent(for: alias.value) == .remove
+                || (remaining.contains(alias.value) && !served.remove.contains(alias.key))
+        }
         if firstSync {
             for url in local where !added.contains(url) && pending.intent(for: url) == nil {
                 pending.record(.add, url)
@@ -239,11 +248,10 @@ public struct SubscriptionSync: Sendable, Equatable {
         // A feed the server listed in its own spelling, or renamed, is
         // removed in that one too: a server that matches as written keeps
         // it otherwise.
-        let renamed = Dictionary(aliases.map { ($0.value, $0.key) }, uniquingKeysWith: { first, _ in first })
         var spelled: [String] = []
         for url in pending.removes {
-            let server = renamed[url]
-            for other in [server, serverSpellings[url], server.flatMap { serverSpellings[$0] }].compactMap({ $0 })
+            let renamed = aliases.filter { $0.value == url }.keys.sorted()
+            for other in renamed + [serverSpellings[url]].compactMap({ $0 })
             where !pending.removes.contains(other) && !pending.adds.contains(other) && !spelled.contains(other) {
                 spelled.append(other)
             }

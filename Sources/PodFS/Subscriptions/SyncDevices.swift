@@ -20,10 +20,13 @@ public enum SyncDevices {
 
     /// The devices with subscriptions that `device` does not share a list
     /// with: every other one, but those in a sync group with it
-    /// (`GET /api/2/sync-devices/USER.json`'s "synchronized").
+    /// (`GET /api/2/sync-devices/USER.json`'s "synchronized"), the one
+    /// with the most subscriptions first.
     public static func unshared(by device: String, devices: [Device], groups: [[String]]) -> [Device] {
         let sharing = Set(groups.filter { $0.contains(device) }.joined())
         return devices.filter { $0.id != device && $0.subscriptions > 0 && !sharing.contains($0.id) }
+            .enumerated().sorted { ($0.element.subscriptions, $1.offset) > ($1.element.subscriptions, $0.offset) }
+            .map(\.element)
     }
 
     /// What to tell the listener about `unshared` (`nil` when there is
@@ -35,7 +38,7 @@ public enum SyncDevices {
             return "\(other.id)\(caption), \(other.subscriptions) subscription\(other.subscriptions == 1 ? "" : "s")"
         }
         let more = unshared.count > 3 ? " and \(unshared.count - 3) more" : ""
-        return "on gpodder.net each device keeps its own list, and this mount's device \(device) does not share "
+        return "this server keeps a list per device (as gpodder.net does), and this mount's device \(device) does not share "
             + "the list of \(named.joined(separator: "; "))\(more): mount with sync_device=\(unshared[0].id) to "
             + "use that list, or link the devices in one sync group on the server"
     }
