@@ -95,6 +95,22 @@ struct SyncTests {
 
     /// `podfs mount` with a sync server; a mount that worked returns once
     /// it lists `waitFor`.
+    /// Publishes `Show X` (one episode of `size` bytes) for each name `x`.
+    private static func publishShows(_ names: [String], _ fixture: Fixture, size: Int = 1000) throws {
+        for name in names {
+            try fixture.origin.put("\(name).mp3", Harness.bytes(count: size, seed: 3))
+            try fixture.origin.put("\(name).xml", feed("Show \(name.uppercased())", file: "\(name).mp3"))
+        }
+    }
+
+    /// Writes the password file (`secret`, mode 0600) and returns its path.
+    private static func passwordFile(_ fixture: Fixture) throws -> String {
+        let password = fixture.directory + "/sync-password"
+        try "secret\n".write(toFile: password, atomically: true, encoding: .utf8)
+        chmod(password, 0o600)
+        return password
+    }
+
     private static func mount(
         _ fixture: Fixture, options: String, sources: [String] = [], waitFor listing: Fixture.Listing = .published
     ) throws -> Harness.Output {
@@ -118,14 +134,9 @@ struct SyncTests {
         defer { fixture.cleanup() }
         let server = try SyncServer(directory: fixture.directory)
         defer { server.stop() }
-        for name in ["a", "b", "c"] {
-            try fixture.origin.put("\(name).mp3", Harness.bytes(count: 1000, seed: 3))
-            try fixture.origin.put("\(name).xml", Self.feed("Show \(name.uppercased())", file: "\(name).mp3"))
-        }
+        try Self.publishShows(["a", "b", "c"], fixture)
         let url = { (name: String) in "\(fixture.origin.base)/\(name).xml" }
-        let password = fixture.directory + "/sync-password"
-        try "secret\n".write(toFile: password, atomically: true, encoding: .utf8)
-        chmod(password, 0o600)
+        let password = try Self.passwordFile(fixture)
         let syncURL = layout == "gpodder" ? "http://alice@127.0.0.1:\(server.port)" : "http://alice@127.0.0.1:\(server.port)/index.php"
         // The phone's device on gpodder.net is this mount's own (devices
         // in one sync group share a list); Nextcloud has one list a user.
@@ -182,14 +193,9 @@ struct SyncTests {
         defer { fixture.cleanup() }
         let server = try SyncServer(directory: fixture.directory, users: ["alice:secret", "bob:secret"])
         defer { server.stop() }
-        for name in ["a", "b"] {
-            try fixture.origin.put("\(name).mp3", Harness.bytes(count: 1000, seed: 3))
-            try fixture.origin.put("\(name).xml", Self.feed("Show \(name.uppercased())", file: "\(name).mp3"))
-        }
+        try Self.publishShows(["a", "b"], fixture)
         let url = { (name: String) in "\(fixture.origin.base)/\(name).xml" }
-        let password = fixture.directory + "/sync-password"
-        try "secret\n".write(toFile: password, atomically: true, encoding: .utf8)
-        chmod(password, 0o600)
+        let password = try Self.passwordFile(fixture)
         let options = { (user: String) in
             "sync=http://\(user)@127.0.0.1:\(server.port),sync_password_file=\(password),sync_device=box,refresh=2"
         }
@@ -219,13 +225,10 @@ struct SyncTests {
         defer { fixture.cleanup() }
         let server = try SyncServer(directory: fixture.directory)
         defer { server.stop() }
-        try fixture.origin.put("c.mp3", Harness.bytes(count: 1000, seed: 3))
-        try fixture.origin.put("c.xml", Self.feed("Show C", file: "c.mp3"))
+        try Self.publishShows(["c"], fixture)
         let phoneSpelling = "feed://127.0.0.1:\(fixture.origin.port)/c.xml"
         try server.control("/_seed", #"{"user": "alice", "nextcloud": true, "add": ["\#(phoneSpelling)"]}"#)
-        let password = fixture.directory + "/sync-password"
-        try "secret\n".write(toFile: password, atomically: true, encoding: .utf8)
-        chmod(password, 0o600)
+        let password = try Self.passwordFile(fixture)
         let options = "sync=http://alice@127.0.0.1:\(server.port)/index.php,sync_password_file=\(password),refresh=2"
         let mounted = try Self.mount(fixture, options: options, waitFor: .paths(["Show C/2026-11-22 Only.mp3"]))
         #expect(mounted.status == 0, "\(mounted.stderr)")
@@ -247,12 +250,9 @@ struct SyncTests {
         defer { fixture.cleanup() }
         let server = try SyncServer(directory: fixture.directory)
         defer { server.stop() }
-        try fixture.origin.put("a.mp3", Harness.bytes(count: 1000, seed: 3))
-        try fixture.origin.put("a.xml", Self.feed("Show A", file: "a.mp3"))
+        try Self.publishShows(["a"], fixture)
         try Self.phone(server, device: "antennapod-7", add: ["\(fixture.origin.base)/a.xml"], remove: [])
-        let password = fixture.directory + "/sync-password"
-        try "secret\n".write(toFile: password, atomically: true, encoding: .utf8)
-        chmod(password, 0o600)
+        let password = try Self.passwordFile(fixture)
         let options = "sync=http://alice@127.0.0.1:\(server.port),sync_password_file=\(password),sync_device=box,refresh=2"
         let mounted = try Self.mount(fixture, options: options, waitFor: .none)
         #expect(mounted.status == 0, "\(mounted.stderr)")
@@ -275,11 +275,8 @@ struct SyncTests {
         defer { fixture.cleanup() }
         let server = try SyncServer(directory: fixture.directory)
         defer { server.stop() }
-        try fixture.origin.put("a.mp3", Harness.bytes(count: 300_000, seed: 3))
-        try fixture.origin.put("a.xml", Self.feed("Show A", file: "a.mp3"))
-        let password = fixture.directory + "/sync-password"
-        try "secret\n".write(toFile: password, atomically: true, encoding: .utf8)
-        chmod(password, 0o600)
+        try Self.publishShows(["a"], fixture, size: 300_000)
+        let password = try Self.passwordFile(fixture)
         let options = "sync=http://alice@127.0.0.1:\(server.port),sync_password_file=\(password),sync_device=box,refresh=2"
         let mine = "http://LOCALHOST:\(fixture.origin.port)/a.xml"
         let clean = "http://localhost:\(fixture.origin.port)/a.xml"
