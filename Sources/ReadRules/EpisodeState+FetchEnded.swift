@@ -25,7 +25,19 @@ extension EpisodeRules.State {
         if wasSizeCheck { sizeCheck = nil }
         // A fetch the state forgot (stopped, or of a version replaced): its
         // end, a cancelled transfer say, concerns nobody.
-        guard let progress = fetches[id] else { return (.settle, nil) }
+        guard var progress = fetches[id] else { return (.settle, nil) }
+        if error == nil, progress.generation == generation, progress.cursor >= progress.upper,
+            let rest = progress.askedUpTo, rest > progress.upper
+        {
+            // The origin answered less than asked and said so (its
+            // Content-Range ended there): the rest is asked at once, as a
+            // download manager does. No failure: no delay, no attempt.
+            progress.upper = rest
+            progress.askedUpTo = nil
+            fetches[id] = progress
+            let from = resumePoint(of: id, progress: progress)
+            return (.launch(range: from..<rest, validator: version.ifRange, url: effectiveURL), nil)
+        }
         if progress.cutShort, progress.cursor >= progress.upper {
             // It yielded to a reader's jump and brought all it kept: the
             // transfer was stopped on purpose.

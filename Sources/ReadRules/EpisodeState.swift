@@ -166,6 +166,10 @@ extension EpisodeRules {
         public internal(set) var checkUpTo: Int64 = 0
         /// Overlap bytes that arrived, waiting to be compared.
         var held = Held()
+        /// Where the range asked ends, when the origin's 206 answered less
+        /// of it than asked (a host that caps its answers): the rest is
+        /// asked when this answer ends (`EpisodeRules.State.fetchEnded`).
+        var askedUpTo: Int64?
         /// What it is for (`Role`).
         private(set) var role: Role
         /// Its head, then its body.

@@ -188,6 +188,49 @@ struct OriginFaultTests {
         try fixture.unmount()
     }
 
+    /// A host that caps every answer at 200,000 bytes, with an honest
+    /// Content-Range: `O_DIRECT` reads of 1 MiB wait for bytes past each
+    /// answer's end, and get them from a request for the rest, asked at
+    /// once; each byte crosses once.
+    @Test func aHostThatCapsItsAnswersIsAskedForTheRest() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        let size = 3 * Self.mib + 11
+        try fixture.publish(Fixture.episodes(sizes: [size]))
+        try fixture.mount()
+        try fixture.origin.configure(#"{"range_cap": {"path": "/ep1.mp3", "bytes": 200000}}"#)
+        try fixture.origin.reset()
+        let copy = fixture.directory + "/copy"
+        let read = try Harness.run(
+            "sh", ["-c", "dd if='\(fixture.path(0))' iflag=direct bs=1M status=none > '\(copy)'"], timeout: 120)
+        #expect(read.status == 0, "O_DIRECT reads past a capped answer: \(read.stderr)")
+        #expect(try Harness.sha256(copy) == fixture.originHash())
+        let requests = try fixture.origin.requests("ep1.mp3")
+        let sent = try fixture.origin.bytesSent("ep1.mp3")
+        print("OriginFaultTests: capped answers: \(requests) requests, \(sent) bytes for \(size)")
+        #expect(requests >= size / 200_000, "every answer was capped: \(requests) requests")
+        #expect(Double(sent) <= Double(size) * 1.02, "\(sent) bytes sent for \(size)")
+        try fixture.unmount()
+    }
+
+    /// A host whose Content-Range starts a byte later than the bytes it
+    /// sends (a lying host): none of its bytes is cached, the read fails
+    /// with the reason in the log, and once the host is honest the copy is
+    /// exact (no wrong byte was kept).
+    @Test func anAnswerForAnotherRangeKeepsNoByte() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        try fixture.publish(Fixture.episodes(sizes: [2 * Self.mib + 3]))
+        try fixture.mount()
+        try fixture.origin.configure(#"{"range_shift": {"path": "/ep1.mp3", "by": 1}}"#)
+        try fixture.origin.reset()
+        try expectEIO(fixture, bound: 4)
+        #expect(fixture.log().contains("is not the range asked"), "\(fixture.log().suffix(2000))")
+        try fixture.origin.clearFaults()
+        try expectExactCopy(fixture)
+        try fixture.unmount()
+    }
+
     @Test func aBodyLongerThanItsContentRangeIsCutToTheRange() throws {
         let fixture = try Fixture()
         defer { fixture.cleanup() }

@@ -52,6 +52,11 @@ Fault config keys:
                                 delta bytes of 0xEE (a body longer than its Content-Range),
                                 delta < 0 ends the body |delta| bytes early, cleanly framed
                                 (shorter than its Content-Range) (list allowed)
+  range_cap: {"path", "bytes", "count"}  a 206 that sends at most N bytes of the range
+                                asked, with an honest Content-Range (a host that caps
+                                its answers) (list allowed)
+  range_shift: {"path", "by", "count"}  a 206 whose Content-Range starts N bytes later
+                                than the bytes it sends (a lying host) (list allowed)
   fail_all: true                close every non-control connection without answering
   no_length: ["/x"|"*"]         send a 200 without Content-Length, ending the body by
                                 closing the connection (a client cannot know the size)
@@ -281,7 +286,7 @@ class Origin:
                         else:
                             cur[p] = v
                     self.config[key] = cur
-                elif key in ("drop", "stall", "hold", "hold_head", "length_mismatch"):
+                elif key in ("drop", "stall", "hold", "hold_head", "length_mismatch", "range_cap", "range_shift"):
                     items = value if isinstance(value, list) else [value]
                     self.config[key] = [dict(i) for i in items if isinstance(i, dict)]
                 else:
@@ -484,6 +489,12 @@ class Origin:
         """The length_mismatch entry applying to this 206 of path, consuming a count."""
         with self.lock:
             return self._body_fault("length_mismatch", path)
+
+    def range_fault(self, key, path):
+        """The range_cap or range_shift entry applying to this 206 of path,
+        consuming a count."""
+        with self.lock:
+            return self._body_fault(key, path)
 
     def body_faults(self, path, length):
         """(drop, stall, hold) entries applying to this GET of path with a
@@ -1039,6 +1050,14 @@ class Handler(BaseHTTPRequestHandler):
             code, start, length = 200, 0, size
         else:
             code, start, length = 206, r[0], r[1] - r[0] + 1
+        shift = 0
+        if code == 206 and not head:
+            cap = o.range_fault("range_cap", path)
+            if cap:
+                length = max(1, min(length, int(cap.get("bytes", length))))
+            lie = o.range_fault("range_shift", path)
+            if lie:
+                shift = int(lie.get("by", 0))
         unknown_length = code == 200 and o.no_length(path)
         mismatch = o.length_mismatch(path) if code == 206 and not head else None
         delta = int(mismatch.get("delta", 0)) if mismatch else 0
@@ -1055,7 +1074,8 @@ class Handler(BaseHTTPRequestHandler):
         else:
             self.send_header("Content-Length", str(length + delta))
         if code == 206:
-            self.send_header("Content-Range", "bytes %d-%d/%d" % (start, start + length - 1, size))
+            self.send_header(
+                "Content-Range", "bytes %d-%d/%d" % (start + shift, start + shift + length - 1, size))
         else:
             self.send_header("Accept-Ranges", "bytes")
         for k, v in common.items():

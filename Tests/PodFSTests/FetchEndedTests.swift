@@ -47,6 +47,59 @@ import Testing
         #expect(state.fetches[id] != nil, "still on its way: reads join it")
     }
 
+    /// A host that caps its answers (an honest 206 for less than asked):
+    /// when the answer ends, the rest is asked at once, with no failure, no
+    /// delay and no attempt counted, until all the reader waits for came.
+    @Test func aShortButHonestAnswerIsFollowedByARequestForTheRest() throws {
+        var bench = ReadBench(length: 10 * mib, handles: [1], confirmed: true)
+        _ = bench.read(at: 0, size: 512 * 1024)
+        let (id, progress) = try #require(bench.state.fetches.first)
+        let asked = progress.upper
+        #expect(asked >= 512 * 1024)
+        // Each answer: its head (capped), its bytes, its end.
+        func answer(_ range: Range<Int64>, attempt: Int) -> (Episode.State.Effect, FetchError?) {
+            bench.head(id, range)
+            bench.arrive(id, count: Int(range.count))
+            bench.write(id, range)
+            return bench.state.fetchEnded(id: id, error: nil, attempt: attempt, tuning: EpisodeReader.Tuning())
+        }
+        let (effect, failure) = answer(0..<200_000, attempt: 0)
+        #expect(failure == nil)
+        #expect(effect.launched == Launched(range: 200_000..<asked, validator: "\"v1\"", url: ReadBench.url))
+        #expect(bench.state.fetches[id]?.upper == asked, "the reads still wait on it")
+        #expect(bench.state.waiters.count == 1)
+        // The rest, capped again: asked again; then all of it came.
+        #expect(answer(200_000..<400_000, attempt: 1).0.launched?.range == 400_000..<asked)
+        let last = answer(400_000..<asked, attempt: 2)
+        #expect(last.0.settles && last.1 == nil)
+        #expect(bench.state.waiters.isEmpty, "answered")
+    }
+
+    /// A 206 whose Content-Range does not start where the request asked
+    /// (a lying host) is no answer to it: none of its bytes is taken.
+    @Test func anAnswerForAnotherRangeIsRefused() throws {
+        var bench = ReadBench(length: 10 * mib, handles: [1], confirmed: true)
+        _ = bench.read(at: 0, size: 4096)
+        let (id, progress) = try #require(bench.state.fetches.first)
+        #expect(bench.state.askedStart(of: id) == 0)
+        func head(first: Int64, status: Int = 206) -> FetchHead {
+            FetchHead(
+                status: status, rangeFirst: first, rangeLast: progress.upper, total: 10 * Int64(mib), contentLength: nil,
+                etag: "\"v1\"", lastModified: nil, effectiveURL: ReadBench.url)
+        }
+        guard case .unusable(let reason) = Episode.State.reading(head(first: 1), asked: 0) else {
+            Issue.record("a range shifted by one byte is refused")
+            return
+        }
+        #expect(reason.contains("bytes 1-") && reason.contains("request for bytes 0-"), "\(reason)")
+        #expect(Episode.State.reading(head(first: 0), asked: 0) == .body(start: 0, last: progress.upper, total: 10 * Int64(mib)))
+        // A 200 (the whole file) is no range answer: read as before.
+        let whole = FetchHead(
+            status: 200, rangeFirst: nil, rangeLast: nil, total: nil, contentLength: 10 * Int64(mib), etag: "\"v1\"",
+            lastModified: nil, effectiveURL: ReadBench.url)
+        #expect(Episode.State.reading(whole, asked: 4096) == .body(start: 0, last: nil, total: 10 * Int64(mib)))
+    }
+
     @Test func aRetryAsksWhatIsLeftWhenItsDelayHasPassed() {
         // The reader waits for its first 8 KiB; 4 KiB of them came.
         var (bench, id) = benchWithFetch(arrived: 4096, read: 8192)

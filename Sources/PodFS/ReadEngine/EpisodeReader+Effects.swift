@@ -199,7 +199,10 @@ extension EpisodeReader {
             answer(reply, with: .empty, episode: episode)
         case .fail(let reply):
             if let settled = context.settled {
-                logger.debug(
+                // A failed fetch was logged as an error where it ended; one
+                // that ended well without the read's bytes is said here.
+                logger.log(
+                    level: settled.failed ? .debug : .warning,
                     "a read fails: the fetch it waited for ended and no other brings its bytes",
                     metadata: ["episode.key": "\(episode.key)", "fetch.id": "\(settled.id)", "failed": "\(settled.failed)"])
             } else {
