@@ -395,6 +395,22 @@ class OriginTest(unittest.TestCase):
         r, data = self.request("GET", "/ep.mp3")
         self.assertEqual((r.status, data), (200, BIG))
 
+    def test_range_cap(self):
+        self.control("/_origin/config", {"range_cap": {"path": "/ep.mp3", "bytes": 30, "count": 1}})
+        r, data = self.request("GET", "/ep.mp3", {"Range": "bytes=10-99"})
+        self.assertEqual(r.status, 206)
+        self.assertEqual(r.getheader("Content-Range"), "bytes 10-39/%d" % len(BIG))
+        self.assertEqual(data, BIG[10:40])
+        r, data = self.request("GET", "/ep.mp3", {"Range": "bytes=10-99"})
+        self.assertEqual((r.status, data), (206, BIG[10:100]))
+
+    def test_range_shift(self):
+        self.control("/_origin/config", {"range_shift": {"path": "/ep.mp3", "by": 1, "count": 1}})
+        r, data = self.request("GET", "/ep.mp3", {"Range": "bytes=10-99"})
+        self.assertEqual(r.status, 206)
+        self.assertEqual(r.getheader("Content-Range"), "bytes 11-100/%d" % len(BIG))
+        self.assertEqual(data, BIG[10:100])
+
     def test_stall(self):
         self.control("/_origin/config", {"stall": {"path": "/ep.mp3", "after_bytes": 10, "seconds": 0.5}})
         t0 = time.time()
