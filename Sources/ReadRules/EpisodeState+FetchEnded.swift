@@ -27,16 +27,28 @@ extension EpisodeRules.State {
         // end, a cancelled transfer say, concerns nobody.
         guard var progress = fetches[id] else { return (.settle, nil) }
         if error == nil, progress.generation == generation, progress.cursor >= progress.upper,
-            let rest = progress.askedUpTo, rest > progress.upper
+            let rest = progress.askedUpTo, rest > progress.upper, !progress.cutShort,
+            !(id == streamID && unstable != nil && version.ifRange == nil)
         {
             // The origin answered less than asked and said so (its
             // Content-Range ended there): the rest is asked at once, as a
-            // download manager does. No failure: no delay, no attempt.
-            progress.upper = rest
-            progress.askedUpTo = nil
-            fetches[id] = progress
-            let from = resumePoint(of: id, progress: progress)
-            return (.launch(range: from..<rest, validator: version.ifRange, url: effectiveURL), nil)
+            // download manager does. No failure: no delay, no attempt. Only
+            // what is neither here nor on its way in another fetch of this
+            // version (one may have started for it since this answer's head
+            // showed where it ended): each byte is asked once.
+            var covered = available
+            for (other, them) in fetches where other != id && them.generation == generation {
+                covered.insert(them.cursor..<max(them.cursor, them.bringsUpTo))
+            }
+            if let gap = covered.gaps(in: progress.upper..<rest).first {
+                progress.cursor = gap.lowerBound
+                progress.received = gap.lowerBound
+                progress.upper = gap.upperBound
+                progress.checkUpTo = 0
+                progress.held = EpisodeRules.FetchProgress.Held()
+                fetches[id] = progress
+                return (.launch(range: gap, validator: version.ifRange, url: effectiveURL), nil)
+            }
         }
         if progress.cutShort, progress.cursor >= progress.upper {
             // It yielded to a reader's jump and brought all it kept: the
@@ -140,7 +152,7 @@ extension EpisodeRules.State {
         }
         var pending = RangeSet()
         for progress in fetches.values where progress.generation == generation {
-            pending.insert(progress.cursor..<max(progress.cursor, progress.upper))
+            pending.insert(progress.cursor..<max(progress.cursor, progress.bringsUpTo))
         }
         let available = available
         var failed: [Effect] = []

@@ -372,7 +372,9 @@ extension EpisodeRules.FetchProgress {
         let asked = upper
         upper = status == 416 || !bodyWanted ? start : (status == 200 ? total : min(total, (last ?? 0) + 1))
         if cutShort, status == 206 { upper = min(upper, max(start, asked)) }
-        askedUpTo = status == 206 && bodyWanted && !cutShort && upper < min(asked, total) ? min(asked, total) : nil
+        // What the request, or the fetch it continues, asked up to.
+        let wanted = min(max(askedUpTo ?? 0, asked), total)
+        askedUpTo = status == 206 && bodyWanted && !cutShort && upper < wanted ? wanted : nil
         if case .awaitingHead = phase { phase = .headArrived }
     }
 }

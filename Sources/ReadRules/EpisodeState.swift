@@ -167,8 +167,9 @@ extension EpisodeRules {
         /// Overlap bytes that arrived, waiting to be compared.
         var held = Held()
         /// Where the range asked ends, when the origin's 206 answered less
-        /// of it than asked (a host that caps its answers): the rest is
-        /// asked when this answer ends (`EpisodeRules.State.fetchEnded`).
+        /// of it than asked (a host that caps its answers): what is left of
+        /// the rest is asked when this answer ends, gap by gap
+        /// (`EpisodeRules.State.fetchEnded`).
         var askedUpTo: Int64?
         /// What it is for (`Role`).
         private(set) var role: Role
@@ -197,8 +198,14 @@ extension EpisodeRules {
         /// waits to be answered from it on arrival.
         mutating func cut(at end: Int64) {
             upper = end
+            askedUpTo = nil
             role = .cutShort
         }
+
+        /// Where the bytes it will still bring end: its answer's end, or
+        /// the end of the range it asked when the origin answered less and
+        /// the rest is asked next (`askedUpTo`).
+        var bringsUpTo: Int64 { max(upper, askedUpTo ?? 0) }
 
         /// Its response head arrived and was accepted.
         var headArrived: Bool {

@@ -53,7 +53,7 @@ import Testing
     @Test func aShortButHonestAnswerIsFollowedByARequestForTheRest() throws {
         var bench = ReadBench(length: 10 * mib, handles: [1], confirmed: true)
         _ = bench.read(at: 0, size: 512 * 1024)
-        let (id, progress) = try #require(bench.state.fetches.first)
+        let (id, progress) = try #require(bench.state.fetches.first { $0.value.cursor == 0 })
         let asked = progress.upper
         #expect(asked >= 512 * 1024)
         // Each answer: its head (capped), its bytes, its end.
@@ -73,6 +73,52 @@ import Testing
         let last = answer(400_000..<asked, attempt: 2)
         #expect(last.0.settles && last.1 == nil)
         #expect(bench.state.waiters.isEmpty, "answered")
+    }
+
+    /// While a capped answer was on its way, a read past its end started a
+    /// fetch of its own there: the request for the rest asks only what
+    /// neither brings, then goes on past that fetch, so no byte is asked
+    /// twice.
+    @Test func theRestOfACappedAnswerSkipsWhatAnotherFetchBrings() throws {
+        var bench = ReadBench(length: 10 * mib, handles: [1, 2], confirmed: true)
+        _ = bench.read(at: 0, size: 1024 * 1024)
+        let (id, progress) = try #require(bench.state.fetches.first { $0.value.cursor == 0 })
+        let asked = progress.upper
+        bench.head(id, 0..<200_000)
+        // Another reader, past the capped answer's end.
+        _ = bench.read(2, at: 600_000, size: 4096)
+        let other = try #require(bench.state.fetches.first { $0.value.cursor == 600_000 }, "a fetch of its own")
+        #expect(other.value.upper < asked)
+        bench.arrive(id, count: 200_000)
+        bench.write(id, 0..<200_000)
+        let (effect, failure) = bench.state.fetchEnded(id: id, error: nil, attempt: 0, tuning: EpisodeReader.Tuning())
+        #expect(failure == nil)
+        #expect(effect.launched?.range == 200_000..<600_000, "\(effect)")
+        // That part answered whole: then what lies past the other fetch.
+        bench.head(id, 200_000..<600_000)
+        bench.arrive(id, count: 400_000)
+        bench.write(id, 200_000..<600_000)
+        let next = bench.state.fetchEnded(id: id, error: nil, attempt: 0, tuning: EpisodeReader.Tuning()).0
+        #expect(next.launched?.range == other.value.upper..<asked, "\(next)")
+    }
+
+    /// Two capped answers at once: a read that came after the first one's
+    /// head started a fetch of its own for the rest, also capped. When the
+    /// first ends, the read waits on: the second asks its rest next.
+    @Test func aReadWaitsOnWhatACappedFetchAsksNext() throws {
+        var bench = ReadBench(length: 10 * mib, handles: [1, 2], confirmed: true)
+        _ = bench.read(at: 0, size: 512 * 1024)
+        let (first, _) = try #require(bench.state.fetches.first { $0.value.cursor == 0 })
+        bench.head(first, 0..<200_000)
+        _ = bench.read(2, at: 0, size: 1024 * 1024)
+        let (second, progress) = try #require(bench.state.fetches.first { $0.value.cursor == 200_000 })
+        bench.head(second, 200_000..<400_000)
+        #expect(bench.state.fetches[second]?.upper == 400_000 && bench.state.fetches[second]?.askedUpTo == progress.upper)
+        bench.arrive(first, count: 200_000)
+        bench.write(first, 0..<200_000)
+        let ended = bench.end(first)
+        #expect(!ended.contains { if case .fail = $0 { return true } else { return false } }, "\(ended)")
+        #expect(bench.state.waiters.count == 2, "both reads wait on the second fetch")
     }
 
     /// A 206 whose Content-Range does not start where the request asked
