@@ -36,10 +36,8 @@ extension EpisodeRules.State {
             // what is neither here nor on its way in another fetch of this
             // version (one may have started for it since this answer's head
             // showed where it ended): each byte is asked once.
-            var covered = available
-            for (other, them) in fetches where other != id && them.generation == generation {
-                covered.insert(them.cursor..<max(them.cursor, them.bringsUpTo))
-            }
+            var covered = onTheirWay(except: id)
+            for range in available.ranges { covered.insert(range) }
             if let gap = covered.gaps(in: progress.upper..<rest).first {
                 progress.cursor = gap.lowerBound
                 progress.received = gap.lowerBound
@@ -150,10 +148,7 @@ extension EpisodeRules.State {
             // version one response confirmed is what they read.
             opens += answerOpens(dropAttributes: false)
         }
-        var pending = RangeSet()
-        for progress in fetches.values where progress.generation == generation {
-            pending.insert(progress.cursor..<max(progress.cursor, progress.bringsUpTo))
-        }
+        let pending = onTheirWay()
         let available = available
         var failed: [Effect] = []
         waiters.removeAll { waiter in
@@ -197,6 +192,15 @@ extension EpisodeRules.State {
     /// starts again from byte 0: a response from its cursor on could be
     /// another variant, and nothing would show it. Its head then replaces
     /// the part it brought (`restartsStream`), as a second stream's does.
+    /// The bytes this version's fetches (but `id`) will still bring.
+    private func onTheirWay(except id: UInt64? = nil) -> RangeSet {
+        var pending = RangeSet()
+        for (other, progress) in fetches where other != id && progress.generation == generation {
+            pending.insert(progress.cursor..<max(progress.cursor, progress.bringsUpTo))
+        }
+        return pending
+    }
+
     private mutating func resumePoint(of id: UInt64, progress: EpisodeRules.FetchProgress) -> Int64 {
         guard id == streamID, unstable != nil, version.ifRange == nil, progress.cursor > 0 else {
             return progress.cursor
