@@ -27,9 +27,6 @@ extension EpisodeRules.State {
         /// The version changed: apply again holding the index lock, which
         /// serialises the drop with commits of the old ranges.
         case needsIndexLock
-        /// Not an answer to the request (`reading(_:asked:)`): the fetch
-        /// fails with `reason`, and none of its bytes is taken.
-        case refused(reason: String)
     }
 
     /// What a head needs to know of the world besides the state.
@@ -128,11 +125,6 @@ extension EpisodeRules.State {
         id: UInt64, _ head: FetchHead, start: Int64, last: Int64?, total: Int64, context: HeadContext
     ) -> (verdict: HeadVerdict, transition: Transition) {
         guard var progress = fetches[id], progress.generation == generation else { return (.stale, Transition()) }
-        // A 206 for another range than asked: a host whose Content-Range
-        // lies would have its bytes cached at the wrong place.
-        if head.status == 206, case .unusable(let reason) = Self.reading(head, asked: askedStart(of: id)) {
-            return (.refused(reason: reason), Transition())
-        }
         // Stopped until a version change is durable: no byte of it comes.
         guard !stepsUnfinished else {
             fetches[id] = nil

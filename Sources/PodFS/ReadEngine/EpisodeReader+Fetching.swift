@@ -26,7 +26,8 @@ extension EpisodeReader {
     func fetch(_ fetch: Fetch, receivedHead head: FetchHead) -> Bool {
         let episode = fetch.episode
         let (start, last, total): (Int64, Int64?, Int64)
-        switch Episode.State.reading(head) {
+        let asked = episode.state.withLock { $0.askedStart(of: fetch.id) }
+        switch Episode.State.reading(head, asked: asked) {
         case .body(let first, let end, let length):
             (start, last, total) = (first, end, length)
         case .unusable(let reason):
@@ -59,10 +60,6 @@ extension EpisodeReader {
             }
         } else {
             unfinished = durability.carryOut(outcome.transition.durable, of: episode)
-        }
-        if case .refused(let reason) = outcome.verdict {
-            fetch.refuse(FetchError(isTransient: false, isUnreachable: false, message: reason))
-            return false
         }
         guard outcome.verdict == .accepted else { return false }
         guard unfinished.isEmpty else {
