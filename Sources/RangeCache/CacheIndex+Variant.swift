@@ -117,7 +117,7 @@ extension CacheIndex {
     }
 
     /// Whether two enclosure URLs name different paths.
-    static func pathsDiffer(_ old: String, _ new: String) -> Bool {
+    public static func pathsDiffer(_ old: String, _ new: String) -> Bool {
         !enclosurePath(old).elementsEqual(enclosurePath(new))
     }
 

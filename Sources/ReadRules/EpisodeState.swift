@@ -368,7 +368,7 @@ extension EpisodeRules {
         }
 
         /// Until when the kernel may keep the claimed size it was given.
-        var claimKeptUntil: Double { claim.keptUntil }
+        public var claimKeptUntil: Double { claim.keptUntil }
 
         /// Opened in this mount (`EpisodeRules.Claim.opened`).
         var opened: Bool {

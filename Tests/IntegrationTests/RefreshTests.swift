@@ -181,6 +181,73 @@ struct RefreshTests {
         try fixture.unmount()
     }
 
+    /// A feed that moves an episode to another file (a new host or path
+    /// for the same guid, as when a show changes hosts) and dates it
+    /// anew: the file reads the new file from then on, without a remount,
+    /// with nothing of the old one, whose URL is gone, and shows the new
+    /// date as its time.
+    @Test func anEpisodeWhoseEnclosureMovesReadsTheNewFileWithoutARemount() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        // One episode small enough to be cached whole by its first read,
+        // one of which only the head is cached, one open during the move.
+        let old = [61, 63, 65].map { Harness.bytes(count: $0 == 63 ? 3_000_000 : 300_000, seed: UInt64($0)) }
+        let new = [62, 64, 66].map { Harness.bytes(count: $0 == 64 ? 2_500_000 : 400_000, seed: UInt64($0)) }
+        for number in 0..<3 {
+            try fixture.origin.put("e\(number).mp3", old[number])
+            try fixture.origin.put("moved/e\(number).mp3", new[number])
+        }
+        let titles = ["One", "Two", "Three"]
+        try fixture.origin.put(
+            "feed.xml", Self.feed((0..<3).map { Item(guid: "g\($0)", title: titles[$0], day: 1, file: "e\($0).mp3") }))
+        try fixture.mount(extra: ["--refresh", "1"], waitFor: Self.listed(["One.mp3", "Two.mp3", "Three.mp3"]))
+        let paths = titles.map { "\(fixture.mountpoint)/\(Self.show)/2026-11-01 \($0).mp3" }
+        // Each old file's head is cached, and the mount has checked it.
+        for path in paths {
+            _ = try Harness.sh("dd if='\(path)' of=/dev/null bs=100000 count=1 2>/dev/null")
+        }
+        let oldRequests = try (0..<3).map { try fixture.origin.requests("e\($0).mp3") }
+        #expect(try fixture.origin.bytesSent("e1.mp3") < 3_000_000, "only the head of the long one is cached")
+        // O_CLOEXEC: a program another test starts meanwhile must not inherit it.
+        let descriptor = open(paths[2], O_RDONLY | O_CLOEXEC)
+        try #require(descriptor >= 0)
+        var heldOpen = true
+        defer { if heldOpen { close(descriptor) } }
+
+        try fixture.origin.configure(#"{"status": {"/e1.mp3": {"code": 404}}}"#)
+        try fixture.origin.replace(
+            "feed.xml",
+            Self.feed((0..<3).map { Item(guid: "g\($0)", title: titles[$0], day: 2, file: "moved/e\($0).mp3") }))
+        let newTime = "1793613600"  // Mon, 02 Nov 2026 10:00:00 GMT
+        let mtime = { (path: String) in
+            try Harness.sh("stat -c %Y '\(path)'").trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        for path in paths.prefix(2) {
+            #expect(
+                try Harness.eventually { try mtime(path) == newTime },
+                "the file takes its new date without a remount; log: \(fixture.log())")
+        }
+        // The open one reads on in the file it opened, and moves once closed.
+        #expect(try mtime(paths[2]) != newTime, "not moved while it is read")
+        let held = FileHandle(fileDescriptor: descriptor, closeOnDealloc: false)
+        #expect(try held.readToEnd() == old[2], "an open file reads on in the file it opened")
+        close(descriptor)
+        heldOpen = false
+        #expect(try Harness.eventually { try mtime(paths[2]) == newTime }, "moved at a refresh once closed")
+        for (number, path) in paths.enumerated() {
+            let copy = fixture.directory + "/copy\(number).mp3"
+            _ = try? Harness.sh("cp '\(path)' '\(copy)'")
+            #expect(
+                FileManager.default.contents(atPath: copy) == new[number],
+                "\(titles[number]): the new file, none of the old; log: \(fixture.log())")
+            #expect(try fixture.origin.requests("e\(number).mp3") == oldRequests[number], "the old URL is not asked again")
+            #expect(try fixture.origin.bytesSent("moved/e\(number).mp3") <= Int64(Double(new[number].count) * 1.02))
+        }
+        #expect(fixture.log().contains("enclosure moved to another file"))
+        #expect(try Self.listing(fixture).contains("2026-11-01 One.mp3"), "the file keeps its name")
+        try fixture.unmount()
+    }
+
     /// Every show's cover is kept (docs/DESIGN.md, "Offline by policy"):
     /// fetched once in the background, so `stat` shows its real size
     /// before anything opens it (the kernel is told to drop the size it

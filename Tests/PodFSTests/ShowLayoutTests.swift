@@ -191,6 +191,44 @@ import Testing
         #expect(names == ["2026-11-03 Three.mp3", "2026-11-02 Two.mp3", "Show.m3u"])
     }
 
+    @Test func aFileWhoseFeedGivesAnotherLinkDateOrLengthIsRenewedInPlace() throws {
+        let directory = NSTemporaryDirectory() + "podfs-layout-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let index = try CacheIndex(directory: directory, logger: logger)
+        let first = ParsedFeed(title: "Show", episodes: [episode("b", "Two", day: 1), episode("a", "One")])
+        let catalog = try Catalog(feeds: [(url: Self.feedURL, feed: first)], index: index, logger: logger)
+        let before = try #require(catalog.shows.first?.episodes)
+        // "b" moves host and path and is dated a day later; "a" gains a
+        // tracking query and a length.
+        var moved = episode("b", "Two", day: 2)
+        moved.enclosureURL = "https://new-cdn.example/shows/b-v2.mp3"
+        var tracked = episode("a", "One")
+        tracked.enclosureURL += "?source=rss"
+        tracked.enclosureLength = 4_000
+        let change = try catalog.update(url: Self.feedURL, feed: ParsedFeed(title: "Show", episodes: [moved, tracked]))
+        #expect(!change.isEmpty && change.addedNames.isEmpty && change.removedNames.isEmpty)
+        let renewed = Dictionary(uniqueKeysWithValues: change.renewed.map { ($0.after.guid ?? "", $0) })
+        let two = try #require(renewed["b"])
+        #expect(two.before === before[0] && two.enclosureMoved)
+        #expect(two.after.inode == before[0].inode && two.after.name == before[0].name, "the same file")
+        #expect(two.after.url == moved.enclosureURL)
+        #expect(two.after.modificationTime == before[0].modificationTime + 86_400)
+        let one = try #require(renewed["a"])
+        #expect(!one.enclosureMoved, "a new query alone is the same file")
+        #expect(one.after.feedLength == 4_000 && one.after.modificationTime == before[1].modificationTime)
+        // The tree lists the renewed objects; the read state is shared.
+        if case .episode(let listed)? = catalog.lookup(parent: catalog.shows[0].inode, name: before[0].name),
+            case .episode(let node)? = catalog.node(two.after.inode)
+        {
+            #expect(listed === two.after && node === two.after)
+        } else {
+            Issue.record("the renewed file is not the tree's node")
+        }
+        _ = two.before.state.withLock { $0.evicted() }
+        #expect(two.after.state.isMade, "one read state for the file")
+        #expect(try catalog.update(url: Self.feedURL, feed: ParsedFeed(title: "Show", episodes: [moved, tracked])).isEmpty)
+    }
+
     @Test func aFeedThatFailedAtMountGetsItsFolderAtTheFirstGoodRefresh() throws {
         let directory = NSTemporaryDirectory() + "podfs-layout-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: directory) }

@@ -63,6 +63,22 @@ public final class Episode: Sendable {
         self.state = StateCell(record.flatMap { $0.holdsState ? State(restoring: $0) : nil })
     }
 
+    /// The same file (inode, key, name, read state) with what its feed
+    /// says of it now: a refresh found another enclosure URL, date or
+    /// length for it (`Catalog.Renewal`).
+    private init(renewing episode: Episode, url: String, modificationTime: Int64, feedLength: Int64?) {
+        self.inode = episode.inode
+        self.folder = episode.folder
+        self.key = episode.key
+        self.url = url
+        self.guid = episode.guid
+        self.name = episode.name
+        self.modificationTime = modificationTime
+        self.feedLength = feedLength
+        self.isEpisode = episode.isEpisode
+        self.state = episode.state
+    }
+
     /// An episode of a folder of its own, listed by no feed (tests).
     convenience init(
         inode: UInt64, parent: UInt64, key: String, url: String, guid: String?, name: String,
@@ -74,6 +90,21 @@ public final class Episode: Sendable {
     }
 
     // MARK: - Methods
+
+    /// This file as its feed now lists it, sharing its read state; `self`
+    /// when nothing changed.
+    func renewed(url: String, modificationTime: Int64, feedLength: Int64?) -> Episode {
+        guard url != self.url || modificationTime != self.modificationTime || feedLength != self.feedLength else {
+            return self
+        }
+        return Episode(renewing: self, url: url, modificationTime: modificationTime, feedLength: feedLength)
+    }
+
+    /// A file of it is open, an open waits or a fetch is on its way
+    /// (`State.mayEvict`).
+    var isBusy: Bool {
+        state.ifMade { !$0.mayEvict } ?? false
+    }
 
     /// The inode of the show folder that lists it.
     public var parent: UInt64 { folder.inode }

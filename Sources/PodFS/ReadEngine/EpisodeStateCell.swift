@@ -69,6 +69,21 @@ extension Episode {
             }
         }
 
+        /// Runs `steps` under the lock if the episode is idle (no open
+        /// file, no open waiting, no fetch: `State.mayEvict`), then, if
+        /// they succeeded, forgets the state: the next event makes it
+        /// afresh, knowing nothing (an enclosure that moved to another
+        /// file, `EpisodeReader.follow`). Returns whether it did.
+        func forgetIfIdle(_ steps: () -> Bool) -> Bool {
+            slot.withLock { (slot: inout sending Slot) -> Bool in
+                guard let box = slot.made else { return steps() }
+                guard box.state.mayEvict, steps() else { return false }
+                slot.claimKeptUntil = box.state.claimKeptUntil
+                slot.made = nil
+                return true
+            }
+        }
+
         /// Whether the state was made (for tests).
         var isMade: Bool {
             slot.withLock { $0.made != nil }

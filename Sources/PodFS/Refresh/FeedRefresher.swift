@@ -46,6 +46,9 @@ public final class FeedRefresher: Sendable {
     private let statusStore: FeedStatusStore
     private let logger: Logger
     private let invalidator = Locked<(any KernelCacheInvalidator)?>(nil)
+    /// Feeds with files moved to another file while they were read, to be
+    /// renewed from the kept copy at the next round (`install`).
+    private let deferredRenewals = Locked<Set<String>>([])
     /// Told each time a feed's files were installed (the keeper plans
     /// again).
     private let onInstalled: @Sendable () -> Void
@@ -268,6 +271,16 @@ public final class FeedRefresher: Sendable {
         switch outcome {
         case .notModified:
             logger.debug("feed not modified", metadata: ["feed.url": .url(url)])
+            // Files it moved while they were read are renewed from the
+            // kept copy once they are not (`Catalog.Change.renewalsDeferred`).
+            if deferredRenewals.withLock({ $0.contains(url) }), let feed = loader.kept(url: url) {
+                do {
+                    _ = try install(url: url, feed: feed)
+                } catch {
+                    logger.warning(
+                        "could not renew the files a feed moved", metadata: ["feed.url": .url(url), "error": "\(error)"])
+                }
+            }
             note(url: url, ok: true, detail: "not modified")
         case .failed(let reason, let isTransient, let retryAfter):
             logger.warning(
@@ -318,6 +331,10 @@ public final class FeedRefresher: Sendable {
         }
         onInstalled()
         reader.adopt(change.newFiles)
+        reader.follow(change.renewed)
+        deferredRenewals.withLock { deferred in
+            if change.renewalsDeferred > 0 { deferred.insert(url) } else { deferred.remove(url) }
+        }
         invalidate(change)
         return change
     }
@@ -370,6 +387,15 @@ public final class FeedRefresher: Sendable {
         }
         for name in change.addedNames + change.removedNames {
             invalidator.invalidate(parent: change.showInode, name: name)
+        }
+        // A file's new date or length; its pages too when its link moved
+        // to another file.
+        for renewal in change.renewed {
+            if renewal.enclosureMoved {
+                invalidator.invalidate(inode: renewal.after.inode)
+            } else {
+                invalidator.invalidateAttributes(inode: renewal.after.inode)
+            }
         }
         invalidator.invalidate(inode: change.showInode)
         if change.playlistChanged {

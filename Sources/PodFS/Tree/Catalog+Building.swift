@@ -65,7 +65,7 @@ extension Catalog {
             var shows: [Show] = []
             for (position, entry) in feeds.enumerated() {
                 let placeholder = placeholders[entry.url]
-                let (show, _) = Self.makeShow(
+                let (show, _, _, _) = Self.makeShow(
                     url: entry.url, feed: entry.feed, layout: layouts[position], name: names[position],
                     previous: nil, shownBefore: placeholder.map { (time: $0.modificationTime, listing: $0.listing) },
                     reused: [:], registered: registered[position])
@@ -91,7 +91,7 @@ extension Catalog {
         url: String, feed: ParsedFeed, layout: ShowLayout, playlist content: [UInt8]? = nil,
         name: String, previous: Show?, shownBefore: (time: Int64, listing: UInt64?)?, reused: [String: Episode],
         registered: (feedID: Int64, records: [EpisodeRecord])
-    ) -> (Show, newFiles: [Episode]) {
+    ) -> (Show, newFiles: [Episode], renewed: [Renewal], deferred: Int) {
         let files = layout.files
         let missing = files.filter { reused[$0.key] == nil }
         let records = Dictionary(zip(missing.map(\.key), registered.records), uniquingKeysWith: { first, _ in first })
@@ -108,19 +108,33 @@ extension Catalog {
         episodes.reserveCapacity(files.count)
         var extras: [Episode] = []
         var cover: Episode?
+        var renewed: [Renewal] = []
+        var deferred = 0
         let folder = Episode.Folder(inode: showInode, feedURL: url)
         for item in files {
             let episode: Episode
+            let time = item.kind == .cover ? showTime : item.episode?.published ?? feed.lastBuildDate ?? 0
+            let feedLength = item.kind == .episode ? item.episode?.enclosureLength : nil
             if let known = reused[item.key] {
-                episode = known
+                // The same file (name, inode, cached bytes); what its feed
+                // now says of its link, date and length is taken. One that
+                // moved to another file while it is read stays as it is
+                // until a refresh finds it idle: a player reads on in the
+                // file it opened.
+                let now = known.renewed(url: item.url, modificationTime: time, feedLength: feedLength)
+                if now !== known, !(CacheIndex.pathsDiffer(known.url, now.url) && known.isBusy) {
+                    episode = now
+                    renewed.append(Renewal(before: known, after: now))
+                } else {
+                    if now !== known { deferred += 1 }
+                    episode = known
+                }
             } else {
                 let record = records[item.key]
-                let time = item.kind == .cover ? showTime : item.episode?.published ?? feed.lastBuildDate ?? 0
                 episode = Episode(
                     inode: Self.inode(.episode, id: record?.id ?? 0), folder: folder, key: item.key,
                     url: item.url, guid: item.kind == .episode ? item.episode?.guid : nil, name: item.name,
-                    modificationTime: time,
-                    feedLength: item.kind == .episode ? item.episode?.enclosureLength : nil,
+                    modificationTime: time, feedLength: feedLength,
                     isEpisode: item.kind == .episode, record: record)
                 newFiles.append(episode)
             }
@@ -148,7 +162,7 @@ extension Catalog {
             episodes: episodes, extras: extras, cover: cover, playlist: playlist,
             latest: LatestPlaylist.entries(of: layout.episodes, now: Self.wallClock()), byName: byName,
             names: layout.names, listing: listing)
-        return (show, newFiles)
+        return (show, newFiles, renewed, deferred)
     }
 
     /// The scope of a show not yet in the tree: the feed's `podcast:guid`

@@ -122,8 +122,10 @@ extension Catalog {
                     tree.beingBuilt[item.update.url] = nil
                 }
                 return zip(prepared, built).map { item, built in
-                    built.map { show, newFiles in
-                        install(item, show: show, newFiles: newFiles, into: &tree)
+                    built.map { show, newFiles, renewed, deferred in
+                        var change = install(item, show: show, newFiles: newFiles, renewed: renewed, into: &tree)
+                        change.renewalsDeferred = deferred
+                        return change
                     }
                 }
             }
@@ -187,7 +189,7 @@ extension Catalog {
     /// The show of a prepared update, its new files registered.
     private func build(
         _ item: Prepared, registration: (feedID: Int64, records: [EpisodeRecord])
-    ) -> (Show, newFiles: [Episode]) {
+    ) -> (Show, newFiles: [Episode], renewed: [Renewal], deferred: Int) {
         let shownBefore =
             item.previous.map { (time: $0.modificationTime, listing: Optional($0.listing)) }
             ?? item.placeholder.map { (time: $0.modificationTime, listing: $0.listing) }
@@ -198,7 +200,9 @@ extension Catalog {
     }
 
     /// Puts a built show in the tree and says what changed.
-    private func install(_ item: Prepared, show: Show, newFiles: [Episode], into tree: inout Tree) -> Change {
+    private func install(
+        _ item: Prepared, show: Show, newFiles: [Episode], renewed: [Renewal], into tree: inout Tree
+    ) -> Change {
         let previous = item.previous
         let latest = tree.latest
         if previous == nil, item.placeholder == nil { tree.rootChangedAt = Self.wallClock() }
@@ -212,6 +216,6 @@ extension Catalog {
             addedNames: after.subtracting(before).sorted(), removedNames: before.subtracting(after).sorted(),
             playlistChanged: previous.map { $0.playlist !== show.playlist || $0.modificationTime != show.modificationTime }
                 ?? true,
-            playlistInode: show.playlist.inode, newFiles: newFiles, latestChanged: latestChanged)
+            playlistInode: show.playlist.inode, newFiles: newFiles, renewed: renewed, latestChanged: latestChanged)
     }
 }

@@ -102,12 +102,32 @@ public final class Catalog: Sendable {
         public var playlistInode: UInt64
         /// Files the reader has not seen yet.
         public var newFiles: [Episode]
+        /// Files whose feed now gives another link, date or length.
+        public var renewed: [Renewal] = []
+        /// Files whose feed moved them to another file while they are
+        /// read: not renewed yet (`makeShow`).
+        public var renewalsDeferred = 0
         /// Whether the root's `Latest.m3u` changed.
         public var latestChanged = false
 
         /// Whether anything at all changed.
         public var isEmpty: Bool {
             !isNewShow && addedNames.isEmpty && removedNames.isEmpty && !playlistChanged && !latestChanged
+                && renewed.isEmpty
+        }
+    }
+
+    /// A listed file whose feed now says another enclosure URL, date or
+    /// length for it: the same file (name, inode, read state), as a new
+    /// `Episode` with what the feed says now, which the tree lists from
+    /// then on. Files open keep the object they opened.
+    public struct Renewal: Sendable {
+        public var before: Episode
+        public var after: Episode
+
+        /// Its enclosure is at another path, not merely another query: another file.
+        public var enclosureMoved: Bool {
+            CacheIndex.pathsDiffer(before.url, after.url)
         }
     }
 
