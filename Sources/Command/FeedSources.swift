@@ -39,8 +39,9 @@ enum FeedSources {
                 throw FeedSourceError("SOURCE \(source) is not an OPML file or a list of URLs: \(error.message)")
             }
         }
+        // One feed in two spellings is one subscription, the first's.
         var seen = Set<String>()
-        return urls.filter { seen.insert($0).inserted }
+        return urls.filter { seen.insert(SourceList.feedIdentity($0)).inserted }
     }
 
     /// `sources` with each file (OPML, URL list) as an absolute path, so

@@ -186,7 +186,9 @@ final class LiveSubscriptions: Sendable {
         // mount and the next ones; one the user named again is the user's.
         for entry in found { source.zones.feedListed(url: entry.url, byServerIn: entry.pageZone) }
         noteIssuers(Dictionary(found.map { ($0.url, $0.pageZone) }, uniquingKeysWith: { _, last in last }))
-        for entry in found {
+        for var entry in found {
+            // Listed already in another spelling: the list's, whose show it is.
+            entry.url = list.listed(entry.url) ?? entry.url
             let shown = FeedURL.redacted(entry.url, for: .display)
             do {
                 // The list first: a feed the list cannot take is not added.

@@ -77,9 +77,11 @@ struct Subscribe: ParsableCommand {
         }
         for feed in feeds {
             let title = TerminalText.clean(feed.feed.title ?? feed.url)
-            let shown = FeedURL.redacted(feed.url, for: .display)
+            // Listed already in another spelling: the list's.
+            let url = list.listed(feed.url) ?? feed.url
+            let shown = FeedURL.redacted(url, for: .display)
             do {
-                let added = try list.add(url: feed.url, title: feed.feed.title)
+                let added = try list.add(url: url, title: feed.feed.title)
                 print(added ? "subscribed: \(title) (\(shown)); the next mount lists it" : "already subscribed: \(title) (\(shown))")
             } catch {
                 SubscriptionCommand.fail("\(error)")

@@ -118,6 +118,13 @@ struct SubscriptionList: Sendable {
         try exclusively { () throws(Failure) -> Bool in try adding(url: url, title: title) }
     }
 
+    /// The spelling under which the list holds the feed of `url`, if it
+    /// holds it in any (`SubscriptionFile.listed`): a subscription names
+    /// its feed that way, so a second spelling is not a second show.
+    func listed(_ url: String) -> String? {
+        (try? file())?.listed(url)
+    }
+
     /// Takes `url` out of the list; false when it was not listed.
     func remove(url: String) throws(Failure) -> Bool {
         try exclusively { () throws(Failure) -> Bool in try removing(url: url) }
@@ -128,7 +135,7 @@ struct SubscriptionList: Sendable {
     private func adding(url: String, title: String?) throws(Failure) -> Bool {
         var file = try file()
         guard file.add(url: url, title: title) else {
-            if file.urls.contains(url) { return false }
+            if file.listed(url) != nil { return false }
             throw Failure(
                 description: "podfs cannot add a feed to \(path) (an OPML file needs a <body>, and the file must "
                     + "be UTF-8); add \(FeedURL.redacted(url, for: .display)) to it by hand")

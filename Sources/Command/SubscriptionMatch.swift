@@ -14,6 +14,11 @@ enum SubscriptionMatch {
             return normalised
         }
         if let url = names[text], urls.contains(url) { return url }
+        // The feed's URL in another spelling (host in capitals, a default port).
+        if let url = SourceList.feedURL(text) {
+            let identity = SourceList.feedIdentity(url)
+            if let listed = urls.first(where: { SourceList.feedIdentity($0) == identity }) { return listed }
+        }
         let folded = text.lowercased()
         let matching = Set(names.filter { $0.key.lowercased() == folded && urls.contains($0.value) }.values)
         return matching.count == 1 ? matching.first : nil

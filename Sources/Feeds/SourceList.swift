@@ -80,6 +80,33 @@ public enum SourceList {
         return FeedURL.resolveHTTP(text, base: "")
     }
 
+    /// What makes two spellings of a feed URL the same feed: the scheme
+    /// and host in any case, a port the scheme has by default written or
+    /// not, a query left empty (`feed.xml?`) and a fragment (never sent)
+    /// are not told apart. The path and query keep their case, as servers
+    /// do. Compared, never stored: a subscription keeps its spelling, which
+    /// keys its show's cache.
+    public static func feedIdentity(_ url: String) -> String {
+        guard let colon = url.firstIndex(of: ":"), url[colon...].hasPrefix("://") else { return url }
+        let scheme = url[..<colon].lowercased()
+        let rest = url[url.index(colon, offsetBy: 3)...]
+        var end = rest.firstIndex { $0 == "#" } ?? rest.endIndex
+        let authorityEnd = rest[..<end].firstIndex { $0 == "/" || $0 == "?" } ?? end
+        var authority = String(rest[..<authorityEnd])
+        // The host is what follows the user information, if any.
+        let hostStart = authority.lastIndex(of: "@").map { authority.index(after: $0) } ?? authority.startIndex
+        let user = authority[..<hostStart]
+        var host = authority[hostStart...].lowercased()
+        for (defaultScheme, port) in [("http", ":80"), ("https", ":443")] where scheme == defaultScheme {
+            if host.hasSuffix(port) { host.removeLast(port.count) }
+        }
+        authority = user + host
+        if end > authorityEnd, rest[rest.index(before: end)] == "?" { end = rest.index(before: end) }
+        var path = String(rest[authorityEnd..<end])
+        if path.isEmpty { path = "/" }
+        return scheme + "://" + authority + path
+    }
+
     /// What one line of a plain list names, before `feedURL`: `nil` for a
     /// blank line or a comment. A `#` after white space starts a comment
     /// (a URL has no white space; a `#` within one is its fragment).

@@ -61,13 +61,22 @@ public struct SubscriptionFile: Sendable, Equatable {
     ///   feed URL, is already listed, or the document has no `</body>` (an
     ///   empty `<body/>` included) or is in UTF-16 or UTF-32.
     public mutating func add(url: String, title: String?) -> Bool {
-        guard let url = SourceList.feedURL(url), !urls.contains(url) else { return false }
+        guard let url = SourceList.feedURL(url), listed(url) == nil else { return false }
         let edited =
             switch form {
             case .lines: Self.appendingLine(url, title: title, to: bytes)
             case .opml: Self.insertingOutline(url: url, title: title, into: bytes)
             }
         return adopt(edited, expecting: urls + [url])
+    }
+
+    /// The URL as the file lists the feed of `url`, in any spelling of it
+    /// (`SourceList.feedIdentity`); `nil` when it does not list it.
+    public func listed(_ url: String) -> String? {
+        guard let url = SourceList.feedURL(url) else { return nil }
+        if urls.contains(url) { return url }
+        let identity = SourceList.feedIdentity(url)
+        return urls.first { SourceList.feedIdentity($0) == identity }
     }
 
     /// Removes every entry whose URL `SourceList` reads as the same feed as

@@ -19,6 +19,13 @@ import Testing
         #expect(SubscriptionMatch.url(of: "tech talk", among: ["https://a.example/f"], names: names) == nil)
     }
 
+    @Test func aFeedURLMatchesInAnotherSpellingOfIt() {
+        let urls = ["http://localhost:8080/c.xml", "https://A.example/Feed?x=1"]
+        #expect(SubscriptionMatch.url(of: "HTTP://LocalHost:8080/c.xml", among: urls, names: [:]) == urls[0])
+        #expect(SubscriptionMatch.url(of: "https://a.example:443/Feed?x=1#top", among: urls, names: [:]) == urls[1])
+        #expect(SubscriptionMatch.url(of: "https://a.example/feed?x=1", among: urls, names: [:]) == nil, "a path's case counts")
+    }
+
     @Test func aListsTitleStandsInForAShowWithNoFolderYet() {
         let names = SubscriptionMatch.names(
             shows: ["Folder A": "https://a.example/f"],

@@ -99,6 +99,34 @@ import TestSupport
         }
     }
 
+    /// One feed in another spelling (scheme or host in capitals, a default
+    /// port, an empty query, a fragment) is listed already: a second
+    /// subscription would be a second show of it.
+    @Test func aFeedListedInAnotherSpellingIsListedAlready() throws {
+        var file = try SubscriptionFile(bytes: Array("http://localhost:8080/c.xml # C\nhttps://a.example/Feed\n".utf8))
+        for spelling in [
+            "HTTP://localhost:8080/c.xml", "http://LOCALHOST:8080/c.xml", "http://LocalHost:8080/c.xml?",
+            "http://localhost:8080/c.xml#new",
+        ] {
+            #expect(file.listed(spelling) == "http://localhost:8080/c.xml", "\(spelling)")
+            let added = file.add(url: spelling, title: nil)
+            #expect(!added, "\(spelling)")
+        }
+        #expect(file.listed("https://A.EXAMPLE:443/Feed") == "https://a.example/Feed")
+        #expect(file.listed("https://a.example/feed") == nil, "a path's case counts")
+        #expect(file.listed("http://localhost:8081/c.xml") == nil)
+        let added = file.add(url: "https://a.example/feed", title: nil)
+        #expect(added && file.urls.count == 3)
+    }
+
+    @Test func feedIdentityKeepsWhatServersTellApart() {
+        #expect(SourceList.feedIdentity("HTTPS://User:Pw@Host.Example:443/a/B?q=1#x") == "https://User:Pw@host.example/a/B?q=1")
+        #expect(SourceList.feedIdentity("http://h.example:8080") == "http://h.example:8080/")
+        #expect(SourceList.feedIdentity("http://h.example:443/x") == "http://h.example:443/x", "another scheme's port")
+        #expect(SourceList.feedIdentity("http://h.example/x?") == SourceList.feedIdentity("http://h.example/x"))
+        #expect(SourceList.feedIdentity("http://h.example/x?a") != SourceList.feedIdentity("http://h.example/x?A"))
+    }
+
     @Test func editsEveryRandomDocumentMadeOfHostileFragments() throws {
         let fragments = [
             "<outline text=\"A\" xmlUrl=\"https://a.example/1\"/>",

@@ -94,6 +94,11 @@ struct SubscriptionTests {
         try fixture.unmount()
         try fixture.mount(waitFor: .paths(fixture.publishedPaths + ["Second Show/2026-11-22 Only.mp3"]))
         #expect(try Self.root(fixture) == ["Second Show", Fixture.showTitle], "what was added is in")
+        // The same feed in another spelling is not a second show.
+        let spelled = "HTTP://\(fixture.origin.host):\(fixture.origin.port)/second.xml?"
+        let twice = try Self.podfs(["subscribe"] + cache + [spelled])
+        #expect(twice.status == 0 && twice.text.contains("already subscribed"), "\(twice.text) \(twice.stderr)")
+        #expect(try Self.root(fixture) == ["Second Show", Fixture.showTitle], "one folder for one feed")
         let listed = try Self.podfs(["subscriptions"] + cache)
         #expect(listed.text.contains("Second Show") && listed.text.contains("\(fixture.origin.base)/second.xml"))
         let opml = try Self.podfs(["subscriptions", "--opml"] + cache)
