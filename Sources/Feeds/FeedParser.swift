@@ -120,6 +120,7 @@ public enum FeedParser {
             feed.warnings.append("left out \(dropped) items that the document cuts off or damages")
         }
         if !root.isIntact {
+            feed.endsEarly = true
             feed.warnings.append("the document does not end with a whole </\(root.qualifiedName)>: it may be truncated")
         }
         if feed.episodes.isEmpty, dropped > 0 || !root.isIntact {

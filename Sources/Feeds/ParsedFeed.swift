@@ -37,6 +37,10 @@ public struct ParsedFeed: Sendable, Equatable {
     /// `podfs status`. Empty for a well-formed feed.
     public var warnings: [String]
 
+    /// The document stops before its root element ends: most likely cut
+    /// off by its server, so the items past the cut are missing.
+    public var endsEarly = false
+
     // MARK: - Init
 
     public init(

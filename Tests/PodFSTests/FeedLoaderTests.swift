@@ -100,6 +100,40 @@ import ReadRules
         }
     }
 
+    /// A feed its server cut off (no closing `</channel></rss>`) parses in
+    /// recover mode up to the cut: with a whole copy kept, it is a failed
+    /// refresh (the listing stays, the reason is said), never the new
+    /// kept copy; with none, it is shown as far as it goes.
+    @Test func aFeedCutOffByItsServerKeepsTheWholeCopy() throws {
+        let whole = Self.feed(["A", "B", "C", "D"])
+        let text = String(decoding: whole, as: UTF8.self)
+        let cut = Array(text[..<text.range(of: "<item><title>C")!.upperBound].utf8)
+        try withLoader { loader, source, index throws in
+            source.answer.withLock { $0 = .success(.body(whole, etag: "\"v1\"", lastModified: nil)) }
+            _ = loader.load(url: Self.url)
+            source.answer.withLock { $0 = .success(.body(cut, etag: "\"v2\"", lastModified: nil)) }
+            guard case .failed(let reason, let isTransient, _) = loader.refresh(url: Self.url) else {
+                Issue.record("a cut feed must not replace the whole one")
+                return
+            }
+            #expect(reason.contains("cut it off") && reason.contains("2 whole episodes") && isTransient)
+            #expect(try index.feedBody(url: Self.url)?.etag == "\"v1\"", "the cut copy is not kept")
+            guard case .cached(let kept, _) = loader.load(url: Self.url) else {
+                Issue.record("a mount shows the whole kept copy")
+                return
+            }
+            #expect(kept.episodes.count == 4)
+        }
+        try withLoader { loader, source, _ throws in
+            source.answer.withLock { $0 = .success(.body(cut, etag: "\"v2\"", lastModified: nil)) }
+            guard case .fresh(let first) = loader.load(url: Self.url) else {
+                Issue.record("with nothing kept, the episodes before the cut are shown")
+                return
+            }
+            #expect(first.episodes.count == 2 && first.endsEarly)
+        }
+    }
+
     @Test func theSameBytesAgainAreNotAChange() throws {
         try withLoader { loader, source, _ throws in
             source.answer.withLock { $0 = .success(.body(Self.feed(["A"]), etag: nil, lastModified: nil)) }

@@ -41,6 +41,9 @@ public struct FeedLoader: Sendable {
     /// How the reason of a body that is no feed begins.
     public static let doesNotParse = "the feed does not parse"
 
+    /// The reason of a feed cut off by its server.
+    static let endsEarly = "the feed stops before its end, as if its server cut it off"
+
     private let source: any FeedSource
     private let index: CacheIndex
     /// Where moved feeds live now; `nil`: moves are not remembered.
@@ -156,6 +159,20 @@ public struct FeedLoader: Sendable {
             feed = try FeedParser.parse(body, baseURL: location)
         } catch {
             return .failed(reason: "\(Self.doesNotParse): \(error.message)")
+        }
+        if feed.endsEarly {
+            // Cut off by its server: the episodes past the cut would leave
+            // the listing, and the cut copy would replace the whole one.
+            // One with a kept copy that reads keeps it; one with none is
+            // shown as far as it goes.
+            if let stored, (try? FeedParser.parse(stored.body, baseURL: location)) != nil {
+                return .failed(
+                    reason: "\(Self.endsEarly) (\(feed.episodes.count) whole episodes before the cut)",
+                    isTransient: true)
+            }
+            logger.warning(
+                "the feed ends before its last element; showing the episodes before the cut",
+                metadata: ["feed.url": .url(url), "episodes": "\(feed.episodes.count)"])
         }
         let here = answer.movedTo ?? location
         if let next = feed.newFeedURL, next != here, next != location,
