@@ -252,7 +252,9 @@ struct CacheReport: Encodable {
         for download in report.downloading {
             out += "  downloading \(TerminalText.clean(download.show)) / \(TerminalText.clean(download.episode)): "
             out += "\(CacheMaintenance.bytes(download.bytes)) of \(CacheMaintenance.bytes(download.size))"
-            if download.paused {
+            if download.waitsForRoom == true {
+                out += ", waiting for room on the cache's full disk"
+            } else if download.paused {
                 out += ", paused while a player reads"
             } else {
                 out += ", \(CacheMaintenance.bytes(download.rate))/s"

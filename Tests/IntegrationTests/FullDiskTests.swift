@@ -157,6 +157,67 @@ struct FullDiskTests {
                 + "disk used at step 3: \(used) bytes; origin bytes for episodes 3 and 1 in step 3: \(originBytes)")
     }
 
+    /// Downloads kept by policy that fill the disk wait for room instead of
+    /// fetching bytes to throw away: the flush thread evicts an episode
+    /// that is neither open nor kept for them, and writes resume when the
+    /// disk has room again by itself (a larger volume), each byte fetched
+    /// once (an audit saw the keeper stuck until a remount, fetching 3.9 MB
+    /// a minute to drop it).
+    @Test func keptDownloadsThatFillTheDiskWaitForRoomAndResume() throws {
+        let fixture = try Fixture()
+        let disk = fixture.cacheDirectory
+        try FileManager.default.createDirectory(atPath: disk, withIntermediateDirectories: true)
+        try Harness.sh("mount -t tmpfs -o size=8m podfs-test-tmpfs '\(disk)'")
+        defer {
+            fixture.cleanup()
+            _ = try? Harness.run("umount", [disk], timeout: 30)
+            if Fixture.isMounted(disk) { _ = try? Harness.run("umount", ["-l", disk], timeout: 30) }
+            if ProcessInfo.processInfo.environment["PODFS_KEEP_TEST_DIRS"] == nil {
+                _ = try? Harness.run("rm", ["-rf", fixture.directory], timeout: 60)
+            }
+        }
+        // Episode 1 (oldest) is read and cached; then the newest two are kept.
+        let sizes = [4 * Self.mib, 3 * Self.mib + 7, 5 * Self.mib + 3]
+        try fixture.publish(Fixture.episodes(sizes: sizes))
+        try fixture.mount(extra: ["--cache-size", "1G"])
+        func cached() -> [String: Int] { (try? CacheStatus(disk).cached) ?? [:] }
+        try Harness.sh("cat '\(fixture.path(0))' > /dev/null", timeout: 60)
+        #expect(Harness.eventually { cached()[fixture.name(0)] == sizes[0] }, "episode 1 is cached")
+
+        // The newest (5 MiB) does not fit beside it: episode 1 is evicted for it.
+        let show = fixture.mountpoint + "/" + Fixture.showTitle
+        try Harness.sh("setfattr -n user.podfs.keep_latest -v 1 '\(show)'")
+        #expect(
+            Harness.eventually(60) { cached()[fixture.name(2)] == sizes[2] },
+            "the kept episode is complete: \(cached()); log: \(fixture.log().suffix(3000))")
+        #expect((cached()[fixture.name(0)] ?? 0) == 0, "episode 1 made room")
+        #expect(fixture.log().contains("evicted episodes to make room"))
+
+        // Two kept: 8.3 MiB on an 8 MiB disk, nothing left to evict. The
+        // download waits, and goes on once the volume is larger.
+        try Harness.sh("setfattr -n user.podfs.keep_latest -v 2 '\(show)'")
+        #expect(
+            Harness.eventually(60) { fixture.log().contains("waiting for room on the cache's full disk") },
+            "the download waits for room; log: \(fixture.log().suffix(3000))")
+        // (The fill the full disk cut ends at the origin a moment later.)
+        Thread.sleep(forTimeInterval: 1)
+        let waiting = try fixture.origin.bytesSent("ep2.mp3")
+        Thread.sleep(forTimeInterval: 3)
+        #expect(try fixture.origin.bytesSent("ep2.mp3") == waiting, "nothing is fetched while it waits")
+        try Harness.sh("mount -o remount,size=24m '\(disk)'")
+        #expect(
+            Harness.eventually(60) { cached()[fixture.name(1)] == sizes[1] },
+            "writes resume once the disk has room: \(cached()); log: \(fixture.log().suffix(3000))")
+        // Bytes that came between the full disk and the download's stop
+        // (20 ms of a loopback's pace) were dropped and are fetched again;
+        // nothing more: no download fetched again every minute.
+        for index in 1...2 {
+            let sent = try fixture.origin.bytesSent("ep\(index + 1).mp3")
+            #expect(sent <= sizes[index] + 3 * Self.mib, "episode \(index + 1): \(sent) bytes sent for \(sizes[index])")
+        }
+        try fixture.unmount()
+    }
+
     @Test func aFileSizeLimitNeverFailsAReadEither() throws {
         let fixture = try Fixture()
         defer { fixture.cleanup() }

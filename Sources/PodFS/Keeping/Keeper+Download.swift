@@ -29,6 +29,7 @@ extension Keeper {
         var stalls = 0
         var noted = -Double.infinity
         var paused = false
+        var waitsForRoom = false
         logger.debug("keeping an episode offline: downloading", metadata: ["episode.key": "\(episode.key)"])
         while !isStopping {
             guard reader.keptKeys.contains(episode.key) else {
@@ -48,6 +49,29 @@ extension Keeper {
                 continue
             }
             paused = false
+            if reader.disk.isFull {
+                // The disk cannot take its bytes: it waits for the flush
+                // thread to make room (evicting what is neither open nor
+                // kept), rather than fetch bytes to throw away.
+                reader.disk.wantRoom()
+                if !waitsForRoom {
+                    waitsForRoom = true
+                    // Its bytes kept in memory meanwhile go with its file:
+                    // fills reopened later fetch what the disk did not take.
+                    close()
+                    logger.info(
+                        "keeping an episode offline: waiting for room on the cache's full disk",
+                        metadata: ["episode": "\(episode.name)"])
+                    note(episode, show: show, began: began, paused: true, waitsForRoom: true)
+                }
+                Thread.sleep(forTimeInterval: 0.25)
+                continue
+            }
+            if waitsForRoom {
+                // Fills that ended while the disk was full brought nothing
+                // it could keep: no stall of the download.
+                (waitsForRoom, stalls, lastPresent) = (false, 0, -1)
+            }
             if let open = handle, !reader.readsCurrentVersion(episode, handle: open) {
                 // A head replaced the version: its file reads the old one.
                 close()
@@ -142,14 +166,18 @@ extension Keeper {
     static let extraRetry = 3600.0
 
     /// Records how a download goes and writes the report.
-    func note(_ episode: Episode, show: Catalog.Show, began: (time: Double, bytes: Int64), paused: Bool) {
+    func note(
+        _ episode: Episode, show: Catalog.Show, began: (time: Double, bytes: Int64), paused: Bool,
+        waitsForRoom: Bool = false
+    ) {
         let now = reader.fillProgress(episode)
         let size = now.length ?? episode.size
         let elapsed = max(0.001, monotonicSeconds() - began.time)
         let rate = Int64(Double(max(0, now.present - began.bytes)) / elapsed)
         let download = Report.Download(
             show: show.name, episode: episode.name, bytes: now.present, size: size, rate: rate,
-            secondsLeft: rate > 0 ? max(0, size - now.present) / rate : nil, paused: paused)
+            secondsLeft: rate > 0 ? max(0, size - now.present) / rate : nil, paused: paused,
+            waitsForRoom: waitsForRoom ? true : nil)
         progress.withLock { $0.downloads[episode.key] = .some(download) }
         guard let plan = progress.withLock({ $0.plan }) else { return }
         writeReport(plan: plan, shows: catalog.shows)

@@ -28,6 +28,9 @@ extension Keeper {
             public var secondsLeft: Int64?
             /// Paused for a reader.
             public var paused: Bool
+            /// Waiting for room on the cache's full disk (`nil` in a report
+            /// of an earlier podfs).
+            public var waitsForRoom: Bool? = nil
         }
 
         public var keepLatest: Int

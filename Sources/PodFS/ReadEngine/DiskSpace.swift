@@ -39,6 +39,8 @@ final class DiskSpace: Sendable {
     static let warningInterval: Double = 600
 
     private let full = Atomic<Bool>(false)
+    /// A download kept by policy waits for room (`wantRoom`).
+    private let roomWanted = Atomic<Bool>(false)
     private let log = Locked(LogState())
 
     // MARK: - Init
@@ -102,6 +104,18 @@ final class DiskSpace: Sendable {
             state.spilledBytes += Int64(count)
             state.spillers[ObjectIdentifier(episode)] = episode
         }
+    }
+
+    /// A download of an episode kept by policy waits for room, rather
+    /// than fetch bytes the disk cannot take: the next flush pass makes
+    /// room as for a reader (`Eviction.recoverSpace`).
+    func wantRoom() {
+        roomWanted.store(true, ordering: .releasing)
+    }
+
+    /// Whether a download wanted room since the last call.
+    func takeRoomWanted() -> Bool {
+        roomWanted.exchange(false, ordering: .acquiringAndReleasing)
     }
 
     /// The episodes that spilled bytes to memory since the last call.

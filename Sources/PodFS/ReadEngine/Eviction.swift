@@ -108,21 +108,30 @@ final class Eviction: Sendable {
     }
 
     /// On the flush thread while the disk is full and an open file is being
-    /// read from memory (or ranges wait to be committed): gives the reserve
-    /// file's space to the index, commits what is on disk, evicts least
-    /// recently read episodes (never an open one) until there is room, and
-    /// resumes writing when there is. With no such demand, what is cached
-    /// stays: nothing is evicted for room nobody needs.
+    /// read from memory, or a download kept by policy waits for room (or
+    /// ranges wait to be committed): gives the reserve file's space to the
+    /// index, commits what is on disk, evicts least recently read episodes
+    /// (never an open or kept one) until there is room, and resumes writing
+    /// when there is. With no such demand, what is cached stays: nothing is
+    /// evicted for room nobody needs; but room made by someone else (a file
+    /// deleted, a larger volume) lets writes resume.
     func recoverSpace() {
         guard disk.isFull else { return }
         let reading = disk.takeSpillers().contains { episode in
             episode.state.withLock { !$0.handles.isEmpty }
         }
+        let wanted = reading || disk.takeRoomWanted()
         let uncommitted = durability.hasUncommitted
-        guard reading || uncommitted else { return }
+        guard wanted || uncommitted else {
+            resumeIfRoom()
+            return
+        }
         disk.releaseReserve()
         durability.flush()
-        guard reading else { return }
+        guard wanted else {
+            resumeIfRoom()
+            return
+        }
         guard let measured = disk.measure() else {
             disk.leaveFull(logger: logger, free: 0)
             return
@@ -133,6 +142,15 @@ final class Eviction: Sendable {
         // disk must again leave room for the index to evict.
         guard free >= threshold + DiskSpace.reserveSize, disk.makeReserve(logger: logger) else { return }
         disk.leaveFull(logger: logger, free: free)
+    }
+
+    /// Lets writes resume when the disk has room without evicting: the
+    /// room of a full disk's threshold and the reserve file back.
+    private func resumeIfRoom() {
+        guard let measured = disk.measure() else { return }
+        let threshold = disk.resumeThreshold(total: measured.total)
+        guard measured.free >= threshold + DiskSpace.reserveSize, disk.makeReserve(logger: logger) else { return }
+        disk.leaveFull(logger: logger, free: measured.free)
     }
 
     /// Deletes the cached bytes of `keys` now (an unsubscribed show's, with
