@@ -80,12 +80,14 @@ struct Prefetch: ParsableCommand {
         do {
             let (episodes, failures) = try select(
                 in: mount, feedURLs: feedURLs, cacheDirectory: cacheDirectory, stopper: stopper)
-            for failure in failures { Console.error("podfs: \(failure)\n") }
             if stopper.isStopped {
-                // Stopped while a feed was loading: nothing was read yet.
+                // Stopped while a feed was loading: nothing was read yet,
+                // and a feed it stopped waiting for failed for no reason.
+                Console.error("podfs: prefetch stopped while the feeds were loading; nothing was fetched\n")
                 mount.stop()
                 throw ExitCode(130)
             }
+            for failure in failures { Console.error("podfs: \(failure)\n") }
             // On Ctrl-C a private mount is stopped at once (a read in flight
             // ends with an error); a borrowed one is left alone, and the read
             // in flight ends with this process.
@@ -204,7 +206,14 @@ struct Prefetch: ParsableCommand {
         let manager = FileManager.default
         for show in ((try? manager.contentsOfDirectory(atPath: mountpoint)) ?? []).sorted() where !show.hasPrefix(".") {
             let directory = mountpoint + "/" + show
-            for name in ((try? manager.contentsOfDirectory(atPath: directory)) ?? []).sorted() {
+            let names = ((try? manager.contentsOfDirectory(atPath: directory)) ?? []).sorted()
+            // The show's episodes are what its playlist lists: not its
+            // cover, transcripts or chapters, which would take places of
+            // `--latest`.
+            let episodes = names.first { $0.hasSuffix(".m3u") }.flatMap {
+                manager.contents(atPath: directory + "/" + $0).map { PrefetchEpisode.playlistEntries(Array($0)) }
+            }
+            for name in names where episodes?.contains(name) ?? true {
                 let path = directory + "/" + name
                 var info = stat()
                 guard stat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG,

@@ -30,4 +30,16 @@ struct PrefetchEpisode: Sendable {
     var size: Int64
     /// The publication date (the file's mtime), seconds since the epoch.
     var published: Int64
+
+    /// The file names a show's playlist lists (`Playlist`: one entry a
+    /// line, comments starting with `#`, a name starting with `#` written
+    /// `./#...`).
+    static func playlistEntries(_ bytes: [UInt8]) -> Set<String> {
+        var names = Set<String>()
+        for line in String(decoding: bytes, as: UTF8.self).split(whereSeparator: \.isNewline) {
+            guard !line.hasPrefix("#"), !line.isEmpty else { continue }
+            names.insert(line.hasPrefix("./") ? String(line.dropFirst(2)) : String(line))
+        }
+        return names
+    }
 }

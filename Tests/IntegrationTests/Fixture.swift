@@ -34,8 +34,10 @@ final class Fixture {
     }
 
     /// Serves `episodes` and a feed listing them.
-    func publish(_ episodes: [EpisodeFile]) throws {
+    func publish(_ episodes: [EpisodeFile], cover: Data? = nil) throws {
         self.episodes = episodes
+        if let cover { try origin.put("cover.jpg", cover) }
+        let image = cover == nil ? "" : #"<itunes:image href="{{BASE}}/cover.jpg"/>"#
         var items = ""
         for episode in episodes {
             try origin.put(episode.file, episode.data)
@@ -50,7 +52,7 @@ final class Fixture {
         let feed = """
             <?xml version="1.0" encoding="UTF-8"?>
             <rss version="2.0" xmlns:itunes="http://www.itunes.com/dtds/podcast-1.0.dtd">
-            <channel><title>\(Fixture.showTitle)</title><link>http://example.org/</link>
+            <channel><title>\(Fixture.showTitle)</title><link>http://example.org/</link>\(image)
             \(items)</channel></rss>
             """
         try origin.put("feed.xml", Data(feed.utf8))

@@ -96,6 +96,25 @@ struct PrefetchTests {
         #expect(!output.stderr.contains("unmount"), "the private mount is not blamed: \(output.stderr)")
         #expect(try Self.cached(fixture)["\(fixture.origin.base)/ep2.mp3"] == Int64(2 * Self.mib))
         #expect(Self.prefetchMounts().isEmpty, "the private mount is gone")
+
+        // Ctrl-C while the feed's answer is held says it stopped, and
+        // blames no feed.
+        try fixture.origin.configure(#"{"hold_head": {"path": "/feed.xml", "seconds": 30}}"#)
+        defer { _ = try? fixture.origin.clearFaults() }
+        let out = try TempFile()
+        let stopped = try Harness.spawn(
+            Harness.podfs, ["prefetch", "--cache-dir", fixture.directory + "/cache2", feed],
+            stdout: out.handle.fileDescriptor, stderr: out.handle.fileDescriptor)
+        #expect(Harness.eventually { ((try? fixture.origin.held()) ?? 0) >= 1 }, "the feed's answer is held")
+        // Past the private mount's 2.5 s wait for its feeds: prefetch waits for the feed.
+        Thread.sleep(forTimeInterval: 4)
+        kill(stopped, SIGINT)
+        var status: Int32 = 0
+        _ = waitpid(stopped, &status, 0)
+        let text = String(decoding: out.contents(), as: UTF8.self)
+        #expect((status >> 8) & 0xff == 130, "\(text)")
+        #expect(text.contains("stopped while the feeds were loading") && !text.contains("lists no episode"), "\(text)")
+        #expect(Self.prefetchMounts().isEmpty, "the private mount is gone")
     }
 
     @Test func aTerminalGetsLiveBarsAndAPipeGetsPlainLines() throws {
@@ -130,7 +149,8 @@ struct PrefetchTests {
         let fixture = try Fixture()
         defer { fixture.cleanup() }
         let size = 3 * Self.mib
-        try fixture.publish(Fixture.episodes(sizes: [size, size, size]))
+        // The show's cover (dated as its newest file) is no episode of --latest's.
+        try fixture.publish(Fixture.episodes(sizes: [size, size, size]), cover: Harness.bytes(count: 5_000, seed: 77))
         let feed = "\(fixture.origin.base)/feed.xml"
         // Mounted in mount.fuse3's form, the cache named only in -o.
         let mounted = try Harness.run(
@@ -143,6 +163,7 @@ struct PrefetchTests {
         let output = try Harness.run(
             Harness.podfs, ["prefetch", "--cache-dir", fixture.cacheDirectory, "--latest", "2", feed], timeout: 120)
         #expect(output.status == 0, "\(output.text) \(output.stderr)")
+        #expect(output.text.contains("prefetch: 2 episodes,") && !output.text.contains("cover.jpg"), "\(output.text)")
         #expect(output.stderr.contains("is mounted on \(fixture.mountpoint); prefetching through that mount"), "\(output.stderr)")
         #expect(Self.prefetchMounts().isEmpty, "no second mount")
         #expect(try fixture.origin.bytesSent("ep1.mp3") == 0, "the oldest is left out")
