@@ -73,6 +73,17 @@ final class CacheLock {
         descriptor = -1
     }
 
+    /// Whether a process holds the lock of `directory` now: a mount, or a
+    /// cache command at work.
+    static func isHeld(directory: String) -> Bool {
+        let descriptor = open(directory + "/lock", O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return false }
+        defer { close(descriptor) }
+        guard flock(descriptor, LOCK_SH | LOCK_NB) == 0 else { return errno == EWOULDBLOCK }
+        flock(descriptor, LOCK_UN)
+        return false
+    }
+
     // MARK: - Private methods
 
     /// Whether the holder is a mount whose mount point is still mounted.

@@ -124,8 +124,12 @@ struct CacheReport: Encodable {
     var cachedBytes: Int64
     var feeds: [Feed]
     /// What the running (or last) mount keeps offline, as it wrote it
-    /// (`Keeper.Report`); `nil` when no mount wrote one.
+    /// (`Keeper.Report`); `nil` when no mount wrote one. With no mount
+    /// running, its downloads are gone and what is complete is counted
+    /// from the index.
     var keeping: Keeper.Report?
+    /// Whether a mount (or a cache command) holds the cache now.
+    var mountRunning: Bool
 
     init(directory: String, snapshot: [FeedSnapshot], logger: Logger) {
         cacheDirectory = directory
@@ -146,6 +150,8 @@ struct CacheReport: Encodable {
                 lastRefresh: Self.refresh(record, url: url), episodes: []))
         }
         keeping = Self.keeping(directory: directory)
+        mountRunning = CacheLock.isHeld(directory: directory)
+        if !mountRunning, let report = keeping { keeping = Self.asTheIndexHasIt(report, feeds: feeds) }
         totalBytes = feeds.reduce(0) { $0 + $1.episodes.reduce(0) { $0 + $1.size } }
         cachedBytes = feeds.reduce(0) { $0 + $1.episodes.reduce(0) { $0 + $1.cachedBytes } }
     }
@@ -181,7 +187,11 @@ struct CacheReport: Encodable {
             out += "Episodes whose size is not known yet: \(unsized) (their feed gives none; podfs asks their hosts "
             out += "in the background, newest first, else learns it when one is first opened)\n"
         }
-        if let keeping { out += Self.keepingText(keeping) }
+        if let keeping {
+            let kept = Self.keepingText(keeping)
+            out += kept
+            if !kept.isEmpty, !mountRunning { out += "  (no mount is running: downloads go on at the next mount)\n" }
+        }
         for feed in feeds {
             out += "\n\(TerminalText.clean(feed.title))  (\(TerminalText.clean(feed.url))"
             if let fetchedAt = feed.fetchedAt { out += ", feed saved \(Self.date(fetchedAt))" }
@@ -214,6 +224,25 @@ struct CacheReport: Encodable {
     }
 
     // MARK: - Private helpers
+
+    /// The last mount's report as the index has it now that no mount runs:
+    /// no download goes on, and an episode or cover is complete when all
+    /// its bytes are cached (a `cache clear` since, say, emptied them).
+    private static func asTheIndexHasIt(_ report: Keeper.Report, feeds: [Feed]) -> Keeper.Report {
+        var report = report
+        report.downloading = []
+        var complete = Set<String>()
+        for feed in feeds {
+            for episode in feed.episodes where episode.size > 0 && episode.cachedBytes >= episode.size {
+                complete.insert(episode.key)
+            }
+        }
+        for index in report.shows.indices {
+            if let keys = report.shows[index].keys { report.shows[index].complete = keys.count { complete.contains($0) } }
+        }
+        if let covers = report.keptCovers { report.coversComplete = covers.count { complete.contains($0) } }
+        return report
+    }
 
     /// The keeper's report in the cache directory, if a mount wrote one.
     private static func keeping(directory: String) -> Keeper.Report? {

@@ -69,6 +69,15 @@ struct KeepOfflineTests {
         for index in [2, 3] {
             #expect(try fixture.hashOfCopy(index) == fixture.originHash(index), "episode \(index + 1) offline")
         }
+
+        // No mount running: the last mount's report, as the index has it.
+        try fixture.unmount()
+        let after = try Harness.run(Harness.podfs, ["status", "--cache-dir", fixture.cacheDirectory])
+        #expect(after.text.contains("newest 2, 2 of 2 complete") && after.text.contains("no mount is running"), "\(after.text)")
+        let cleared = try Harness.run(Harness.podfs, ["cache", "clear", "--all", "--cache-dir", fixture.cacheDirectory])
+        #expect(cleared.status == 0, "\(cleared.stderr)")
+        let empty = try Harness.run(Harness.podfs, ["status", "--cache-dir", fixture.cacheDirectory])
+        #expect(empty.text.contains("newest 2, 0 of 2 complete") && !empty.text.contains("downloading"), "\(empty.text)")
     }
 
     @Test func aNewEpisodeIsKeptAfterARefreshAndTheOneThatLeftIsNoLongerKept() throws {

@@ -16,6 +16,10 @@ extension Keeper {
             public var pinned: [String]
             /// Kept by the settings but left out: they do not fit the cap.
             public var unfit: [String]
+            /// The keys of the episodes kept, so `podfs status` can count
+            /// the complete ones from the index when no mount runs (`nil`
+            /// in a report of an earlier podfs).
+            public var keys: [String]? = nil
         }
 
         public struct Download: Codable, Sendable, Equatable {
@@ -75,7 +79,8 @@ extension Keeper {
                         kept: kept.count, complete: kept.filter { reader.fillProgress($0).holdsAll }.count,
                         pinned: settings.pinned.isEmpty
                             ? [] : show.episodes.filter { settings.pinned.contains($0.key) }.map(\.name),
-                        unfit: unfit.isEmpty ? [] : show.episodes.filter { unfit.contains($0.key) }.map(\.name))
+                        unfit: unfit.isEmpty ? [] : show.episodes.filter { unfit.contains($0.key) }.map(\.name),
+                        keys: kept.map(\.key))
                 },
                 downloading: downloads.sorted { $0.episode < $1.episode },
                 keptKeys: kept.keys.sorted(), keptCovers: kept.covers.sorted(), covers: covers.count,
