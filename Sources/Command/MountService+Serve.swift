@@ -129,7 +129,8 @@ extension MountService {
         // A change under way ends with its fetches: cut them short, the
         // refresher told first, so a fetch cut short records nothing.
         feeds.refresher.requestStop()
-        parts.keeper.stopSizes()
+        parts.keeper.requestStop()
+        parts.reader.noteStopping()
         parts.client.shutdown()
         subscriptions.live.stop()
         subscriptions.sync?.waitUntilStopped()
@@ -397,7 +398,8 @@ extension MountService {
     private func stopFeeds(_ parts: Parts, _ listed: Listed, _ feeds: Feeds) {
         listed.arrivals.stop()
         feeds.refresher.requestStop()
-        parts.keeper.stopSizes()
+        parts.keeper.requestStop()
+        parts.reader.noteStopping()
         parts.client.shutdown()
         feeds.refresher.waitUntilStopped()
         listed.arrivals.waitUntilStopped()
@@ -427,7 +429,8 @@ extension MountService {
         listed.building?.stop()
         listed.arrivals.stop()
         feeds.refresher.requestStop()
-        parts.keeper.stopSizes()
+        parts.keeper.requestStop()
+        parts.reader.noteStopping()
         parts.client.shutdown()
         listed.building?.waitUntilStopped()
         listed.arrivals.waitUntilStopped()

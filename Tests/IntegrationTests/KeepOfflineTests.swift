@@ -80,6 +80,24 @@ struct KeepOfflineTests {
         #expect(empty.text.contains("newest 2, 0 of 2 complete") && !empty.text.contains("downloading"), "\(empty.text)")
     }
 
+    /// An unmount while a download is under way is no failure: the log has
+    /// no error or warning of it (an audit saw eight errors and two
+    /// "could not keep" warnings at every clean unmount).
+    @Test func anUnmountDuringADownloadLogsNoFailure() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        let size = 4 * Self.mib
+        try fixture.publish(Fixture.episodes(sizes: [size, size]))
+        try fixture.origin.configure(#"{"stall": {"path": "/ep2.mp3", "after_bytes": 1048576, "seconds": 20, "count": -1}}"#)
+        defer { _ = try? fixture.origin.clearFaults() }
+        try fixture.mount(extra: ["-o", "keep_latest=1"])
+        #expect(Harness.eventually { ((try? fixture.origin.bytesSent("ep2.mp3")) ?? 0) >= 1_048_576 || ((try? fixture.origin.stats()["in_progress"] as? NSNumber)?.intValue ?? 0) > 0 })
+        Thread.sleep(forTimeInterval: 0.5)
+        try fixture.unmount()
+        let lines = fixture.log().split(separator: "\n").filter { $0.contains(" error ") || $0.contains(" warning ") }
+        #expect(lines.isEmpty, "\(lines.joined(separator: "\n"))")
+    }
+
     @Test func aNewEpisodeIsKeptAfterARefreshAndTheOneThatLeftIsNoLongerKept() throws {
         let fixture = try Fixture()
         defer { fixture.cleanup() }

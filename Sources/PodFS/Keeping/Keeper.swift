@@ -135,6 +135,14 @@ public final class Keeper: Sendable {
         sizer.stop()
     }
 
+    /// The mount is stopping: no download goes on or is retried, and one
+    /// cut short by the unmount is no failure to report; `stop` waits.
+    public func requestStop() {
+        stopping.withLock { $0 = true }
+        wake.signal()
+        sizer.stop()
+    }
+
     /// Stops the thread, its download's fill where it is; waits for it.
     public func stop() {
         stopping.withLock { $0 = true }

@@ -259,8 +259,8 @@ extension EpisodeReader {
     /// once, and the completion fails the readers before the session goes.
     func retry(_ fetch: Fetch, range: Range<Int64>, url: String?, attempt: Int, after delay: Double, failure: FetchError?) {
         let episode = fetch.episode
-        logger.info(
-            "retrying a fetch",
+        logger.log(
+            level: stopping.load(ordering: .acquiring) ? .debug : .info, "retrying a fetch",
             metadata: [
                 "episode.url": .url(url ?? episode.url), "range.lower": "\(range.lowerBound)",
                 "attempt": "\(attempt)", "delay.seconds": "\(delay)", "error": "\(failure?.message ?? "")",
@@ -287,8 +287,9 @@ extension EpisodeReader {
         } else if let failure {
             // A cover the keeper fetches is said by the keeper, once
             // (feeds often name art their host no longer has).
+            let quiet = (fetch.forKeeper && !episode.isEpisode) || stopping.load(ordering: .acquiring)
             logger.log(
-                level: fetch.forKeeper && !episode.isEpisode ? .debug : .error, "could not fetch episode bytes",
+                level: quiet ? .debug : .error, "could not fetch episode bytes",
                 metadata: ["episode.url": .url(episode.url), "error": "\(failure.message)"])
         }
         let (effects, target) = episode.state.withLock { state in

@@ -48,6 +48,9 @@ public final class EpisodeReader: Sendable {
     /// the episodes kept by policy.
     let eviction: Eviction
 
+    /// The mount is stopping: fetches cut short by it are no failure.
+    let stopping = Atomic<Bool>(false)
+
     /// Readers' fetches on the network: the cache's own downloads give way
     /// to them (docs/DESIGN.md, "Offline by policy").
     public var foreground: ForegroundLoad { network.foreground }
@@ -68,6 +71,13 @@ public final class EpisodeReader: Sendable {
     }
 
     // MARK: - Public methods
+
+    /// The mount is stopping (before its HTTP client is shut down): the
+    /// fetches that shutdown cuts short are logged at debug level, not as
+    /// failures.
+    public func noteStopping() {
+        stopping.store(true, ordering: .releasing)
+    }
 
     /// Tells the reader of episodes the mount now shows: those restored
     /// with a state from the index are met (`known`); the others
