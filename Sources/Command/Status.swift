@@ -233,7 +233,7 @@ struct CacheReport: Encodable {
         report.downloading = []
         var complete = Set<String>()
         for feed in feeds {
-            for episode in feed.episodes where episode.size > 0 && episode.cachedBytes >= episode.size {
+            for episode in feed.episodes where episode.sizeConfirmed && episode.size > 0 && episode.cachedBytes >= episode.size {
                 complete.insert(episode.key)
             }
         }

@@ -147,7 +147,7 @@ struct SubscriptionList: Sendable {
     private func removing(url: String) throws(Failure) -> Bool {
         var file = try file()
         guard file.remove(url: url) else {
-            guard file.urls.contains(url) else { return false }
+            guard file.listed(url) != nil else { return false }
             throw Failure(
                 description: "podfs cannot take \(FeedURL.redacted(url, for: .display)) out of \(path) (an OPML outline that holds other "
                     + "outlines, or a file that is not UTF-8); remove it by hand")

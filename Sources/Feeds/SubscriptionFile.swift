@@ -90,7 +90,27 @@ public struct SubscriptionFile: Sendable, Equatable {
     ///   when an outline with it has child outlines (removing it would drop
     ///   them), or the document is in UTF-16 or UTF-32.
     public mutating func remove(url: String) -> Bool {
-        guard let url = SourceList.feedURL(url), urls.contains(url) else { return false }
+        guard let url = SourceList.feedURL(url) else { return false }
+        // Every spelling of the feed (`feedIdentity`): one left would bring
+        // the show back at the next mount.
+        let identity = SourceList.feedIdentity(url)
+        var spellings: [String] = []
+        for listed in urls where (listed == url || SourceList.feedIdentity(listed) == identity) && !spellings.contains(listed) {
+            spellings.append(listed)
+        }
+        guard !spellings.isEmpty else { return false }
+        var edited = self
+        for spelling in spellings {
+            guard edited.removeListed(spelling) else { return false }
+        }
+        self = edited
+        return true
+    }
+
+    // MARK: - Private methods
+
+    /// `remove` of one spelling, as listed.
+    private mutating func removeListed(_ url: String) -> Bool {
         let edited =
             switch form {
             case .lines: Self.removingLines(listing: url, from: bytes)
@@ -98,8 +118,6 @@ public struct SubscriptionFile: Sendable, Equatable {
             }
         return adopt(edited, expecting: urls.filter { $0 != url })
     }
-
-    // MARK: - Private methods
 
     /// Takes `edited` when it reads as `expected`.
     private mutating func adopt(_ edited: [UInt8]?, expecting expected: [String]) -> Bool {

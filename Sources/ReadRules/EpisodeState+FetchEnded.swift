@@ -45,7 +45,7 @@ extension EpisodeRules.State {
                 progress.checkUpTo = 0
                 progress.held = EpisodeRules.FetchProgress.Held()
                 fetches[id] = progress
-                return (.launch(range: gap, validator: version.ifRange, url: effectiveURL), nil)
+                return (.launch(range: gap, validator: version.ifRange, url: linkToAsk), nil)
             }
         }
         if progress.cutShort, progress.cursor >= progress.upper {
@@ -75,7 +75,7 @@ extension EpisodeRules.State {
             let delay = max(0.1 * Double(1 << min(attempt, 5)), failure.retryAfter ?? 0)
             let from = resumePoint(of: id, progress: progress)
             let effect = Effect.retry(
-                range: from..<progress.upper, validator: version.ifRange, url: effectiveURL,
+                range: from..<progress.upper, validator: version.ifRange, url: linkToAsk,
                 attempt: attempt, delay: delay)
             return (effect, failure)
         }
@@ -96,7 +96,7 @@ extension EpisodeRules.State {
             fetches[id] = nil
             return .settle
         }
-        return .launch(range: progress.cursor..<progress.upper, validator: version.ifRange, url: effectiveURL)
+        return .launch(range: progress.cursor..<progress.upper, validator: version.ifRange, url: linkToAsk)
     }
 
     /// Fetch `id` ended for good (`failure`: why, if it failed). The opens

@@ -119,17 +119,6 @@ extension EpisodeRules.State {
         return !complete
     }
 
-    /// The feed now lists the episode at `enclosureURL`, another file than
-    /// the one cached, while a file is open or a fetch is on its way (a
-    /// refresh that raced an open; an idle episode is forgotten instead):
-    /// the link pinned for the old file is forgotten and the next open asks
-    /// the origin again, so the new file's answer, checked with `If-Range`
-    /// against the cached version, is a new version if it differs.
-    public mutating func enclosureMoved(to enclosureURL: String) {
-        _ = forgetRedirect(enclosureURL: enclosureURL)
-        validation.lapse()
-    }
-
     /// Fetch `id`'s response head arrived, with a body at `start` of an
     /// episode of `total` bytes.
     public mutating func head(

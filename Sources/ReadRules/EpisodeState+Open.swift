@@ -14,7 +14,8 @@ extension EpisodeRules.State {
         public internal(set) var range: Range<Int64>
         /// The validator for `If-Range`.
         public internal(set) var validator: String?
-        /// The remembered end of the redirect chain, if any.
+        /// The remembered end of the redirect chain, else the link a
+        /// refresh moved the episode to, if any (`linkToAsk`).
         public internal(set) var url: String?
     }
 
@@ -112,7 +113,7 @@ extension EpisodeRules.State {
         fetches[id] = EpisodeRules.FetchProgress(
             cursor: range.lowerBound, upper: range.upperBound, generation: generation, role: .answersOnArrival)
         validation.ask(probe: id)
-        return ProbeStart(id: id, range: range, validator: version.ifRange, url: effectiveURL)
+        return ProbeStart(id: id, range: range, validator: version.ifRange, url: linkToAsk)
     }
 
     /// A mount's check of a recently read episode (one byte, `If-Range`):

@@ -307,6 +307,11 @@ extension EpisodeRules {
         /// replaced (`EpisodeRules.Scratch`).
         var storage = EpisodeRules.Scratch.notOpen
         var lastRead: Int64 = 0
+        /// The enclosure URL a refresh moved the episode to (`Catalog.Renewal`),
+        /// asked rather than that of the `Episode` a caller holds, which may
+        /// be one from before the move (a keeper's download, a size check,
+        /// a scan's fetch ahead).
+        public var enclosureURL: String?
         /// The warnings about this episode already logged: each is said once.
         var warned: Set<EpisodeRules.Warning> = []
         /// How many times the last open file was closed: fetches nobody
@@ -369,6 +374,11 @@ extension EpisodeRules {
 
         /// Until when the kernel may keep the claimed size it was given.
         public var claimKeptUntil: Double { claim.keptUntil }
+
+        /// The link a fetch asks when none is given: the pinned end of the
+        /// redirect chain, else the enclosure a refresh moved it to; `nil`:
+        /// the caller's `Episode.url`.
+        public var linkToAsk: String? { effectiveURL ?? enclosureURL }
 
         /// Opened in this mount (`EpisodeRules.Claim.opened`).
         var opened: Bool {

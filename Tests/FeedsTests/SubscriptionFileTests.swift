@@ -117,6 +117,11 @@ import TestSupport
         #expect(file.listed("http://localhost:8081/c.xml") == nil)
         let added = file.add(url: "https://a.example/feed", title: nil)
         #expect(added && file.urls.count == 3)
+        // A list that holds one feed twice (written by hand, or by an
+        // earlier podfs) loses both spellings to one removal.
+        var twice = try SubscriptionFile(bytes: Array("http://Host.example/f\nhttps://b.example/x\nhttp://host.example/f\n".utf8))
+        let removed = twice.remove(url: "HTTP://HOST.EXAMPLE/f")
+        #expect(removed && twice.urls == ["https://b.example/x"], "\(twice.urls)")
     }
 
     @Test func feedIdentityKeepsWhatServersTellApart() {

@@ -34,6 +34,31 @@ import Testing
         #expect(file.state.isMade)
     }
 
+    /// An enclosure that moved to another file (`EpisodeReader.follow`):
+    /// an idle episode starts afresh at the new link, so whoever holds the
+    /// `Episode` from before the move (a keeper's download, a size check)
+    /// asks the new link; one open is left as it is.
+    @Test func anIdleEpisodeMovedToAnotherFileStartsAfreshAtTheNewLink() {
+        let old = episode(record(length: 5_000, ranges: [0..<4_096]))
+        #expect(old.state.withLock { $0.present.count } == 4_096)
+        var stepsRan = false
+        let moved = old.state.forgetIfIdle(movingTo: "http://new/b.mp3") {
+            stepsRan = true
+            return true
+        }
+        #expect(moved && stepsRan)
+        #expect(old.state.withLock { ($0.present.isEmpty, $0.length, $0.linkToAsk) } == (true, nil, "http://new/b.mp3"))
+        let effects = old.state.withLock {
+            $0.open(handle: 1, reply: Episode.OpenToken.fake(), now: 10, feedLength: 5_000, tuning: EpisodeReader.Tuning())
+        }
+        let probe = effects.compactMap { if case .probe(let probe) = $0 { probe } else { nil } }.first
+        #expect(probe?.url == "http://new/b.mp3", "the open of an Episode from before the move asks the new link")
+        // Open now: nothing is forgotten, nothing runs.
+        stepsRan = false
+        #expect(!old.state.forgetIfIdle(movingTo: "http://newer/c.mp3") { stepsRan = true; return true })
+        #expect(!stepsRan && old.state.withLock { $0.linkToAsk } == "http://new/b.mp3")
+    }
+
     @Test func aStatBeforeTheStateIsMadeIsRememberedByIt() {
         let cell = Episode.StateCell(nil)
         let shown = cell.sizeShown(feedLength: 1_000, timeout: 5, now: 10)

@@ -131,6 +131,17 @@ import ReadRules
                 return
             }
             #expect(first.episodes.count == 2 && first.endsEarly)
+            // Its server cuts every copy: the kept one is cut too, and holds
+            // nothing back.
+            let later = Self.feed(["A", "B", "C", "D", "E"])
+            let laterText = String(decoding: later, as: UTF8.self)
+            let laterCut = Array(laterText[..<laterText.range(of: "<item><title>D")!.upperBound].utf8)
+            source.answer.withLock { $0 = .success(.body(laterCut, etag: "\"v3\"", lastModified: nil)) }
+            guard case .updated(let grown, _) = loader.refresh(url: Self.url) else {
+                Issue.record("a cut feed whose kept copy is cut too is shown as far as it goes")
+                return
+            }
+            #expect(grown.episodes.count == 3)
         }
     }
 

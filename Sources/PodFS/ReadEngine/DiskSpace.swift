@@ -129,6 +129,8 @@ final class DiskSpace: Sendable {
     /// Lets fetched bytes go to the disk again.
     func leaveFull(logger: Logger, free: Int64) {
         guard full.exchange(false, ordering: .acquiringAndReleasing) else { return }
+        // A wish for room from this full period is met.
+        roomWanted.store(false, ordering: .releasing)
         let (announced, spilled) = log.withLock { ($0.announced, $0.spilledBytes) }
         let metadata: Logger.Metadata = ["free.bytes": "\(free)", "memory.bytes": "\(spilled)"]
         if announced {

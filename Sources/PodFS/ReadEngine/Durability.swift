@@ -59,8 +59,9 @@ final class Durability: Sendable {
     /// the index evict on a full disk. Each pass makes room on a full disk
     /// (`Eviction.recoverSpace`), tries unfinished steps again, commits,
     /// and keeps the cache under its cap (`Eviction.keepUnderCap`).
-    func startFlushing(interval: Double, eviction: Eviction) {
+    func startFlushing(interval: Double, eviction: Eviction, also: @escaping @Sendable () -> Void) {
         flusher.start(interval: interval, prepare: { disk.makeReserve(logger: logger) }) { [self] in
+            also()
             eviction.recoverSpace()
             retryUnfinishedSteps()
             flush()

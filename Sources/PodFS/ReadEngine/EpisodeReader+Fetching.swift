@@ -39,7 +39,7 @@ extension EpisodeReader {
             let answer = OriginAnswer(status: head.status, retryAfter: head.retryAfter, now: Date().timeIntervalSince1970)
             var failure = answer.failure(status: head.status, url: head.effectiveURL)
             if !failure.isTransient {
-                failure.isTransient = episode.state.withLock { $0.forgetRedirect(enclosureURL: episode.url) }
+                failure.isTransient = episode.state.withLock { $0.forgetRedirect(enclosureURL: $0.enclosureURL ?? episode.url) }
             }
             fetch.refuse(failure)
             return false

@@ -50,6 +50,9 @@ public final class EpisodeReader: Sendable {
 
     /// The mount is stopping: fetches cut short by it are no failure.
     let stopping = Atomic<Bool>(false)
+    /// Episodes a refresh moved to another file while they were read, by
+    /// key: their old bytes go once they are idle (`followPendingMoves`).
+    let pendingMoves = Locked<[String: Episode]>([:])
 
     /// Readers' fetches on the network: the cache's own downloads give way
     /// to them (docs/DESIGN.md, "Offline by policy").
@@ -111,7 +114,7 @@ public final class EpisodeReader: Sendable {
     /// room on a full disk and keeping the cache under its cap
     /// (`Durability.startFlushing`).
     public func startFlushing(interval: Double = 1.0) {
-        durability.startFlushing(interval: interval, eviction: eviction)
+        durability.startFlushing(interval: interval, eviction: eviction) { [self] in followPendingMoves() }
     }
 
     /// Stops the flush thread and commits what is left. Call after the
@@ -177,7 +180,7 @@ public final class EpisodeReader: Sendable {
     /// its lock): the link its version came from, else the feed's, with
     /// the version's `If-Range` validator.
     func target(_ state: Episode.State, of episode: Episode) -> RequestTarget {
-        RequestTarget(url: state.effectiveURL ?? episode.url, validator: validator(state))
+        RequestTarget(url: state.linkToAsk ?? episode.url, validator: validator(state))
     }
 
     /// Sends the first attempt of fetch `id` (planned by an event) of

@@ -71,15 +71,21 @@ extension Episode {
 
         /// Runs `steps` under the lock if the episode is idle (no open
         /// file, no open waiting, no fetch: `State.mayEvict`), then, if
-        /// they succeeded, forgets the state: the next event makes it
-        /// afresh, knowing nothing (an enclosure that moved to another
-        /// file, `EpisodeReader.follow`). Returns whether it did.
-        func forgetIfIdle(_ steps: () -> Bool) -> Bool {
+        /// they succeeded, starts the state afresh, knowing nothing but
+        /// that its enclosure is now `url` (an enclosure that moved to
+        /// another file, `EpisodeReader.follow`): whoever holds an
+        /// `Episode` from before the move asks the new link. Returns
+        /// whether it did.
+        func forgetIfIdle(movingTo url: String, _ steps: () -> Bool) -> Bool {
             slot.withLock { (slot: inout sending Slot) -> Bool in
-                guard let box = slot.made else { return steps() }
-                guard box.state.mayEvict, steps() else { return false }
-                slot.claimKeptUntil = box.state.claimKeptUntil
-                slot.made = nil
+                if let box = slot.made {
+                    guard box.state.mayEvict else { return false }
+                    slot.claimKeptUntil = box.state.claimKeptUntil
+                }
+                guard steps() else { return false }
+                var fresh = State(claimKeptUntil: slot.claimKeptUntil)
+                fresh.enclosureURL = url
+                slot.made = Box(fresh)
                 return true
             }
         }

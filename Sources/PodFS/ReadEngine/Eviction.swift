@@ -120,7 +120,8 @@ final class Eviction: Sendable {
         let reading = disk.takeSpillers().contains { episode in
             episode.state.withLock { !$0.handles.isEmpty }
         }
-        let wanted = reading || disk.takeRoomWanted()
+        let downloadWaits = disk.takeRoomWanted()
+        let wanted = reading || downloadWaits
         let uncommitted = durability.hasUncommitted
         guard wanted || uncommitted else {
             resumeIfRoom()

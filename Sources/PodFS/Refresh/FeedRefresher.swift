@@ -391,10 +391,11 @@ public final class FeedRefresher: Sendable {
         // A file's new date or length; its pages too when its link moved
         // to another file.
         for renewal in change.renewed {
+            let (before, after) = (renewal.before, renewal.after)
             if renewal.enclosureMoved {
-                invalidator.invalidate(inode: renewal.after.inode)
-            } else {
-                invalidator.invalidateAttributes(inode: renewal.after.inode)
+                invalidator.invalidate(inode: after.inode)
+            } else if before.modificationTime != after.modificationTime || before.feedLength != after.feedLength {
+                invalidator.invalidateAttributes(inode: after.inode)
             }
         }
         invalidator.invalidate(inode: change.showInode)
