@@ -182,13 +182,14 @@ final class LiveSubscriptions: Sendable {
             }
         }
         var lines: [String] = []
+        // A feed listed already in another spelling is the list's, whose
+        // show it is.
+        for index in found.indices { found[index].url = list.listed(found[index].url) ?? found[index].url }
         // A feed a page linked is fetched under that page's zone, in this
         // mount and the next ones; one the user named again is the user's.
         for entry in found { source.zones.feedListed(url: entry.url, byServerIn: entry.pageZone) }
         noteIssuers(Dictionary(found.map { ($0.url, $0.pageZone) }, uniquingKeysWith: { _, last in last }))
-        for var entry in found {
-            // Listed already in another spelling: the list's, whose show it is.
-            entry.url = list.listed(entry.url) ?? entry.url
+        for entry in found {
             let shown = FeedURL.redacted(entry.url, for: .display)
             do {
                 // The list first: a feed the list cannot take is not added.

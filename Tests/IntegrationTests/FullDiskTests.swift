@@ -157,6 +157,40 @@ struct FullDiskTests {
                 + "disk used at step 3: \(used) bytes; origin bytes for episodes 3 and 1 in step 3: \(originBytes)")
     }
 
+    /// A full disk whose room comes back by itself (a larger volume, a file
+    /// deleted) caches again at the next flush pass, with nobody asking for
+    /// room and nothing evicted (a reader that closed left it "full").
+    @Test func roomMadeBySomeoneElseLetsWritesResume() throws {
+        let fixture = try Fixture()
+        let disk = fixture.cacheDirectory
+        try FileManager.default.createDirectory(atPath: disk, withIntermediateDirectories: true)
+        try Harness.sh("mount -t tmpfs -o size=8m podfs-test-tmpfs '\(disk)'")
+        defer {
+            fixture.cleanup()
+            _ = try? Harness.run("umount", [disk], timeout: 30)
+            if Fixture.isMounted(disk) { _ = try? Harness.run("umount", ["-l", disk], timeout: 30) }
+            if ProcessInfo.processInfo.environment["PODFS_KEEP_TEST_DIRS"] == nil {
+                _ = try? Harness.run("rm", ["-rf", fixture.directory], timeout: 60)
+            }
+        }
+        let sizes = [12 * Self.mib + 5, 2 * Self.mib]
+        try fixture.publish(Fixture.episodes(sizes: sizes))
+        try fixture.mount(extra: ["--cache-size", "1G"])
+        func cached() -> [String: Int] { (try? CacheStatus(disk).cached) ?? [:] }
+        try Harness.sh("cat '\(fixture.path(0))' > /dev/null", timeout: 60)
+        #expect(fixture.log().contains("the cache's disk is full"))
+        Thread.sleep(forTimeInterval: 2)
+        #expect(!fixture.log().contains("has room again"), "no room was made: \(fixture.log().suffix(2000))")
+        try Harness.sh("mount -o remount,size=64m '\(disk)'")
+        #expect(
+            Harness.eventually(15) { fixture.log().contains("the cache's disk has room again") },
+            "writes resume: \(fixture.log().suffix(2000))")
+        #expect(!fixture.log().contains("evicted episodes to make room"), "nothing was evicted for it")
+        try Harness.sh("cat '\(fixture.path(1))' > /dev/null", timeout: 60)
+        #expect(Harness.eventually { cached()[fixture.name(1)] == sizes[1] }, "cached again: \(cached())")
+        try fixture.unmount()
+    }
+
     /// Downloads kept by policy that fill the disk wait for room instead of
     /// fetching bytes to throw away: the flush thread evicts an episode
     /// that is neither open nor kept for them, and writes resume when the
