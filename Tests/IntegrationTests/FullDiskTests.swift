@@ -9,19 +9,27 @@ import Testing
 struct FullDiskTests {
     private static let mib = 1024 * 1024
 
-    @Test func aFullDiskNeverFailsAReadAndTheIndexStaysTrue() throws {
+    /// A fixture whose cache directory is an 8 MiB tmpfs; `done` stops the
+    /// mount, unmounts the tmpfs and removes the test's directory.
+    private static func onSmallDisk() throws -> (fixture: Fixture, done: () -> Void) {
         let fixture = try Fixture()
         let disk = fixture.cacheDirectory
         try FileManager.default.createDirectory(atPath: disk, withIntermediateDirectories: true)
         try Harness.sh("mount -t tmpfs -o size=8m podfs-test-tmpfs '\(disk)'")
-        defer {
+        return (fixture, {
             fixture.cleanup()
             _ = try? Harness.run("umount", [disk], timeout: 30)
             if Fixture.isMounted(disk) { _ = try? Harness.run("umount", ["-l", disk], timeout: 30) }
             if ProcessInfo.processInfo.environment["PODFS_KEEP_TEST_DIRS"] == nil {
                 _ = try? Harness.run("rm", ["-rf", fixture.directory], timeout: 60)
             }
-        }
+        })
+    }
+
+    @Test func aFullDiskNeverFailsAReadAndTheIndexStaysTrue() throws {
+        let (fixture, done) = try Self.onSmallDisk()
+        defer { done() }
+        let disk = fixture.cacheDirectory
         // Episode 2 fits on the disk with room to spare; 1 and 3 do not fit beside it.
         let sizes = [12 * Self.mib + 5, 3 * Self.mib, 6 * Self.mib]
         try fixture.publish(Fixture.episodes(sizes: sizes))
@@ -161,18 +169,9 @@ struct FullDiskTests {
     /// deleted) caches again at the next flush pass, with nobody asking for
     /// room and nothing evicted (a reader that closed left it "full").
     @Test func roomMadeBySomeoneElseLetsWritesResume() throws {
-        let fixture = try Fixture()
+        let (fixture, done) = try Self.onSmallDisk()
+        defer { done() }
         let disk = fixture.cacheDirectory
-        try FileManager.default.createDirectory(atPath: disk, withIntermediateDirectories: true)
-        try Harness.sh("mount -t tmpfs -o size=8m podfs-test-tmpfs '\(disk)'")
-        defer {
-            fixture.cleanup()
-            _ = try? Harness.run("umount", [disk], timeout: 30)
-            if Fixture.isMounted(disk) { _ = try? Harness.run("umount", ["-l", disk], timeout: 30) }
-            if ProcessInfo.processInfo.environment["PODFS_KEEP_TEST_DIRS"] == nil {
-                _ = try? Harness.run("rm", ["-rf", fixture.directory], timeout: 60)
-            }
-        }
         let sizes = [12 * Self.mib + 5, 2 * Self.mib]
         try fixture.publish(Fixture.episodes(sizes: sizes))
         try fixture.mount(extra: ["--cache-size", "1G"])
@@ -198,18 +197,9 @@ struct FullDiskTests {
     /// once (an audit saw the keeper stuck until a remount, fetching 3.9 MB
     /// a minute to drop it).
     @Test func keptDownloadsThatFillTheDiskWaitForRoomAndResume() throws {
-        let fixture = try Fixture()
+        let (fixture, done) = try Self.onSmallDisk()
+        defer { done() }
         let disk = fixture.cacheDirectory
-        try FileManager.default.createDirectory(atPath: disk, withIntermediateDirectories: true)
-        try Harness.sh("mount -t tmpfs -o size=8m podfs-test-tmpfs '\(disk)'")
-        defer {
-            fixture.cleanup()
-            _ = try? Harness.run("umount", [disk], timeout: 30)
-            if Fixture.isMounted(disk) { _ = try? Harness.run("umount", ["-l", disk], timeout: 30) }
-            if ProcessInfo.processInfo.environment["PODFS_KEEP_TEST_DIRS"] == nil {
-                _ = try? Harness.run("rm", ["-rf", fixture.directory], timeout: 60)
-            }
-        }
         // Episode 1 (oldest) is read and cached; then the newest two are kept.
         let sizes = [4 * Self.mib, 3 * Self.mib + 7, 5 * Self.mib + 3]
         try fixture.publish(Fixture.episodes(sizes: sizes))
