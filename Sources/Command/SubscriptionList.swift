@@ -89,9 +89,12 @@ struct SubscriptionList: Sendable {
 
     // MARK: - Reading
 
-    /// The feeds listed, in order (a cache list not made yet is empty).
+    /// The feeds listed, in order, each once: a feed the file lists in two
+    /// spellings (by hand) is one subscription, the first's
+    /// (`SourceList.feedIdentity`). A cache list not made yet is empty.
     func urls() throws(Failure) -> [String] {
-        try file().urls
+        var seen = Set<String>()
+        return try file().urls.filter { seen.insert(SourceList.feedIdentity($0)).inserted }
     }
 
     /// The title the list gives each feed where it gives one: what

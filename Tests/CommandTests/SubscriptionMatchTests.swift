@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 @testable import podfs
@@ -24,6 +25,26 @@ import Testing
         #expect(SubscriptionMatch.url(of: "HTTP://LocalHost:8080/c.xml", among: urls, names: [:]) == urls[0])
         #expect(SubscriptionMatch.url(of: "https://a.example:443/Feed?x=1#top", among: urls, names: [:]) == urls[1])
         #expect(SubscriptionMatch.url(of: "https://a.example/feed?x=1", among: urls, names: [:]) == nil, "a path's case counts")
+    }
+
+    /// A list edited by hand that holds one feed in several spellings is
+    /// one subscription (the first spelling), not a show for each; one
+    /// removal takes them all.
+    @Test func aFeedListedTwiceByHandIsOneSubscription() throws {
+        let directory = NSTemporaryDirectory() + "podfs-list-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let lines = [
+            "http://127.0.0.1:8080/sub.xml", "HTTP://127.0.0.1:8080/sub.xml?", "http://localhost:80/sub.xml",
+            "http://LOCALHOST/sub.xml#frag", "http://127.0.0.1:8080/feed.xml", "http://127.0.0.1:8080/sub.xml",
+        ]
+        try (lines.joined(separator: "\n") + "\n").write(toFile: directory + "/subscriptions.txt", atomically: true, encoding: .utf8)
+        let list = SubscriptionList.current(cacheDirectory: directory)
+        #expect(try list.urls() == ["http://127.0.0.1:8080/sub.xml", "http://localhost:80/sub.xml", "http://127.0.0.1:8080/feed.xml"])
+        #expect(try list.remove(url: "http://127.0.0.1:8080/sub.xml"))
+        #expect(try list.urls() == ["http://localhost:80/sub.xml", "http://127.0.0.1:8080/feed.xml"])
+        #expect(try list.remove(url: "http://LocalHost/sub.xml"))
+        #expect(try list.urls() == ["http://127.0.0.1:8080/feed.xml"])
     }
 
     @Test func aListsTitleStandsInForAShowWithNoFolderYet() {

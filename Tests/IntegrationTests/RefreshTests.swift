@@ -248,6 +248,38 @@ struct RefreshTests {
         try fixture.unmount()
     }
 
+    /// A signed or tracking link whose query changes at a refresh: the
+    /// episode keeps its cached bytes, and what it still needs is asked at
+    /// the new link, not the pinned old one (which may have expired).
+    @Test func aNewQueryAloneKeepsTheBytesAndIsAskedFromThenOn() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        let data = Harness.bytes(count: 3_000_000, seed: 71)
+        try fixture.origin.put("e1.mp3", data)
+        try fixture.origin.put("feed.xml", Self.feed([Item(guid: "g1", title: "One", day: 1, file: "e1.mp3?token=a")]))
+        try fixture.mount(extra: ["--refresh", "1"], waitFor: Self.listed(["One.mp3"]))
+        let path = "\(fixture.mountpoint)/\(Self.show)/2026-11-01 One.mp3"
+        _ = try Harness.sh("dd if='\(path)' of=/dev/null bs=100000 count=1 2>/dev/null")
+        let before = try fixture.origin.bytesSent("e1.mp3")
+        #expect(before > 0 && before < Int64(data.count), "the head only")
+        try fixture.origin.replace("feed.xml", Self.feed([Item(guid: "g1", title: "One", day: 1, file: "e1.mp3?token=b")]))
+        #expect(
+            Harness.eventually { fixture.log().contains("feed refreshed") },
+            "the new link landed; log: \(fixture.log())")
+        let queries = { () throws -> [String] in
+            let paths = try fixture.origin.stats()["paths"] as? [String: Any]
+            return ((paths?["/e1.mp3"] as? [String: Any])?["queries"] as? [String]) ?? []
+        }
+        let asked = try queries().count
+        let copy = fixture.directory + "/copy.mp3"
+        try Harness.sh("cp '\(path)' '\(copy)'")
+        #expect(FileManager.default.contents(atPath: copy) == data)
+        let later = try queries().dropFirst(asked)
+        #expect(!later.isEmpty && later.allSatisfy { $0 == "token=b" }, "asked at the new link: \(later)")
+        #expect(try fixture.origin.bytesSent("e1.mp3") <= Int64(Double(data.count) * 1.02), "the cached head kept")
+        try fixture.unmount()
+    }
+
     /// Every show's cover is kept (docs/DESIGN.md, "Offline by policy"):
     /// fetched once in the background, so `stat` shows its real size
     /// before anything opens it (the kernel is told to drop the size it

@@ -142,6 +142,14 @@ import ReadRules
                 return
             }
             #expect(grown.episodes.count == 3)
+            // Cut shorter than the kept copy, which is cut too: no episode
+            // leaves the listing.
+            source.answer.withLock { $0 = .success(.body(cut, etag: "\"v4\"", lastModified: nil)) }
+            guard case .failed(let shorter, _, _) = loader.refresh(url: Self.url) else {
+                Issue.record("a copy cut shorter than the kept one must not replace it")
+                return
+            }
+            #expect(shorter.contains("cut it off"))
         }
     }
 

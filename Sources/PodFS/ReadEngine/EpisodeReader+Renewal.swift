@@ -23,7 +23,13 @@ extension EpisodeReader {
             let episode = renewal.after
             known.meet(episode)
             guard renewal.enclosureMoved else {
-                episode.state.withLock { $0.enclosureURL = episode.url }
+                // The new signed or tracking link is asked from now on:
+                // the pinned one (the old link, or where it led) may have
+                // expired. A complete episode keeps its link: it asks none.
+                episode.state.withLock { state in
+                    state.enclosureURL = episode.url
+                    _ = state.forgetRedirect(enclosureURL: episode.url)
+                }
                 continue
             }
             if !forgetMoved(episode) {

@@ -163,9 +163,12 @@ public struct FeedLoader: Sendable {
         if feed.endsEarly {
             // Cut off by its server: the episodes past the cut would leave
             // the listing, and the cut copy would replace the whole one.
-            // One with a whole kept copy keeps it; one with none, or with
-            // a kept copy cut too, is shown as far as it goes.
-            if let stored, let kept = try? FeedParser.parse(stored.body, baseURL: location), !kept.endsEarly {
+            // One with a whole kept copy keeps it, and so does one whose
+            // kept copy, cut too, holds more; one with none, or with a
+            // kept copy cut shorter, is shown as far as it goes.
+            if let stored, let kept = try? FeedParser.parse(stored.body, baseURL: location),
+                !kept.endsEarly || kept.episodes.count > feed.episodes.count
+            {
                 return .failed(
                     reason: "\(Self.endsEarly) (\(feed.episodes.count) whole episodes before the cut)",
                     isTransient: true)
