@@ -178,6 +178,12 @@ extension EpisodeRules.State {
         handles.isEmpty && openWaiters.isEmpty && fetches.isEmpty
     }
 
+    /// A program has it open, or is opening it (not the cache's own
+    /// opens: a keeper's download, a scan's fetch ahead).
+    public var openByAReader: Bool {
+        handles.values.contains { $0.opener == .kernel } || openWaiters.contains { $0.opener == .kernel }
+    }
+
     /// The index forgot the episode's ranges and its file is gone: the
     /// state forgets its bytes.
     public mutating func evicted() {

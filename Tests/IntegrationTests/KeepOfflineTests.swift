@@ -98,6 +98,34 @@ struct KeepOfflineTests {
         #expect(lines.isEmpty, "\(lines.joined(separator: "\n"))")
     }
 
+    /// A feed that moves a kept episode to another file while it downloads:
+    /// the download of the old file stops at once, its bytes go, and the
+    /// new file is kept (an end-to-end check saw the old file fetched to
+    /// its end first).
+    @Test func aKeptDownloadFollowsItsEpisodeToANewFile() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        let size = 3 * Self.mib
+        try fixture.publish(Fixture.episodes(sizes: [size]))
+        let new = Harness.bytes(count: size + 1_000, seed: 99)
+        try fixture.origin.put("moved/ep1.mp3", new)
+        try fixture.origin.configure(#"{"pace": {"/ep1.mp3": 200000}}"#)
+        try fixture.mount(extra: ["-o", "keep_latest=1,refresh=1"])
+        #expect(Harness.eventually { ((try? fixture.origin.bytesSent("ep1.mp3")) ?? 0) > 0 || ((try? fixture.origin.serving().responses) ?? 0) > 0 })
+        Thread.sleep(forTimeInterval: 1)
+        let feed = String(decoding: try #require(FileManager.default.contents(atPath: fixture.origin.root + "/feed.xml")), as: UTF8.self)
+            .replacingOccurrences(of: "{{BASE}}/ep1.mp3", with: "{{BASE}}/moved/ep1.mp3")
+            .replacingOccurrences(of: "length=\"\(size)\"", with: "length=\"\(size + 1_000)\"")
+        try fixture.origin.replace("feed.xml", Data(feed.utf8))
+        #expect(
+            Harness.eventually(30) { ((try? Self.cached(fixture)["ep1.mp3"]) ?? 0) == Int64(size + 1_000) },
+            "the new file is kept; log: \(fixture.log().suffix(3000))")
+        let old = try fixture.origin.bytesSent("ep1.mp3")
+        #expect(old < Int64(size / 2), "the old file's download stopped: \(old) of \(size) bytes sent")
+        #expect(try fixture.origin.bytesSent("moved/ep1.mp3") <= Int64(Double(size + 1_000) * 1.02))
+        try fixture.unmount()
+    }
+
     @Test func aNewEpisodeIsKeptAfterARefreshAndTheOneThatLeftIsNoLongerKept() throws {
         let fixture = try Fixture()
         defer { fixture.cleanup() }

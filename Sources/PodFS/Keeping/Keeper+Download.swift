@@ -36,6 +36,14 @@ extension Keeper {
                 logger.debug("keeping an episode offline: no longer kept", metadata: ["episode.key": "\(episode.key)"])
                 return
             }
+            if reader.isMoving(episode) {
+                // Its feed moved it to another file: the old one's fetch
+                // stops, and once nothing holds the episode its bytes go
+                // and this download asks the new link.
+                close()
+                Thread.sleep(forTimeInterval: 0.1)
+                continue
+            }
             if mustGiveWay(episode) {
                 if handle != nil {
                     close()

@@ -100,10 +100,9 @@ public final class Episode: Sendable {
         return Episode(renewing: self, url: url, modificationTime: modificationTime, feedLength: feedLength)
     }
 
-    /// A file of it is open, an open waits or a fetch is on its way
-    /// (`State.mayEvict`).
-    var isBusy: Bool {
-        state.ifMade { !$0.mayEvict } ?? false
+    /// A program has it open or is opening it (`State.openByAReader`).
+    var isOpenByAReader: Bool {
+        state.ifMade { $0.openByAReader } ?? false
     }
 
     /// The inode of the show folder that lists it.

@@ -41,6 +41,14 @@ extension EpisodeReader {
         }
     }
 
+    /// Whether `episode` moved to another file and waits to forget the old
+    /// one: the keeper's download of it gives way (closes its file and
+    /// stops its fills), so that it goes at the next flush pass and the
+    /// download starts again at the new link.
+    func isMoving(_ episode: Episode) -> Bool {
+        pendingMoves.withLock { $0[episode.key] != nil }
+    }
+
     /// Each flush pass: the episodes moved while they were read forget
     /// the old file once they are idle.
     func followPendingMoves() {

@@ -393,7 +393,11 @@ public final class EpisodeReader: Sendable {
         known.meet(fetch.episode)
         fetch.markSent()
         fetch.episode.transfers.withLock { $0[fetch.id] = fetch }
-        let listedBy = fetch.episode.listedBy
+        // The feed listed the enclosure a refresh moved it to, if it did,
+        // whatever `Episode` the fetch holds (its address zone is the feed's).
+        let episode = fetch.episode
+        let listedBy = (episode.state.ifMade({ $0.enclosureURL }) ?? nil)
+            .map { ListedBy(url: $0, feedURL: episode.folder.feedURL) } ?? episode.listedBy
         fetch.attemptStarted(
             fetch.isSizeCheck
                 ? network.source.start(

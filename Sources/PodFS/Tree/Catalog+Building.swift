@@ -118,11 +118,12 @@ extension Catalog {
             if let known = reused[item.key] {
                 // The same file (name, inode, cached bytes); what its feed
                 // now says of its link, date and length is taken. One that
-                // moved to another file while it is read stays as it is
-                // until a refresh finds it idle: a player reads on in the
-                // file it opened.
+                // moved to another file while a program reads it stays as
+                // it is until a refresh finds it closed: a player reads on
+                // in the file it opened. (The cache's own downloads give
+                // way: `EpisodeReader.isMoving`.)
                 let now = known.renewed(url: item.url, modificationTime: time, feedLength: feedLength)
-                if now !== known, !(CacheIndex.pathsDiffer(known.url, now.url) && known.isBusy) {
+                if now !== known, !(CacheIndex.pathsDiffer(known.url, now.url) && known.isOpenByAReader) {
                     episode = now
                     renewed.append(Renewal(before: known, after: now))
                 } else {
