@@ -63,21 +63,14 @@ extension EpisodeRules.State {
     /// anywhere else is not the range asked (a host whose Content-Range
     /// lies would have its bytes cached at the wrong place), and none of
     /// it is taken.
-    public static func reading(_ head: FetchHead, asked: Int64?) -> HeadReading {
+    public static func reading(_ head: FetchHead, asked: Int64) -> HeadReading {
         let read = reading(head)
-        if case .body(let start, let last, _) = read, head.status == 206, let asked, start != asked {
+        if case .body(let start, let last, _) = read, head.status == 206, start != asked {
             return .unusable(
                 reason: "the origin answered bytes \(start)-\(last.map(String.init) ?? "") to a request for bytes "
                     + "\(asked)- (its Content-Range is not the range asked); podfs keeps none of it")
         }
         return read
-    }
-
-    /// Where fetch `id`'s current request asked its bytes from: its
-    /// cursor, which no byte of that request has moved before its head
-    /// (`nil` when it is not a fetch of this state any more).
-    public func askedStart(of id: UInt64) -> Int64? {
-        fetches[id]?.cursor
     }
 
     /// Reads the body's place and the episode's length from `head`.

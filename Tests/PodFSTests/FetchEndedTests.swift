@@ -127,7 +127,7 @@ import Testing
         var bench = ReadBench(length: 10 * mib, handles: [1], confirmed: true)
         _ = bench.read(at: 0, size: 4096)
         let (id, progress) = try #require(bench.state.fetches.first)
-        #expect(bench.state.askedStart(of: id) == 0)
+        #expect(bench.state.fetches[id]?.cursor == 0, "the request asks from byte 0")
         func head(first: Int64, status: Int = 206) -> FetchHead {
             FetchHead(
                 status: status, rangeFirst: first, rangeLast: progress.upper, total: 10 * Int64(mib), contentLength: nil,

@@ -23,10 +23,9 @@ extension EpisodeReader {
     /// before any new byte reaches the scratch file (a commit of old ranges
     /// must not land after their drop, and old ranges must never vouch for
     /// new bytes after a crash).
-    func fetch(_ fetch: Fetch, receivedHead head: FetchHead) -> Bool {
+    func fetch(_ fetch: Fetch, receivedHead head: FetchHead, askedFrom asked: Int64) -> Bool {
         let episode = fetch.episode
         let (start, last, total): (Int64, Int64?, Int64)
-        let asked = episode.state.withLock { $0.askedStart(of: fetch.id) }
         switch Episode.State.reading(head, asked: asked) {
         case .body(let first, let end, let length):
             (start, last, total) = (first, end, length)

@@ -391,7 +391,7 @@ public final class EpisodeReader: Sendable {
         // Ended once per attempt, in `fetchCompleted`.
         if !fetch.forKeeper { network.foreground.began(fetch.episode) }
         known.meet(fetch.episode)
-        fetch.markSent()
+        fetch.markSent(askedFrom: range.lowerBound)
         fetch.episode.transfers.withLock { $0[fetch.id] = fetch }
         // The feed listed the enclosure a refresh moved it to, if it did,
         // whatever `Episode` the fetch holds (its address zone is the feed's).

@@ -51,10 +51,13 @@ final class Fetch: FetchSink {
     /// (`monotonicSeconds()`), the body bytes since, and the URL that
     /// answered (where the redirects ended): what the reader's
     /// `LinkEstimates` learn from.
-    private let timing = Locked<Timing>(Timing(sent: 0, head: nil, bytes: 0, answered: ""))
+    private let timing = Locked<Timing>(Timing(sent: 0, asked: 0, head: nil, bytes: 0, answered: ""))
 
     private struct Timing {
         var sent: Double
+        /// Where the current attempt's range starts: a 206 must start
+        /// there (`Episode.State.reading(_:asked:)`).
+        var asked: Int64
         var head: Double?
         var bytes: Int64
         var answered: String
@@ -80,11 +83,11 @@ final class Fetch: FetchSink {
 
     func receive(head: FetchHead) -> Bool {
         let now = monotonicSeconds()
-        let sent = timing.withLock { timing in
+        let (sent, asked) = timing.withLock { timing in
             timing.head = now
             timing.bytes = 0
             timing.answered = head.effectiveURL
-            return timing.sent
+            return (timing.sent, timing.asked)
         }
         // Not a size check's: the sizer sends four at a time, in the
         // background, each through the enclosure's redirects to a link it
@@ -92,7 +95,7 @@ final class Fetch: FetchSink {
         if !isSizeCheck {
             reader.observe(latency: now - sent, of: episode, answered: head.effectiveURL, direct: head.redirects == 0)
         }
-        return reader.fetch(self, receivedHead: head)
+        return reader.fetch(self, receivedHead: head, askedFrom: asked)
     }
 
     func receive(body: UnsafeRawBufferPointer) -> Bool {
@@ -196,8 +199,8 @@ final class Fetch: FetchSink {
     }
 
     /// The request of an attempt is about to go out.
-    func markSent() {
-        timing.withLock { $0 = Timing(sent: monotonicSeconds(), head: nil, bytes: 0, answered: "") }
+    func markSent(askedFrom start: Int64) {
+        timing.withLock { $0 = Timing(sent: monotonicSeconds(), asked: start, head: nil, bytes: 0, answered: "") }
     }
 
     /// The current attempt went out and can be stopped with `stop`.
