@@ -354,6 +354,17 @@ extension EpisodeRules {
             claim = .shown(keptUntil: claimKeptUntil)
         }
 
+        /// The state of an episode a refresh moved to another file at
+        /// `enclosureURL` once the old one's bytes are forgotten: nothing
+        /// known but its new link, and the kernel's pages of the inode are
+        /// the old file's, dropped by the next open it hears of (as after
+        /// a version change).
+        public init(movedTo enclosureURL: String, claimKeptUntil: Double) {
+            self.init(claimKeptUntil: claimKeptUntil)
+            self.enclosureURL = enclosureURL
+            kernelPagesStale = true
+        }
+
         /// The state an earlier mount left in the index: its ranges, its
         /// validator and the link it is pinned to.
         public init(restoring record: EpisodeRecord) {

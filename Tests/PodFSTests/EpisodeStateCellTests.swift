@@ -38,7 +38,7 @@ import Testing
     /// an idle episode starts afresh at the new link, so whoever holds the
     /// `Episode` from before the move (a keeper's download, a size check)
     /// asks the new link; one open is left as it is.
-    @Test func anIdleEpisodeMovedToAnotherFileStartsAfreshAtTheNewLink() {
+    @Test func anIdleEpisodeMovedToAnotherFileStartsAfreshAtTheNewLink() throws {
         let old = episode(record(length: 5_000, ranges: [0..<4_096]))
         #expect(old.state.withLock { $0.present.count } == 4_096)
         var stepsRan = false
@@ -53,6 +53,25 @@ import Testing
         }
         let probe = effects.compactMap { if case .probe(let probe) = $0 { probe } else { nil } }.first
         #expect(probe?.url == "http://new/b.mp3", "the open of an Episode from before the move asks the new link")
+        // The kernel's pages of the inode are the old file's: a first open
+        // that waits for the probe (a feed with no length) keeps none.
+        let unsized = episode(record(length: 5_000, ranges: [0..<4_096]))
+        #expect(unsized.state.forgetIfIdle(movingTo: "http://new/b.mp3") { true })
+        let waiting = unsized.state.withLock {
+            $0.open(handle: 1, reply: Episode.OpenToken.fake(), now: 10, feedLength: nil, tuning: EpisodeReader.Tuning())
+        }
+        let probed = try #require(waiting.compactMap { if case .probe(let probe) = $0 { probe } else { nil } }.first)
+        let head = FetchHead(
+            status: 206, rangeFirst: 0, rangeLast: probed.range.upperBound - 1, total: 5_000,
+            contentLength: probed.range.upperBound, etag: "\"n1\"", lastModified: nil, effectiveURL: "http://new/b.mp3")
+        let context = Episode.State.HeadContext(now: 11, feedLength: nil, isBackground: false, holdingIndexLock: true)
+        let answered = unsized.state.withLock {
+            let (_, transition) = $0.head(
+                id: probed.id, head, start: 0, last: probed.range.upperBound - 1, total: 5_000, context: context)
+            return transition.durable + transition.then
+        }
+        let opened = answered.compactMap { if case .answerOpen(_, let options?) = $0 { options } else { nil } }
+        #expect(opened.map(\.keepCache) == [false], "the old file's pages are not kept: \(answered)")
         // Open now: nothing is forgotten, nothing runs.
         stepsRan = false
         #expect(!old.state.forgetIfIdle(movingTo: "http://newer/c.mp3") { stepsRan = true; return true })

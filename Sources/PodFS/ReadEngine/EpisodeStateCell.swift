@@ -83,9 +83,7 @@ extension Episode {
                     slot.claimKeptUntil = box.state.claimKeptUntil
                 }
                 guard steps() else { return false }
-                var fresh = State(claimKeptUntil: slot.claimKeptUntil)
-                fresh.enclosureURL = url
-                slot.made = Box(fresh)
+                slot.made = Box(State(movedTo: url, claimKeptUntil: slot.claimKeptUntil))
                 return true
             }
         }
