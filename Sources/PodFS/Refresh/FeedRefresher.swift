@@ -333,7 +333,7 @@ public final class FeedRefresher: Sendable {
         reader.adopt(change.newFiles)
         reader.follow(change.renewed)
         deferredRenewals.withLock { deferred in
-            if change.renewalsDeferred > 0 { deferred.insert(url) } else { deferred.remove(url) }
+            if change.renewalsDeferred { deferred.insert(url) } else { deferred.remove(url) }
         }
         invalidate(change)
         return change

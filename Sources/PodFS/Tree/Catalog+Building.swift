@@ -91,7 +91,7 @@ extension Catalog {
         url: String, feed: ParsedFeed, layout: ShowLayout, playlist content: [UInt8]? = nil,
         name: String, previous: Show?, shownBefore: (time: Int64, listing: UInt64?)?, reused: [String: Episode],
         registered: (feedID: Int64, records: [EpisodeRecord])
-    ) -> (Show, newFiles: [Episode], renewed: [Renewal], deferred: Int) {
+    ) -> (Show, newFiles: [Episode], renewed: [Renewal], deferred: Bool) {
         let files = layout.files
         let missing = files.filter { reused[$0.key] == nil }
         let records = Dictionary(zip(missing.map(\.key), registered.records), uniquingKeysWith: { first, _ in first })
@@ -109,7 +109,7 @@ extension Catalog {
         var extras: [Episode] = []
         var cover: Episode?
         var renewed: [Renewal] = []
-        var deferred = 0
+        var deferred = false
         let folder = Episode.Folder(inode: showInode, feedURL: url)
         for item in files {
             let episode: Episode
@@ -122,13 +122,16 @@ extension Catalog {
                 // it is until a refresh finds it closed: a player reads on
                 // in the file it opened. (The cache's own downloads give
                 // way: `EpisodeReader.isMoving`.)
-                let now = known.renewed(url: item.url, modificationTime: time, feedLength: feedLength)
-                if now !== known, !(CacheIndex.pathsDiffer(known.url, now.url) && known.isOpenByAReader) {
-                    episode = now
-                    renewed.append(Renewal(before: known, after: now))
-                } else {
-                    if now !== known { deferred += 1 }
+                let renewal = Renewal(
+                    before: known, after: known.renewed(url: item.url, modificationTime: time, feedLength: feedLength))
+                if renewal.after === known {
                     episode = known
+                } else if renewal.enclosureMoved && known.isOpenByAReader {
+                    deferred = true
+                    episode = known
+                } else {
+                    episode = renewal.after
+                    renewed.append(renewal)
                 }
             } else {
                 let record = records[item.key]

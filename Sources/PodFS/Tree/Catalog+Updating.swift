@@ -189,7 +189,7 @@ extension Catalog {
     /// The show of a prepared update, its new files registered.
     private func build(
         _ item: Prepared, registration: (feedID: Int64, records: [EpisodeRecord])
-    ) -> (Show, newFiles: [Episode], renewed: [Renewal], deferred: Int) {
+    ) -> (Show, newFiles: [Episode], renewed: [Renewal], deferred: Bool) {
         let shownBefore =
             item.previous.map { (time: $0.modificationTime, listing: Optional($0.listing)) }
             ?? item.placeholder.map { (time: $0.modificationTime, listing: $0.listing) }

@@ -104,9 +104,9 @@ public final class Catalog: Sendable {
         public var newFiles: [Episode]
         /// Files whose feed now gives another link, date or length.
         public var renewed: [Renewal] = []
-        /// Files whose feed moved them to another file while they are
-        /// read: not renewed yet (`makeShow`).
-        public var renewalsDeferred = 0
+        /// Some file the feed moved to another file is read: not renewed
+        /// yet (`makeShow`).
+        public var renewalsDeferred = false
         /// Whether the root's `Latest.m3u` changed.
         public var latestChanged = false
 
