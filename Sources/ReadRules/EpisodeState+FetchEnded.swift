@@ -160,7 +160,10 @@ extension EpisodeRules.State {
         // jump come now, after the new place's own fetches, kept apart
         // from other variants as every planned fetch is.
         let fill = guardingVariants(fillFetch().map { [Effect.fetch(id: $0.id, range: $0.range)] } ?? [])
-        return opens + failed + probe + [.resume(reads: early.reads, sized: early.sized), .answerAtEnd] + fill
+        // Before the reads made again, which then find their bytes on
+        // their way.
+        let ahead = releasedReadAhead()
+        return opens + failed + probe + ahead + [.resume(reads: early.reads, sized: early.sized), .answerAtEnd] + fill
     }
 
     /// Reads whose bytes are all here once a head came or a fetch ended:

@@ -81,9 +81,20 @@ extension EpisodeRules.State {
         let fresh = reader.streak == 0 && reader.nextOffset == 0
         let readsOn = follow.resumed || (fresh ? offset == 0 : follow.readsOn)
         let jumped = !fresh && !readsOn
-        handles[handle] = followed
-        if offset >= end { return [.answerEmpty(reply)] }
+        if offset >= end {
+            handles[handle] = followed
+            return [.answerEmpty(reply)]
+        }
         let wanted = offset..<end
+        if !jumped, let earlier = unprovenFetchStillBringing(), !uncoveredGaps(in: wanted).isEmpty {
+            // A reader reading on past what the version's one response
+            // brings: made again when that ends (`unprovenFetchStillBringing`),
+            // as the same read, so the file's streak is kept.
+            readsAfterFetch[earlier, default: []].append(
+                EpisodeRules.EarlyRead(handle: handle, offset: offset, size: size, reply: reply))
+            return []
+        }
+        handles[handle] = followed
         let window = windowOf(jumped ? 0 : followed.streak)
         let reach = context.tuning.reach(
             ofReadEndingAt: end, length: length, farAndFast: ReadPlan.isFarAndFast(link: context.link, tuning: context.tuning))
@@ -243,6 +254,30 @@ extension EpisodeRules.State {
         return .fetch(id: id, range: gap.lowerBound..<upper)
     }
 
+    /// Until two responses agreed on the version (`Version.agreed`), a
+    /// fetch of it whose head came and whose bytes are not all on disk
+    /// yet: no other request goes out meanwhile. The next head may show a
+    /// host that stitches per request, and the version it drops takes
+    /// with it the bytes this fetch is still bringing, which a file open
+    /// on it may be reading: that file would fail within the very bytes
+    /// the response it opened on was sending (a busy machine, a slow link).
+    /// Costs a round trip, once an episode a mount.
+    func unprovenFetchStillBringing() -> UInt64? {
+        guard !current.agreed else { return nil }
+        return fetches.first { _, progress in
+            progress.generation == generation && progress.headArrived && progress.cursor < progress.upper
+        }?.key
+    }
+
+    /// The read-ahead held while a response of a version not agreed yet
+    /// brought its bytes (`heldReadAhead`), once none does.
+    mutating func releasedReadAhead() -> [Effect] {
+        guard let held = heldReadAhead, unprovenFetchStillBringing() == nil else { return [] }
+        heldReadAhead = nil
+        guard held.generation == generation else { return [] }
+        return guardingVariants(readAhead(after: held.end, window: held.window, reach: held.reach, context: held.context))
+    }
+
     /// Bytes after `end` that fetches of this version are still to bring
     /// from the network.
     private func arrivingBytes(after end: Int64) -> Int64 {
@@ -276,10 +311,15 @@ extension EpisodeRules.State {
         // not a sliver per kernel read (a listener's first 4 MiB took eight
         // requests of 256 KiB after the first MiB).
         if let length, reach < length, frontier - end >= (reach - end) / 2 { return [] }
-        // Until two responses agreed on the version, one request without
-        // its head at a time: a host that stitches per request shows it
-        // in the next head, and each request would be another variant.
+        // Until two responses agreed on the version, one request at a
+        // time, sent once the one before brought all its bytes
+        // (`unprovenFetchStillBringing`).
         if !current.agreed, fetches.values.contains(where: { $0.generation == generation && !$0.headArrived }) {
+            return []
+        }
+        if unprovenFetchStillBringing() != nil {
+            heldReadAhead = EpisodeRules.HeldReadAhead(
+                end: end, window: window, reach: reach, generation: generation, context: context)
             return []
         }
         // One window on the link at a time: the next goes out when what

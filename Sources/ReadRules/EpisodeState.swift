@@ -249,6 +249,16 @@ extension EpisodeRules {
 
     /// A read of a provisional handle, made again once the first response
     /// told the episode's length and version.
+    /// A read-ahead held back (`State.heldReadAhead`): where the reader's
+    /// read ended, the window and reach it had, and the read's context.
+    struct HeldReadAhead: Sendable {
+        var end: Int64
+        var window: Int64
+        var reach: Int64
+        var generation: UInt64
+        var context: State.ReadContext
+    }
+
     public struct EarlyRead: Equatable, Sendable {
         public internal(set) var handle: UInt64
         public internal(set) var offset: Int64
@@ -303,6 +313,12 @@ extension EpisodeRules {
         /// meanwhile. A second first response before the first fetch ends
         /// adds its own entry, so no read is lost.
         var readsAfterFetch: [UInt64: [EarlyRead]] = [:]
+        /// The read-ahead a reader wanted while a response of a version not
+        /// agreed yet still brought its bytes (`unprovenFetchStillBringing`):
+        /// it goes out when that response ends, whether or not the reader
+        /// reads again, so the next head shows a host that stitches while
+        /// that reader is still open, as it would have without the wait.
+        var heldReadAhead: HeldReadAhead?
         /// The current version's scratch file: not open, open, or being
         /// replaced (`EpisodeRules.Scratch`).
         var storage = EpisodeRules.Scratch.notOpen

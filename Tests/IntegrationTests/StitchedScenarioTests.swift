@@ -40,13 +40,17 @@ struct StitchedScenarioTests {
         for pass in 1...passes {
             let issuedBefore = try fixture.origin.variants("ep1.mp3")
             try fixture.origin.reset()
-            try fixture.mount()
+            // Debug logging, so a failed read can be told from the log.
+            try fixture.mount(extra: ["--log-level", "debug"])
             let path = fixture.path(0)
             var errors = 0
             for (skip, count) in [(0, 4), (48, 8), (56, 8), (5, 2)] {
                 let output = try Harness.run(
                     "dd", ["if=\(path)", "of=/dev/null", "bs=64k", "skip=\(skip)", "count=\(count)", "iflag=direct"])
-                if output.status != 0 { errors += 1 }
+                if output.status != 0 {
+                    errors += 1
+                    print("scenario \(name), mount \(pass): the read at block \(skip) failed: \(output.stderr)")
+                }
             }
             let copy = fixture.directory + "/copy"
             let command = pass < passes ? "true" : "cat '\(path)' > '\(copy)'"
@@ -59,6 +63,9 @@ struct StitchedScenarioTests {
             })
             let sent = try fixture.origin.variantBytesSent("ep1.mp3")
             try fixture.unmount()
+            if errors > 0 || full.status != 0 {
+                print("the daemon's log:\n" + fixture.log().split(separator: "\n").suffix(400).joined(separator: "\n"))
+            }
             let result = Outcome(
                 playerErrors: errors, fullReadFailed: full.status != 0, variantsInFullRead: found,
                 originBytesPerSize: Double(sent) / Double(Self.size), unstable: try unstableMark(fixture))
@@ -155,6 +162,51 @@ struct StitchedScenarioTests {
             sameLength: true)
         #expect(outcome.unstable == "no-validator")
         expectFirstMountWithinBudget(outcome)
+    }
+
+    /// The second response of a host that stitches per request comes
+    /// back before the first one's body has all come (a slow or busy
+    /// link): the first open file still waits for bytes of the first
+    /// variant, which the first response is bringing. It reads them, no
+    /// error; the next open reads one variant. The origin pauses the first
+    /// response after 96 KiB, so the overlap is forced. Read with
+    /// `O_DIRECT` (podfs's read-ahead asks for the next bytes) and through
+    /// the page cache (the kernel's read-ahead asks for them).
+    @Test(arguments: [true, false])
+    func aSecondVariantThatShowsItselfBeforeTheFirstBodyEndsFailsNoRead(direct: Bool) throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        try fixture.publish(Fixture.episodes(sizes: [Self.size]))
+        try fixture.origin.configure(
+            "{\"stitch\": {\"/ep1.mp3\": {\"ad_bytes\": \(Self.adBytes), \"mode\": \"same_url\"}}, "
+                + "\"stall\": {\"path\": \"/ep1.mp3\", \"after_bytes\": 98304, \"seconds\": 2, \"count\": 1}}")
+        try fixture.mount(extra: ["--log-level", "debug"])
+        let path = fixture.path(0)
+        let head = try Harness.run(
+            "dd", ["if=\(path)", "of=\(fixture.directory)/head", "bs=64k", "count=4"] + (direct ? ["iflag=direct"] : []),
+            timeout: 60)
+        let stalls = 1 - (try fixture.origin.usesLeft("stall"))
+        let finished = try fixture.origin.finished("ep1.mp3")
+        let copy = fixture.directory + "/copy"
+        let full = try Harness.run("/bin/sh", ["-c", "cat '\(path)' > '\(copy)'"], timeout: 120)
+        let issued = try fixture.origin.variants("ep1.mp3")
+        let data = fixture.episodes[0].data
+        let variantsOf = { (bytes: Data) in
+            (1...max(issued, 1)).filter { TestOrigin.variant($0, of: data, adBytes: Self.adBytes).prefix(bytes.count) == bytes }
+        }
+        let headBytes = (try? Data(contentsOf: URL(fileURLWithPath: fixture.directory + "/head"))) ?? Data()
+        let bytes = (try? Data(contentsOf: URL(fileURLWithPath: copy))) ?? Data()
+        print("a second variant before the first body ends (\(direct ? "O_DIRECT" : "page cache")): the head's dd exit \(head.status) (\(headBytes.count) bytes, "
+            + "variant \(variantsOf(headBytes))), stalls \(stalls), responses \(finished); "
+            + "the full read exit \(full.status), variants \(variantsOf(bytes).filter { _ in bytes.count >= data.count })")
+        if head.status != 0 || full.status != 0 {
+            print(fixture.log().split(separator: "\n").suffix(200).joined(separator: "\n"))
+        }
+        #expect(stalls >= 1, "the first response really paused")
+        #expect(head.status == 0 && headBytes.count == 4 * 65_536, "\(head.stderr)")
+        #expect(variantsOf(headBytes).count >= 1, "the head is one variant's")
+        #expect(full.status == 0)
+        try fixture.unmount()
     }
 
     /// Issue 20, item 3: a seek ahead on a stitching host waits for the

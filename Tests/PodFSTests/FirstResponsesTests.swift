@@ -92,6 +92,38 @@ import Testing
         #expect(!next.isEmpty, "read-ahead goes on once the version is agreed")
     }
 
+    /// The probe's head came, its bytes are still coming: a next head
+    /// could show a host that stitches and drop them under the file
+    /// reading them. The read-ahead waits, a read on past the probe waits
+    /// without a request of its own, and both go when the probe ends,
+    /// the read finding its bytes on their way.
+    @Test func untilTwoResponsesAgreeNoRequestGoesWhileTheFirstStillBringsBytes() throws {
+        // A first mount: nothing told the version before the probe.
+        var bench = ReadBench(length: nil, handles: [])
+        let probe = try #require(ReadBench.probes(bench.open(1, feedLength: 10 * mib)).first)
+        bench.head(probe.id, probe.range, total: 10 * mib)
+        #expect(bench.state.handles[1] != nil && !bench.state.current.agreed)
+        let early = ReadBench.fetched(bench.read(at: 0, size: 65536))
+        #expect(early.isEmpty, "the read-ahead waits for the probe's bytes: \(early)")
+        #expect(bench.state.heldReadAhead != nil)
+        let past = probe.range.upperBound
+        let reply = Episode.ReadToken.fake()
+        let parked = bench.read(at: past, size: 65536, reply: reply)
+        #expect(ReadBench.fetched(parked).isEmpty && ReadBench.failed(parked) == 0, "\(parked)")
+        #expect(!bench.state.waiters.contains { $0.range.lowerBound == past }, "made again later, not a waiter")
+        // The probe's bytes land and it ends: the held window goes out,
+        // and the read is made again after it.
+        let ended = bench.land(probe.range)
+        let sent = ReadBench.fetched(ended)
+        #expect(sent.first?.lowerBound == past, "the held read-ahead: \(sent)")
+        let again = ended.flatMap { effect -> [Episode.EarlyRead] in
+            if case .resume(let reads, _) = effect { return reads }
+            return []
+        }
+        #expect(again.map(\.offset) == [past])
+        #expect(bench.state.heldReadAhead == nil)
+    }
+
     @Test func anAgreedVersionSendsWindowsAsBefore() {
         // The index kept the version, and the mount's check confirmed it.
         var agreed = ReadBench(length: 10 * mib, present: [0..<256 * 1024])

@@ -72,7 +72,7 @@ extension EpisodeReader {
             // Lock order as everywhere: the index lock, then the episode's.
             episode.state.forgetIfIdle(movingTo: episode.url) {
                 do {
-                    try index.register(feedURL: episode.folder.feedURL, episodes: [entry])
+                    _ = try index.register(feedURL: episode.folder.feedURL, episodes: [entry])
                 } catch {
                     logger.warning(
                         "could not forget the cached bytes of an episode whose enclosure moved; trying again",
