@@ -260,7 +260,9 @@ struct CacheReport: Encodable {
         guard !shows.isEmpty || report.keepLatest > 0 || covers > 0 else { return "" }
         var out = ""
         if !shows.isEmpty || report.keepLatest > 0 {
-            out += "Kept offline: newest \(report.keepLatest) per show"
+            // A mount that keeps none by default, with shows that set their
+            // own N: "newest 0 per show" read as if nothing were kept.
+            out += report.keepLatest > 0 ? "Kept offline: newest \(report.keepLatest) per show" : "Kept offline, as each show sets it"
             out += ", \(CacheMaintenance.bytes(report.keptBytes)) when complete"
             if let cap = report.capBytes { out += " (cap \(CacheMaintenance.bytes(cap)))" }
             out += "\n"
