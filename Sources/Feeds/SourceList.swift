@@ -82,8 +82,9 @@ public enum SourceList {
 
     /// What makes two spellings of a feed URL the same feed: the scheme
     /// and host in any case, a port the scheme has by default written or
-    /// not, a query left empty (`feed.xml?`) and a fragment (never sent)
-    /// are not told apart. The path and query keep their case, as servers
+    /// not, or left empty, a query left empty (`feed.xml?`), a fragment
+    /// (never sent), and a percent-encoding's hex case or an encoded
+    /// unreserved character are not told apart. The path and query keep their case, as servers
     /// do. Compared, never stored: a subscription keeps its spelling, which
     /// keys its show's cache.
     public static func feedIdentity(_ url: String) -> String {
@@ -100,11 +101,55 @@ public enum SourceList {
         for (defaultScheme, port) in [("http", ":80"), ("https", ":443")] where scheme == defaultScheme {
             if host.hasSuffix(port) { host.removeLast(port.count) }
         }
+        // An empty port is no port (RFC 3986, 6.2.3).
+        if host.hasSuffix(":") { host.removeLast() }
         authority = user + host
         if end > authorityEnd, rest[rest.index(before: end)] == "?" { end = rest.index(before: end) }
-        var path = String(rest[authorityEnd..<end])
+        var path = percentEncodingsNormalized(rest[authorityEnd..<end])
         if path.isEmpty { path = "/" }
         return scheme + "://" + authority + path
+    }
+
+    /// `text` with each percent-encoding's hex digits in upper case and an
+    /// encoded unreserved character (a letter, a digit, `-._~`) decoded,
+    /// as RFC 3986 (6.2.2.1, 6.2.2.2) says they are the same: `%2f` is
+    /// `%2F`, `%7E` is `~`. Anything else is kept as written.
+    static func percentEncodingsNormalized(_ text: Substring) -> String {
+        guard text.contains("%") else { return String(text) }
+        let bytes = Array(text.utf8)
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count)
+        var index = 0
+        let hex = { (byte: UInt8) -> UInt8? in
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+            default: nil
+            }
+        }
+        while index < bytes.count {
+            guard bytes[index] == UInt8(ascii: "%"), index + 2 < bytes.count,
+                let high = hex(bytes[index + 1]), let low = hex(bytes[index + 2])
+            else {
+                out.append(bytes[index])
+                index += 1
+                continue
+            }
+            let value = high << 4 | low
+            let unreserved =
+                (value >= 0x41 && value <= 0x5A) || (value >= 0x61 && value <= 0x7A) || (value >= 0x30 && value <= 0x39)
+                || value == UInt8(ascii: "-") || value == UInt8(ascii: ".") || value == UInt8(ascii: "_")
+                || value == UInt8(ascii: "~")
+            if unreserved {
+                out.append(value)
+            } else {
+                let digits = Array("0123456789ABCDEF".utf8)
+                out += [UInt8(ascii: "%"), digits[Int(value >> 4)], digits[Int(value & 0x0F)]]
+            }
+            index += 3
+        }
+        return String(decoding: out, as: UTF8.self)
     }
 
     /// What one line of a plain list names, before `feedURL`: `nil` for a

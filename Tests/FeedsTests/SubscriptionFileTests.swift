@@ -129,6 +129,10 @@ import TestSupport
         #expect(SourceList.feedIdentity("http://h.example:8080") == "http://h.example:8080/")
         #expect(SourceList.feedIdentity("http://h.example:443/x") == "http://h.example:443/x", "another scheme's port")
         #expect(SourceList.feedIdentity("http://h.example/x?") == SourceList.feedIdentity("http://h.example/x"))
+        #expect(SourceList.feedIdentity("http://h.example:/x") == "http://h.example/x", "an empty port")
+        #expect(SourceList.feedIdentity("http://h.example/a%2fb%7ec?q=%e2%82%ac") == "http://h.example/a%2Fb~c?q=%E2%82%AC")
+        #expect(SourceList.feedIdentity("http://h.example/100%") == "http://h.example/100%", "a stray % is kept")
+        #expect(SourceList.feedIdentity("http://h.example/a%2Fb") != SourceList.feedIdentity("http://h.example/a/b"))
         #expect(SourceList.feedIdentity("http://h.example/x?a") != SourceList.feedIdentity("http://h.example/x?A"))
     }
 
