@@ -159,10 +159,11 @@ extension EpisodeRules.State {
         // The link is this episode's again: the bytes a fetch gave up to a
         // jump come now, after the new place's own fetches, kept apart
         // from other variants as every planned fetch is.
-        let fill = guardingVariants(fillFetch().map { [Effect.fetch(id: $0.id, range: $0.range)] } ?? [])
-        // Before the reads made again, which then find their bytes on
+        // Before the fill (a fetch with no head yet would hold it back) and
+        // before the reads made again, which then find their bytes on
         // their way.
         let ahead = releasedReadAhead()
+        let fill = guardingVariants(fillFetch().map { [Effect.fetch(id: $0.id, range: $0.range)] } ?? [])
         return opens + failed + probe + ahead + [.resume(reads: early.reads, sized: early.sized), .answerAtEnd] + fill
     }
 

@@ -72,7 +72,6 @@ extension EpisodeRules.State {
             reader, offset: offset, end: end, lastStream: lastStream, now: context.now, window: windowOf)
         var followed = follow.reader
         followed.extent.note(offset: offset, end: end, length: length, head: context.tuning.head)
-        if follow.resumed { lastStream = nil }
         // A seek within the streak's reach keeps the streak (the window
         // stays large once the reader reads on there), but it is a jump:
         // its fetch is a jump's, answered as its bytes arrive, with no
@@ -94,6 +93,7 @@ extension EpisodeRules.State {
                 EpisodeRules.EarlyRead(handle: handle, offset: offset, size: size, reply: reply))
             return []
         }
+        if follow.resumed { lastStream = nil }
         handles[handle] = followed
         let window = windowOf(jumped ? 0 : followed.streak)
         let reach = context.tuning.reach(
@@ -114,7 +114,7 @@ extension EpisodeRules.State {
                 length: length, context: context)
         }
         if ReadPlan.readsOn(streak: followed.streak), !jumped {
-            effects += readAhead(after: end, window: window, reach: reach, context: context)
+            effects += readAhead(for: handle, after: end, window: window, reach: reach, context: context)
         }
         if available.contains(wanted) {
             effects.append(.serve(reply, wanted, spilled: spill.pieces(overlapping: wanted)))
@@ -270,12 +270,18 @@ extension EpisodeRules.State {
     }
 
     /// The read-ahead held while a response of a version not agreed yet
-    /// brought its bytes (`heldReadAhead`), once none does.
+    /// brought its bytes (`heldReadAhead`), once none does, unless its file
+    /// moved since (it would race the file's jump). Also when the file
+    /// closed meanwhile (a reader of the head, whose last read the end of
+    /// that response answered): its head is the proof the next open waits
+    /// for, which opens on a variant about to go without it.
     mutating func releasedReadAhead() -> [Effect] {
         guard let held = heldReadAhead, unprovenFetchStillBringing() == nil else { return [] }
         heldReadAhead = nil
-        guard held.generation == generation else { return [] }
-        return guardingVariants(readAhead(after: held.end, window: held.window, reach: held.reach, context: held.context))
+        guard held.generation == generation, handles[held.handle].map({ $0.nextOffset == held.end }) ?? true
+        else { return [] }
+        return guardingVariants(
+            readAhead(for: held.handle, after: held.end, window: held.window, reach: held.reach, context: held.context))
     }
 
     /// Bytes after `end` that fetches of this version are still to bring
@@ -288,10 +294,10 @@ extension EpisodeRules.State {
         return total
     }
 
-    /// Keeps a sequential reader's next `window` bytes on their way, none
-    /// past `reach` (`ReadTuning.reach`).
+    /// Keeps a sequential reader's (open file `handle`'s) next `window`
+    /// bytes on their way, none past `reach` (`ReadTuning.reach`).
     private mutating func readAhead(
-        after end: Int64, window: Int64, reach: Int64, context: ReadContext
+        for handle: UInt64, after end: Int64, window: Int64, reach: Int64, context: ReadContext
     ) -> [Effect] {
         // The frontier: where bytes stop being here or on their way.
         var covered = available
@@ -319,7 +325,7 @@ extension EpisodeRules.State {
         }
         if unprovenFetchStillBringing() != nil {
             heldReadAhead = EpisodeRules.HeldReadAhead(
-                end: end, window: window, reach: reach, generation: generation, context: context)
+                handle: handle, end: end, window: window, reach: reach, generation: generation, context: context)
             return []
         }
         // One window on the link at a time: the next goes out when what

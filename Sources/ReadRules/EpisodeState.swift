@@ -247,11 +247,11 @@ extension EpisodeRules {
         public internal(set) var extent = ReadExtent()
     }
 
-    /// A read of a provisional handle, made again once the first response
-    /// told the episode's length and version.
-    /// A read-ahead held back (`State.heldReadAhead`): where the reader's
-    /// read ended, the window and reach it had, and the read's context.
+    /// A read-ahead held back (`State.heldReadAhead`): the file whose read
+    /// wanted it, where that read ended, the window and reach it had, and
+    /// the read's context.
     struct HeldReadAhead: Sendable {
+        var handle: UInt64
         var end: Int64
         var window: Int64
         var reach: Int64
@@ -259,6 +259,8 @@ extension EpisodeRules {
         var context: State.ReadContext
     }
 
+    /// A read of a provisional handle, made again once the first response
+    /// told the episode's length and version.
     public struct EarlyRead: Equatable, Sendable {
         public internal(set) var handle: UInt64
         public internal(set) var offset: Int64

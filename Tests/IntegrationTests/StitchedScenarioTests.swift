@@ -206,6 +206,7 @@ struct StitchedScenarioTests {
         #expect(head.status == 0 && headBytes.count == 4 * 65_536, "\(head.stderr)")
         #expect(variantsOf(headBytes).count >= 1, "the head is one variant's")
         #expect(full.status == 0)
+        #expect(bytes.count >= data.count && variantsOf(bytes).count == 1, "the next open reads one variant whole")
         try fixture.unmount()
     }
 

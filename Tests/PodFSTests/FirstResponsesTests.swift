@@ -124,6 +124,27 @@ import Testing
         #expect(bench.state.heldReadAhead == nil)
     }
 
+    /// A held read-ahead goes when the probe ends even if its file closed
+    /// meanwhile (its head is the proof the next open waits for), but not
+    /// if its file jumped elsewhere.
+    @Test func aHeldReadAheadGoesForAClosedFileButNotAJumpedOne() throws {
+        for jumps in [false, true] {
+            var bench = ReadBench(length: nil, handles: [])
+            let probe = try #require(ReadBench.probes(bench.open(1, feedLength: 10 * mib)).first)
+            bench.head(probe.id, probe.range, total: 10 * mib)
+            #expect(ReadBench.fetched(bench.read(at: 0, size: 65536)).isEmpty)
+            if jumps {
+                // A jump: it sends its own request (a jump is not held).
+                #expect(ReadBench.fetched(bench.read(at: 8 * mib, size: 4096)).count == 1)
+            } else {
+                _ = bench.state.release(handle: 1, now: bench.now)
+            }
+            let sent = ReadBench.fetched(bench.land(probe.range))
+            #expect(sent.isEmpty == jumps, "jumps: \(jumps), sent: \(sent)")
+            #expect(bench.state.heldReadAhead == nil)
+        }
+    }
+
     @Test func anAgreedVersionSendsWindowsAsBefore() {
         // The index kept the version, and the mount's check confirmed it.
         var agreed = ReadBench(length: 10 * mib, present: [0..<256 * 1024])
