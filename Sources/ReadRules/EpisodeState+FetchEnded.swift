@@ -143,6 +143,12 @@ extension EpisodeRules.State {
                 early.sized = settled.sized
             }
         }
+        // The read-ahead held until the response before it ended goes now
+        // (`heldReadAhead`): before the opens waiting for its proof are
+        // judged, and before the fill (a fetch with no head yet would hold
+        // it back) and the reads made again, which then find their bytes
+        // on their way.
+        let ahead = releasedReadAhead()
         if validation.awaitsProof, !awaitingProof {
             // Opens that waited for a head that never came (`open`): the
             // version one response confirmed is what they read.
@@ -159,10 +165,6 @@ extension EpisodeRules.State {
         // The link is this episode's again: the bytes a fetch gave up to a
         // jump come now, after the new place's own fetches, kept apart
         // from other variants as every planned fetch is.
-        // Before the fill (a fetch with no head yet would hold it back) and
-        // before the reads made again, which then find their bytes on
-        // their way.
-        let ahead = releasedReadAhead()
         let fill = guardingVariants(fillFetch().map { [Effect.fetch(id: $0.id, range: $0.range)] } ?? [])
         return opens + failed + probe + ahead + [.resume(reads: early.reads, sized: early.sized), .answerAtEnd] + fill
     }

@@ -196,9 +196,11 @@ extension EpisodeRules.State {
 
     /// A response on its way will show whether the origin serves the same
     /// bytes to each request: its head has not come, or its overlap has
-    /// not been compared yet (`checkingContinuity`).
+    /// not been compared yet (`checkingContinuity`); or a read-ahead held
+    /// until the response before it ends will ask (`heldReadAhead`).
     var awaitingProof: Bool {
-        fetches.values.contains { progress in
+        if let held = heldReadAhead, held.generation == generation { return true }
+        return fetches.values.contains { progress in
             progress.generation == generation
                 && (!progress.headArrived || progress.checkUpTo > progress.cursor
                     || !progress.held.bytes.isEmpty)

@@ -145,6 +145,31 @@ import Testing
         }
     }
 
+    /// A file opened while the read-ahead is held waits for that
+    /// request's head as it waits for any proof on its way: opened at once
+    /// on the first variant, its first read past the probe would show the
+    /// stitching host and fail it.
+    @Test func anOpenWhileTheReadAheadIsHeldWaitsForItsHead() throws {
+        var bench = ReadBench(length: nil, handles: [])
+        let probe = try #require(ReadBench.probes(bench.open(1, feedLength: 10 * mib)).first)
+        bench.head(probe.id, probe.range, total: 10 * mib)
+        _ = bench.read(at: 0, size: 65536)
+        #expect(bench.open(2).isEmpty && bench.state.handles[2] == nil, "it waits")
+        let sent = ReadBench.fetched(bench.land(probe.range))
+        let ahead = try #require(bench.state.fetches.first { $0.value.cursor == probe.range.upperBound })
+        #expect(sent == [ahead.value.cursor..<ahead.value.upper])
+        #expect(bench.state.handles[2] == nil, "still waiting, for the held request's head")
+        // That head shows a host that stitches: a whole new variant.
+        let (_, _, then) = apply(
+            &bench.state, head(200, first: 0, last: nil, total: 10 * mib + 4096, etag: "\"v2\""), id: ahead.key)
+        #expect(bench.state.unstable != nil)
+        let opened = then.compactMap { effect -> Episode.OpenAnswer? in
+            if case .answerOpen(_, let answer?) = effect { return answer }
+            return nil
+        }
+        #expect(opened.map(\.handle) == [2] && bench.state.handles[2]?.generation == bench.state.generation)
+    }
+
     @Test func anAgreedVersionSendsWindowsAsBefore() {
         // The index kept the version, and the mount's check confirmed it.
         var agreed = ReadBench(length: 10 * mib, present: [0..<256 * 1024])
