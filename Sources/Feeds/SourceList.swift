@@ -117,6 +117,7 @@ public enum SourceList {
     static func percentEncodingsNormalized(_ text: Substring) -> String {
         guard text.contains("%") else { return String(text) }
         let bytes = Array(text.utf8)
+        let digits = Array("0123456789ABCDEF".utf8)
         var out: [UInt8] = []
         out.reserveCapacity(bytes.count)
         var index = 0
@@ -144,7 +145,6 @@ public enum SourceList {
             if unreserved {
                 out.append(value)
             } else {
-                let digits = Array("0123456789ABCDEF".utf8)
                 out += [UInt8(ascii: "%"), digits[Int(value >> 4)], digits[Int(value & 0x0F)]]
             }
             index += 3

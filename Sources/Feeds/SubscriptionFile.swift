@@ -95,7 +95,7 @@ public struct SubscriptionFile: Sendable, Equatable {
         // the show back at the next mount.
         let identity = SourceList.feedIdentity(url)
         var spellings: [String] = []
-        for listed in urls where (listed == url || SourceList.feedIdentity(listed) == identity) && !spellings.contains(listed) {
+        for listed in urls where SourceList.feedIdentity(listed) == identity && !spellings.contains(listed) {
             spellings.append(listed)
         }
         guard !spellings.isEmpty else { return false }
