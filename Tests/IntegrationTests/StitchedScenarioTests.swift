@@ -92,6 +92,21 @@ struct StitchedScenarioTests {
         #expect(outcome.originBytesPerSize <= 1.25)
     }
 
+    /// A fixture of one episode whose host stitches per request at its URL
+    /// (an ETag per response), with `fault`, an origin fault entry, besides.
+    private func fixtureStitchingAtOneURL(with fault: String) throws -> Fixture {
+        let fixture = try Fixture()
+        do {
+            try fixture.publish(Fixture.episodes(sizes: [Self.size]))
+            try fixture.origin.configure(
+                "{\"stitch\": {\"/ep1.mp3\": {\"ad_bytes\": \(Self.adBytes), \"mode\": \"same_url\"}}, \(fault)}")
+        } catch {
+            fixture.cleanup()
+            throw error
+        }
+        return fixture
+    }
+
     /// The `unstable` column of the fixture's one episode, read by Python.
     private func unstableMark(_ fixture: Fixture) throws -> String? {
         let script =
@@ -174,12 +189,9 @@ struct StitchedScenarioTests {
     /// the page cache (the kernel's read-ahead asks for them).
     @Test(arguments: [true, false])
     func aSecondVariantThatShowsItselfBeforeTheFirstBodyEndsFailsNoRead(direct: Bool) throws {
-        let fixture = try Fixture()
+        let fixture = try fixtureStitchingAtOneURL(
+            with: "\"stall\": {\"path\": \"/ep1.mp3\", \"after_bytes\": 98304, \"seconds\": 2, \"count\": 1}")
         defer { fixture.cleanup() }
-        try fixture.publish(Fixture.episodes(sizes: [Self.size]))
-        try fixture.origin.configure(
-            "{\"stitch\": {\"/ep1.mp3\": {\"ad_bytes\": \(Self.adBytes), \"mode\": \"same_url\"}}, "
-                + "\"stall\": {\"path\": \"/ep1.mp3\", \"after_bytes\": 98304, \"seconds\": 2, \"count\": 1}}")
         try fixture.mount(extra: ["--log-level", "debug"])
         let path = fixture.path(0)
         let head = try Harness.run(
@@ -218,12 +230,9 @@ struct StitchedScenarioTests {
     /// first: the waiting read (a file open on the first variant, which
     /// never had those bytes) gets EIO; a new open reads the second variant.
     @Test func aStalledStreamIsReplacedByASecondWholeStreamWhenThatIsSooner() throws {
-        let fixture = try Fixture()
+        let fixture = try fixtureStitchingAtOneURL(
+            with: "\"hold\": {\"path\": \"/ep1.mp3\", \"after_bytes\": \(Self.mib), \"seconds\": 60, \"count\": 1}")
         defer { fixture.cleanup() }
-        try fixture.publish(Fixture.episodes(sizes: [Self.size]))
-        try fixture.origin.configure(
-            "{\"stitch\": {\"/ep1.mp3\": {\"ad_bytes\": \(Self.adBytes), \"mode\": \"same_url\"}}, "
-                + "\"hold\": {\"path\": \"/ep1.mp3\", \"after_bytes\": \(Self.mib), \"seconds\": 60, \"count\": 1}}")
         try fixture.mount()
         let path = fixture.path(0)
         // The head, as a player reads it: the second response shows the
